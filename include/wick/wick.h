@@ -1,0 +1,373 @@
+/*
+ * wick — a tensor library in C11.
+ *
+ * The whole public surface. Conventions (docs/ARCHITECTURE.md has the why):
+ *  - Every function that returns a tensor returns a NEW reference, or NULL on
+ *    failure. The reason is kept per thread: wk_last_status()/wk_last_error().
+ *  - A NULL tensor argument makes the call return NULL and keeps the first
+ *    error, so expressions compose and are checked once at the end.
+ *  - wk_tensor_free drops one reference. Inside wk_scope_begin/wk_scope_end
+ *    every tensor created on this thread is owned by the scope unless
+ *    wk_keep() takes it out.
+ *  - Dims are int; negative dims count from the end (-1 is the last).
+ *  - Nothing here aborts the process on bad input.
+ */
+#ifndef WICK_WICK_H
+#define WICK_WICK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WICK_VERSION_MAJOR 0
+#define WICK_VERSION_MINOR 1
+#define WICK_VERSION_PATCH 0
+#define WICK_VERSION_STRING "0.1.0"
+
+/* Highest tensor rank. A higher rank is an error (WK_ERR_SHAPE), never an abort. */
+#define WK_MAX_RANK 8
+
+/* ------------------------------------------------------------------ errors */
+
+typedef enum wk_status {
+    WK_OK = 0,
+    WK_ERR_SHAPE,          /* shapes or ranks that do not fit together      */
+    WK_ERR_DTYPE,          /* dtype mismatch, or op not defined on a dtype  */
+    WK_ERR_DEVICE,         /* tensors on different devices                  */
+    WK_ERR_INDEX,          /* a dim or an index out of range                */
+    WK_ERR_ARG,            /* any other bad argument (NULL pointer, step 0) */
+    WK_ERR_OOM,            /* allocation failed                              */
+    WK_ERR_NOT_COMPILED,   /* backend not compiled into this build          */
+    WK_ERR_IO,             /* file could not be opened/read/written          */
+    WK_ERR_FORMAT,         /* file content is malformed or hostile           */
+    WK_ERR_DIV_ZERO,       /* integer division by zero                       */
+    WK_ERR_INTERNAL        /* an internal invariant failed (a wick bug)      */
+} wk_status;
+
+/* Status of the last failed call on this thread (WK_OK if none since clear). */
+wk_status   wk_last_status(void);
+/* Message of the last failed call on this thread ("" if none). Valid until
+ * the next failing call on this thread. */
+const char *wk_last_error(void);
+void        wk_clear_error(void);
+const char *wk_status_name(wk_status s);
+
+/* ------------------------------------------------------------------ dtypes */
+
+typedef enum wk_dtype {
+    WK_U8 = 0,
+    WK_U32,
+    WK_I16,
+    WK_I32,
+    WK_I64,
+    WK_BF16,
+    WK_F16,
+    WK_F32,
+    WK_F64,
+    WK_F8E4M3,
+    WK_DTYPE_COUNT
+} wk_dtype;
+
+size_t      wk_dtype_size(wk_dtype dt);       /* bytes per element; 0 if invalid */
+const char *wk_dtype_name(wk_dtype dt);       /* "f32", ...; "invalid" */
+bool        wk_dtype_is_float(wk_dtype dt);
+bool        wk_dtype_is_int(wk_dtype dt);
+/* Parse "f32" etc. Returns false for an unknown name. */
+bool        wk_dtype_from_name(const char *name, wk_dtype *out);
+
+/* Scalar conversions used by casts (exposed for tests and users).
+ * f32 -> f16/bf16 round to nearest even; NaN stays NaN; overflow -> inf.
+ * f32 -> f8e4m3 rounds to nearest even and SATURATES to +-448; NaN -> NaN. */
+uint16_t wk_f32_to_f16(float x);
+float    wk_f16_to_f32(uint16_t h);
+uint16_t wk_f32_to_bf16(float x);
+float    wk_bf16_to_f32(uint16_t h);
+uint8_t  wk_f32_to_f8e4m3(float x);
+float    wk_f8e4m3_to_f32(uint8_t v);
+
+/* ----------------------------------------------------------------- devices */
+
+typedef struct wk_device wk_device;
+
+typedef enum wk_device_kind { WK_DEVICE_CPU = 0, WK_DEVICE_CUDA, WK_DEVICE_METAL } wk_device_kind;
+
+/* The CPU device (one shared instance; never NULL, never freed). */
+wk_device     *wk_cpu(void);
+/* GPU devices: NULL + WK_ERR_NOT_COMPILED when the backend is not built in. */
+wk_device     *wk_cuda(int ordinal);
+wk_device     *wk_metal(int ordinal);
+wk_device_kind wk_device_kind_of(const wk_device *dev);
+/* "cpu", "cuda:0#1" — kind, ordinal and instance id (identity is the instance). */
+const char    *wk_device_name(const wk_device *dev);
+bool           wk_same_device(const wk_device *a, const wk_device *b);
+/* Wait for all queued work on the device (a no-op on the CPU). */
+wk_status      wk_device_synchronize(wk_device *dev);
+/* Seed the device's random generator; the same seed gives the same numbers. */
+wk_status      wk_device_set_seed(wk_device *dev, uint64_t seed);
+uint64_t       wk_device_seed(const wk_device *dev);
+
+/* ----------------------------------------------------------------- tensors */
+
+typedef struct wk_tensor wk_tensor;
+
+/* Take an extra reference (returns t). */
+wk_tensor *wk_tensor_retain(wk_tensor *t);
+/* Drop one reference; NULL is fine. */
+void       wk_tensor_free(wk_tensor *t);
+
+int            wk_rank(const wk_tensor *t);
+/* Size of dim d (negative counts from the end); -1 if t is NULL or d out of range. */
+int64_t        wk_dim(const wk_tensor *t, int d);
+/* Pointer to rank() sizes / strides (in elements). Valid while t lives. */
+const int64_t *wk_shape(const wk_tensor *t);
+const int64_t *wk_strides(const wk_tensor *t);
+int64_t        wk_offset(const wk_tensor *t);          /* start offset, elements */
+int64_t        wk_numel(const wk_tensor *t);
+wk_dtype       wk_tensor_dtype(const wk_tensor *t);
+wk_device     *wk_tensor_device(const wk_tensor *t);
+bool           wk_is_contiguous(const wk_tensor *t);   /* row-major, size-1 dims ignored */
+/* True when both views use the same storage object. */
+bool           wk_shares_storage(const wk_tensor *a, const wk_tensor *b);
+/* Unique id of the tensor object (for debugging and graphs). */
+uint64_t       wk_tensor_id(const wk_tensor *t);
+/* "f32[2, 3] cpu" into buf; returns buf. */
+char          *wk_tensor_describe(const wk_tensor *t, char *buf, size_t len);
+/* Pretty-print the values to stdout (small tensors in full). */
+wk_status      wk_print(const wk_tensor *t);
+
+/* ---------------------------------------------------------------- creation */
+
+wk_tensor *wk_zeros(const int64_t *shape, int rank, wk_dtype dt, wk_device *dev);
+wk_tensor *wk_ones(const int64_t *shape, int rank, wk_dtype dt, wk_device *dev);
+wk_tensor *wk_full(const int64_t *shape, int rank, double value, wk_dtype dt, wk_device *dev);
+wk_tensor *wk_zeros_like(const wk_tensor *t);
+wk_tensor *wk_ones_like(const wk_tensor *t);
+/* Uninitialised contents (fast); every element must be written before read. */
+wk_tensor *wk_empty(const int64_t *shape, int rank, wk_dtype dt, wk_device *dev);
+/* [start, end) by step; float steps allowed; step 0 is WK_ERR_ARG.
+ * The element count is ceil((end-start)/step). */
+wk_tensor *wk_arange(double start, double end, double step, wk_dtype dt, wk_device *dev);
+wk_tensor *wk_eye(int64_t n, wk_dtype dt, wk_device *dev);
+/* Copy `nbytes` from a host buffer laid out row-major in dtype dt. nbytes must
+ * equal numel * dtype size exactly. */
+wk_tensor *wk_from_host(const void *data, size_t nbytes, const int64_t *shape, int rank,
+                        wk_dtype dt, wk_device *dev);
+/* Uniform in [lo, hi) and normal(mean, std), float dtypes only, from the
+ * device's seedable generator. */
+wk_tensor *wk_rand(const int64_t *shape, int rank, double lo, double hi, wk_dtype dt, wk_device *dev);
+wk_tensor *wk_randn(const int64_t *shape, int rank, double mean, double std, wk_dtype dt, wk_device *dev);
+
+/* ---------------------------------------------------------------- readback */
+
+/* Copy exactly the view's elements, row-major, in its dtype, into buf.
+ * nbytes must be at least numel * dtype size. Waits only for what it reads. */
+wk_status wk_to_host(const wk_tensor *t, void *buf, size_t nbytes);
+/* Same, converting every element to f32 / f64 (any dtype). */
+wk_status wk_to_host_f32(const wk_tensor *t, float *buf, size_t count);
+wk_status wk_to_host_f64(const wk_tensor *t, double *buf, size_t count);
+/* A one-element tensor (any rank) as double; moves only that element. */
+wk_status wk_item(const wk_tensor *t, double *out);
+/* One element at a full index (rank() entries, negatives allowed). */
+wk_status wk_get(const wk_tensor *t, const int64_t *index, double *out);
+
+/* Always allocates a new storage with a contiguous copy (even if t already is). */
+wk_tensor *wk_copy(const wk_tensor *t);
+/* t itself (new reference) if contiguous, else a contiguous copy. */
+wk_tensor *wk_contiguous(const wk_tensor *t);
+wk_tensor *wk_to_dtype(const wk_tensor *t, wk_dtype dt);
+wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev);
+
+/* ------------------------------------------------------ views (no copying) */
+
+/* One dim may be -1 (inferred). A view when the layout allows, else a copy. */
+wk_tensor *wk_reshape(const wk_tensor *t, const int64_t *shape, int rank);
+wk_tensor *wk_narrow(const wk_tensor *t, int dim, int64_t start, int64_t len);
+wk_tensor *wk_transpose(const wk_tensor *t, int d0, int d1);
+wk_tensor *wk_t(const wk_tensor *t);                     /* swap last two dims */
+wk_tensor *wk_permute(const wk_tensor *t, const int *dims, int rank);
+/* numpy rules: right-aligned, size-1 dims stretch (stride 0). */
+wk_tensor *wk_broadcast_as(const wk_tensor *t, const int64_t *shape, int rank);
+wk_tensor *wk_broadcast_left(const wk_tensor *t, const int64_t *left, int nleft);
+/* Removes dim if its size is 1; otherwise returns the same view (as PyTorch). */
+wk_tensor *wk_squeeze(const wk_tensor *t, int dim);
+/* dim in [-(rank+1), rank]. */
+wk_tensor *wk_unsqueeze(const wk_tensor *t, int dim);
+/* Merge dims start..end (inclusive) into one; a copy if they are not mergeable. */
+wk_tensor *wk_flatten(const wk_tensor *t, int start_dim, int end_dim);
+wk_tensor *wk_flatten_all(const wk_tensor *t);
+/* Index i of dim, dim removed. */
+wk_tensor *wk_select(const wk_tensor *t, int dim, int64_t index);
+/* Split dim into n chunks of ceil(size/n) (the last may be smaller; fewer
+ * chunks when size < n). out must hold n pointers; *count receives how many. */
+wk_status  wk_chunk(const wk_tensor *t, int n, int dim, wk_tensor **out, int *count);
+/* Split dim into pieces of the given sizes (must sum to the dim size). */
+wk_status  wk_split(const wk_tensor *t, const int64_t *sizes, int n, int dim, wk_tensor **out);
+
+/* ----------------------------------------------------------- elementwise */
+
+typedef enum wk_unary_op {
+    WK_EXP = 0, WK_LOG, WK_SIN, WK_COS, WK_TANH, WK_ABS, WK_NEG, WK_RECIP, WK_SQR,
+    WK_SQRT, WK_GELU, WK_GELU_ERF, WK_ERF, WK_RELU, WK_SILU, WK_CEIL, WK_FLOOR,
+    WK_ROUND, WK_SIGN, WK_SIGMOID,
+    WK_UNARY_COUNT
+} wk_unary_op;
+
+wk_tensor *wk_unary(const wk_tensor *t, wk_unary_op op);
+const char *wk_unary_name(wk_unary_op op);
+wk_tensor *wk_exp(const wk_tensor *t);
+wk_tensor *wk_log(const wk_tensor *t);
+wk_tensor *wk_sin(const wk_tensor *t);
+wk_tensor *wk_cos(const wk_tensor *t);
+wk_tensor *wk_tanh(const wk_tensor *t);
+wk_tensor *wk_abs(const wk_tensor *t);
+wk_tensor *wk_neg(const wk_tensor *t);
+wk_tensor *wk_recip(const wk_tensor *t);
+wk_tensor *wk_sqr(const wk_tensor *t);
+wk_tensor *wk_sqrt(const wk_tensor *t);
+wk_tensor *wk_gelu(const wk_tensor *t);      /* tanh approximation */
+wk_tensor *wk_gelu_erf(const wk_tensor *t);
+wk_tensor *wk_erf(const wk_tensor *t);
+wk_tensor *wk_relu(const wk_tensor *t);
+wk_tensor *wk_silu(const wk_tensor *t);
+wk_tensor *wk_ceil(const wk_tensor *t);
+wk_tensor *wk_floor(const wk_tensor *t);
+wk_tensor *wk_round(const wk_tensor *t);     /* half away from zero (C round) */
+wk_tensor *wk_sign(const wk_tensor *t);
+wk_tensor *wk_sigmoid(const wk_tensor *t);
+
+/* y = x * mul + add. Integer dtypes compute in double and convert back. */
+wk_tensor *wk_affine(const wk_tensor *t, double mul, double add);
+wk_tensor *wk_powf(const wk_tensor *t, double e);          /* float only */
+wk_tensor *wk_elu(const wk_tensor *t, double alpha);       /* float only */
+wk_tensor *wk_clamp(const wk_tensor *t, double lo, double hi);
+
+typedef enum wk_binary_op {
+    WK_ADD = 0, WK_SUB, WK_MUL, WK_DIV, WK_MAXIMUM, WK_MINIMUM,
+    WK_BINARY_COUNT
+} wk_binary_op;
+
+/* numpy broadcasting in every binary op; same dtype and device required. */
+wk_tensor *wk_binary(const wk_tensor *a, const wk_tensor *b, wk_binary_op op);
+const char *wk_binary_name(wk_binary_op op);
+wk_tensor *wk_add(const wk_tensor *a, const wk_tensor *b);
+wk_tensor *wk_sub(const wk_tensor *a, const wk_tensor *b);
+wk_tensor *wk_mul(const wk_tensor *a, const wk_tensor *b);
+wk_tensor *wk_div(const wk_tensor *a, const wk_tensor *b);  /* ints: trunc; /0 is WK_ERR_DIV_ZERO */
+wk_tensor *wk_maximum(const wk_tensor *a, const wk_tensor *b);
+wk_tensor *wk_minimum(const wk_tensor *a, const wk_tensor *b);
+/* Scalar right-hand side (converted to a's dtype first). */
+wk_tensor *wk_binary_scalar(const wk_tensor *a, double s, wk_binary_op op);
+
+typedef enum wk_cmp_op { WK_EQ = 0, WK_NE, WK_LT, WK_LE, WK_GT, WK_GE, WK_CMP_COUNT } wk_cmp_op;
+
+/* -> u8 (0/1), with broadcasting. */
+wk_tensor *wk_cmp(const wk_tensor *a, const wk_tensor *b, wk_cmp_op op);
+wk_tensor *wk_cmp_scalar(const wk_tensor *a, double s, wk_cmp_op op);
+const char *wk_cmp_name(wk_cmp_op op);
+/* cond (any integer dtype, nonzero = true) ? a : b, all three broadcast. */
+wk_tensor *wk_where(const wk_tensor *cond, const wk_tensor *a, const wk_tensor *b);
+
+/* -------------------------------------------------------------- reductions */
+
+typedef enum wk_reduce_op {
+    WK_REDUCE_SUM = 0, WK_REDUCE_MEAN, WK_REDUCE_MAX, WK_REDUCE_MIN,
+    WK_REDUCE_ARGMAX, WK_REDUCE_ARGMIN,
+    WK_REDUCE_COUNT
+} wk_reduce_op;
+
+/* Reduce over ndims dims (any order, no repeats). keepdim keeps them as size 1.
+ * sum/mean of f16/bf16 accumulate in f32; of ints accumulate in i64/u64 and
+ * return the input dtype (wrapping like C unsigned arithmetic); mean of an int
+ * dtype is an error. argmax/argmin take exactly one dim and return u32; ties
+ * give the first index. max/min of an empty reduction is an error. */
+wk_tensor *wk_reduce(const wk_tensor *t, wk_reduce_op op, const int *dims, int ndims, bool keepdim);
+wk_tensor *wk_sum(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
+wk_tensor *wk_mean(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
+wk_tensor *wk_max(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
+wk_tensor *wk_min(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
+wk_tensor *wk_argmax(const wk_tensor *t, int dim, bool keepdim);
+wk_tensor *wk_argmin(const wk_tensor *t, int dim, bool keepdim);
+/* Over every element, result of rank 0. */
+wk_tensor *wk_sum_all(const wk_tensor *t);
+wk_tensor *wk_mean_all(const wk_tensor *t);
+wk_tensor *wk_max_all(const wk_tensor *t);
+wk_tensor *wk_min_all(const wk_tensor *t);
+
+/* ---------------------------------------------------- joining and filling */
+
+/* All tensors same dtype/device and same shape except along dim. */
+wk_tensor *wk_cat(wk_tensor *const *ts, int n, int dim);
+/* All same shape; a new dim is inserted at dim. */
+wk_tensor *wk_stack(wk_tensor *const *ts, int n, int dim);
+/* In place: dst.narrow(dim, offset, src.dim(dim)) = src. dst may be any view;
+ * its storage is written (every view sharing it sees the change). */
+wk_status  wk_slice_set(wk_tensor *dst, const wk_tensor *src, int dim, int64_t offset);
+/* In place fill of every element of the view. */
+wk_status  wk_fill_(wk_tensor *t, double value);
+wk_status  wk_zero_(wk_tensor *t);
+wk_status  wk_one_(wk_tensor *t);
+/* In place: dst (any view) = src (same shape, dtype, device). */
+wk_status  wk_copy_(wk_tensor *dst, const wk_tensor *src);
+
+/* ------------------------------------------------------------------ matmul */
+
+/* (..., m, k) @ (..., k, n). Same rank >= 2, equal batch products. Any
+ * strides, any batch strides. f16/bf16 accumulate in f32. Integer: error. */
+wk_tensor *wk_matmul(const wk_tensor *a, const wk_tensor *b);
+/* Batch dims broadcast (numpy rules); ranks may differ. */
+wk_tensor *wk_broadcast_matmul(const wk_tensor *a, const wk_tensor *b);
+
+/* ------------------------------------------------------------------ scopes */
+
+/* Every tensor created on this thread between begin and end is freed at end,
+ * unless wk_keep() took it. Scopes nest. */
+void       wk_scope_begin(void);
+void       wk_scope_end(void);
+/* Take t out of the innermost scope that owns it; the caller now owns it. */
+wk_tensor *wk_keep(wk_tensor *t);
+
+/* --------------------------------------------------------------------- I/O */
+
+/* .npy: dtypes u1,u4,i2,i4,i8,f2,f4,f8 (and bf16/f8 via descr 'V2'/'V1' is
+ * not supported). Fortran order is read. Hostile files give WK_ERR_FORMAT. */
+wk_tensor *wk_npy_load(const char *path, wk_device *dev);
+wk_status  wk_npy_save(const char *path, const wk_tensor *t);
+/* .npz (zip; stored or deflated members). On success *names and *tensors are
+ * arrays of *count entries allocated with malloc; free them with wk_npz_free. */
+wk_status  wk_npz_load(const char *path, wk_device *dev, char ***names, wk_tensor ***tensors, int *count);
+void       wk_npz_free(char **names, wk_tensor **tensors, int count);
+wk_status  wk_npz_save(const char *path, const char *const *names, wk_tensor *const *tensors, int count);
+/* In-memory variants (used by fuzzing). */
+wk_tensor *wk_npy_load_bytes(const void *data, size_t len, wk_device *dev);
+
+/* ------------------------------------------------------------ runtime info */
+
+/* Threads used by CPU ops (WICK_NUM_THREADS or the CPUs the process may use). */
+int         wk_num_threads(void);
+wk_status   wk_set_num_threads(int n);
+/* "avx512", "avx2", "scalar": the SIMD level chosen at run time. */
+const char *wk_cpu_isa(void);
+/* Backends compiled in, e.g. "cpu" or "cpu cuda". */
+const char *wk_backends(void);
+
+/* CPU buffer cache: freed buffers are kept by size for reuse. */
+typedef struct wk_cpu_mem_stats {
+    size_t bytes_in_use;     /* live tensor storage */
+    size_t bytes_cached;     /* freed, kept for reuse */
+    size_t peak_in_use;
+    size_t cache_limit;      /* WICK_CPU_CACHE_MB, default 1024 MiB */
+    uint64_t hits, misses;
+} wk_cpu_mem_stats;
+void      wk_cpu_mem_stats_get(wk_cpu_mem_stats *out);
+/* Return every cached buffer to the system. */
+void      wk_cpu_cache_release(void);
+wk_status wk_cpu_cache_set_limit(size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WICK_WICK_H */

@@ -1,0 +1,31 @@
+/* Shared helpers for the cmocka tests. Include after <cmocka.h>'s prerequisites. */
+#ifndef WICK_TESTUTIL_H
+#define WICK_TESTUTIL_H
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include "wick/wick.h"
+
+/* A CPU f32 tensor from values (row-major) and a shape. Fails the test on error. */
+wk_tensor *tu_f32(const float *v, const int64_t *shape, int rank);
+/* Any dtype from doubles (converted like wk_to_dtype from f64). */
+wk_tensor *tu_make(const double *v, const int64_t *shape, int rank, wk_dtype dt);
+/* Assert t is non-NULL (prints wk_last_error otherwise). */
+#define TU_OK(t) tu_ok_((t), #t, __FILE__, __LINE__)
+wk_tensor *tu_ok_(wk_tensor *t, const char *expr, const char *file, int line);
+/* Assert a call returned WK_OK. */
+#define TU_STATUS_OK(s) tu_status_ok_((s), #s, __FILE__, __LINE__)
+void tu_status_ok_(wk_status s, const char *expr, const char *file, int line);
+/* Assert a tensor-returning call failed with status st (and clear the error). */
+#define TU_FAILS(t, st) tu_fails_((t), (st), #t, __FILE__, __LINE__)
+void tu_fails_(wk_tensor *t, wk_status st, const char *expr, const char *file, int line);
+/* Assert shape equals. */
+void tu_assert_shape(const wk_tensor *t, const int64_t *shape, int rank);
+/* Assert every element (read as f64) is within atol + rtol*|expected|. */
+void tu_assert_close(const wk_tensor *t, const double *expected, int64_t n, double atol, double rtol);
+/* Max |a-b| of two tensors of equal shape (read as f64). */
+double tu_max_abs_diff(const wk_tensor *a, const wk_tensor *b);
+
+#endif
