@@ -1,0 +1,126 @@
+/* Tensor creation: constant fills, ranges, identity, host copies, random. */
+#include "core/tensor.h"
+#include <math.h>
+
+static wk_tensor *filled(const char *op, const int64_t *shape, int rank, double v, wk_dtype dt, wk_device *dev) {
+    if (!dev) { wk__err(WK_ERR_ARG, op, "NULL device"); return NULL; }
+    wk_tensor *t = wk__tensor_alloc(op, dev, dt, shape, rank);
+    if (!t) return NULL;
+    if (wk__be(t)->fill(dev, t->storage->buf, &t->layout, dt, v) != WK_OK) {
+        wk_tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+wk_tensor *wk_zeros(const int64_t *shape, int rank, wk_dtype dt, wk_device *dev) {
+    return filled("wk_zeros", shape, rank, 0.0, dt, dev);
+}
+wk_tensor *wk_ones(const int64_t *shape, int rank, wk_dtype dt, wk_device *dev) {
+    return filled("wk_ones", shape, rank, 1.0, dt, dev);
+}
+wk_tensor *wk_full(const int64_t *shape, int rank, double value, wk_dtype dt, wk_device *dev) {
+    return filled("wk_full", shape, rank, value, dt, dev);
+}
+wk_tensor *wk_zeros_like(const wk_tensor *t) {
+    if (!wk__check_in("wk_zeros_like", t)) return NULL;
+    return filled("wk_zeros_like", t->layout.shape, t->layout.rank, 0.0, t->dtype, wk__dev(t));
+}
+wk_tensor *wk_ones_like(const wk_tensor *t) {
+    if (!wk__check_in("wk_ones_like", t)) return NULL;
+    return filled("wk_ones_like", t->layout.shape, t->layout.rank, 1.0, t->dtype, wk__dev(t));
+}
+wk_tensor *wk_empty(const int64_t *shape, int rank, wk_dtype dt, wk_device *dev) {
+    if (!dev) { wk__err(WK_ERR_ARG, "wk_empty", "NULL device"); return NULL; }
+    return wk__tensor_alloc("wk_empty", dev, dt, shape, rank);
+}
+
+wk_tensor *wk_arange(double start, double end, double step, wk_dtype dt, wk_device *dev) {
+    const char *op = "wk_arange";
+    if (!dev) { wk__err(WK_ERR_ARG, op, "NULL device"); return NULL; }
+    if (step == 0 || !isfinite(step) || !isfinite(start) || !isfinite(end)) {
+        wk__err(WK_ERR_ARG, op, "start %g, end %g, step %g: step must be nonzero and all values finite", start, end, step);
+        return NULL;
+    }
+    double cnt = ceil((end - start) / step);
+    if (cnt < 0) cnt = 0;
+    if (cnt > 0x1p56) { wk__err(WK_ERR_SHAPE, op, "%g elements is too many", cnt); return NULL; }
+    int64_t n = (int64_t)cnt;
+    if (wk_dtype_size(dt) == 0) { wk__err(WK_ERR_DTYPE, op, "invalid dtype %d", (int)dt); return NULL; }
+    /* computed in f64 on the host, then cast: exact for every integer range */
+    wk_tensor *t64 = wk__tensor_alloc(op, wk_cpu(), WK_F64, &n, 1);
+    if (!t64) return NULL;
+    double *p = t64->storage->buf;
+    for (int64_t i = 0; i < n; i++) p[i] = start + (double)i * step;
+    wk_tensor *r = wk_to_device(t64, dev);
+    wk_tensor_free(t64);
+    if (!r || dt == WK_F64) return r;
+    wk_tensor *c = wk_to_dtype(r, dt);
+    wk_tensor_free(r);
+    return c;
+}
+
+wk_tensor *wk_eye(int64_t n, wk_dtype dt, wk_device *dev) {
+    const char *op = "wk_eye";
+    int64_t shape[2] = {n, n};
+    wk_tensor *t = filled(op, shape, 2, 0.0, dt, dev);
+    if (!t || n == 0) return t;
+    /* the diagonal is a 1-D view with stride n+1 */
+    wk_layout d = {.rank = 1, .shape = {n}, .stride = {n + 1}, .offset = 0};
+    if (wk__be(t)->fill(dev, t->storage->buf, &d, dt, 1.0) != WK_OK) {
+        wk_tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+wk_tensor *wk_from_host(const void *data, size_t nbytes, const int64_t *shape, int rank, wk_dtype dt, wk_device *dev) {
+    const char *op = "wk_from_host";
+    if (!dev) { wk__err(WK_ERR_ARG, op, "NULL device"); return NULL; }
+    int64_t n;
+    if (wk__check_shape(op, shape, rank, &n) != WK_OK) return NULL;
+    size_t es = wk_dtype_size(dt);
+    if (!es) { wk__err(WK_ERR_DTYPE, op, "invalid dtype %d", (int)dt); return NULL; }
+    if ((uint64_t)n * es != nbytes) {
+        char s[128];
+        wk__err(WK_ERR_SHAPE, op, "%zu bytes given, shape %s of %s needs %llu", nbytes,
+                wk__shape_str(shape, rank, s, sizeof s), wk_dtype_name(dt), (unsigned long long)((uint64_t)n * es));
+        return NULL;
+    }
+    if (nbytes && !data) { wk__err(WK_ERR_ARG, op, "NULL data"); return NULL; }
+    wk_tensor *t = wk__tensor_alloc(op, dev, dt, shape, rank);
+    if (!t) return NULL;
+    if (nbytes && wk__be(t)->from_host(dev, t->storage->buf, 0, data, nbytes) != WK_OK) {
+        wk_tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+static wk_tensor *random_tensor(const char *op, const int64_t *shape, int rank, double a, double b, wk_dtype dt,
+                                wk_device *dev, bool normal) {
+    if (!dev) { wk__err(WK_ERR_ARG, op, "NULL device"); return NULL; }
+    if (!wk_dtype_is_float(dt)) {
+        wk__err(WK_ERR_DTYPE, op, "random numbers need a float dtype, got %s", wk_dtype_name(dt));
+        return NULL;
+    }
+    if (!isfinite(a) || !isfinite(b) || (normal && b < 0) || (!normal && b < a)) {
+        wk__err(WK_ERR_ARG, op, normal ? "mean %g, std %g: need finite values and std >= 0"
+                                       : "lo %g, hi %g: need finite values and lo <= hi", a, b);
+        return NULL;
+    }
+    wk_tensor *t = wk__tensor_alloc(op, dev, dt, shape, rank);
+    if (!t) return NULL;
+    int64_t n = wk_numel(t);
+    wk_status st = normal ? wk__be(t)->rand_normal(dev, t->storage->buf, n, dt, a, b)
+                          : wk__be(t)->rand_uniform(dev, t->storage->buf, n, dt, a, b);
+    if (st != WK_OK) { wk_tensor_free(t); return NULL; }
+    return t;
+}
+
+wk_tensor *wk_rand(const int64_t *shape, int rank, double lo, double hi, wk_dtype dt, wk_device *dev) {
+    return random_tensor("wk_rand", shape, rank, lo, hi, dt, dev, false);
+}
+wk_tensor *wk_randn(const int64_t *shape, int rank, double mean, double std, wk_dtype dt, wk_device *dev) {
+    return random_tensor("wk_randn", shape, rank, mean, std, dt, dev, true);
+}

@@ -1,0 +1,57 @@
+/* Devices. The CPU device is one static instance. GPU constructors return a
+ * clean "not compiled in" error until their backend is in the build (issue:
+ * CUDA backend). Identity is the instance, and error messages print the
+ * instance id so "device mismatch" never shows two equal names. */
+#include "core/tensor.h"
+#include <stdio.h>
+
+static wk_device g_cpu = {
+    .kind = WK_DEVICE_CPU, .ordinal = 0, .instance = 0, .be = &wk__cpu_backend, .name = "cpu",
+    .seed = 0x5eed5eed5eedULL, .rng = {0}, .rng_lock = ATOMIC_FLAG_INIT,
+};
+static atomic_int g_cpu_seeded;
+
+void wk__rng_seed(wk_device *dev, uint64_t seed);
+
+wk_device *wk_cpu(void) {
+    if (!atomic_load_explicit(&g_cpu_seeded, memory_order_acquire)) {
+        int expected = 0;
+        if (atomic_compare_exchange_strong(&g_cpu_seeded, &expected, 1)) {
+            wk__rng_seed(&g_cpu, g_cpu.seed);
+            atomic_store_explicit(&g_cpu_seeded, 2, memory_order_release);
+        }
+        while (atomic_load_explicit(&g_cpu_seeded, memory_order_acquire) != 2) { /* another thread seeds */ }
+    }
+    return &g_cpu;
+}
+
+wk_device *wk_cuda(int ordinal) {
+    wk__err(WK_ERR_NOT_COMPILED, "wk_cuda", "device cuda:%d requested, but wick was built without the CUDA backend",
+            ordinal);
+    return NULL;
+}
+
+wk_device *wk_metal(int ordinal) {
+    wk__err(WK_ERR_NOT_COMPILED, "wk_metal", "device metal:%d requested, but wick has no Metal backend on this platform",
+            ordinal);
+    return NULL;
+}
+
+wk_device_kind wk_device_kind_of(const wk_device *dev) { return dev ? dev->kind : WK_DEVICE_CPU; }
+const char *wk_device_name(const wk_device *dev) { return dev ? dev->name : "(null device)"; }
+bool wk_same_device(const wk_device *a, const wk_device *b) { return a && b && a == b; }
+
+wk_status wk_device_synchronize(wk_device *dev) {
+    if (!dev) return wk__err(WK_ERR_ARG, "wk_device_synchronize", "NULL device");
+    return dev->be->synchronize(dev);
+}
+
+wk_status wk_device_set_seed(wk_device *dev, uint64_t seed) {
+    if (!dev) return wk__err(WK_ERR_ARG, "wk_device_set_seed", "NULL device");
+    if (dev == &g_cpu) wk_cpu();
+    return dev->be->set_seed(dev, seed);
+}
+
+uint64_t wk_device_seed(const wk_device *dev) { return dev ? dev->seed : 0; }
+
+const char *wk_backends(void) { return "cpu"; }

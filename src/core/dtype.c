@@ -1,0 +1,111 @@
+/* dtype metadata and the scalar conversions of the narrow float formats.
+ * All rounding is to nearest, ties to even, done in integer arithmetic so the
+ * result does not depend on the FPU's rounding mode or on F16C being there. */
+#include "wick/wick.h"
+#include <math.h>
+#include <string.h>
+
+static const struct { const char *name; size_t size; bool is_float; } k_dtypes[WK_DTYPE_COUNT] = {
+    [WK_U8] = {"u8", 1, false},     [WK_U32] = {"u32", 4, false},   [WK_I16] = {"i16", 2, false},
+    [WK_I32] = {"i32", 4, false},   [WK_I64] = {"i64", 8, false},   [WK_BF16] = {"bf16", 2, true},
+    [WK_F16] = {"f16", 2, true},    [WK_F32] = {"f32", 4, true},    [WK_F64] = {"f64", 8, true},
+    [WK_F8E4M3] = {"f8e4m3", 1, true},
+};
+
+static bool valid(wk_dtype dt) { return (unsigned)dt < WK_DTYPE_COUNT; }
+size_t wk_dtype_size(wk_dtype dt) { return valid(dt) ? k_dtypes[dt].size : 0; }
+const char *wk_dtype_name(wk_dtype dt) { return valid(dt) ? k_dtypes[dt].name : "invalid"; }
+bool wk_dtype_is_float(wk_dtype dt) { return valid(dt) && k_dtypes[dt].is_float; }
+bool wk_dtype_is_int(wk_dtype dt) { return valid(dt) && !k_dtypes[dt].is_float; }
+
+bool wk_dtype_from_name(const char *name, wk_dtype *out) {
+    if (!name) return false;
+    for (int i = 0; i < WK_DTYPE_COUNT; i++)
+        if (strcmp(name, k_dtypes[i].name) == 0) {
+            if (out) *out = (wk_dtype)i;
+            return true;
+        }
+    return false;
+}
+
+static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+uint16_t wk_f32_to_bf16(float x) {
+    uint32_t u = f2u(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN, sign kept */
+    u += 0x7fffu + ((u >> 16) & 1u);                                         /* RNE; overflow -> inf */
+    return (uint16_t)(u >> 16);
+}
+
+float wk_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
+
+uint16_t wk_f32_to_f16(float x) {
+    uint32_t u = f2u(x);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return sign | 0x7e00u | (uint16_t)((a >> 13) & 0x1ffu); /* NaN stays NaN */
+    if (a >= 0x477ff000u) return sign | 0x7c00u;      /* >= 65520 rounds to inf (incl. inf) */
+    if (a < 0x38800000u) {                             /* below 2^-14: subnormal f16 or zero */
+        if (a < 0x33000000u) return sign;              /* < 2^-25: rounds to 0 (tie at 2^-25 -> even 0) */
+        uint32_t e = a >> 23;
+        uint32_t m = (a & 0x7fffffu) | 0x800000u;
+        uint32_t shift = 126 - e;                      /* 14 + (127-e-1)...: value = m * 2^(e-150) */
+        /* f16 subnormal unit is 2^-24: result = m * 2^(e-150+24) = m >> (126 - e) */
+        uint32_t q = m >> shift;
+        uint32_t rem = m & ((1u << shift) - 1);
+        uint32_t half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (q & 1))) q++;
+        return sign | (uint16_t)q;
+    }
+    /* normal: rebias exponent 127 -> 15 and round the mantissa to 10 bits */
+    uint32_t r = a - 0x38000000u;                      /* (127-15) << 23 */
+    r += 0xfffu + ((r >> 13) & 1u);
+    return sign | (uint16_t)(r >> 13);
+}
+
+float wk_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return u2f(sign | 0x7f800000u | (m << 13));
+    if (e == 0) {
+        if (m == 0) return u2f(sign);
+        float v = (float)m * 0x1p-24f;                 /* exact */
+        return sign ? -v : v;
+    }
+    return u2f(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+/* f8e4m3 (the "fn" variant used by candle/PyTorch): bias 7, no infinities,
+ * S.1111.111 is NaN, max finite 448. Out-of-range values saturate to +-448
+ * (inf included); NaN maps to NaN. */
+uint8_t wk_f32_to_f8e4m3(float x) {
+    uint32_t u = f2u(x);
+    uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return sign | 0x7f;
+    float ax = u2f(a);
+    if (ax >= 464.0f) return sign | 0x7e;              /* 448 is 0x7e; >= 464 would round past it */
+    if (ax < 0x1p-6f) {                                /* subnormal range: unit 2^-9 */
+        float q = ax * 512.0f;                         /* exact scaling */
+        /* ties to even by hand, independent of the FPU rounding mode */
+        float fl = floorf(q), diff = q - fl;
+        float r = diff > 0.5f ? fl + 1 : diff < 0.5f ? fl : (fmodf(fl, 2.0f) == 0 ? fl : fl + 1);
+        return sign | (uint8_t)r;                      /* r == 8 encodes 2^-6, the smallest normal */
+    }
+    uint32_t e = (a >> 23) - 127 + 7;                  /* 1..15 */
+    uint32_t m = a & 0x7fffffu;
+    uint32_t v = (e << 23) | m;                        /* rebias, then round 23 -> 3 bits */
+    v += 0x7ffffu + ((v >> 20) & 1u);
+    uint32_t out = v >> 20;
+    if (out > 0x7e) out = 0x7e;                        /* saturate (e.g. 448 < x < 464 rounding up) */
+    return sign | (uint8_t)out;
+}
+
+float wk_f8e4m3_to_f32(uint8_t v) {
+    uint32_t sign = v & 0x80u;
+    uint32_t e = (v >> 3) & 0xfu, m = v & 7u;
+    if (e == 0xf && m == 7) return u2f((sign << 24) | 0x7fc00000u);
+    float r = e == 0 ? (float)m * 0x1p-9f : ldexpf(1.0f + (float)m / 8.0f, (int)e - 7);
+    return sign ? -r : r;
+}

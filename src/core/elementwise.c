@@ -1,0 +1,199 @@
+/* Elementwise ops: dtype rules from the op lists, broadcasting, then one
+ * backend call into a fresh contiguous output. */
+#include "core/tensor.h"
+#include "ops.h"
+#include <math.h>
+
+#define NAME_ENTRY(e, n, ...) [e] = n,
+static const char *const k_unary_names[] = {WK_UNARY_OPS(NAME_ENTRY)};
+static const char *const k_binary_names[] = {WK_BINARY_OPS(NAME_ENTRY)};
+static const char *const k_cmp_names[] = {WK_CMP_OPS(NAME_ENTRY)};
+#define RULE_ENTRY(e, n, r) [e] = r,
+const int wk__unary_int_rule[] = {WK_UNARY_OPS(RULE_ENTRY)};
+
+const char *wk_unary_name(wk_unary_op op) { return (unsigned)op < WK_UNARY_COUNT ? k_unary_names[op] : "invalid"; }
+const char *wk_binary_name(wk_binary_op op) { return (unsigned)op < WK_BINARY_COUNT ? k_binary_names[op] : "invalid"; }
+const char *wk_cmp_name(wk_cmp_op op) { return (unsigned)op < WK_CMP_COUNT ? k_cmp_names[op] : "invalid"; }
+
+static wk_tensor *alloc_like(const char *op, const wk_tensor *t, wk_dtype dt) {
+    return wk__tensor_alloc(op, wk__dev(t), dt, t->layout.shape, t->layout.rank);
+}
+
+static wk_tensor *finish(wk_tensor *r, wk_status st) {
+    if (st != WK_OK) {
+        wk_tensor_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+wk_tensor *wk_unary(const wk_tensor *t, wk_unary_op op) {
+    if ((unsigned)op >= WK_UNARY_COUNT) { wk__err(WK_ERR_ARG, "wk_unary", "invalid unary op %d", (int)op); return NULL; }
+    const char *name = k_unary_names[op];   /* no formatting on the hot path */
+    if (!wk__check_in(name, t)) return NULL;
+    if (wk_dtype_is_int(t->dtype) && wk__unary_int_rule[op] == INT_NONE) {
+        wk__err(WK_ERR_DTYPE, name, "not defined for integer dtype %s (convert with wk_to_dtype first)",
+                wk_dtype_name(t->dtype));
+        return NULL;
+    }
+    wk_tensor *r = alloc_like(name, t, t->dtype);
+    if (!r || wk_numel(r) == 0) return r;
+    return finish(r, wk__be(t)->unary(wk__dev(t), op, t->storage->buf, &t->layout, r->storage->buf, t->dtype));
+}
+
+#define UNARY_FN(e, n, r) \
+    wk_tensor *wk_##n(const wk_tensor *t) { return wk_unary(t, e); }
+UNARY_FN(WK_EXP, exp, 0)
+UNARY_FN(WK_LOG, log, 0)
+UNARY_FN(WK_SIN, sin, 0)
+UNARY_FN(WK_COS, cos, 0)
+UNARY_FN(WK_TANH, tanh, 0)
+UNARY_FN(WK_ABS, abs, 0)
+UNARY_FN(WK_NEG, neg, 0)
+UNARY_FN(WK_RECIP, recip, 0)
+UNARY_FN(WK_SQR, sqr, 0)
+UNARY_FN(WK_SQRT, sqrt, 0)
+UNARY_FN(WK_GELU, gelu, 0)
+UNARY_FN(WK_GELU_ERF, gelu_erf, 0)
+UNARY_FN(WK_ERF, erf, 0)
+UNARY_FN(WK_RELU, relu, 0)
+UNARY_FN(WK_SILU, silu, 0)
+UNARY_FN(WK_CEIL, ceil, 0)
+UNARY_FN(WK_FLOOR, floor, 0)
+UNARY_FN(WK_ROUND, round, 0)
+UNARY_FN(WK_SIGN, sign, 0)
+UNARY_FN(WK_SIGMOID, sigmoid, 0)
+
+wk_tensor *wk_affine(const wk_tensor *t, double mul, double add) {
+    const char *op = "wk_affine";
+    if (!wk__check_in(op, t)) return NULL;
+    wk_tensor *r = alloc_like(op, t, t->dtype);
+    if (!r || wk_numel(r) == 0) return r;
+    return finish(r, wk__be(t)->affine(wk__dev(t), t->storage->buf, &t->layout, r->storage->buf, t->dtype, mul, add));
+}
+
+static bool float_only(const char *op, const wk_tensor *t) {
+    if (!wk__check_in(op, t)) return false;
+    if (!wk_dtype_is_float(t->dtype)) {
+        wk__err(WK_ERR_DTYPE, op, "not defined for integer dtype %s", wk_dtype_name(t->dtype));
+        return false;
+    }
+    return true;
+}
+
+wk_tensor *wk_powf(const wk_tensor *t, double e) {
+    const char *op = "wk_powf";
+    if (!float_only(op, t)) return NULL;
+    wk_tensor *r = alloc_like(op, t, t->dtype);
+    if (!r || wk_numel(r) == 0) return r;
+    return finish(r, wk__be(t)->powf(wk__dev(t), t->storage->buf, &t->layout, r->storage->buf, t->dtype, e));
+}
+
+wk_tensor *wk_elu(const wk_tensor *t, double alpha) {
+    const char *op = "wk_elu";
+    if (!float_only(op, t)) return NULL;
+    wk_tensor *r = alloc_like(op, t, t->dtype);
+    if (!r || wk_numel(r) == 0) return r;
+    return finish(r, wk__be(t)->elu(wk__dev(t), t->storage->buf, &t->layout, r->storage->buf, t->dtype, alpha));
+}
+
+wk_tensor *wk_clamp(const wk_tensor *t, double lo, double hi) {
+    const char *op = "wk_clamp";
+    if (!wk__check_in(op, t)) return NULL;
+    if (isnan(lo) || isnan(hi) || lo > hi) { wk__err(WK_ERR_ARG, op, "bounds [%g, %g] are not an interval", lo, hi); return NULL; }
+    wk_tensor *r = alloc_like(op, t, t->dtype);
+    if (!r || wk_numel(r) == 0) return r;
+    return finish(r, wk__be(t)->clamp(wk__dev(t), t->storage->buf, &t->layout, r->storage->buf, t->dtype, lo, hi));
+}
+
+/* Broadcast a and b to a common shape; allocate the output of dtype odt. */
+static wk_tensor *prepare2(const char *op, const wk_tensor *a, const wk_tensor *b, wk_dtype odt, wk_layout *la,
+                           wk_layout *lb) {
+    if (!wk__check_same(op, a, b)) return NULL;
+    int64_t shape[WK_MAX_RANK];
+    int rank;
+    if (wk__broadcast_shapes(op, a->layout.shape, a->layout.rank, b->layout.shape, b->layout.rank, shape, &rank) != WK_OK)
+        return NULL;
+    if (wk__layout_broadcast(op, &a->layout, shape, rank, la) != WK_OK ||
+        wk__layout_broadcast(op, &b->layout, shape, rank, lb) != WK_OK)
+        return NULL;
+    return wk__tensor_alloc(op, wk__dev(a), odt, shape, rank);
+}
+
+wk_tensor *wk_binary(const wk_tensor *a, const wk_tensor *b, wk_binary_op op) {
+    if ((unsigned)op >= WK_BINARY_COUNT) { wk__err(WK_ERR_ARG, "wk_binary", "invalid binary op %d", (int)op); return NULL; }
+    const char *name = k_binary_names[op];
+    wk_layout la, lb;
+    wk_tensor *r = prepare2(name, a, b, a ? a->dtype : WK_F32, &la, &lb);
+    if (!r || wk_numel(r) == 0) return r;
+    return finish(r, wk__be(a)->binary(wk__dev(a), op, a->storage->buf, &la, b->storage->buf, &lb, r->storage->buf,
+                                       a->dtype));
+}
+
+wk_tensor *wk_add(const wk_tensor *a, const wk_tensor *b) { return wk_binary(a, b, WK_ADD); }
+wk_tensor *wk_sub(const wk_tensor *a, const wk_tensor *b) { return wk_binary(a, b, WK_SUB); }
+wk_tensor *wk_mul(const wk_tensor *a, const wk_tensor *b) { return wk_binary(a, b, WK_MUL); }
+wk_tensor *wk_div(const wk_tensor *a, const wk_tensor *b) { return wk_binary(a, b, WK_DIV); }
+wk_tensor *wk_maximum(const wk_tensor *a, const wk_tensor *b) { return wk_binary(a, b, WK_MAXIMUM); }
+wk_tensor *wk_minimum(const wk_tensor *a, const wk_tensor *b) { return wk_binary(a, b, WK_MINIMUM); }
+
+/* A rank-0 tensor holding s in t's dtype on t's device. */
+static wk_tensor *scalar_like(const char *op, const wk_tensor *t, double s) {
+    wk_tensor *r = wk__tensor_alloc(op, wk__dev(t), t->dtype, NULL, 0);
+    if (!r) return NULL;
+    return finish(r, wk__be(t)->fill(wk__dev(t), r->storage->buf, &r->layout, t->dtype, s));
+}
+
+wk_tensor *wk_binary_scalar(const wk_tensor *a, double s, wk_binary_op op) {
+    if (!wk__check_in("wk_binary_scalar", a)) return NULL;
+    wk_tensor *b = scalar_like("wk_binary_scalar", a, s);
+    if (!b) return NULL;
+    wk_tensor *r = wk_binary(a, b, op);
+    wk_tensor_free(b);
+    return r;
+}
+
+wk_tensor *wk_cmp(const wk_tensor *a, const wk_tensor *b, wk_cmp_op op) {
+    if ((unsigned)op >= WK_CMP_COUNT) { wk__err(WK_ERR_ARG, "wk_cmp", "invalid comparison op %d", (int)op); return NULL; }
+    const char *name = k_cmp_names[op];
+    wk_layout la, lb;
+    wk_tensor *r = prepare2(name, a, b, WK_U8, &la, &lb);
+    if (!r || wk_numel(r) == 0) return r;
+    return finish(r, wk__be(a)->cmp(wk__dev(a), op, a->storage->buf, &la, b->storage->buf, &lb, r->storage->buf, a->dtype));
+}
+
+wk_tensor *wk_cmp_scalar(const wk_tensor *a, double s, wk_cmp_op op) {
+    if (!wk__check_in("wk_cmp_scalar", a)) return NULL;
+    wk_tensor *b = scalar_like("wk_cmp_scalar", a, s);
+    if (!b) return NULL;
+    wk_tensor *r = wk_cmp(a, b, op);
+    wk_tensor_free(b);
+    return r;
+}
+
+wk_tensor *wk_where(const wk_tensor *cond, const wk_tensor *a, const wk_tensor *b) {
+    const char *op = "wk_where";
+    if (!wk__check_in(op, cond) || !wk__check_same(op, a, b)) return NULL;
+    if (wk__dev(cond) != wk__dev(a)) {
+        wk__err(WK_ERR_DEVICE, op, "device mismatch: cond on %s, values on %s", wk__dev(cond)->name, wk__dev(a)->name);
+        return NULL;
+    }
+    if (!wk_dtype_is_int(cond->dtype)) {
+        wk__err(WK_ERR_DTYPE, op, "condition must have an integer dtype, got %s", wk_dtype_name(cond->dtype));
+        return NULL;
+    }
+    int64_t s1[WK_MAX_RANK], s2[WK_MAX_RANK];
+    int r1, r2;
+    if (wk__broadcast_shapes(op, a->layout.shape, a->layout.rank, b->layout.shape, b->layout.rank, s1, &r1) != WK_OK ||
+        wk__broadcast_shapes(op, cond->layout.shape, cond->layout.rank, s1, r1, s2, &r2) != WK_OK)
+        return NULL;
+    wk_layout lc, la, lb;
+    if (wk__layout_broadcast(op, &cond->layout, s2, r2, &lc) != WK_OK ||
+        wk__layout_broadcast(op, &a->layout, s2, r2, &la) != WK_OK ||
+        wk__layout_broadcast(op, &b->layout, s2, r2, &lb) != WK_OK)
+        return NULL;
+    wk_tensor *r = wk__tensor_alloc(op, wk__dev(a), a->dtype, s2, r2);
+    if (!r || wk_numel(r) == 0) return r;
+    return finish(r, wk__be(a)->where(wk__dev(a), cond->storage->buf, &lc, cond->dtype, a->storage->buf, &la,
+                                      b->storage->buf, &lb, r->storage->buf, a->dtype));
+}

@@ -1,0 +1,71 @@
+/* cat and stack: each input is copied into its slice of one output. */
+#include "core/tensor.h"
+
+wk_tensor *wk_cat(wk_tensor *const *ts, int n, int dim) {
+    const char *op = "wk_cat";
+    if (n < 1 || !ts) { wk__err(WK_ERR_ARG, op, "needs at least one tensor"); return NULL; }
+    for (int i = 0; i < n; i++)
+        if (!wk__check_same(op, ts[0], ts[i])) return NULL;
+    const wk_layout *l0 = &ts[0]->layout;
+    int d;
+    if (wk__norm_dim(op, dim, l0->rank, &d) != WK_OK) return NULL;
+    int64_t shape[WK_MAX_RANK];
+    for (int i = 0; i < l0->rank; i++) shape[i] = l0->shape[i];
+    shape[d] = 0;
+    for (int k = 0; k < n; k++) {
+        const wk_layout *l = &ts[k]->layout;
+        bool ok = l->rank == l0->rank;
+        for (int i = 0; ok && i < l0->rank; i++)
+            if (i != d && l->shape[i] != l0->shape[i]) ok = false;
+        if (!ok) {
+            char a[128], b[128];
+            wk__err(WK_ERR_SHAPE, op, "tensor %d has shape %s, tensor 0 has %s (must match outside dim %d)", k,
+                    wk__shape_str(l->shape, l->rank, a, sizeof a), wk__shape_str(l0->shape, l0->rank, b, sizeof b), d);
+            return NULL;
+        }
+        shape[d] += l->shape[d];
+    }
+    wk_tensor *r = wk__tensor_alloc(op, wk__dev(ts[0]), ts[0]->dtype, shape, l0->rank);
+    if (!r) return NULL;
+    int64_t off = 0;
+    for (int k = 0; k < n; k++) {
+        wk_layout ld = r->layout;
+        ld.offset = off * ld.stride[d];
+        ld.shape[d] = ts[k]->layout.shape[d];
+        off += ld.shape[d];
+        if (wk__layout_numel(&ld) == 0) continue;
+        if (wk__be(r)->copy_strided(wk__dev(r), ts[k]->storage->buf, &ts[k]->layout, r->storage->buf, &ld, r->dtype) !=
+            WK_OK) {
+            wk_tensor_free(r);
+            return NULL;
+        }
+    }
+    return r;
+}
+
+wk_tensor *wk_stack(wk_tensor *const *ts, int n, int dim) {
+    const char *op = "wk_stack";
+    if (n < 1 || !ts) { wk__err(WK_ERR_ARG, op, "needs at least one tensor"); return NULL; }
+    if (n > 4096) { wk__err(WK_ERR_ARG, op, "at most 4096 tensors, got %d", n); return NULL; }
+    for (int i = 0; i < n; i++)
+        if (!wk__check_in(op, ts[i])) return NULL;
+    for (int i = 1; i < n; i++) {
+        const wk_layout *a = &ts[0]->layout, *b = &ts[i]->layout;
+        bool same = a->rank == b->rank;
+        for (int k = 0; same && k < a->rank; k++) same = a->shape[k] == b->shape[k];
+        if (!same) {
+            char x[128], y[128];
+            wk__err(WK_ERR_SHAPE, op, "tensor %d has shape %s, tensor 0 has %s", i,
+                    wk__shape_str(b->shape, b->rank, x, sizeof x), wk__shape_str(a->shape, a->rank, y, sizeof y));
+            return NULL;
+        }
+    }
+    wk_tensor *views[4096];
+    wk_tensor *r = NULL;
+    int k = 0;
+    for (; k < n; k++)
+        if (!(views[k] = wk_unsqueeze(ts[k], dim))) break;
+    if (k == n) r = wk_cat(views, n, dim);
+    while (k > 0) wk_tensor_free(views[--k]);
+    return r;
+}

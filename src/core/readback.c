@@ -1,0 +1,185 @@
+/* Readback, copies, casts, device moves and in-place writes. Readback copies
+ * exactly the elements of the view (a one-element read moves one element). */
+#include "core/tensor.h"
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_cpu(const wk_tensor *t) { return wk__dev(t)->kind == WK_DEVICE_CPU; }
+
+wk_status wk_to_host(const wk_tensor *t, void *buf, size_t nbytes) {
+    const char *op = "wk_to_host";
+    if (!wk__check_in(op, t)) return wk_last_status();
+    size_t need = (size_t)wk_numel(t) * wk_dtype_size(t->dtype);
+    if (nbytes < need) return wk__err(WK_ERR_ARG, op, "buffer of %zu bytes, the view needs %zu", nbytes, need);
+    if (need == 0) return WK_OK;
+    if (!buf) return wk__err(WK_ERR_ARG, op, "NULL buffer");
+    return wk__be(t)->to_host(wk__dev(t), t->storage->buf, &t->layout, t->dtype, buf);
+}
+
+static wk_status to_host_as(const char *op, const wk_tensor *t, void *buf, size_t count, wk_dtype dt) {
+    if (!wk__check_in(op, t)) return wk_last_status();
+    int64_t n = wk_numel(t);
+    if (count < (size_t)n) return wk__err(WK_ERR_ARG, op, "buffer of %zu elements, the view has %lld", count, (long long)n);
+    if (n == 0) return WK_OK;
+    if (!buf) return wk__err(WK_ERR_ARG, op, "NULL buffer");
+    if (is_cpu(t)) return wk__cpu_backend.cast(wk__dev(t), t->storage->buf, &t->layout, t->dtype, buf, dt);
+    wk_tensor *c = wk_to_dtype(t, dt);
+    if (!c) return wk_last_status();
+    wk_status st = wk_to_host(c, buf, (size_t)n * wk_dtype_size(dt));
+    wk_tensor_free(c);
+    return st;
+}
+
+wk_status wk_to_host_f32(const wk_tensor *t, float *buf, size_t count) {
+    return to_host_as("wk_to_host_f32", t, buf, count, WK_F32);
+}
+wk_status wk_to_host_f64(const wk_tensor *t, double *buf, size_t count) {
+    return to_host_as("wk_to_host_f64", t, buf, count, WK_F64);
+}
+
+/* Read one element at element offset `off` of t's storage as double. */
+static wk_status read_one(const char *op, const wk_tensor *t, int64_t off, double *out) {
+    unsigned char raw[8];
+    wk_layout one = {.rank = 0, .offset = off};
+    wk_status st = wk__be(t)->to_host(wk__dev(t), t->storage->buf, &one, t->dtype, raw);
+    if (st != WK_OK) return st;
+    wk_layout host = {.rank = 0, .offset = 0};
+    return wk__cpu_backend.cast(wk_cpu(), raw, &host, t->dtype, out, WK_F64);
+}
+
+wk_status wk_item(const wk_tensor *t, double *out) {
+    const char *op = "wk_item";
+    if (!wk__check_in(op, t)) return wk_last_status();
+    if (!out) return wk__err(WK_ERR_ARG, op, "NULL output");
+    if (wk_numel(t) != 1) {
+        char s[128];
+        return wk__err(WK_ERR_SHAPE, op, "needs exactly one element, shape is %s",
+                       wk__shape_str(t->layout.shape, t->layout.rank, s, sizeof s));
+    }
+    return read_one(op, t, t->layout.offset, out);
+}
+
+wk_status wk_get(const wk_tensor *t, const int64_t *index, double *out) {
+    const char *op = "wk_get";
+    if (!wk__check_in(op, t)) return wk_last_status();
+    if (!out || (t->layout.rank && !index)) return wk__err(WK_ERR_ARG, op, "NULL index or output");
+    int64_t off = t->layout.offset;
+    for (int i = 0; i < t->layout.rank; i++) {
+        int64_t k = index[i] < 0 ? index[i] + t->layout.shape[i] : index[i];
+        if (k < 0 || k >= t->layout.shape[i])
+            return wk__err(WK_ERR_INDEX, op, "index %lld out of range for dim %d of size %lld", (long long)index[i], i,
+                           (long long)t->layout.shape[i]);
+        off += k * t->layout.stride[i];
+    }
+    return read_one(op, t, off, out);
+}
+
+wk_tensor *wk_copy(const wk_tensor *t) {
+    const char *op = "wk_copy";
+    if (!wk__check_in(op, t)) return NULL;
+    wk_tensor *r = wk__tensor_alloc(op, wk__dev(t), t->dtype, t->layout.shape, t->layout.rank);
+    if (!r) return NULL;
+    if (wk_numel(r) && wk__be(t)->copy_strided(wk__dev(t), t->storage->buf, &t->layout, r->storage->buf, &r->layout,
+                                               t->dtype) != WK_OK) {
+        wk_tensor_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+wk_tensor *wk_contiguous(const wk_tensor *t) {
+    if (!wk__check_in("wk_contiguous", t)) return NULL;
+    if (wk__layout_is_contiguous(&t->layout)) return wk__tensor_view(t, &t->layout);
+    return wk_copy(t);
+}
+
+wk_tensor *wk_to_dtype(const wk_tensor *t, wk_dtype dt) {
+    const char *op = "wk_to_dtype";
+    if (!wk__check_in(op, t)) return NULL;
+    if (!wk_dtype_size(dt)) { wk__err(WK_ERR_DTYPE, op, "invalid dtype %d", (int)dt); return NULL; }
+    if (dt == t->dtype) return wk__tensor_view(t, &t->layout);
+    wk_tensor *r = wk__tensor_alloc(op, wk__dev(t), dt, t->layout.shape, t->layout.rank);
+    if (!r) return NULL;
+    if (wk_numel(r) && wk__be(t)->cast(wk__dev(t), t->storage->buf, &t->layout, t->dtype, r->storage->buf, dt) != WK_OK) {
+        wk_tensor_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev) {
+    const char *op = "wk_to_device";
+    if (!wk__check_in(op, t)) return NULL;
+    if (!dev) { wk__err(WK_ERR_ARG, op, "NULL device"); return NULL; }
+    if (dev == wk__dev(t)) return wk__tensor_view(t, &t->layout);
+    /* through host memory: gather the view, then upload contiguous bytes */
+    size_t nb = (size_t)wk_numel(t) * wk_dtype_size(t->dtype);
+    void *tmp = malloc(nb ? nb : 1);
+    if (!tmp) { wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes of staging memory", nb); return NULL; }
+    wk_tensor *r = NULL;
+    if (wk_to_host(t, tmp, nb) == WK_OK) r = wk_from_host(tmp, nb, t->layout.shape, t->layout.rank, t->dtype, dev);
+    free(tmp);
+    return r;
+}
+
+/* ---- in-place writes (the only mutation paths, as in candle) ---- */
+
+wk_status wk_fill_(wk_tensor *t, double value) {
+    if (!wk__check_in("wk_fill_", t)) return wk_last_status();
+    if (wk_numel(t) == 0) return WK_OK;
+    return wk__be(t)->fill(wk__dev(t), t->storage->buf, &t->layout, t->dtype, value);
+}
+wk_status wk_zero_(wk_tensor *t) { return wk_fill_(t, 0.0); }
+wk_status wk_one_(wk_tensor *t) { return wk_fill_(t, 1.0); }
+
+/* Overlap between src and dst views of the same storage would make the copy
+ * order-dependent; copy src out first in that case. */
+static wk_status copy_into(const char *op, wk_tensor *dst, const wk_layout *ld, const wk_tensor *src) {
+    if (wk__layout_numel(ld) == 0) return WK_OK;
+    if (src->storage == dst->storage) {
+        wk_tensor *tmp = wk_copy(src);
+        if (!tmp) return wk_last_status();
+        wk_status st = wk__be(dst)->copy_strided(wk__dev(dst), tmp->storage->buf, &tmp->layout, dst->storage->buf, ld,
+                                                  dst->dtype);
+        wk_tensor_free(tmp);
+        return st;
+    }
+    return wk__be(dst)->copy_strided(wk__dev(dst), src->storage->buf, &src->layout, dst->storage->buf, ld, dst->dtype);
+}
+
+wk_status wk_copy_(wk_tensor *dst, const wk_tensor *src) {
+    const char *op = "wk_copy_";
+    if (!wk__check_same(op, dst, src)) return wk_last_status();
+    if (dst->layout.rank != src->layout.rank ||
+        memcmp(dst->layout.shape, src->layout.shape, sizeof(int64_t) * (size_t)dst->layout.rank) != 0) {
+        char a[128], b[128];
+        return wk__err(WK_ERR_SHAPE, op, "dst %s and src %s differ",
+                       wk__shape_str(dst->layout.shape, dst->layout.rank, a, sizeof a),
+                       wk__shape_str(src->layout.shape, src->layout.rank, b, sizeof b));
+    }
+    return copy_into(op, dst, &dst->layout, src);
+}
+
+wk_status wk_slice_set(wk_tensor *dst, const wk_tensor *src, int dim, int64_t offset) {
+    const char *op = "wk_slice_set";
+    if (!wk__check_same(op, dst, src)) return wk_last_status();
+    int d;
+    if (wk__norm_dim(op, dim, dst->layout.rank, &d) != WK_OK) return wk_last_status();
+    bool ok = src->layout.rank == dst->layout.rank;
+    for (int i = 0; ok && i < dst->layout.rank; i++)
+        if (i != d && src->layout.shape[i] != dst->layout.shape[i]) ok = false;
+    if (!ok) {
+        char a[128], b[128];
+        return wk__err(WK_ERR_SHAPE, op, "src %s does not fit dst %s outside dim %d",
+                       wk__shape_str(src->layout.shape, src->layout.rank, a, sizeof a),
+                       wk__shape_str(dst->layout.shape, dst->layout.rank, b, sizeof b), d);
+    }
+    int64_t len = src->layout.shape[d];
+    if (offset < 0 || offset > dst->layout.shape[d] - len)
+        return wk__err(WK_ERR_INDEX, op, "offset %lld + length %lld exceeds dim %d of size %lld", (long long)offset,
+                       (long long)len, d, (long long)dst->layout.shape[d]);
+    wk_layout ld = dst->layout;
+    ld.offset += offset * ld.stride[d];
+    ld.shape[d] = len;
+    return copy_into(op, dst, &ld, src);
+}

@@ -1,0 +1,69 @@
+/* Reductions over one or several dims. */
+#include "core/tensor.h"
+#include "ops.h"
+
+#define NAME_ENTRY(e, n) [e] = n,
+static const char *const k_reduce_names[] = {WK_REDUCE_OPS(NAME_ENTRY)};
+
+wk_tensor *wk_reduce(const wk_tensor *t, wk_reduce_op op, const int *dims, int ndims, bool keepdim) {
+    if ((unsigned)op >= WK_REDUCE_COUNT) { wk__err(WK_ERR_ARG, "wk_reduce", "invalid reduce op %d", (int)op); return NULL; }
+    const char *name = k_reduce_names[op];
+    if (!wk__check_in(name, t)) return NULL;
+    int rank = t->layout.rank;
+    bool mask[WK_MAX_RANK] = {false};
+    if (ndims < 0 || (ndims > 0 && !dims)) { wk__err(WK_ERR_ARG, name, "bad dims list"); return NULL; }
+    for (int i = 0; i < ndims; i++) {
+        int d;
+        if (wk__norm_dim(name, dims[i], rank, &d) != WK_OK) return NULL;
+        if (mask[d]) { wk__err(WK_ERR_ARG, name, "dim %d listed twice", d); return NULL; }
+        mask[d] = true;
+    }
+    bool arg = op == WK_REDUCE_ARGMAX || op == WK_REDUCE_ARGMIN;
+    if (arg && ndims != 1) { wk__err(WK_ERR_ARG, name, "takes exactly one dim, got %d", ndims); return NULL; }
+    if (op == WK_REDUCE_MEAN && !wk_dtype_is_float(t->dtype)) {
+        wk__err(WK_ERR_DTYPE, name, "not defined for integer dtype %s", wk_dtype_name(t->dtype));
+        return NULL;
+    }
+    int64_t red = 1;
+    int64_t oshape[WK_MAX_RANK], kshape[WK_MAX_RANK];
+    int orank = 0;
+    for (int i = 0; i < rank; i++) {
+        if (mask[i]) red *= t->layout.shape[i];
+        else oshape[orank++] = t->layout.shape[i];
+        kshape[i] = mask[i] ? 1 : t->layout.shape[i];
+    }
+    bool minmax = op != WK_REDUCE_SUM && op != WK_REDUCE_MEAN;
+    int64_t out_n = 1;
+    for (int i = 0; i < orank; i++) out_n *= oshape[i];
+    if (minmax && red == 0 && out_n > 0) {
+        wk__err(WK_ERR_SHAPE, name, "reduction over an empty dim has no identity");
+        return NULL;
+    }
+    wk_dtype odt = arg ? WK_U32 : t->dtype;
+    wk_tensor *r = keepdim ? wk__tensor_alloc(name, wk__dev(t), odt, kshape, rank)
+                           : wk__tensor_alloc(name, wk__dev(t), odt, oshape, orank);
+    if (!r || wk_numel(r) == 0) return r;
+    if (wk__be(t)->reduce(wk__dev(t), op, t->storage->buf, &t->layout, t->dtype, mask, r->storage->buf) != WK_OK) {
+        wk_tensor_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+wk_tensor *wk_sum(const wk_tensor *t, const int *d, int n, bool k) { return wk_reduce(t, WK_REDUCE_SUM, d, n, k); }
+wk_tensor *wk_mean(const wk_tensor *t, const int *d, int n, bool k) { return wk_reduce(t, WK_REDUCE_MEAN, d, n, k); }
+wk_tensor *wk_max(const wk_tensor *t, const int *d, int n, bool k) { return wk_reduce(t, WK_REDUCE_MAX, d, n, k); }
+wk_tensor *wk_min(const wk_tensor *t, const int *d, int n, bool k) { return wk_reduce(t, WK_REDUCE_MIN, d, n, k); }
+wk_tensor *wk_argmax(const wk_tensor *t, int d, bool k) { return wk_reduce(t, WK_REDUCE_ARGMAX, &d, 1, k); }
+wk_tensor *wk_argmin(const wk_tensor *t, int d, bool k) { return wk_reduce(t, WK_REDUCE_ARGMIN, &d, 1, k); }
+
+static wk_tensor *reduce_all(const wk_tensor *t, wk_reduce_op op) {
+    if (!wk__check_in(k_reduce_names[op], t)) return NULL;
+    int dims[WK_MAX_RANK];
+    for (int i = 0; i < t->layout.rank; i++) dims[i] = i;
+    return wk_reduce(t, op, dims, t->layout.rank, false);
+}
+wk_tensor *wk_sum_all(const wk_tensor *t) { return reduce_all(t, WK_REDUCE_SUM); }
+wk_tensor *wk_mean_all(const wk_tensor *t) { return reduce_all(t, WK_REDUCE_MEAN); }
+wk_tensor *wk_max_all(const wk_tensor *t) { return reduce_all(t, WK_REDUCE_MAX); }
+wk_tensor *wk_min_all(const wk_tensor *t) { return reduce_all(t, WK_REDUCE_MIN); }

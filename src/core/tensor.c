@@ -1,0 +1,224 @@
+/* Tensor objects: reference counting, metadata queries and scopes. */
+#include "core/tensor.h"
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static atomic_uint_fast64_t g_next_id = 1;
+
+/* ---- scopes: a per-thread stack of slots; each slot owns one reference ---- */
+#define WK_MAX_SCOPE_DEPTH 64
+typedef struct scope_stack {
+    wk_tensor **slots;
+    int64_t len, cap;
+    int64_t starts[WK_MAX_SCOPE_DEPTH];
+    int depth;
+    int overflow;                   /* begins past WK_MAX_SCOPE_DEPTH (ignored, balanced) */
+} scope_stack;
+static _Thread_local scope_stack tl_scope;
+
+static void scope_register(wk_tensor *t) {
+    scope_stack *s = &tl_scope;
+    if (s->depth == 0) return;
+    if (s->len == s->cap) {
+        int64_t nc = s->cap ? s->cap * 2 : 64;
+        wk_tensor **n = realloc(s->slots, (size_t)nc * sizeof *n);
+        if (!n) return;             /* out of memory: the tensor is simply not scope-owned */
+        s->slots = n;
+        s->cap = nc;
+    }
+    t->scope_slot = s->len;
+    s->slots[s->len++] = t;
+}
+
+/* Remove t from its scope slot if it sits in this thread's stack. */
+static void scope_unregister(wk_tensor *t) {
+    scope_stack *s = &tl_scope;
+    int64_t k = t->scope_slot;
+    if (k >= 0 && k < s->len && s->slots[k] == t) s->slots[k] = NULL;
+    t->scope_slot = -1;
+}
+
+void wk_scope_begin(void) {
+    scope_stack *s = &tl_scope;
+    if (s->depth == WK_MAX_SCOPE_DEPTH) { s->overflow++; return; }
+    s->starts[s->depth++] = s->len;
+}
+
+static void tensor_destroy(wk_tensor *t);
+
+void wk_scope_end(void) {
+    scope_stack *s = &tl_scope;
+    if (s->overflow) { s->overflow--; return; }
+    if (s->depth == 0) return;
+    int64_t start = s->starts[--s->depth];
+    for (int64_t i = s->len - 1; i >= start; i--) {
+        wk_tensor *t = s->slots[i];
+        if (!t) continue;
+        t->scope_slot = -1;
+        if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) tensor_destroy(t);
+    }
+    s->len = start;
+    if (s->depth == 0) {
+        free(s->slots);
+        s->slots = NULL;
+        s->cap = s->len = 0;
+    }
+}
+
+wk_tensor *wk_keep(wk_tensor *t) {
+    if (t) scope_unregister(t);
+    return t;
+}
+
+/* ---- lifetime ---- */
+
+wk_tensor *wk__tensor_new(wk_storage *s, const wk_layout *l) {
+    wk_tensor *t = malloc(sizeof *t);
+    if (!t) {
+        wk__storage_release(s);
+        wk__err(WK_ERR_OOM, "tensor", "cannot allocate a tensor header");
+        return NULL;
+    }
+    atomic_init(&t->refs, 1);
+    t->id = atomic_fetch_add_explicit(&g_next_id, 1, memory_order_relaxed);
+    t->storage = s;
+    t->layout = *l;
+    t->dtype = s->dtype;
+    t->scope_slot = -1;
+    scope_register(t);
+    return t;
+}
+
+wk_tensor *wk__tensor_view(const wk_tensor *t, const wk_layout *l) {
+    atomic_fetch_add_explicit(&t->storage->refs, 1, memory_order_relaxed);
+    return wk__tensor_new(t->storage, l);
+}
+
+wk_tensor *wk__tensor_alloc(const char *op, wk_device *dev, wk_dtype dt, const int64_t *shape, int rank) {
+    int64_t n;
+    if (wk__check_shape(op, shape, rank, &n) != WK_OK) return NULL;
+    wk_storage *s = wk__storage_new(op, dev, dt, n);
+    if (!s) return NULL;
+    wk_layout l;
+    wk__layout_contiguous(&l, shape, rank, 0);
+    return wk__tensor_new(s, &l);
+}
+
+static void tensor_destroy(wk_tensor *t) {
+    wk__storage_release(t->storage);
+    free(t);
+}
+
+wk_tensor *wk_tensor_retain(wk_tensor *t) {
+    if (t) atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    return t;
+}
+
+void wk_tensor_free(wk_tensor *t) {
+    if (!t) return;
+    /* A user free of a scope-owned tensor takes the scope's reference, so the
+     * scope does not drop it a second time. */
+    if (t->scope_slot >= 0) scope_unregister(t);
+    if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) tensor_destroy(t);
+}
+
+/* ---- checks ---- */
+
+bool wk__check_in(const char *op, const wk_tensor *t) {
+    if (!t) {
+        wk__err_null_input(op);
+        return false;
+    }
+    return true;
+}
+
+bool wk__check_same(const char *op, const wk_tensor *a, const wk_tensor *b) {
+    if (!wk__check_in(op, a) || !wk__check_in(op, b)) return false;
+    if (wk__dev(a) != wk__dev(b)) {
+        wk__err(WK_ERR_DEVICE, op, "device mismatch: lhs on %s (instance %" PRIu64 "), rhs on %s (instance %" PRIu64 ")",
+                wk__dev(a)->name, wk__dev(a)->instance, wk__dev(b)->name, wk__dev(b)->instance);
+        return false;
+    }
+    if (a->dtype != b->dtype) {
+        wk__err(WK_ERR_DTYPE, op, "dtype mismatch: lhs %s, rhs %s (no implicit casts; use wk_to_dtype)",
+                wk_dtype_name(a->dtype), wk_dtype_name(b->dtype));
+        return false;
+    }
+    return true;
+}
+
+/* ---- queries ---- */
+
+int wk_rank(const wk_tensor *t) { return t ? t->layout.rank : -1; }
+int64_t wk_dim(const wk_tensor *t, int d) {
+    if (!t) return -1;
+    int r = t->layout.rank, k = d < 0 ? d + r : d;
+    return (k < 0 || k >= r) ? -1 : t->layout.shape[k];
+}
+const int64_t *wk_shape(const wk_tensor *t) { return t ? t->layout.shape : NULL; }
+const int64_t *wk_strides(const wk_tensor *t) { return t ? t->layout.stride : NULL; }
+int64_t wk_offset(const wk_tensor *t) { return t ? t->layout.offset : 0; }
+int64_t wk_numel(const wk_tensor *t) { return t ? wk__layout_numel(&t->layout) : 0; }
+wk_dtype wk_tensor_dtype(const wk_tensor *t) { return t ? t->dtype : WK_DTYPE_COUNT; }
+wk_device *wk_tensor_device(const wk_tensor *t) { return t ? t->storage->dev : NULL; }
+bool wk_is_contiguous(const wk_tensor *t) { return t && wk__layout_is_contiguous(&t->layout); }
+bool wk_shares_storage(const wk_tensor *a, const wk_tensor *b) { return a && b && a->storage == b->storage; }
+uint64_t wk_tensor_id(const wk_tensor *t) { return t ? t->id : 0; }
+
+char *wk_tensor_describe(const wk_tensor *t, char *buf, size_t len) {
+    if (!buf || !len) return buf;
+    if (!t) {
+        snprintf(buf, len, "(null)");
+        return buf;
+    }
+    char s[256];
+    snprintf(buf, len, "%s%s %s", wk_dtype_name(t->dtype), wk__shape_str(t->layout.shape, t->layout.rank, s, sizeof s),
+             t->storage->dev->name);
+    return buf;
+}
+
+static void print_rec(const double *v, const wk_layout *l, int d, int64_t *pos, bool is_float, int indent) {
+    if (d == l->rank) {
+        if (is_float) printf("%.6g", v[*pos]);
+        else printf("%.0f", v[*pos]);
+        (*pos)++;
+        return;
+    }
+    printf("[");
+    int64_t n = l->shape[d];
+    for (int64_t i = 0; i < n; i++) {
+        if (n > 12 && i == 6) {
+            /* skip the middle of long dims */
+            int64_t inner = 1;
+            for (int k = d + 1; k < l->rank; k++) inner *= l->shape[k];
+            *pos += (n - 12) * inner;
+            i = n - 6;
+            printf("..., ");
+        }
+        print_rec(v, l, d + 1, pos, is_float, indent + 1);
+        if (i + 1 < n) {
+            if (d + 1 < l->rank) printf(",\n%*s", indent + 1, "");
+            else printf(", ");
+        }
+    }
+    printf("]");
+}
+
+wk_status wk_print(const wk_tensor *t) {
+    if (!wk__check_in("wk_print", t)) return wk_last_status();
+    int64_t n = wk_numel(t);
+    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    if (!v) return wk__err(WK_ERR_OOM, "wk_print", "cannot allocate %lld doubles", (long long)n);
+    wk_status st = wk_to_host_f64(t, v, (size_t)n);
+    if (st == WK_OK) {
+        char d[300];
+        int64_t pos = 0;
+        printf("tensor %s\n", wk_tensor_describe(t, d, sizeof d));
+        print_rec(v, &t->layout, 0, &pos, wk_dtype_is_float(t->dtype), 0);
+        printf("\n");
+    }
+    free(v);
+    return st;
+}

@@ -1,0 +1,110 @@
+/* The CPU backend table, memory entries and the seedable generator. */
+#include "core/tensor.h"
+#include "cpu/cpu_alloc.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/cpu_convert.h"
+#include "cpu/vmath.h"
+
+static wk_status cpu_alloc(wk_device *dev, size_t nbytes, void **buf) {
+    (void)dev;
+    *buf = wk__cpu_alloc(nbytes);
+    return *buf ? WK_OK : WK_ERR_OOM;
+}
+
+static void cpu_free(wk_device *dev, void *buf, size_t nbytes) {
+    (void)dev;
+    wk__cpu_free(buf, nbytes);
+}
+
+static wk_status cpu_synchronize(wk_device *dev) {
+    (void)dev;
+    return WK_OK; /* CPU ops have finished when they return */
+}
+
+/* ---- random numbers: xoshiro256** seeded through splitmix64 ---- */
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void wk__rng_seed(wk_device *dev, uint64_t seed) {
+    uint64_t x = seed;
+    dev->seed = seed;
+    for (int i = 0; i < 4; i++) dev->rng[i] = splitmix64(&x);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static inline uint64_t next_u64(uint64_t *s) {
+    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return r;
+}
+/* uniform double in [0, 1) with 53 random bits */
+static inline double next_unit(uint64_t *s) { return (double)(next_u64(s) >> 11) * 0x1p-53; }
+
+static void rng_lock(wk_device *d) { while (atomic_flag_test_and_set_explicit(&d->rng_lock, memory_order_acquire)) {} }
+static void rng_unlock(wk_device *d) { atomic_flag_clear_explicit(&d->rng_lock, memory_order_release); }
+
+wk_status wk__cpu_set_seed(wk_device *dev, uint64_t seed) {
+    rng_lock(dev);
+    wk__rng_seed(dev, seed);
+    rng_unlock(dev);
+    return WK_OK;
+}
+
+wk_status wk__cpu_rand_uniform(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double lo, double hi) {
+    rng_lock(dev);
+    for (int64_t i = 0; i < n; i++) {
+        double v = lo + (hi - lo) * next_unit(dev->rng);
+        wk__store_f64(dst, i, dt, v);
+        /* rounding to a narrow dtype can land on hi; keep the interval half-open */
+        if (dt != WK_F64 && hi > lo && wk__load_f64(dst, i, dt) >= hi) wk__store_f64(dst, i, dt, lo);
+    }
+    rng_unlock(dev);
+    return WK_OK;
+}
+
+wk_status wk__cpu_rand_normal(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double mean, double std) {
+    rng_lock(dev);
+    /* Box-Muller, both outputs used */
+    for (int64_t i = 0; i < n; i += 2) {
+        double u1 = 1.0 - next_unit(dev->rng), u2 = next_unit(dev->rng);
+        double rad = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
+        wk__store_f64(dst, i, dt, mean + std * rad * cos(th));
+        if (i + 1 < n) wk__store_f64(dst, i + 1, dt, mean + std * rad * sin(th));
+    }
+    rng_unlock(dev);
+    return WK_OK;
+}
+
+const char *wk_cpu_isa(void) { return wk__vmath_isa(); }
+
+const wk_backend wk__cpu_backend = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .from_host = wk__cpu_from_host,
+    .to_host = wk__cpu_to_host,
+    .copy_strided = wk__cpu_copy_strided,
+    .fill = wk__cpu_fill,
+    .cast = wk__cpu_cast,
+    .unary = wk__cpu_unary,
+    .affine = wk__cpu_affine,
+    .powf = wk__cpu_powf,
+    .elu = wk__cpu_elu,
+    .clamp = wk__cpu_clamp,
+    .binary = wk__cpu_binary,
+    .cmp = wk__cpu_cmp,
+    .where = wk__cpu_where,
+    .reduce = wk__cpu_reduce,
+    .matmul = wk__cpu_matmul,
+    .rand_uniform = wk__cpu_rand_uniform,
+    .rand_normal = wk__cpu_rand_normal,
+    .set_seed = wk__cpu_set_seed,
+    .synchronize = cpu_synchronize,
+};

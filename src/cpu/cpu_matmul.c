@@ -1,0 +1,85 @@
+/* CPU matmul entry: walks the batch dims with each operand's own batch
+ * strides (any strides, 0 included: the narrowed 4-D case of seed 002 is
+ * simply a different batch offset), converts narrow floats through f32, and
+ * hands each 2-D product to the GEMM chosen for this CPU at run time. */
+#include "core/tensor.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/cpu_convert.h"
+#include "cpu/gemm.h"
+#include <stdlib.h>
+
+typedef bool (*gemm_f32_fn)(int64_t, int64_t, int64_t, const float *, int64_t, int64_t, const float *, int64_t,
+                            int64_t, float *);
+typedef bool (*gemm_f64_fn)(int64_t, int64_t, int64_t, const double *, int64_t, int64_t, const double *, int64_t,
+                            int64_t, double *);
+
+static gemm_f32_fn g_f32;
+static gemm_f64_fn g_f64;
+
+static void pick(void) {
+    if (g_f32) return;
+    const char *isa = wk_cpu_isa();
+    if (isa[0] == 'a' && isa[3] == '5') { g_f64 = wk__gemm_f64_avx512; g_f32 = wk__gemm_f32_avx512; }
+    else if (isa[0] == 'a') { g_f64 = wk__gemm_f64_avx2; g_f32 = wk__gemm_f32_avx2; }
+    else { g_f64 = wk__gemm_f64_generic; g_f32 = wk__gemm_f32_generic; }
+}
+
+/* Element offset of batch b for a layout whose last two dims are the matrix. */
+static int64_t batch_offset(const wk_layout *l, int64_t b) {
+    int64_t off = l->offset;
+    for (int i = l->rank - 3; i >= 0; i--) {
+        off += (b % l->shape[i]) * l->stride[i];
+        b /= l->shape[i];
+    }
+    return off;
+}
+
+/* A narrow-float matrix converted to a contiguous f32 copy. */
+static float *widen(const void *src, int64_t off, int64_t rows, int64_t cols, int64_t rs, int64_t cs, wk_dtype dt) {
+    int64_t cnt = rows * cols;
+    float *w = malloc(sizeof(float) * (size_t)(cnt > 0 ? cnt : 1));
+    if (!w) return NULL;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) w[i * cols + j] = wk__narrow_load(src, off + i * rs + j * cs, dt);
+    return w;
+}
+
+wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, const void *b, const wk_layout *lb,
+                         void *dst, wk_dtype dt) {
+    (void)dev;
+    pick();
+    int r = la->rank;
+    int64_t m = la->shape[r - 2], k = la->shape[r - 1], n = lb->shape[r - 1];
+    int64_t ars = la->stride[r - 2], acs = la->stride[r - 1], brs = lb->stride[r - 2], bcs = lb->stride[r - 1];
+    int64_t nb = 1;
+    for (int i = 0; i < r - 2; i++) nb *= la->shape[i];
+    float *cw = NULL;
+    if (wk__is_narrow_float(dt)) {
+        cw = malloc(sizeof(float) * (size_t)(m * n));
+        if (!cw) return wk__err(WK_ERR_OOM, "matmul", "cannot allocate %lld floats of scratch", (long long)(m * n));
+    }
+    for (int64_t bi = 0; bi < nb; bi++) {
+        int64_t ao = batch_offset(la, bi), bo = batch_offset(lb, bi);
+        bool ok;
+        if (dt == WK_F32) {
+            ok = g_f32(m, n, k, (const float *)a + ao, ars, acs, (const float *)b + bo, brs, bcs,
+                       (float *)dst + bi * m * n);
+        } else if (dt == WK_F64) {
+            ok = g_f64(m, n, k, (const double *)a + ao, ars, acs, (const double *)b + bo, brs, bcs,
+                       (double *)dst + bi * m * n);
+        } else {
+            float *aw = widen(a, ao, m, k, ars, acs, dt), *bw = widen(b, bo, k, n, brs, bcs, dt);
+            ok = aw && bw && g_f32(m, n, k, aw, k, 1, bw, n, 1, cw);
+            if (ok)
+                for (int64_t i = 0; i < m * n; i++) wk__narrow_store(dst, bi * m * n + i, dt, cw[i]);
+            free(aw);
+            free(bw);
+        }
+        if (!ok) {
+            free(cw);
+            return wk__err(WK_ERR_OOM, "matmul", "cannot allocate GEMM packing buffers");
+        }
+    }
+    free(cw);
+    return WK_OK;
+}

@@ -1,0 +1,243 @@
+/* CPU unary kernels, affine, powf, elu and clamp. f32 runs on the vectorized
+ * math of vmath.c; bf16/f16/f8e4m3 go through f32 in blocks; f64 uses libm;
+ * integers have the meanings listed in ops.h. */
+#include "core/tensor.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/cpu_convert.h"
+#include "cpu/cpu_iter.h"
+#include "cpu/vmath.h"
+#include "ops.h"
+
+#define BLOCK 256
+
+static inline float signf_(float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; }
+static inline double sign_(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
+
+/* y[i] = op(x[i]) on contiguous f32 (y == x allowed). */
+static void unary_f32(wk_unary_op op, float *y, const float *x, int64_t n) {
+    switch (op) {
+    case WK_EXP: wk__vexp_f32(y, x, n); break;
+    case WK_LOG: wk__vlog_f32(y, x, n); break;
+    case WK_SIN: for (int64_t i = 0; i < n; i++) y[i] = sinf(x[i]); break;
+    case WK_COS: for (int64_t i = 0; i < n; i++) y[i] = cosf(x[i]); break;
+    case WK_TANH: wk__vtanh_f32(y, x, n); break;
+    case WK_ABS: for (int64_t i = 0; i < n; i++) y[i] = fabsf(x[i]); break;
+    case WK_NEG: for (int64_t i = 0; i < n; i++) y[i] = -x[i]; break;
+    case WK_RECIP: for (int64_t i = 0; i < n; i++) y[i] = 1.0f / x[i]; break;
+    case WK_SQR: for (int64_t i = 0; i < n; i++) y[i] = x[i] * x[i]; break;
+    case WK_SQRT: for (int64_t i = 0; i < n; i++) y[i] = sqrtf(x[i]); break;
+    case WK_GELU: wk__vgelu_f32(y, x, n); break;
+    case WK_GELU_ERF: wk__vgelu_erf_f32(y, x, n); break;
+    case WK_ERF: wk__verf_f32(y, x, n); break;
+    case WK_RELU: for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0 ? 0.0f : x[i]; break;
+    case WK_SILU: wk__vsilu_f32(y, x, n); break;
+    case WK_CEIL: for (int64_t i = 0; i < n; i++) y[i] = ceilf(x[i]); break;
+    case WK_FLOOR: for (int64_t i = 0; i < n; i++) y[i] = floorf(x[i]); break;
+    case WK_ROUND: for (int64_t i = 0; i < n; i++) y[i] = roundf(x[i]); break;
+    case WK_SIGN: for (int64_t i = 0; i < n; i++) y[i] = signf_(x[i]); break;
+    case WK_SIGMOID: wk__vsigmoid_f32(y, x, n); break;
+    default: break;
+    }
+}
+
+static double unary_f64_1(wk_unary_op op, double x) {
+    switch (op) {
+    case WK_EXP: return exp(x);
+    case WK_LOG: return log(x);
+    case WK_SIN: return sin(x);
+    case WK_COS: return cos(x);
+    case WK_TANH: return tanh(x);
+    case WK_ABS: return fabs(x);
+    case WK_NEG: return -x;
+    case WK_RECIP: return 1.0 / x;
+    case WK_SQR: return x * x;
+    case WK_SQRT: return sqrt(x);
+    case WK_GELU: return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case WK_GELU_ERF: return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+    case WK_ERF: return erf(x);
+    case WK_RELU: return x < 0 ? 0.0 : x;
+    case WK_SILU: return x / (1.0 + exp(-x));
+    case WK_CEIL: return ceil(x);
+    case WK_FLOOR: return floor(x);
+    case WK_ROUND: return round(x);
+    case WK_SIGN: return sign_(x);
+    case WK_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    default: return x;
+    }
+}
+
+static inline bool is_neg(int64_t v) { return v < 0; }
+
+/* Integer meanings, computed in the unsigned type so that wrap-around is
+ * defined (abs/neg of the minimum value wrap to itself, like numpy). */
+#define INT_UNARY(T, UT, SIGNED)                                                                              \
+    static void unary_##T(wk_unary_op op, T *y, const T *x, int64_t n, int64_t sx) {                          \
+        for (int64_t i = 0; i < n; i++) {                                                                     \
+            T v = x[i * sx];                                                                                  \
+            switch (op) {                                                                                     \
+            case WK_ABS: y[i] = (SIGNED && is_neg((int64_t)v)) ? (T)(0u - (UT)v) : v; break;                               \
+            case WK_NEG: y[i] = (T)(0u - (UT)v); break;                                                       \
+            case WK_SQR: y[i] = (T)((UT)v * (UT)v); break;                                                    \
+            case WK_RELU: y[i] = (SIGNED && is_neg((int64_t)v)) ? (T)0 : v; break;                                         \
+            case WK_SIGN: y[i] = (T)(v > 0 ? 1 : ((SIGNED && is_neg((int64_t)v)) ? (T)-1 : 0)); break;                     \
+            default: y[i] = v; break; /* ceil, floor, round: identity on integers */                          \
+            }                                                                                                 \
+        }                                                                                                     \
+    }
+INT_UNARY(uint8_t, uint32_t, 0)
+INT_UNARY(uint32_t, uint32_t, 0)
+INT_UNARY(int16_t, uint32_t, 1)
+INT_UNARY(int32_t, uint32_t, 1)
+INT_UNARY(int64_t, uint64_t, 1)
+
+typedef struct {
+    wk_unary_op op;
+    const char *src;
+    char *dst;
+    wk_dtype dt;
+} unary_ctx;
+
+static void unary_run(void *p, int64_t n, const int64_t *offs, const int64_t *st) {
+    unary_ctx *c = p;
+    size_t es = wk_dtype_size(c->dt);
+    const void *s = c->src + offs[1] * (int64_t)es;
+    void *d = c->dst + offs[0] * (int64_t)es;
+    int64_t ss = st[1];
+    switch (c->dt) {
+    case WK_F32: {
+        if (ss == 1) { unary_f32(c->op, d, s, n); break; }
+        float buf[BLOCK];
+        for (int64_t i = 0; i < n; i += BLOCK) {
+            int64_t m = n - i < BLOCK ? n - i : BLOCK;
+            for (int64_t j = 0; j < m; j++) buf[j] = ((const float *)s)[(i + j) * ss];
+            unary_f32(c->op, (float *)d + i, buf, m);
+        }
+        break;
+    }
+    case WK_F64:
+        for (int64_t i = 0; i < n; i++) ((double *)d)[i] = unary_f64_1(c->op, ((const double *)s)[i * ss]);
+        break;
+    case WK_BF16: case WK_F16: case WK_F8E4M3: {
+        float buf[BLOCK];
+        for (int64_t i = 0; i < n; i += BLOCK) {
+            int64_t m = n - i < BLOCK ? n - i : BLOCK;
+            for (int64_t j = 0; j < m; j++) buf[j] = wk__narrow_load(s, (i + j) * ss, c->dt);
+            unary_f32(c->op, buf, buf, m);
+            for (int64_t j = 0; j < m; j++) wk__narrow_store(d, i + j, c->dt, buf[j]);
+        }
+        break;
+    }
+    case WK_U8: unary_uint8_t(c->op, d, s, n, ss); break;
+    case WK_U32: unary_uint32_t(c->op, d, s, n, ss); break;
+    case WK_I16: unary_int16_t(c->op, d, s, n, ss); break;
+    case WK_I32: unary_int32_t(c->op, d, s, n, ss); break;
+    case WK_I64: unary_int64_t(c->op, d, s, n, ss); break;
+    default: break;
+    }
+}
+
+static void foreach_unary(const void *src, const wk_layout *ls, void *dst, wk_run_fn run, void *ctx) {
+    (void)src; (void)dst;
+    wk_layout ld;
+    wk__layout_contiguous(&ld, ls->shape, ls->rank, 0);
+    const wk_layout *l2[2] = {&ld, ls};
+    wk_iter it;
+    wk__iter_init(&it, 2, l2);
+    wk__iter_foreach(&it, run, ctx);
+}
+
+wk_status wk__cpu_unary(wk_device *dev, wk_unary_op op, const void *src, const wk_layout *ls, void *dst, wk_dtype dt) {
+    (void)dev;
+    unary_ctx c = {op, src, dst, dt};
+    foreach_unary(src, ls, dst, unary_run, &c);
+    return WK_OK;
+}
+
+/* ---- parametric unary ops: affine, powf, elu, clamp ---- */
+
+typedef enum { P_AFFINE, P_POWF, P_ELU, P_CLAMP } param_op;
+typedef struct {
+    param_op op;
+    const char *src;
+    char *dst;
+    wk_dtype dt;
+    double a, b;
+} param_ctx;
+
+static inline double param_apply(param_op op, double x, double a, double b) {
+    switch (op) {
+    case P_AFFINE: return x * a + b;
+    case P_POWF: return pow(x, a);
+    case P_ELU: return x >= 0 ? x : a * (exp(x) - 1.0);
+    default: return x < a ? a : (x > b ? b : x); /* NaN passes through */
+    }
+}
+
+static inline float param_apply_f(param_op op, float x, float a, float b) {
+    switch (op) {
+    case P_AFFINE: return x * a + b;
+    case P_POWF: return powf(x, a);
+    case P_ELU: return x >= 0 ? x : a * (expf(x) - 1.0f);
+    default: return x < a ? a : (x > b ? b : x);
+    }
+}
+
+static void param_run(void *p, int64_t n, const int64_t *offs, const int64_t *st) {
+    param_ctx *c = p;
+    size_t es = wk_dtype_size(c->dt);
+    const void *s = c->src + offs[1] * (int64_t)es;
+    void *d = c->dst + offs[0] * (int64_t)es;
+    int64_t ss = st[1];
+    if (c->dt == WK_F32) {
+        const float *x = s;
+        float *y = d, a = (float)c->a, b = (float)c->b;
+        if (c->op == P_AFFINE && ss == 1)
+            for (int64_t i = 0; i < n; i++) y[i] = x[i] * a + b;
+        else
+            for (int64_t i = 0; i < n; i++) y[i] = param_apply_f(c->op, x[i * ss], a, b);
+    } else if (c->dt == WK_F64) {
+        for (int64_t i = 0; i < n; i++) ((double *)d)[i] = param_apply(c->op, ((const double *)s)[i * ss], c->a, c->b);
+    } else if (wk__is_narrow_float(c->dt)) {
+        for (int64_t i = 0; i < n; i++)
+            wk__narrow_store(d, i, c->dt,
+                             param_apply_f(c->op, wk__narrow_load(s, i * ss, c->dt), (float)c->a, (float)c->b));
+    } else if (c->op == P_CLAMP) {
+        /* integers: compare exactly, clamp bounds rounded inward */
+        double lo = ceil(c->a), hi = floor(c->b);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = wk__load_i64(s, i * ss, c->dt);
+            double dv = (double)v;
+            if (dv < lo) wk__store_f64(d, i, c->dt, lo);
+            else if (dv > hi) wk__store_f64(d, i, c->dt, hi);
+            else wk__store_i64(d, i, c->dt, v);
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            wk__store_f64(d, i, c->dt, param_apply(c->op, (double)wk__load_i64(s, i * ss, c->dt), c->a, c->b));
+    }
+}
+
+static wk_status param(param_op op, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double a, double b) {
+    param_ctx c = {op, src, dst, dt, a, b};
+    foreach_unary(src, ls, dst, param_run, &c);
+    return WK_OK;
+}
+
+wk_status wk__cpu_affine(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double mul,
+                         double add) {
+    (void)dev;
+    return param(P_AFFINE, src, ls, dst, dt, mul, add);
+}
+wk_status wk__cpu_powf(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double e) {
+    (void)dev;
+    return param(P_POWF, src, ls, dst, dt, e, 0);
+}
+wk_status wk__cpu_elu(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double alpha) {
+    (void)dev;
+    return param(P_ELU, src, ls, dst, dt, alpha, 0);
+}
+wk_status wk__cpu_clamp(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double lo,
+                        double hi) {
+    (void)dev;
+    return param(P_CLAMP, src, ls, dst, dt, lo, hi);
+}
