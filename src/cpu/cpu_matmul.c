@@ -53,6 +53,20 @@ wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, con
     int64_t ars = la->stride[r - 2], acs = la->stride[r - 1], brs = lb->stride[r - 2], bcs = lb->stride[r - 1];
     int64_t nb = 1;
     for (int i = 0; i < r - 2; i++) nb *= la->shape[i];
+    if (m * n * k <= 512 && (dt == WK_F32 || dt == WK_F64)) {
+        /* tiny products: packing costs more than the arithmetic */
+        for (int64_t bi = 0; bi < nb; bi++) {
+            int64_t ao = batch_offset(la, bi), bo = batch_offset(lb, bi);
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++) {
+                    double acc = 0;
+                    for (int64_t p = 0; p < k; p++)
+                        acc += wk__load_f64(a, ao + i * ars + p * acs, dt) * wk__load_f64(b, bo + p * brs + j * bcs, dt);
+                    wk__store_f64(dst, bi * m * n + i * n + j, dt, acc);
+                }
+        }
+        return WK_OK;
+    }
     float *cw = NULL;
     if (wk__is_narrow_float(dt)) {
         cw = malloc(sizeof(float) * (size_t)(m * n));

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Build and run every test. `--sanitize` builds into build-asan with
+# AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer included).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=build
+args=(-DCMAKE_BUILD_TYPE=Release)
+if [ "${1:-}" = "--sanitize" ]; then
+  dir=build-asan
+  args=(-DCMAKE_BUILD_TYPE=Debug -DWICK_SANITIZE=ON -DCMAKE_C_COMPILER=clang)
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+fi
+cmake -S . -B "$dir" "${args[@]}" >/dev/null
+cmake --build "$dir" -j"$(nproc)"
+cd "$dir"
+ctest --output-on-failure -j2
