@@ -460,7 +460,7 @@ static void test_fuzz_npy(void **state) {
     g_ok = g_fail = 0;
     buf x = {0};
     clock_t t0 = clock();
-    int n = iters(6000);
+    int n = iters(40000);
     for (int i = 0; i < n; i++) {
         const buf *seed = &g_npy[rnd_below((size_t)g_n_npy)];
         buf_set(&x, seed->b, seed->n);
@@ -485,7 +485,7 @@ static void test_fuzz_npz(void **state) {
     g_ok = g_fail = 0;
     buf x = {0}, member = {0};
     clock_t t0 = clock();
-    int n = iters(4000);
+    int n = iters(25000);
     for (int i = 0; i < n; i++) {
         if (rnd_below(3) == 0) {
             /* A valid zip around a mutated npy member: reaches the npy

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -775,6 +776,9 @@ static void test_numpy_reads_wick_files(void **state) {
     }
     join(path, sizeof path, dir, "all.npz");
     TU_STATUS_OK(wk_npz_save(path, names, ts, N_NPY_DTYPES));
+    const char *utf8[1] = {"w\xc3\xa9ight"}; /* UTF-8 name: flag bit 11 */
+    join(path, sizeof path, dir, "utf8.npz");
+    TU_STATUS_OK(wk_npz_save(path, utf8, ts, 1));
     /* numpy re-exports each array (from the .npy files and from the .npz)
      * as raw bytes; zipfile's testzip() checks every CRC. */
     run_python(dir,
@@ -786,7 +790,8 @@ static void test_numpy_reads_wick_files(void **state) {
                "    ref(k, a)\n"
                "    b = npz[k]\n"
                "    assert a.dtype == b.dtype and a.shape == b.shape and (a == b).all(), k\n"
-               "assert sorted(npz.files) == sorted(['u8', 'u32', 'i16', 'i32', 'i64', 'f16', 'f32', 'f64'])\n");
+               "assert sorted(npz.files) == sorted(['u8', 'u32', 'i16', 'i32', 'i64', 'f16', 'f32', 'f64'])\n"
+               "assert np.load(P('utf8.npz')).files == ['w\\u00e9ight']\n");
     for (int d = 0; d < N_NPY_DTYPES; d++) {
         assert_matches_ref(dir, ts[d], names[d]);
         wk_tensor_free(ts[d]);
@@ -900,6 +905,28 @@ static void test_npz_roundtrip(void **state) {
     wk_clear_error();
     assert_int_equal(wk_npz_save(path, names, ts, -1), WK_ERR_ARG);
     wk_clear_error();
+    char *long_name = malloc(70000);
+    memset(long_name, 'n', 69999);
+    long_name[69999] = '\0';
+    const char *ln1[1] = {long_name};
+    assert_int_equal(wk_npz_save(path, ln1, ts, 1), WK_ERR_ARG);
+    wk_clear_error();
+    free(long_name);
+    wk_tensor *null_t[1] = {NULL};
+    assert_int_not_equal(wk_npz_save(path, names, null_t, 1), WK_OK);
+    wk_clear_error();
+    /* Over 4 GiB would need Zip64: refused before anything is written (a
+     * broadcast view has the logical size without the memory). */
+    int64_t huge[2] = {(int64_t)1 << 28, 5};
+    wk_tensor *big = TU_OK(wk_broadcast_as(ts[2], huge, 2));
+    char bigpath[400];
+    join(bigpath, sizeof bigpath, dir, "big.npz");
+    const char *bn[1] = {"big"};
+    assert_int_equal(wk_npz_save(bigpath, bn, &big, 1), WK_ERR_ARG);
+    assert_non_null(strstr(wk_last_error(), "Zip64"));
+    assert_false(file_exists(bigpath));
+    wk_clear_error();
+    wk_tensor_free(big);
     assert_int_equal(wk_npz_load(path, wk_cpu(), NULL, &lt, &count), WK_ERR_ARG);
     wk_clear_error();
     for (int i = 0; i < 5; i++) wk_tensor_free(ts[i]);
@@ -939,9 +966,27 @@ static void test_npz_handmade_zip(void **state) {
         for (size_t cut = 0; cut < zn; cut++) expect_npz_fails(zip, cut, "truncated zip");
         free(zip);
     }
+    /* Two directory entries sharing one member (the "overlapping files" zip
+     * bomb) are refused. */
+    zmember two[2] = {{"a.npy", m1, n1, 0, false}, {"b.npy", m1, n1, 0, false}};
+    uint8_t *zip = build_zip(two, 2, false, &zn);
+    {
+        char **names;
+        wk_tensor **ts;
+        int count;
+        TU_STATUS_OK(npz_bytes(zip, zn, &names, &ts, &count));
+        assert_int_equal(count, 2);
+        wk_npz_free(names, ts, count);
+    }
+    size_t cd = (size_t)(zip[zn - 6] | zip[zn - 5] << 8 | zip[zn - 4] << 16 | (size_t)zip[zn - 3] << 24);
+    size_t second = cd + 46 + 5;
+    zip[second + 42] = 0; /* local header offset of "b.npy" -> 0, same as "a.npy" */
+    zip[second + 43] = 0;
+    expect_npz_fails(zip, zn, "two entries, one member");
+    free(zip);
     /* A member whose content is not an .npy: the npy error, everything freed. */
     zmember bad[2] = {{"ok.npy", m1, n1, 0, false}, {"junk.npy", (const uint8_t *)"not an npy file", 15, 0, false}};
-    uint8_t *zip = build_zip(bad, 2, false, &zn);
+    zip = build_zip(bad, 2, false, &zn);
     expect_npz_fails(zip, zn, "second member is not .npy");
     free(zip);
     free(m1);
@@ -1070,6 +1115,17 @@ static void test_npy_missing_and_truncated(void **state) {
     wk_clear_error();
     wk_tensor_free(t);
 
+    /* Devices: no size to check against; the magic is checked first. */
+    if (access("/dev/zero", R_OK) == 0) {
+        TU_FAILS(wk_npy_load("/dev/zero", wk_cpu()), WK_ERR_FORMAT);
+        TU_FAILS(wk_npy_load("/dev/null", wk_cpu()), WK_ERR_FORMAT);
+        char **ln;
+        wk_tensor **lt;
+        int count;
+        assert_int_equal(wk_npz_load("/dev/zero", wk_cpu(), &ln, &lt, &count), WK_ERR_IO);
+        wk_clear_error();
+    }
+
     /* Every prefix of a valid file (f32 2x3, v1 and v2 headers) fails. */
     int64_t shape[2] = {2, 3};
     t = make_values(shape, 2, WK_F32, 0);
@@ -1101,6 +1157,62 @@ static void test_npy_missing_and_truncated(void **state) {
         expect_npy_fails(v2, cut, WK_ERR_FORMAT, "truncated v2 image");
     }
     free(v2);
+    wk_tensor_free(t);
+}
+
+/* Write n bytes of img into a FIFO from a child process while the parent
+ * loads it (the stream path: no file size to check against). */
+static wk_tensor *load_through_fifo(const char *fifo, const uint8_t *img, size_t n) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        FILE *f = fopen(fifo, "wb");
+        if (!f) _exit(1);
+        size_t w = n ? fwrite(img, 1, n, f) : 0;
+        fclose(f);
+        _exit(w == n ? 0 : 1);
+    }
+    wk_tensor *t = wk_npy_load(fifo, wk_cpu());
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return t;
+}
+
+static void test_npy_from_pipe(void **state) {
+    (void)state;
+    char dir[300], fifo[400];
+    test_dir(dir, sizeof dir, "pipe");
+    join(fifo, sizeof fifo, dir, "fifo");
+    if (mkfifo(fifo, 0600) != 0) {
+        print_message("skipping: mkfifo failed: %s\n", strerror(errno));
+        skip();
+    }
+    /* Big enough that the stream reader has to grow its buffer. */
+    int64_t shape[2] = {700, 1000};
+    wk_tensor *t = make_values(shape, 2, WK_F64, 5);
+    uint8_t *pre, *dat;
+    size_t pl, dl;
+    TU_STATUS_OK(wk__npy_preamble(t, &pre, &pl, "test"));
+    TU_STATUS_OK(wk__npy_tensor_bytes(t, &dat, &dl, "test"));
+    uint8_t *img = malloc(pl + dl);
+    memcpy(img, pre, pl);
+    memcpy(img + pl, dat, dl);
+    wk_tensor *back = load_through_fifo(fifo, img, pl + dl);
+    if (!back) fail_msg("fifo: %s", wk_last_error());
+    assert_same_tensor(t, back);
+    wk_tensor_free(back);
+    /* Cut short: in the data, in the header, in the magic. */
+    const size_t cuts[4] = {pl + dl - 1, pl + 5, 30, 3};
+    for (int i = 0; i < 4; i++) {
+        back = load_through_fifo(fifo, img, cuts[i]);
+        assert_null(back);
+        assert_int_equal(wk_last_status(), WK_ERR_FORMAT);
+        wk_clear_error();
+    }
+    free(img);
+    free(pre);
+    free(dat);
     wk_tensor_free(t);
 }
 
@@ -1214,6 +1326,7 @@ int main(void) {
         cmocka_unit_test(test_npz_handmade_zip),
         cmocka_unit_test(test_npz_corrupt),
         cmocka_unit_test(test_npy_missing_and_truncated),
+        cmocka_unit_test(test_npy_from_pipe),
         cmocka_unit_test(test_npy_corrupt_headers),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -39,7 +39,7 @@ wk_tensor *wk_reshape(const wk_tensor *t, const int64_t *shape, int rank) {
     if (!wk__check_in(op, t)) return NULL;
     if (rank < 0 || rank > WK_MAX_RANK) { wk__err(WK_ERR_SHAPE, op, "rank %d out of range [0, %d]", rank, WK_MAX_RANK); return NULL; }
     if (rank && !shape) { wk__err(WK_ERR_ARG, op, "NULL shape"); return NULL; }
-    int64_t s[WK_MAX_RANK], known = 1, n = wk_numel(t);
+    int64_t s[WK_MAX_RANK], known = 1, nz = 1, n = wk_numel(t);
     int hole = -1;
     for (int i = 0; i < rank; i++) {
         s[i] = shape[i];
@@ -50,7 +50,8 @@ wk_tensor *wk_reshape(const wk_tensor *t, const int64_t *shape, int rank) {
             wk__err(WK_ERR_SHAPE, op, "negative size %lld in dim %d", (long long)s[i], i);
             return NULL;
         } else {
-            if (s[i] && known > (INT64_C(1) << 56) / s[i]) { wk__err(WK_ERR_SHAPE, op, "shape too large"); return NULL; }
+            if (s[i] && nz > (INT64_C(1) << 56) / s[i]) { wk__err(WK_ERR_SHAPE, op, "shape too large"); return NULL; }
+            if (s[i]) nz *= s[i];
             known *= s[i];
         }
     }
@@ -236,6 +237,8 @@ wk_status wk_split(const wk_tensor *t, const int64_t *sizes, int n, int dim, wk_
     int64_t total = 0;
     for (int i = 0; i < n; i++) {
         if (sizes[i] < 0) return wk__err(WK_ERR_ARG, op, "negative size %lld", (long long)sizes[i]);
+        if (sizes[i] > t->layout.shape[d] - total) /* also keeps the sum from overflowing */
+            return wk__err(WK_ERR_SHAPE, op, "sizes sum to more than dim %d's %lld", d, (long long)t->layout.shape[d]);
         total += sizes[i];
     }
     if (total != t->layout.shape[d])

@@ -64,7 +64,8 @@ static inline void wk__store_f64(void *p, int64_t i, wk_dtype dt, double v) {
     case WK_U32: ((uint32_t *)p)[i] = (uint32_t)wk__sat(v, 0, 4294967295.0); break;
     case WK_I16: ((int16_t *)p)[i] = (int16_t)wk__sat(v, -32768, 32767); break;
     case WK_I32: ((int32_t *)p)[i] = (int32_t)wk__sat(v, -2147483648.0, 2147483647.0); break;
-    case WK_I64: ((int64_t *)p)[i] = (int64_t)wk__sat(v, -0x1p63, 0x1p63 - 1024); break;
+    /* 2^63 and above saturate to INT64_MAX (not representable as a double) */
+    case WK_I64: ((int64_t *)p)[i] = v >= 0x1p63 ? INT64_MAX : (int64_t)wk__sat(v, -0x1p63, 0x1p63 - 1024); break;
     case WK_BF16: ((uint16_t *)p)[i] = wk_f32_to_bf16((float)v); break;
     case WK_F16: ((uint16_t *)p)[i] = wk_f32_to_f16((float)v); break;
     case WK_F32: ((float *)p)[i] = (float)v; break;

@@ -168,13 +168,16 @@ typedef struct {
     int64_t grain;
 } split_ctx;
 
+/* One partial per grain, whatever the piece size: the result does not
+ * depend on the thread count. */
 static void split_piece(void *ctx, int64_t b, int64_t e, int tid) {
     (void)tid;
     split_ctx *c = ctx;
-    int64_t k = b / c->grain;
-    red_state s = {0};
-    fold_range(c->p, &s, c->base, b, e);
-    c->part[k] = s;
+    for (int64_t g = b; g < e; g += c->grain) {
+        red_state s = {0};
+        fold_range(c->p, &s, c->base, g, g + c->grain < e ? g + c->grain : e);
+        c->part[g / c->grain] = s;
+    }
 }
 
 wk_status wk__cpu_reduce(wk_device *dev, wk_reduce_op op, const void *src, const wk_layout *ls, wk_dtype dt,
@@ -203,8 +206,9 @@ wk_status wk__cpu_reduce(wk_device *dev, wk_reduce_op op, const void *src, const
     }
     if (p.rrank == 0) { p.rshape[0] = 1; p.rstride[0] = 1; p.rrank = 1; }
     if (p.rcount == 0) { p.rshape[0] = 0; p.rrank = 1; }
-    int nth = wk_num_threads();
-    if (nout >= nth * 4 || p.rcount < WK_PAR_MIN_ELEMS || nth == 1) {
+    /* the choice of path (and so the summation order) must not depend on
+     * the thread count */
+    if (nout >= 64 || p.rcount < WK_PAR_MIN_ELEMS) {
         int64_t min_par = p.rcount > 0 ? WK_PAR_MIN_ELEMS / p.rcount + 1 : INT64_MAX;
         wk__parallel_for(nout, 1, min_par, outputs_piece, &p);
         return WK_OK;

@@ -25,4 +25,36 @@ void wk__vbinary_scalar_f32(int op, float *y, const float *a, float s, int64_t n
  * may force a lower level: "avx2" or "scalar"). */
 const char *wk__vmath_isa(void);
 
+/* ---- levels (tests and benchmarks) ---- */
+#define WK_VMATH_SCALAR 0
+#define WK_VMATH_AVX2   1
+#define WK_VMATH_AVX512 2
+/* Highest level this CPU supports (ignores WICK_ISA). */
+int  wk__vmath_max_level(void);
+/* Level in use now. */
+int  wk__vmath_level(void);
+/* Force a level (for tests; not meant to race with running kernels).
+ * level < 0 re-resolves the default (CPU + WICK_ISA). Returns 0, or -1 (and
+ * changes nothing) if the CPU does not support the level. */
+int  wk__vmath_set_level(int level);
+
+/* ---- per-ISA kernels: internal to vmath*.c; call them only through the
+ * dispatching functions above (they need a run-time cpuid check). ---- */
+#if defined(__x86_64__) || defined(__i386__)
+#define WK_VMATH_DECLARE_ISA(sfx)                                                        \
+    void wk__vexp_f32_##sfx(float *y, const float *x, int64_t n);                        \
+    void wk__vtanh_f32_##sfx(float *y, const float *x, int64_t n);                       \
+    void wk__vsigmoid_f32_##sfx(float *y, const float *x, int64_t n);                    \
+    void wk__vsilu_f32_##sfx(float *y, const float *x, int64_t n);                       \
+    void wk__vgelu_f32_##sfx(float *y, const float *x, int64_t n);                       \
+    void wk__verf_f32_##sfx(float *y, const float *x, int64_t n);                        \
+    void wk__vgelu_erf_f32_##sfx(float *y, const float *x, int64_t n);                   \
+    void wk__vlog_f32_##sfx(float *y, const float *x, int64_t n);                        \
+    void wk__vbinary_f32_##sfx(int op, float *y, const float *a, const float *b, int64_t n); \
+    void wk__vbinary_scalar_f32_##sfx(int op, float *y, const float *a, float s, int64_t n);
+WK_VMATH_DECLARE_ISA(avx2)
+WK_VMATH_DECLARE_ISA(avx512)
+#undef WK_VMATH_DECLARE_ISA
+#endif
+
 #endif

@@ -254,7 +254,7 @@ wk_status wk__npy_preamble_size(const uint8_t *p, size_t len, size_t *out, const
 
 wk_status wk__npy_parse_header(const uint8_t *p, size_t len, wk__npy_info *info, const char *op, const char *what) {
     memset(info, 0, sizeof *info);
-    size_t total;
+    size_t total = 0;
     wk_status st = wk__npy_preamble_size(p, len, &total, op, what);
     if (st != WK_OK) return st;
     if (total > len)
@@ -359,57 +359,55 @@ wk_tensor *wk_npy_load_bytes(const void *data, size_t len, wk_device *dev) {
 
 /* ----------------------------------------------------------------- files */
 
+/* Open path for reading and stat it; a directory is WK_ERR_IO. */
+static FILE *open_read(const char *path, struct stat *st, const char *op) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        wk__err(WK_ERR_IO, op, "cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fileno(f), st) != 0) {
+        wk__err(WK_ERR_IO, op, "cannot stat '%s': %s", path, strerror(errno));
+        fclose(f);
+        return NULL;
+    }
+    if (S_ISDIR(st->st_mode)) {
+        wk__err(WK_ERR_IO, op, "cannot read '%s': %s", path, strerror(EISDIR));
+        fclose(f);
+        return NULL;
+    }
+    return f;
+}
+
 wk_status wk__read_file(const char *path, uint8_t **out, size_t *out_len, const char *op) {
     *out = NULL;
     *out_len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return wk__err(WK_ERR_IO, op, "cannot open '%s': %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
-        int e = errno;
+    FILE *f = open_read(path, &st, op);
+    if (!f) return wk_last_status();
+    if (!S_ISREG(st.st_mode)) {
         fclose(f);
-        return wk__err(WK_ERR_IO, op, "cannot stat '%s': %s", path, strerror(e));
+        return wk__err(WK_ERR_IO, op, "'%s' is not a regular file (a zip archive needs random access)", path);
     }
-    if (S_ISDIR(st.st_mode)) {
+    if ((uint64_t)st.st_size >= (uint64_t)SIZE_MAX) {
         fclose(f);
-        return wk__err(WK_ERR_IO, op, "cannot read '%s': %s", path, strerror(EISDIR));
+        return wk__err(WK_ERR_IO, op, "'%s' is too large to read", path);
     }
-    size_t cap = 1 << 16, len = 0;
-    if (S_ISREG(st.st_mode)) {
-        if ((uint64_t)st.st_size >= (uint64_t)SIZE_MAX) {
-            fclose(f);
-            return wk__err(WK_ERR_IO, op, "'%s' is too large to read", path);
-        }
-        cap = (size_t)st.st_size + 1; /* +1: notices a file that grew */
-    }
-    uint8_t *buf = malloc(cap);
+    size_t size = (size_t)st.st_size;
+    uint8_t *buf = malloc(size ? size : 1);
     if (!buf) {
         fclose(f);
-        return wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes to read '%s'", cap, path);
+        return wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes to read '%s'", size, path);
     }
-    for (;;) {
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (len < cap) break;
-        if (S_ISREG(st.st_mode)) break; /* the file grew; read what stat said (+1 is ignored below) */
-        if (cap > SIZE_MAX / 2) break;
-        uint8_t *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            fclose(f);
-            return wk__err(WK_ERR_OOM, op, "cannot allocate memory to read '%s'", path);
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    if (ferror(f)) {
+    /* A file that shrank since fstat gives what is there. */
+    size_t len = fread(buf, 1, size, f);
+    if (len < size && ferror(f)) {
         int e = errno;
         free(buf);
         fclose(f);
         return wk__err(WK_ERR_IO, op, "cannot read '%s': %s", path, strerror(e));
     }
     fclose(f);
-    if (S_ISREG(st.st_mode) && len > (size_t)st.st_size) len = (size_t)st.st_size;
     *out = buf;
     *out_len = len;
     return WK_OK;
@@ -424,45 +422,58 @@ static wk_status read_exact(FILE *f, void *buf, size_t n, const char *path, cons
     return wk__err(WK_ERR_FORMAT, op, "%s: unexpected end of file", path);
 }
 
+/* Read n bytes from a stream of unknown length (a pipe): the buffer grows
+ * with what really arrives, so a lying header cannot make us allocate more
+ * than about twice the data sent. */
+static wk_status read_stream(FILE *f, uint8_t **out, size_t n, const char *path, const char *op) {
+    size_t cap = n < ((size_t)1 << 20) ? n : ((size_t)1 << 20), have = 0;
+    uint8_t *buf = malloc(cap ? cap : 1);
+    if (!buf) return wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes", cap);
+    while (have < n) {
+        if (have == cap) {
+            size_t nc = cap > n / 2 ? n : cap * 2;
+            uint8_t *nb = realloc(buf, nc);
+            if (!nb) {
+                free(buf);
+                return wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes", nc);
+            }
+            buf = nb;
+            cap = nc;
+        }
+        wk_status st = read_exact(f, buf + have, cap - have, path, op);
+        if (st != WK_OK) {
+            free(buf);
+            return st;
+        }
+        have = cap;
+    }
+    *out = buf;
+    return WK_OK;
+}
+
 wk_tensor *wk_npy_load(const char *path, wk_device *dev) {
     const char *op = "wk_npy_load";
     if (!path) {
         wk__err(WK_ERR_ARG, op, "path is NULL");
         return NULL;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        wk__err(WK_ERR_IO, op, "cannot open '%s': %s", path, strerror(errno));
-        return NULL;
-    }
     struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
-        wk__err(WK_ERR_IO, op, "cannot stat '%s': %s", path, strerror(errno));
-        fclose(f);
-        return NULL;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        wk__err(WK_ERR_IO, op, "cannot read '%s': %s", path, strerror(EISDIR));
-        fclose(f);
-        return NULL;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        /* A pipe or device: its size is unknown, so read it all first. */
-        fclose(f);
-        uint8_t *buf;
-        size_t len;
-        if (wk__read_file(path, &buf, &len, op) != WK_OK) return NULL;
-        wk_tensor *t = wk__npy_from_bytes(buf, len, dev, op, path);
-        free(buf);
-        return t;
-    }
-    uint64_t fsize = (uint64_t)st.st_size;
+    FILE *f = open_read(path, &st, op);
+    if (!f) return NULL;
+    /* Regular files are checked against their size before anything is
+     * allocated; other files (pipes, devices) are read as the data comes. */
+    bool regular = S_ISREG(st.st_mode);
+    uint64_t fsize = regular ? (uint64_t)st.st_size : UINT64_MAX;
     uint8_t head[12];
     size_t have = fsize < 10 ? (size_t)fsize : 10;
-    size_t pre;
+    size_t pre = 0;
     uint8_t *hdr = NULL, *data = NULL;
     wk__npy_info info;
-    if (read_exact(f, head, have, path, op) != WK_OK) goto fail;
+    have = fread(head, 1, have, f);
+    if (ferror(f)) {
+        wk__err(WK_ERR_IO, op, "cannot read '%s': %s", path, strerror(errno));
+        goto fail;
+    }
     if (have == 10 && head[6] >= 2 && fsize >= 12) {
         if (read_exact(f, head + 10, 2, path, op) != WK_OK) goto fail;
         have = 12;
@@ -473,7 +484,7 @@ wk_tensor *wk_npy_load(const char *path, wk_device *dev) {
                 (unsigned long long)fsize);
         goto fail;
     }
-    hdr = malloc(pre);
+    hdr = malloc(pre); /* at most 12 + WK_NPY_MAX_HEADER */
     if (!hdr) {
         wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes", pre);
         goto fail;
@@ -488,12 +499,16 @@ wk_tensor *wk_npy_load(const char *path, wk_device *dev) {
                 (unsigned long long)info.nbytes, (unsigned long long)(fsize - pre));
         goto fail;
     }
-    data = malloc(info.nbytes ? (size_t)info.nbytes : 1);
-    if (!data) {
-        wk__err(WK_ERR_OOM, op, "cannot allocate %llu bytes", (unsigned long long)info.nbytes);
+    if (regular) {
+        data = malloc(info.nbytes ? (size_t)info.nbytes : 1);
+        if (!data) {
+            wk__err(WK_ERR_OOM, op, "cannot allocate %llu bytes", (unsigned long long)info.nbytes);
+            goto fail;
+        }
+        if (read_exact(f, data, (size_t)info.nbytes, path, op) != WK_OK) goto fail;
+    } else if (read_stream(f, &data, (size_t)info.nbytes, path, op) != WK_OK) {
         goto fail;
     }
-    if (read_exact(f, data, (size_t)info.nbytes, path, op) != WK_OK) goto fail;
     fclose(f);
     return wk__npy_make_tensor(&info, data, true, dev, op, path);
 fail:
@@ -584,7 +599,7 @@ wk_status wk_npy_save(const char *path, const wk_tensor *t) {
     if (!path) return wk__err(WK_ERR_ARG, op, "path is NULL");
     if (!t) return null_tensor_status(op);
     uint8_t *pre = NULL, *data = NULL;
-    size_t pre_len, data_len;
+    size_t pre_len = 0, data_len = 0;
     wk_status st = wk__npy_preamble(t, &pre, &pre_len, op);
     if (st != WK_OK) return st;
     st = wk__npy_tensor_bytes(t, &data, &data_len, op);

@@ -66,7 +66,8 @@ wk_status wk__npy_preamble(const wk_tensor *t, uint8_t **out, size_t *out_len, c
  * buffer of *out_len = numel * itemsize bytes (a 1-byte buffer when empty). */
 wk_status wk__npy_tensor_bytes(const wk_tensor *t, uint8_t **out, size_t *out_len, const char *op);
 
-/* Read a whole file into memory (bounded by what is really in it).
+/* Read a whole regular file into memory (its size, from fstat, bounds the
+ * allocation; anything else, e.g. a pipe or /dev/zero, is refused).
  * Errors: WK_ERR_IO with the path and strerror, WK_ERR_OOM. */
 wk_status wk__read_file(const char *path, uint8_t **out, size_t *out_len, const char *op);
 

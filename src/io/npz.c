@@ -109,6 +109,7 @@ typedef struct zip_entry {
     uint16_t       flags, method;
     uint32_t       crc;
     uint64_t       csize, usize, local_offset;
+    uint64_t       data_offset;     /* after the local header (read_entries) */
 } zip_entry;
 
 /* Parse the central directory entry at *pos (inside [cd, cd_end)), advance *pos. */
@@ -227,6 +228,48 @@ static uint32_t crc32_big(uint32_t crc, const uint8_t *b, uint64_t n) {
     return (uint32_t)c;
 }
 
+static int cmp_offset(const void *a, const void *b) {
+    uint64_t x = ((const zip_entry *)a)->local_offset, y = ((const zip_entry *)b)->local_offset;
+    return x < y ? -1 : x > y;
+}
+
+/* Read every central directory entry and its local header; check that each
+ * member's bytes lie inside the archive and that no two members overlap (so
+ * the total output is bounded by the archive size times the deflate ratio:
+ * no "overlapping files" zip bomb). */
+static wk_status read_entries(const uint8_t *p, size_t len, const zip_dir *dir, zip_entry *ents, const char *op,
+                              const char *what) {
+    uint64_t pos = dir->cd_offset, cd_end = dir->cd_offset + dir->cd_size;
+    size_t n = (size_t)dir->entries;
+    for (size_t i = 0; i < n; i++) {
+        zip_entry *ze = &ents[i];
+        wk_status st = read_entry(p, &pos, cd_end, ze, op, what);
+        if (st != WK_OK) return st;
+        if (ze->local_offset > len || len - ze->local_offset < LOCAL_SIZE)
+            ZFAIL("%s: member %zu: local header offset %llu is outside the archive", what, i,
+                  (unsigned long long)ze->local_offset);
+        const uint8_t *lh = p + ze->local_offset;
+        if (wk__rd32(lh) != SIG_LOCAL) ZFAIL("%s: member %zu: bad local header signature", what, i);
+        ze->data_offset = ze->local_offset + LOCAL_SIZE + wk__rd16(lh + 26) + wk__rd16(lh + 28);
+        if (ze->data_offset > len || ze->csize > len - ze->data_offset)
+            ZFAIL("%s: member %zu: data (%llu bytes at %llu) runs past the end of the archive", what, i,
+                  (unsigned long long)ze->csize, (unsigned long long)ze->data_offset);
+    }
+    if (n < 2) return WK_OK;
+    zip_entry *sorted = malloc(n * sizeof *sorted);
+    if (!sorted) return wk__err(WK_ERR_OOM, op, "cannot allocate %zu entries", n);
+    memcpy(sorted, ents, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, cmp_offset);
+    for (size_t i = 1; i < n; i++)
+        if (sorted[i - 1].data_offset + sorted[i - 1].csize > sorted[i].local_offset) {
+            unsigned long long at = sorted[i].local_offset;
+            free(sorted);
+            ZFAIL("%s: members overlap (at offset %llu)", what, at);
+        }
+    free(sorted);
+    return WK_OK;
+}
+
 wk_status wk__npz_load_bytes(const void *data, size_t len, wk_device *dev, char ***names_out,
                              wk_tensor ***tensors_out, int *count_out, const char *op, const char *what) {
     if (!names_out || !tensors_out || !count_out) return wk__err(WK_ERR_ARG, op, "NULL output pointer");
@@ -236,106 +279,90 @@ wk_status wk__npz_load_bytes(const void *data, size_t len, wk_device *dev, char 
     if (!data && len) return wk__err(WK_ERR_ARG, op, "data is NULL");
     static const uint8_t empty = 0;
     const uint8_t *p = data ? (const uint8_t *)data : &empty;
-    zip_dir dir;
+    zip_dir dir = {0, 0, 0};
     wk_status st = find_directory(p, len, &dir, op, what);
     if (st != WK_OK) return st;
+    /* entries <= cd_size / 46 <= len / 46: these are bounded by the input. */
     size_t n = (size_t)dir.entries;
     char **names = calloc(n ? n : 1, sizeof *names);
     wk_tensor **tensors = calloc(n ? n : 1, sizeof *tensors);
-    if (!names || !tensors) {
-        free(names);
-        free(tensors);
-        return wk__err(WK_ERR_OOM, op, "cannot allocate %zu entries", n);
-    }
+    zip_entry *ents = calloc(n ? n : 1, sizeof *ents);
     int count = 0;
-    uint64_t pos = dir.cd_offset, cd_end = dir.cd_offset + dir.cd_size;
     uint8_t *inflated = NULL;
+    if (!names || !tensors || !ents) {
+        st = wk__err(WK_ERR_OOM, op, "cannot allocate %zu entries", n);
+        goto fail;
+    }
+    st = read_entries(p, len, &dir, ents, op, what);
+    if (st != WK_OK) goto fail;
     for (size_t i = 0; i < n; i++) {
-        zip_entry ze;
-        st = read_entry(p, &pos, cd_end, &ze, op, what);
-        if (st != WK_OK) goto fail;
-        /* "name.npy" -> "name" */
-        size_t nl = ze.name_len;
+        const zip_entry *ze = &ents[i];
+        size_t nl = ze->name_len;
         char shown[320];
-        snprintf(shown, sizeof shown, "%s: member '%.*s'", what, (int)(nl > 48 ? 48 : nl), (const char *)ze.name);
-        if (nl > 0 && ze.name[nl - 1] == '/' && ze.usize == 0) continue; /* a directory */
-        if (ze.flags & 0x0001) {
+        snprintf(shown, sizeof shown, "%s: member '%.*s'", what, (int)(nl > 48 ? 48 : nl), (const char *)ze->name);
+        if (nl > 0 && ze->name[nl - 1] == '/' && ze->usize == 0) continue; /* a directory */
+        if (ze->flags & 0x0001) {
             st = wk__err(WK_ERR_FORMAT, op, "%s is encrypted", shown);
             goto fail;
         }
-        if (ze.method != 0 && ze.method != 8) {
-            st = wk__err(WK_ERR_FORMAT, op, "%s uses unsupported compression method %u", shown, ze.method);
+        if (ze->method != 0 && ze->method != 8) {
+            st = wk__err(WK_ERR_FORMAT, op, "%s uses unsupported compression method %u", shown, ze->method);
             goto fail;
         }
-        /* Local header: only its name and extra lengths matter. */
-        if (ze.local_offset > len || len - ze.local_offset < LOCAL_SIZE) {
-            st = wk__err(WK_ERR_FORMAT, op, "%s: local header offset %llu is outside the archive", shown,
-                         (unsigned long long)ze.local_offset);
-            goto fail;
-        }
-        const uint8_t *lh = p + ze.local_offset;
-        if (wk__rd32(lh) != SIG_LOCAL) {
-            st = wk__err(WK_ERR_FORMAT, op, "%s: bad local header signature", shown);
-            goto fail;
-        }
-        uint64_t data_off = ze.local_offset + LOCAL_SIZE + wk__rd16(lh + 26) + wk__rd16(lh + 28);
-        if (data_off > len || ze.csize > len - data_off) {
-            st = wk__err(WK_ERR_FORMAT, op, "%s: data (%llu bytes at %llu) runs past the end of the archive", shown,
-                         (unsigned long long)ze.csize, (unsigned long long)data_off);
-            goto fail;
-        }
-        const uint8_t *member = p + data_off;
-        if (ze.method == 0) {
-            if (ze.csize != ze.usize) {
+        const uint8_t *member = p + ze->data_offset;
+        if (ze->method == 0) {
+            if (ze->csize != ze->usize) {
                 st = wk__err(WK_ERR_FORMAT, op, "%s: stored member with different sizes", shown);
                 goto fail;
             }
         } else {
-            if (ze.usize > ze.csize * MAX_DEFLATE_RATIO + 64 || ze.usize > (uint64_t)SIZE_MAX - 1) {
+            if (ze->usize > ze->csize * MAX_DEFLATE_RATIO + 64 || ze->usize > (uint64_t)SIZE_MAX - 1) {
                 st = wk__err(WK_ERR_FORMAT, op, "%s: declared size %llu is impossible for %llu deflated bytes",
-                             shown, (unsigned long long)ze.usize, (unsigned long long)ze.csize);
+                             shown, (unsigned long long)ze->usize, (unsigned long long)ze->csize);
                 goto fail;
             }
-            inflated = malloc(ze.usize ? (size_t)ze.usize : 1);
+            inflated = malloc(ze->usize ? (size_t)ze->usize : 1);
             if (!inflated) {
-                st = wk__err(WK_ERR_OOM, op, "%s: cannot allocate %llu bytes", shown, (unsigned long long)ze.usize);
+                st = wk__err(WK_ERR_OOM, op, "%s: cannot allocate %llu bytes", shown, (unsigned long long)ze->usize);
                 goto fail;
             }
-            st = inflate_member(member, ze.csize, inflated, ze.usize, op, shown);
+            st = inflate_member(member, ze->csize, inflated, ze->usize, op, shown);
             if (st != WK_OK) goto fail;
             member = inflated;
         }
-        uint32_t crc = crc32_big(0, member, ze.usize);
-        if (crc != ze.crc) {
-            st = wk__err(WK_ERR_FORMAT, op, "%s: CRC32 mismatch (stored %08x, computed %08x)", shown, ze.crc, crc);
+        uint32_t crc = crc32_big(0, member, ze->usize);
+        if (crc != ze->crc) {
+            st = wk__err(WK_ERR_FORMAT, op, "%s: CRC32 mismatch (stored %08x, computed %08x)", shown, ze->crc, crc);
             goto fail;
         }
-        size_t keep = nl >= 4 && memcmp(ze.name + nl - 4, ".npy", 4) == 0 ? nl - 4 : nl;
+        /* "name.npy" -> "name" */
+        size_t keep = nl >= 4 && memcmp(ze->name + nl - 4, ".npy", 4) == 0 ? nl - 4 : nl;
         char *name = malloc(keep + 1);
         if (!name) {
             st = wk__err(WK_ERR_OOM, op, "cannot allocate a name");
             goto fail;
         }
-        memcpy(name, ze.name, keep);
+        memcpy(name, ze->name, keep);
         name[keep] = '\0';
-        names[count] = name;
-        wk_tensor *t = wk__npy_from_bytes(member, (size_t)ze.usize, dev, op, shown);
+        wk_tensor *t = wk__npy_from_bytes(member, (size_t)ze->usize, dev, op, shown);
         if (!t) {
             free(name);
-            names[count] = NULL;
             st = wk_last_status() != WK_OK ? wk_last_status() : WK_ERR_FORMAT;
             goto fail;
         }
+        names[count] = name;
         tensors[count++] = t;
         free(inflated);
         inflated = NULL;
     }
+    free(ents);
     *names_out = names;
     *tensors_out = tensors;
     *count_out = count;
     return WK_OK;
 fail:
     free(inflated);
+    free(ents);
     wk_npz_free(names, tensors, count);
     return st;
 }
@@ -347,8 +374,8 @@ wk_status wk_npz_load(const char *path, wk_device *dev, char ***names, wk_tensor
     *tensors = NULL;
     *count = 0;
     if (!path) return wk__err(WK_ERR_ARG, op, "path is NULL");
-    uint8_t *buf;
-    size_t len;
+    uint8_t *buf = NULL;
+    size_t len = 0;
     wk_status st = wk__read_file(path, &buf, &len, op);
     if (st != WK_OK) return st;
     st = wk__npz_load_bytes(buf, len, dev, names, tensors, count, op, path);
@@ -411,8 +438,8 @@ wk_status wk_npz_save(const char *path, const char *const *names, wk_tensor *con
                          names[i], wk_dtype_name(dt));
             goto done;
         }
-        uint8_t *pre;
-        size_t pre_len;
+        uint8_t *pre = NULL;
+        size_t pre_len = 0;
         st = wk__npy_preamble(tensors[i], &pre, &pre_len, op);
         if (st != WK_OK) goto done;
         free(pre);
@@ -443,7 +470,7 @@ wk_status wk_npz_save(const char *path, const char *const *names, wk_tensor *con
     bool ok = true;
     for (int i = 0; i < count && ok && st == WK_OK; i++) {
         uint8_t *pre = NULL, *dat = NULL;
-        size_t pre_len, dat_len;
+        size_t pre_len = 0, dat_len = 0;
         st = wk__npy_preamble(tensors[i], &pre, &pre_len, op);
         if (st == WK_OK) st = wk__npy_tensor_bytes(tensors[i], &dat, &dat_len, op);
         if (st == WK_OK && (uint64_t)pre_len + dat_len != mem[i].size)

@@ -21,6 +21,7 @@ set(CMAKE_DEPENDS_DEPENDENCY_FILES
   "/work/main/src/core/storage.c" "CMakeFiles/wick_obj.dir/src/core/storage.c.o" "gcc" "CMakeFiles/wick_obj.dir/src/core/storage.c.o.d"
   "/work/main/src/core/tensor.c" "CMakeFiles/wick_obj.dir/src/core/tensor.c.o" "gcc" "CMakeFiles/wick_obj.dir/src/core/tensor.c.o.d"
   "/work/main/src/core/views.c" "CMakeFiles/wick_obj.dir/src/core/views.c.o" "gcc" "CMakeFiles/wick_obj.dir/src/core/views.c.o.d"
+  "/work/main/src/cpu/cpu_alloc.c" "CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.o" "gcc" "CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.o.d"
   "/work/main/src/cpu/cpu_backend.c" "CMakeFiles/wick_obj.dir/src/cpu/cpu_backend.c.o" "gcc" "CMakeFiles/wick_obj.dir/src/cpu/cpu_backend.c.o.d"
   "/work/main/src/cpu/cpu_binary.c" "CMakeFiles/wick_obj.dir/src/cpu/cpu_binary.c.o" "gcc" "CMakeFiles/wick_obj.dir/src/cpu/cpu_binary.c.o.d"
   "/work/main/src/cpu/cpu_copy.c" "CMakeFiles/wick_obj.dir/src/cpu/cpu_copy.c.o" "gcc" "CMakeFiles/wick_obj.dir/src/cpu/cpu_copy.c.o.d"
@@ -31,6 +32,10 @@ set(CMAKE_DEPENDS_DEPENDENCY_FILES
   "/work/main/src/cpu/gemm_avx2.c" "CMakeFiles/wick_obj.dir/src/cpu/gemm_avx2.c.o" "gcc" "CMakeFiles/wick_obj.dir/src/cpu/gemm_avx2.c.o.d"
   "/work/main/src/cpu/gemm_avx512.c" "CMakeFiles/wick_obj.dir/src/cpu/gemm_avx512.c.o" "gcc" "CMakeFiles/wick_obj.dir/src/cpu/gemm_avx512.c.o.d"
   "/work/main/src/cpu/gemm_generic.c" "CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.o" "gcc" "CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.o.d"
+  "/work/main/src/cpu/threadpool.c" "CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.o" "gcc" "CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.o.d"
+  "/work/main/src/cpu/vmath.c" "CMakeFiles/wick_obj.dir/src/cpu/vmath.c.o" "gcc" "CMakeFiles/wick_obj.dir/src/cpu/vmath.c.o.d"
+  "/work/main/src/cpu/vmath_avx2.c" "CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.o" "gcc" "CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.o.d"
+  "/work/main/src/cpu/vmath_avx512.c" "CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.o" "gcc" "CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.o.d"
   "/work/main/src/io/npy.c" "CMakeFiles/wick_obj.dir/src/io/npy.c.o" "gcc" "CMakeFiles/wick_obj.dir/src/io/npy.c.o.d"
   "/work/main/src/io/npz.c" "CMakeFiles/wick_obj.dir/src/io/npz.c.o" "gcc" "CMakeFiles/wick_obj.dir/src/io/npz.c.o.d"
   )

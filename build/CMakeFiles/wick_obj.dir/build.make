@@ -251,10 +251,24 @@ CMakeFiles/wick_obj.dir/src/core/views.c.s: cmake_force
 	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/wick_obj.dir/src/core/views.c.s"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/main/src/core/views.c -o CMakeFiles/wick_obj.dir/src/core/views.c.s
 
+CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.o: CMakeFiles/wick_obj.dir/flags.make
+CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.o: /work/main/src/cpu/cpu_alloc.c
+CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_14) "Building C object CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.o"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.o -MF CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.o.d -o CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.o -c /work/main/src/cpu/cpu_alloc.c
+
+CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.i"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -E /work/main/src/cpu/cpu_alloc.c > CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.i
+
+CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.s"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/main/src/cpu/cpu_alloc.c -o CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.s
+
 CMakeFiles/wick_obj.dir/src/cpu/cpu_backend.c.o: CMakeFiles/wick_obj.dir/flags.make
 CMakeFiles/wick_obj.dir/src/cpu/cpu_backend.c.o: /work/main/src/cpu/cpu_backend.c
 CMakeFiles/wick_obj.dir/src/cpu/cpu_backend.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_14) "Building C object CMakeFiles/wick_obj.dir/src/cpu/cpu_backend.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_15) "Building C object CMakeFiles/wick_obj.dir/src/cpu/cpu_backend.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/wick_obj.dir/src/cpu/cpu_backend.c.o -MF CMakeFiles/wick_obj.dir/src/cpu/cpu_backend.c.o.d -o CMakeFiles/wick_obj.dir/src/cpu/cpu_backend.c.o -c /work/main/src/cpu/cpu_backend.c
 
 CMakeFiles/wick_obj.dir/src/cpu/cpu_backend.c.i: cmake_force
@@ -268,7 +282,7 @@ CMakeFiles/wick_obj.dir/src/cpu/cpu_backend.c.s: cmake_force
 CMakeFiles/wick_obj.dir/src/cpu/cpu_binary.c.o: CMakeFiles/wick_obj.dir/flags.make
 CMakeFiles/wick_obj.dir/src/cpu/cpu_binary.c.o: /work/main/src/cpu/cpu_binary.c
 CMakeFiles/wick_obj.dir/src/cpu/cpu_binary.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_15) "Building C object CMakeFiles/wick_obj.dir/src/cpu/cpu_binary.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_16) "Building C object CMakeFiles/wick_obj.dir/src/cpu/cpu_binary.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/wick_obj.dir/src/cpu/cpu_binary.c.o -MF CMakeFiles/wick_obj.dir/src/cpu/cpu_binary.c.o.d -o CMakeFiles/wick_obj.dir/src/cpu/cpu_binary.c.o -c /work/main/src/cpu/cpu_binary.c
 
 CMakeFiles/wick_obj.dir/src/cpu/cpu_binary.c.i: cmake_force
@@ -282,7 +296,7 @@ CMakeFiles/wick_obj.dir/src/cpu/cpu_binary.c.s: cmake_force
 CMakeFiles/wick_obj.dir/src/cpu/cpu_copy.c.o: CMakeFiles/wick_obj.dir/flags.make
 CMakeFiles/wick_obj.dir/src/cpu/cpu_copy.c.o: /work/main/src/cpu/cpu_copy.c
 CMakeFiles/wick_obj.dir/src/cpu/cpu_copy.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_16) "Building C object CMakeFiles/wick_obj.dir/src/cpu/cpu_copy.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_17) "Building C object CMakeFiles/wick_obj.dir/src/cpu/cpu_copy.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/wick_obj.dir/src/cpu/cpu_copy.c.o -MF CMakeFiles/wick_obj.dir/src/cpu/cpu_copy.c.o.d -o CMakeFiles/wick_obj.dir/src/cpu/cpu_copy.c.o -c /work/main/src/cpu/cpu_copy.c
 
 CMakeFiles/wick_obj.dir/src/cpu/cpu_copy.c.i: cmake_force
@@ -296,7 +310,7 @@ CMakeFiles/wick_obj.dir/src/cpu/cpu_copy.c.s: cmake_force
 CMakeFiles/wick_obj.dir/src/cpu/cpu_iter.c.o: CMakeFiles/wick_obj.dir/flags.make
 CMakeFiles/wick_obj.dir/src/cpu/cpu_iter.c.o: /work/main/src/cpu/cpu_iter.c
 CMakeFiles/wick_obj.dir/src/cpu/cpu_iter.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_17) "Building C object CMakeFiles/wick_obj.dir/src/cpu/cpu_iter.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_18) "Building C object CMakeFiles/wick_obj.dir/src/cpu/cpu_iter.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/wick_obj.dir/src/cpu/cpu_iter.c.o -MF CMakeFiles/wick_obj.dir/src/cpu/cpu_iter.c.o.d -o CMakeFiles/wick_obj.dir/src/cpu/cpu_iter.c.o -c /work/main/src/cpu/cpu_iter.c
 
 CMakeFiles/wick_obj.dir/src/cpu/cpu_iter.c.i: cmake_force
@@ -310,7 +324,7 @@ CMakeFiles/wick_obj.dir/src/cpu/cpu_iter.c.s: cmake_force
 CMakeFiles/wick_obj.dir/src/cpu/cpu_matmul.c.o: CMakeFiles/wick_obj.dir/flags.make
 CMakeFiles/wick_obj.dir/src/cpu/cpu_matmul.c.o: /work/main/src/cpu/cpu_matmul.c
 CMakeFiles/wick_obj.dir/src/cpu/cpu_matmul.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_18) "Building C object CMakeFiles/wick_obj.dir/src/cpu/cpu_matmul.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_19) "Building C object CMakeFiles/wick_obj.dir/src/cpu/cpu_matmul.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/wick_obj.dir/src/cpu/cpu_matmul.c.o -MF CMakeFiles/wick_obj.dir/src/cpu/cpu_matmul.c.o.d -o CMakeFiles/wick_obj.dir/src/cpu/cpu_matmul.c.o -c /work/main/src/cpu/cpu_matmul.c
 
 CMakeFiles/wick_obj.dir/src/cpu/cpu_matmul.c.i: cmake_force
@@ -324,7 +338,7 @@ CMakeFiles/wick_obj.dir/src/cpu/cpu_matmul.c.s: cmake_force
 CMakeFiles/wick_obj.dir/src/cpu/cpu_reduce.c.o: CMakeFiles/wick_obj.dir/flags.make
 CMakeFiles/wick_obj.dir/src/cpu/cpu_reduce.c.o: /work/main/src/cpu/cpu_reduce.c
 CMakeFiles/wick_obj.dir/src/cpu/cpu_reduce.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_19) "Building C object CMakeFiles/wick_obj.dir/src/cpu/cpu_reduce.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_20) "Building C object CMakeFiles/wick_obj.dir/src/cpu/cpu_reduce.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/wick_obj.dir/src/cpu/cpu_reduce.c.o -MF CMakeFiles/wick_obj.dir/src/cpu/cpu_reduce.c.o.d -o CMakeFiles/wick_obj.dir/src/cpu/cpu_reduce.c.o -c /work/main/src/cpu/cpu_reduce.c
 
 CMakeFiles/wick_obj.dir/src/cpu/cpu_reduce.c.i: cmake_force
@@ -338,7 +352,7 @@ CMakeFiles/wick_obj.dir/src/cpu/cpu_reduce.c.s: cmake_force
 CMakeFiles/wick_obj.dir/src/cpu/cpu_unary.c.o: CMakeFiles/wick_obj.dir/flags.make
 CMakeFiles/wick_obj.dir/src/cpu/cpu_unary.c.o: /work/main/src/cpu/cpu_unary.c
 CMakeFiles/wick_obj.dir/src/cpu/cpu_unary.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_20) "Building C object CMakeFiles/wick_obj.dir/src/cpu/cpu_unary.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_21) "Building C object CMakeFiles/wick_obj.dir/src/cpu/cpu_unary.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/wick_obj.dir/src/cpu/cpu_unary.c.o -MF CMakeFiles/wick_obj.dir/src/cpu/cpu_unary.c.o.d -o CMakeFiles/wick_obj.dir/src/cpu/cpu_unary.c.o -c /work/main/src/cpu/cpu_unary.c
 
 CMakeFiles/wick_obj.dir/src/cpu/cpu_unary.c.i: cmake_force
@@ -352,7 +366,7 @@ CMakeFiles/wick_obj.dir/src/cpu/cpu_unary.c.s: cmake_force
 CMakeFiles/wick_obj.dir/src/cpu/gemm_avx2.c.o: CMakeFiles/wick_obj.dir/flags.make
 CMakeFiles/wick_obj.dir/src/cpu/gemm_avx2.c.o: /work/main/src/cpu/gemm_avx2.c
 CMakeFiles/wick_obj.dir/src/cpu/gemm_avx2.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_21) "Building C object CMakeFiles/wick_obj.dir/src/cpu/gemm_avx2.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_22) "Building C object CMakeFiles/wick_obj.dir/src/cpu/gemm_avx2.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mavx2 -mfma -mf16c -MD -MT CMakeFiles/wick_obj.dir/src/cpu/gemm_avx2.c.o -MF CMakeFiles/wick_obj.dir/src/cpu/gemm_avx2.c.o.d -o CMakeFiles/wick_obj.dir/src/cpu/gemm_avx2.c.o -c /work/main/src/cpu/gemm_avx2.c
 
 CMakeFiles/wick_obj.dir/src/cpu/gemm_avx2.c.i: cmake_force
@@ -366,7 +380,7 @@ CMakeFiles/wick_obj.dir/src/cpu/gemm_avx2.c.s: cmake_force
 CMakeFiles/wick_obj.dir/src/cpu/gemm_avx512.c.o: CMakeFiles/wick_obj.dir/flags.make
 CMakeFiles/wick_obj.dir/src/cpu/gemm_avx512.c.o: /work/main/src/cpu/gemm_avx512.c
 CMakeFiles/wick_obj.dir/src/cpu/gemm_avx512.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_22) "Building C object CMakeFiles/wick_obj.dir/src/cpu/gemm_avx512.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_23) "Building C object CMakeFiles/wick_obj.dir/src/cpu/gemm_avx512.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma -mf16c -MD -MT CMakeFiles/wick_obj.dir/src/cpu/gemm_avx512.c.o -MF CMakeFiles/wick_obj.dir/src/cpu/gemm_avx512.c.o.d -o CMakeFiles/wick_obj.dir/src/cpu/gemm_avx512.c.o -c /work/main/src/cpu/gemm_avx512.c
 
 CMakeFiles/wick_obj.dir/src/cpu/gemm_avx512.c.i: cmake_force
@@ -380,7 +394,7 @@ CMakeFiles/wick_obj.dir/src/cpu/gemm_avx512.c.s: cmake_force
 CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.o: CMakeFiles/wick_obj.dir/flags.make
 CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.o: /work/main/src/cpu/gemm_generic.c
 CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_23) "Building C object CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_24) "Building C object CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.o -MF CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.o.d -o CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.o -c /work/main/src/cpu/gemm_generic.c
 
 CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.i: cmake_force
@@ -391,10 +405,66 @@ CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.s: cmake_force
 	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.s"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/main/src/cpu/gemm_generic.c -o CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.s
 
+CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.o: CMakeFiles/wick_obj.dir/flags.make
+CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.o: /work/main/src/cpu/threadpool.c
+CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_25) "Building C object CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.o"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.o -MF CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.o.d -o CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.o -c /work/main/src/cpu/threadpool.c
+
+CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.i"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -E /work/main/src/cpu/threadpool.c > CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.i
+
+CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.s"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/main/src/cpu/threadpool.c -o CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.s
+
+CMakeFiles/wick_obj.dir/src/cpu/vmath.c.o: CMakeFiles/wick_obj.dir/flags.make
+CMakeFiles/wick_obj.dir/src/cpu/vmath.c.o: /work/main/src/cpu/vmath.c
+CMakeFiles/wick_obj.dir/src/cpu/vmath.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_26) "Building C object CMakeFiles/wick_obj.dir/src/cpu/vmath.c.o"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/wick_obj.dir/src/cpu/vmath.c.o -MF CMakeFiles/wick_obj.dir/src/cpu/vmath.c.o.d -o CMakeFiles/wick_obj.dir/src/cpu/vmath.c.o -c /work/main/src/cpu/vmath.c
+
+CMakeFiles/wick_obj.dir/src/cpu/vmath.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/wick_obj.dir/src/cpu/vmath.c.i"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -E /work/main/src/cpu/vmath.c > CMakeFiles/wick_obj.dir/src/cpu/vmath.c.i
+
+CMakeFiles/wick_obj.dir/src/cpu/vmath.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/wick_obj.dir/src/cpu/vmath.c.s"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/main/src/cpu/vmath.c -o CMakeFiles/wick_obj.dir/src/cpu/vmath.c.s
+
+CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.o: CMakeFiles/wick_obj.dir/flags.make
+CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.o: /work/main/src/cpu/vmath_avx2.c
+CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_27) "Building C object CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.o"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mavx2 -mfma -mf16c -MD -MT CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.o -MF CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.o.d -o CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.o -c /work/main/src/cpu/vmath_avx2.c
+
+CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.i"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mavx2 -mfma -mf16c -E /work/main/src/cpu/vmath_avx2.c > CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.i
+
+CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.s"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mavx2 -mfma -mf16c -S /work/main/src/cpu/vmath_avx2.c -o CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.s
+
+CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.o: CMakeFiles/wick_obj.dir/flags.make
+CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.o: /work/main/src/cpu/vmath_avx512.c
+CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_28) "Building C object CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.o"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma -mf16c -MD -MT CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.o -MF CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.o.d -o CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.o -c /work/main/src/cpu/vmath_avx512.c
+
+CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.i"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma -mf16c -E /work/main/src/cpu/vmath_avx512.c > CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.i
+
+CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.s"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma -mf16c -S /work/main/src/cpu/vmath_avx512.c -o CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.s
+
 CMakeFiles/wick_obj.dir/src/io/npy.c.o: CMakeFiles/wick_obj.dir/flags.make
 CMakeFiles/wick_obj.dir/src/io/npy.c.o: /work/main/src/io/npy.c
 CMakeFiles/wick_obj.dir/src/io/npy.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_24) "Building C object CMakeFiles/wick_obj.dir/src/io/npy.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_29) "Building C object CMakeFiles/wick_obj.dir/src/io/npy.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/wick_obj.dir/src/io/npy.c.o -MF CMakeFiles/wick_obj.dir/src/io/npy.c.o.d -o CMakeFiles/wick_obj.dir/src/io/npy.c.o -c /work/main/src/io/npy.c
 
 CMakeFiles/wick_obj.dir/src/io/npy.c.i: cmake_force
@@ -408,7 +478,7 @@ CMakeFiles/wick_obj.dir/src/io/npy.c.s: cmake_force
 CMakeFiles/wick_obj.dir/src/io/npz.c.o: CMakeFiles/wick_obj.dir/flags.make
 CMakeFiles/wick_obj.dir/src/io/npz.c.o: /work/main/src/io/npz.c
 CMakeFiles/wick_obj.dir/src/io/npz.c.o: CMakeFiles/wick_obj.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_25) "Building C object CMakeFiles/wick_obj.dir/src/io/npz.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_30) "Building C object CMakeFiles/wick_obj.dir/src/io/npz.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/wick_obj.dir/src/io/npz.c.o -MF CMakeFiles/wick_obj.dir/src/io/npz.c.o.d -o CMakeFiles/wick_obj.dir/src/io/npz.c.o -c /work/main/src/io/npz.c
 
 CMakeFiles/wick_obj.dir/src/io/npz.c.i: cmake_force
@@ -432,6 +502,7 @@ wick_obj: CMakeFiles/wick_obj.dir/src/core/reduce.c.o
 wick_obj: CMakeFiles/wick_obj.dir/src/core/storage.c.o
 wick_obj: CMakeFiles/wick_obj.dir/src/core/tensor.c.o
 wick_obj: CMakeFiles/wick_obj.dir/src/core/views.c.o
+wick_obj: CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.o
 wick_obj: CMakeFiles/wick_obj.dir/src/cpu/cpu_backend.c.o
 wick_obj: CMakeFiles/wick_obj.dir/src/cpu/cpu_binary.c.o
 wick_obj: CMakeFiles/wick_obj.dir/src/cpu/cpu_copy.c.o
@@ -442,6 +513,10 @@ wick_obj: CMakeFiles/wick_obj.dir/src/cpu/cpu_unary.c.o
 wick_obj: CMakeFiles/wick_obj.dir/src/cpu/gemm_avx2.c.o
 wick_obj: CMakeFiles/wick_obj.dir/src/cpu/gemm_avx512.c.o
 wick_obj: CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.o
+wick_obj: CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.o
+wick_obj: CMakeFiles/wick_obj.dir/src/cpu/vmath.c.o
+wick_obj: CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.o
+wick_obj: CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.o
 wick_obj: CMakeFiles/wick_obj.dir/src/io/npy.c.o
 wick_obj: CMakeFiles/wick_obj.dir/src/io/npz.c.o
 wick_obj: CMakeFiles/wick_obj.dir/build.make

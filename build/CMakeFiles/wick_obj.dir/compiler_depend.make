@@ -564,6 +564,99 @@ CMakeFiles/wick_obj.dir/src/core/views.c.o: /work/main/src/core/views.c \
   /usr/include/x86_64-linux-gnu/bits/types/__locale_t.h \
   /usr/include/strings.h
 
+CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.o: /work/main/src/cpu/cpu_alloc.c \
+  /usr/include/stdc-predef.h \
+  /work/main/src/cpu/cpu_alloc.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h \
+  /work/main/include/wick/wick.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/stdint.h \
+  /usr/include/stdint.h \
+  /usr/include/x86_64-linux-gnu/bits/libc-header-start.h \
+  /usr/include/features.h \
+  /usr/include/features-time64.h \
+  /usr/include/x86_64-linux-gnu/bits/wordsize.h \
+  /usr/include/x86_64-linux-gnu/bits/timesize.h \
+  /usr/include/x86_64-linux-gnu/sys/cdefs.h \
+  /usr/include/x86_64-linux-gnu/bits/long-double.h \
+  /usr/include/x86_64-linux-gnu/gnu/stubs.h \
+  /usr/include/x86_64-linux-gnu/gnu/stubs-64.h \
+  /usr/include/x86_64-linux-gnu/bits/types.h \
+  /usr/include/x86_64-linux-gnu/bits/typesizes.h \
+  /usr/include/x86_64-linux-gnu/bits/time64.h \
+  /usr/include/x86_64-linux-gnu/bits/wchar.h \
+  /usr/include/x86_64-linux-gnu/bits/stdint-intn.h \
+  /usr/include/x86_64-linux-gnu/bits/stdint-uintn.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/stdbool.h \
+  /usr/include/errno.h \
+  /usr/include/x86_64-linux-gnu/bits/errno.h \
+  /usr/include/linux/errno.h \
+  /usr/include/x86_64-linux-gnu/asm/errno.h \
+  /usr/include/asm-generic/errno.h \
+  /usr/include/asm-generic/errno-base.h \
+  /usr/include/x86_64-linux-gnu/bits/types/error_t.h \
+  /usr/include/pthread.h \
+  /usr/include/sched.h \
+  /usr/include/x86_64-linux-gnu/bits/types/time_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_timespec.h \
+  /usr/include/x86_64-linux-gnu/bits/endian.h \
+  /usr/include/x86_64-linux-gnu/bits/endianness.h \
+  /usr/include/x86_64-linux-gnu/bits/sched.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_sched_param.h \
+  /usr/include/x86_64-linux-gnu/bits/cpu-set.h \
+  /usr/include/time.h \
+  /usr/include/x86_64-linux-gnu/bits/time.h \
+  /usr/include/x86_64-linux-gnu/bits/timex.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_timeval.h \
+  /usr/include/x86_64-linux-gnu/bits/types/clock_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_tm.h \
+  /usr/include/x86_64-linux-gnu/bits/types/clockid_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/timer_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_itimerspec.h \
+  /usr/include/x86_64-linux-gnu/bits/types/locale_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__locale_t.h \
+  /usr/include/x86_64-linux-gnu/bits/pthreadtypes.h \
+  /usr/include/x86_64-linux-gnu/bits/thread-shared-types.h \
+  /usr/include/x86_64-linux-gnu/bits/pthreadtypes-arch.h \
+  /usr/include/x86_64-linux-gnu/bits/atomic_wide_counter.h \
+  /usr/include/x86_64-linux-gnu/bits/struct_mutex.h \
+  /usr/include/x86_64-linux-gnu/bits/struct_rwlock.h \
+  /usr/include/x86_64-linux-gnu/bits/setjmp.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__sigset_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct___jmp_buf_tag.h \
+  /usr/include/x86_64-linux-gnu/bits/pthread_stack_min-dynamic.h \
+  /usr/include/stdio.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/stdarg.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__fpos_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__mbstate_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__fpos64_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__FILE.h \
+  /usr/include/x86_64-linux-gnu/bits/types/FILE.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_FILE.h \
+  /usr/include/x86_64-linux-gnu/bits/types/cookie_io_functions_t.h \
+  /usr/include/x86_64-linux-gnu/bits/stdio_lim.h \
+  /usr/include/x86_64-linux-gnu/bits/floatn.h \
+  /usr/include/x86_64-linux-gnu/bits/floatn-common.h \
+  /usr/include/x86_64-linux-gnu/bits/stdio.h \
+  /usr/include/stdlib.h \
+  /usr/include/x86_64-linux-gnu/bits/waitflags.h \
+  /usr/include/x86_64-linux-gnu/bits/waitstatus.h \
+  /usr/include/x86_64-linux-gnu/sys/types.h \
+  /usr/include/endian.h \
+  /usr/include/x86_64-linux-gnu/bits/byteswap.h \
+  /usr/include/x86_64-linux-gnu/bits/uintn-identity.h \
+  /usr/include/x86_64-linux-gnu/sys/select.h \
+  /usr/include/x86_64-linux-gnu/bits/select.h \
+  /usr/include/x86_64-linux-gnu/bits/types/sigset_t.h \
+  /usr/include/alloca.h \
+  /usr/include/x86_64-linux-gnu/bits/stdlib-bsearch.h \
+  /usr/include/x86_64-linux-gnu/bits/stdlib-float.h \
+  /usr/include/x86_64-linux-gnu/sys/mman.h \
+  /usr/include/x86_64-linux-gnu/bits/mman.h \
+  /usr/include/x86_64-linux-gnu/bits/mman-map-flags-generic.h \
+  /usr/include/x86_64-linux-gnu/bits/mman-linux.h \
+  /usr/include/x86_64-linux-gnu/bits/mman-shared.h \
+  /usr/include/x86_64-linux-gnu/bits/mman_ext.h
+
 CMakeFiles/wick_obj.dir/src/cpu/cpu_backend.c.o: /work/main/src/cpu/cpu_backend.c \
   /usr/include/stdc-predef.h \
   /work/main/src/core/tensor.h \
@@ -1109,6 +1202,475 @@ CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.o: /work/main/src/cpu/gemm_generi
   /work/main/src/cpu/threadpool.h \
   /work/main/src/cpu/gemm_kernel.inc
 
+CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.o: /work/main/src/cpu/threadpool.c \
+  /usr/include/stdc-predef.h \
+  /work/main/src/cpu/threadpool.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/stdint.h \
+  /usr/include/stdint.h \
+  /usr/include/x86_64-linux-gnu/bits/libc-header-start.h \
+  /usr/include/features.h \
+  /usr/include/features-time64.h \
+  /usr/include/x86_64-linux-gnu/bits/wordsize.h \
+  /usr/include/x86_64-linux-gnu/bits/timesize.h \
+  /usr/include/x86_64-linux-gnu/sys/cdefs.h \
+  /usr/include/x86_64-linux-gnu/bits/long-double.h \
+  /usr/include/x86_64-linux-gnu/gnu/stubs.h \
+  /usr/include/x86_64-linux-gnu/gnu/stubs-64.h \
+  /usr/include/x86_64-linux-gnu/bits/types.h \
+  /usr/include/x86_64-linux-gnu/bits/typesizes.h \
+  /usr/include/x86_64-linux-gnu/bits/time64.h \
+  /usr/include/x86_64-linux-gnu/bits/wchar.h \
+  /usr/include/x86_64-linux-gnu/bits/stdint-intn.h \
+  /usr/include/x86_64-linux-gnu/bits/stdint-uintn.h \
+  /work/main/src/core/error.h \
+  /work/main/include/wick/wick.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/stdbool.h \
+  /usr/include/errno.h \
+  /usr/include/x86_64-linux-gnu/bits/errno.h \
+  /usr/include/linux/errno.h \
+  /usr/include/x86_64-linux-gnu/asm/errno.h \
+  /usr/include/asm-generic/errno.h \
+  /usr/include/asm-generic/errno-base.h \
+  /usr/include/x86_64-linux-gnu/bits/types/error_t.h \
+  /usr/include/pthread.h \
+  /usr/include/sched.h \
+  /usr/include/x86_64-linux-gnu/bits/types/time_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_timespec.h \
+  /usr/include/x86_64-linux-gnu/bits/endian.h \
+  /usr/include/x86_64-linux-gnu/bits/endianness.h \
+  /usr/include/x86_64-linux-gnu/bits/sched.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_sched_param.h \
+  /usr/include/x86_64-linux-gnu/bits/cpu-set.h \
+  /usr/include/time.h \
+  /usr/include/x86_64-linux-gnu/bits/time.h \
+  /usr/include/x86_64-linux-gnu/bits/timex.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_timeval.h \
+  /usr/include/x86_64-linux-gnu/bits/types/clock_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_tm.h \
+  /usr/include/x86_64-linux-gnu/bits/types/clockid_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/timer_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_itimerspec.h \
+  /usr/include/x86_64-linux-gnu/bits/types/locale_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__locale_t.h \
+  /usr/include/x86_64-linux-gnu/bits/pthreadtypes.h \
+  /usr/include/x86_64-linux-gnu/bits/thread-shared-types.h \
+  /usr/include/x86_64-linux-gnu/bits/pthreadtypes-arch.h \
+  /usr/include/x86_64-linux-gnu/bits/atomic_wide_counter.h \
+  /usr/include/x86_64-linux-gnu/bits/struct_mutex.h \
+  /usr/include/x86_64-linux-gnu/bits/struct_rwlock.h \
+  /usr/include/x86_64-linux-gnu/bits/setjmp.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__sigset_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct___jmp_buf_tag.h \
+  /usr/include/x86_64-linux-gnu/bits/pthread_stack_min-dynamic.h \
+  /usr/include/signal.h \
+  /usr/include/x86_64-linux-gnu/bits/signum-generic.h \
+  /usr/include/x86_64-linux-gnu/bits/signum-arch.h \
+  /usr/include/x86_64-linux-gnu/bits/types/sig_atomic_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/sigset_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/siginfo_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__sigval_t.h \
+  /usr/include/x86_64-linux-gnu/bits/siginfo-arch.h \
+  /usr/include/x86_64-linux-gnu/bits/siginfo-consts.h \
+  /usr/include/x86_64-linux-gnu/bits/siginfo-consts-arch.h \
+  /usr/include/x86_64-linux-gnu/bits/types/sigval_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/sigevent_t.h \
+  /usr/include/x86_64-linux-gnu/bits/sigevent-consts.h \
+  /usr/include/x86_64-linux-gnu/bits/sigaction.h \
+  /usr/include/x86_64-linux-gnu/bits/sigcontext.h \
+  /usr/include/x86_64-linux-gnu/bits/types/stack_t.h \
+  /usr/include/x86_64-linux-gnu/sys/ucontext.h \
+  /usr/include/x86_64-linux-gnu/bits/sigstack.h \
+  /usr/include/x86_64-linux-gnu/bits/sigstksz.h \
+  /usr/include/unistd.h \
+  /usr/include/x86_64-linux-gnu/bits/posix_opt.h \
+  /usr/include/x86_64-linux-gnu/bits/environments.h \
+  /usr/include/x86_64-linux-gnu/bits/confname.h \
+  /usr/include/x86_64-linux-gnu/bits/getopt_posix.h \
+  /usr/include/x86_64-linux-gnu/bits/getopt_core.h \
+  /usr/include/x86_64-linux-gnu/bits/unistd_ext.h \
+  /usr/include/linux/close_range.h \
+  /usr/include/x86_64-linux-gnu/bits/ss_flags.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_sigstack.h \
+  /usr/include/x86_64-linux-gnu/bits/sigthread.h \
+  /usr/include/x86_64-linux-gnu/bits/signal_ext.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/stdatomic.h \
+  /usr/include/stdio.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/stdarg.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__fpos_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__mbstate_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__fpos64_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__FILE.h \
+  /usr/include/x86_64-linux-gnu/bits/types/FILE.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_FILE.h \
+  /usr/include/x86_64-linux-gnu/bits/types/cookie_io_functions_t.h \
+  /usr/include/x86_64-linux-gnu/bits/stdio_lim.h \
+  /usr/include/x86_64-linux-gnu/bits/floatn.h \
+  /usr/include/x86_64-linux-gnu/bits/floatn-common.h \
+  /usr/include/x86_64-linux-gnu/bits/stdio.h \
+  /usr/include/stdlib.h \
+  /usr/include/x86_64-linux-gnu/bits/waitflags.h \
+  /usr/include/x86_64-linux-gnu/bits/waitstatus.h \
+  /usr/include/x86_64-linux-gnu/sys/types.h \
+  /usr/include/endian.h \
+  /usr/include/x86_64-linux-gnu/bits/byteswap.h \
+  /usr/include/x86_64-linux-gnu/bits/uintn-identity.h \
+  /usr/include/x86_64-linux-gnu/sys/select.h \
+  /usr/include/x86_64-linux-gnu/bits/select.h \
+  /usr/include/alloca.h \
+  /usr/include/x86_64-linux-gnu/bits/stdlib-bsearch.h \
+  /usr/include/x86_64-linux-gnu/bits/stdlib-float.h
+
+CMakeFiles/wick_obj.dir/src/cpu/vmath.c.o: /work/main/src/cpu/vmath.c \
+  /usr/include/stdc-predef.h \
+  /work/main/src/cpu/vmath.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/stdint.h \
+  /usr/include/stdint.h \
+  /usr/include/x86_64-linux-gnu/bits/libc-header-start.h \
+  /usr/include/features.h \
+  /usr/include/features-time64.h \
+  /usr/include/x86_64-linux-gnu/bits/wordsize.h \
+  /usr/include/x86_64-linux-gnu/bits/timesize.h \
+  /usr/include/x86_64-linux-gnu/sys/cdefs.h \
+  /usr/include/x86_64-linux-gnu/bits/long-double.h \
+  /usr/include/x86_64-linux-gnu/gnu/stubs.h \
+  /usr/include/x86_64-linux-gnu/gnu/stubs-64.h \
+  /usr/include/x86_64-linux-gnu/bits/types.h \
+  /usr/include/x86_64-linux-gnu/bits/typesizes.h \
+  /usr/include/x86_64-linux-gnu/bits/time64.h \
+  /usr/include/x86_64-linux-gnu/bits/wchar.h \
+  /usr/include/x86_64-linux-gnu/bits/stdint-intn.h \
+  /usr/include/x86_64-linux-gnu/bits/stdint-uintn.h \
+  /usr/include/math.h \
+  /usr/include/x86_64-linux-gnu/bits/math-vector.h \
+  /usr/include/x86_64-linux-gnu/bits/libm-simd-decl-stubs.h \
+  /usr/include/x86_64-linux-gnu/bits/floatn.h \
+  /usr/include/x86_64-linux-gnu/bits/floatn-common.h \
+  /usr/include/x86_64-linux-gnu/bits/flt-eval-method.h \
+  /usr/include/x86_64-linux-gnu/bits/fp-logb.h \
+  /usr/include/x86_64-linux-gnu/bits/fp-fast.h \
+  /usr/include/x86_64-linux-gnu/bits/mathcalls-helper-functions.h \
+  /usr/include/x86_64-linux-gnu/bits/mathcalls.h \
+  /usr/include/x86_64-linux-gnu/bits/mathcalls-narrow.h \
+  /usr/include/x86_64-linux-gnu/bits/iscanonical.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/stdatomic.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h \
+  /usr/include/stdlib.h \
+  /usr/include/x86_64-linux-gnu/bits/waitflags.h \
+  /usr/include/x86_64-linux-gnu/bits/waitstatus.h \
+  /usr/include/x86_64-linux-gnu/bits/types/locale_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__locale_t.h \
+  /usr/include/x86_64-linux-gnu/sys/types.h \
+  /usr/include/x86_64-linux-gnu/bits/types/clock_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/clockid_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/time_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/timer_t.h \
+  /usr/include/endian.h \
+  /usr/include/x86_64-linux-gnu/bits/endian.h \
+  /usr/include/x86_64-linux-gnu/bits/endianness.h \
+  /usr/include/x86_64-linux-gnu/bits/byteswap.h \
+  /usr/include/x86_64-linux-gnu/bits/uintn-identity.h \
+  /usr/include/x86_64-linux-gnu/sys/select.h \
+  /usr/include/x86_64-linux-gnu/bits/select.h \
+  /usr/include/x86_64-linux-gnu/bits/types/sigset_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__sigset_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_timeval.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_timespec.h \
+  /usr/include/x86_64-linux-gnu/bits/pthreadtypes.h \
+  /usr/include/x86_64-linux-gnu/bits/thread-shared-types.h \
+  /usr/include/x86_64-linux-gnu/bits/pthreadtypes-arch.h \
+  /usr/include/x86_64-linux-gnu/bits/atomic_wide_counter.h \
+  /usr/include/x86_64-linux-gnu/bits/struct_mutex.h \
+  /usr/include/x86_64-linux-gnu/bits/struct_rwlock.h \
+  /usr/include/alloca.h \
+  /usr/include/x86_64-linux-gnu/bits/stdlib-bsearch.h \
+  /usr/include/x86_64-linux-gnu/bits/stdlib-float.h \
+  /usr/include/string.h \
+  /usr/include/strings.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/cpuid.h
+
+CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.o: /work/main/src/cpu/vmath_avx2.c \
+  /usr/include/stdc-predef.h \
+  /work/main/src/cpu/vmath.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/stdint.h \
+  /usr/include/stdint.h \
+  /usr/include/x86_64-linux-gnu/bits/libc-header-start.h \
+  /usr/include/features.h \
+  /usr/include/features-time64.h \
+  /usr/include/x86_64-linux-gnu/bits/wordsize.h \
+  /usr/include/x86_64-linux-gnu/bits/timesize.h \
+  /usr/include/x86_64-linux-gnu/sys/cdefs.h \
+  /usr/include/x86_64-linux-gnu/bits/long-double.h \
+  /usr/include/x86_64-linux-gnu/gnu/stubs.h \
+  /usr/include/x86_64-linux-gnu/gnu/stubs-64.h \
+  /usr/include/x86_64-linux-gnu/bits/types.h \
+  /usr/include/x86_64-linux-gnu/bits/typesizes.h \
+  /usr/include/x86_64-linux-gnu/bits/time64.h \
+  /usr/include/x86_64-linux-gnu/bits/wchar.h \
+  /usr/include/x86_64-linux-gnu/bits/stdint-intn.h \
+  /usr/include/x86_64-linux-gnu/bits/stdint-uintn.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/immintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/x86gprintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/ia32intrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/adxintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/bmiintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/bmi2intrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/cetintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/cldemoteintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/clflushoptintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/clwbintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/clzerointrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/enqcmdintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/fxsrintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/lzcntintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/lwpintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/movdirintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/mwaitintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/mwaitxintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/pconfigintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/popcntintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/pkuintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/rdseedintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/rtmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/serializeintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/sgxintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/tbmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/tsxldtrkintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/uintrintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/waitpkgintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/wbnoinvdintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/xsaveintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/xsavecintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/xsaveoptintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/xsavesintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/xtestintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/hresetintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/mmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/xmmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/mm_malloc.h \
+  /usr/include/stdlib.h \
+  /usr/include/x86_64-linux-gnu/bits/waitflags.h \
+  /usr/include/x86_64-linux-gnu/bits/waitstatus.h \
+  /usr/include/x86_64-linux-gnu/bits/floatn.h \
+  /usr/include/x86_64-linux-gnu/bits/floatn-common.h \
+  /usr/include/x86_64-linux-gnu/bits/types/locale_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__locale_t.h \
+  /usr/include/x86_64-linux-gnu/sys/types.h \
+  /usr/include/x86_64-linux-gnu/bits/types/clock_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/clockid_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/time_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/timer_t.h \
+  /usr/include/endian.h \
+  /usr/include/x86_64-linux-gnu/bits/endian.h \
+  /usr/include/x86_64-linux-gnu/bits/endianness.h \
+  /usr/include/x86_64-linux-gnu/bits/byteswap.h \
+  /usr/include/x86_64-linux-gnu/bits/uintn-identity.h \
+  /usr/include/x86_64-linux-gnu/sys/select.h \
+  /usr/include/x86_64-linux-gnu/bits/select.h \
+  /usr/include/x86_64-linux-gnu/bits/types/sigset_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__sigset_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_timeval.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_timespec.h \
+  /usr/include/x86_64-linux-gnu/bits/pthreadtypes.h \
+  /usr/include/x86_64-linux-gnu/bits/thread-shared-types.h \
+  /usr/include/x86_64-linux-gnu/bits/pthreadtypes-arch.h \
+  /usr/include/x86_64-linux-gnu/bits/atomic_wide_counter.h \
+  /usr/include/x86_64-linux-gnu/bits/struct_mutex.h \
+  /usr/include/x86_64-linux-gnu/bits/struct_rwlock.h \
+  /usr/include/alloca.h \
+  /usr/include/x86_64-linux-gnu/bits/stdlib-bsearch.h \
+  /usr/include/x86_64-linux-gnu/bits/stdlib-float.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/emmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/pmmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/tmmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/smmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/wmmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avxintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avxvnniintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx2intrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512fintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512erintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512pfintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512cdintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512bwintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512dqintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vlbwintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vldqintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512ifmaintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512ifmavlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vbmiintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vbmivlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx5124fmapsintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx5124vnniwintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vpopcntdqintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vbmi2intrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vbmi2vlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vnniintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vnnivlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vpopcntdqvlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512bitalgintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vp2intersectintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vp2intersectvlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512fp16intrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512fp16vlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/shaintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/fmaintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/f16cintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/gfniintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/vaesintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/vpclmulqdqintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512bf16vlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512bf16intrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/amxtileintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/amxint8intrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/amxbf16intrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/prfchwintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/keylockerintrin.h \
+  /usr/include/string.h \
+  /usr/include/strings.h
+
+CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.o: /work/main/src/cpu/vmath_avx512.c \
+  /usr/include/stdc-predef.h \
+  /work/main/src/cpu/vmath.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/stdint.h \
+  /usr/include/stdint.h \
+  /usr/include/x86_64-linux-gnu/bits/libc-header-start.h \
+  /usr/include/features.h \
+  /usr/include/features-time64.h \
+  /usr/include/x86_64-linux-gnu/bits/wordsize.h \
+  /usr/include/x86_64-linux-gnu/bits/timesize.h \
+  /usr/include/x86_64-linux-gnu/sys/cdefs.h \
+  /usr/include/x86_64-linux-gnu/bits/long-double.h \
+  /usr/include/x86_64-linux-gnu/gnu/stubs.h \
+  /usr/include/x86_64-linux-gnu/gnu/stubs-64.h \
+  /usr/include/x86_64-linux-gnu/bits/types.h \
+  /usr/include/x86_64-linux-gnu/bits/typesizes.h \
+  /usr/include/x86_64-linux-gnu/bits/time64.h \
+  /usr/include/x86_64-linux-gnu/bits/wchar.h \
+  /usr/include/x86_64-linux-gnu/bits/stdint-intn.h \
+  /usr/include/x86_64-linux-gnu/bits/stdint-uintn.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/immintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/x86gprintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/ia32intrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/adxintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/bmiintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/bmi2intrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/cetintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/cldemoteintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/clflushoptintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/clwbintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/clzerointrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/enqcmdintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/fxsrintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/lzcntintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/lwpintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/movdirintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/mwaitintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/mwaitxintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/pconfigintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/popcntintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/pkuintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/rdseedintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/rtmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/serializeintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/sgxintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/tbmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/tsxldtrkintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/uintrintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/waitpkgintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/wbnoinvdintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/xsaveintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/xsavecintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/xsaveoptintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/xsavesintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/xtestintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/hresetintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/mmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/xmmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/mm_malloc.h \
+  /usr/include/stdlib.h \
+  /usr/include/x86_64-linux-gnu/bits/waitflags.h \
+  /usr/include/x86_64-linux-gnu/bits/waitstatus.h \
+  /usr/include/x86_64-linux-gnu/bits/floatn.h \
+  /usr/include/x86_64-linux-gnu/bits/floatn-common.h \
+  /usr/include/x86_64-linux-gnu/bits/types/locale_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__locale_t.h \
+  /usr/include/x86_64-linux-gnu/sys/types.h \
+  /usr/include/x86_64-linux-gnu/bits/types/clock_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/clockid_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/time_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/timer_t.h \
+  /usr/include/endian.h \
+  /usr/include/x86_64-linux-gnu/bits/endian.h \
+  /usr/include/x86_64-linux-gnu/bits/endianness.h \
+  /usr/include/x86_64-linux-gnu/bits/byteswap.h \
+  /usr/include/x86_64-linux-gnu/bits/uintn-identity.h \
+  /usr/include/x86_64-linux-gnu/sys/select.h \
+  /usr/include/x86_64-linux-gnu/bits/select.h \
+  /usr/include/x86_64-linux-gnu/bits/types/sigset_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/__sigset_t.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_timeval.h \
+  /usr/include/x86_64-linux-gnu/bits/types/struct_timespec.h \
+  /usr/include/x86_64-linux-gnu/bits/pthreadtypes.h \
+  /usr/include/x86_64-linux-gnu/bits/thread-shared-types.h \
+  /usr/include/x86_64-linux-gnu/bits/pthreadtypes-arch.h \
+  /usr/include/x86_64-linux-gnu/bits/atomic_wide_counter.h \
+  /usr/include/x86_64-linux-gnu/bits/struct_mutex.h \
+  /usr/include/x86_64-linux-gnu/bits/struct_rwlock.h \
+  /usr/include/alloca.h \
+  /usr/include/x86_64-linux-gnu/bits/stdlib-bsearch.h \
+  /usr/include/x86_64-linux-gnu/bits/stdlib-float.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/emmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/pmmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/tmmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/smmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/wmmintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avxintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avxvnniintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx2intrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512fintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512erintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512pfintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512cdintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512bwintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512dqintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vlbwintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vldqintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512ifmaintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512ifmavlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vbmiintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vbmivlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx5124fmapsintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx5124vnniwintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vpopcntdqintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vbmi2intrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vbmi2vlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vnniintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vnnivlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vpopcntdqvlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512bitalgintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vp2intersectintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vp2intersectvlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512fp16intrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512fp16vlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/shaintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/fmaintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/f16cintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/gfniintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/vaesintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/vpclmulqdqintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512bf16vlintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/avx512bf16intrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/amxtileintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/amxint8intrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/amxbf16intrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/prfchwintrin.h \
+  /usr/lib/gcc/x86_64-linux-gnu/12/include/keylockerintrin.h
+
 CMakeFiles/wick_obj.dir/src/io/npy.c.o: /work/main/src/io/npy.c \
   /usr/include/stdc-predef.h \
   /work/main/src/io/npy_internal.h \
@@ -1313,328 +1875,592 @@ CMakeFiles/wick_obj.dir/src/io/npz.c.o: /work/main/src/io/npz.c \
   /work/main/src/core/error.h
 
 
-/usr/include/linux/close_range.h:
-
-/usr/include/x86_64-linux-gnu/bits/unistd_ext.h:
-
-/usr/include/x86_64-linux-gnu/bits/getopt_core.h:
-
-/usr/include/x86_64-linux-gnu/bits/getopt_posix.h:
-
-/usr/include/x86_64-linux-gnu/bits/confname.h:
-
-/usr/include/x86_64-linux-gnu/bits/environments.h:
-
-/usr/include/x86_64-linux-gnu/bits/posix_opt.h:
-
 /usr/include/zconf.h:
+
+/work/main/src/io/npz.c:
+
+/usr/include/x86_64-linux-gnu/bits/types/struct_statx.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/struct_statx_timestamp.h:
 
 /usr/include/x86_64-linux-gnu/bits/statx-generic.h:
 
-/usr/include/x86_64-linux-gnu/asm/posix_types.h:
+/usr/include/asm-generic/posix_types.h:
 
 /usr/include/linux/stddef.h:
 
+/usr/include/linux/posix_types.h:
+
 /usr/include/asm-generic/int-ll64.h:
+
+/usr/include/x86_64-linux-gnu/asm/types.h:
 
 /usr/include/linux/types.h:
 
 /usr/include/linux/stat.h:
 
-/usr/include/x86_64-linux-gnu/bits/statx.h:
+/usr/include/x86_64-linux-gnu/bits/struct_stat.h:
+
+/usr/include/x86_64-linux-gnu/sys/stat.h:
 
 /usr/include/x86_64-linux-gnu/bits/uio_lim.h:
 
-/usr/include/x86_64-linux-gnu/bits/stat.h:
-
 /usr/include/x86_64-linux-gnu/bits/xopen_lim.h:
-
-/work/main/src/core/dtype.c:
-
-/usr/include/x86_64-linux-gnu/bits/timesize.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/__FILE.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/clock_t.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/__locale_t.h:
-
-/usr/include/stdio.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/__fpos64_t.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/struct_timespec.h:
-
-/usr/include/x86_64-linux-gnu/bits/mathcalls-narrow.h:
-
-/usr/include/x86_64-linux-gnu/bits/fp-fast.h:
-
-/work/main/src/io/npz.c:
 
 /usr/include/x86_64-linux-gnu/bits/posix2_lim.h:
 
 /usr/include/linux/limits.h:
 
-/usr/include/stdint.h:
-
-/work/main/src/core/error.c:
-
-/usr/include/errno.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/struct_statx_timestamp.h:
-
-/usr/include/linux/posix_types.h:
-
-/usr/include/x86_64-linux-gnu/bits/flt-eval-method.h:
-
-/usr/include/x86_64-linux-gnu/bits/iscanonical.h:
-
-/usr/include/x86_64-linux-gnu/bits/floatn-common.h:
-
-/usr/include/x86_64-linux-gnu/bits/mathcalls.h:
-
-/usr/include/x86_64-linux-gnu/bits/struct_mutex.h:
-
-/usr/include/x86_64-linux-gnu/bits/floatn.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/clockid_t.h:
-
-/usr/include/features-time64.h:
-
-/usr/include/x86_64-linux-gnu/bits/fp-logb.h:
-
-/usr/include/asm-generic/posix_types.h:
-
-/usr/include/stdc-predef.h:
-
-/usr/include/x86_64-linux-gnu/asm/types.h:
-
-/usr/include/x86_64-linux-gnu/bits/stdlib-bsearch.h:
-
-/usr/include/x86_64-linux-gnu/bits/uintn-identity.h:
-
-/usr/include/x86_64-linux-gnu/bits/stdlib-float.h:
-
-/usr/lib/gcc/x86_64-linux-gnu/12/include/stdatomic.h:
-
-/usr/include/strings.h:
-
-/usr/include/x86_64-linux-gnu/bits/struct_rwlock.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/locale_t.h:
-
-/work/main/include/wick/wick.h:
-
-/usr/include/x86_64-linux-gnu/asm/posix_types_64.h:
-
-/usr/include/asm-generic/types.h:
-
-/usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h:
-
-/usr/include/asm-generic/errno-base.h:
-
-/work/main/src/core/layout.h:
-
-/usr/include/features.h:
-
-/usr/lib/gcc/x86_64-linux-gnu/12/include/stdarg.h:
-
-/usr/include/x86_64-linux-gnu/bits/libc-header-start.h:
-
-/work/main/src/io/npy.c:
-
-/work/main/src/core/tensor.h:
-
-/usr/include/x86_64-linux-gnu/sys/cdefs.h:
-
-/usr/include/x86_64-linux-gnu/bits/stdio.h:
-
-/usr/include/string.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/__mbstate_t.h:
-
-/usr/include/x86_64-linux-gnu/bits/local_lim.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/cookie_io_functions_t.h:
-
-/usr/include/x86_64-linux-gnu/bits/wchar.h:
-
-/usr/include/x86_64-linux-gnu/sys/stat.h:
-
-/usr/include/x86_64-linux-gnu/gnu/stubs-64.h:
-
-/work/main/src/core/create.c:
-
-/work/main/src/ops.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/sigset_t.h:
-
-/usr/include/x86_64-linux-gnu/bits/byteswap.h:
-
-/work/main/src/cpu/threadpool.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/__sigset_t.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/FILE.h:
-
-/usr/include/x86_64-linux-gnu/bits/stdio_lim.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/struct_timeval.h:
-
-/usr/include/x86_64-linux-gnu/asm/errno.h:
-
-/usr/include/x86_64-linux-gnu/bits/endian.h:
-
-/usr/include/x86_64-linux-gnu/gnu/stubs.h:
-
-/usr/include/inttypes.h:
-
-/usr/include/x86_64-linux-gnu/bits/stdint-intn.h:
-
-/usr/include/x86_64-linux-gnu/bits/types.h:
-
-/usr/include/x86_64-linux-gnu/bits/atomic_wide_counter.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/error_t.h:
-
-/usr/include/x86_64-linux-gnu/bits/mathcalls-helper-functions.h:
-
-/usr/lib/gcc/x86_64-linux-gnu/12/include/stdint.h:
-
-/work/main/src/cpu/cpu_copy.c:
-
-/work/main/src/core/join.c:
-
-/usr/include/x86_64-linux-gnu/bits/wordsize.h:
-
-/usr/lib/gcc/x86_64-linux-gnu/12/include/syslimits.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/__fpos_t.h:
-
-/work/main/src/core/error.h:
-
-/work/main/src/core/device.c:
-
-/usr/include/x86_64-linux-gnu/bits/math-vector.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/struct_FILE.h:
-
-/work/main/src/core/storage.c:
-
-/usr/include/x86_64-linux-gnu/bits/typesizes.h:
-
-/usr/include/math.h:
-
-/work/main/src/core/layout.c:
-
-/work/main/src/cpu/gemm_generic.c:
-
-/usr/include/x86_64-linux-gnu/bits/errno.h:
-
-/work/main/src/core/matmul.c:
-
-/work/main/src/cpu/cpu_iter.c:
-
-/work/main/src/core/readback.c:
-
-/usr/include/asm-generic/bitsperlong.h:
-
 /usr/include/x86_64-linux-gnu/bits/posix1_lim.h:
-
-/usr/include/stdlib.h:
-
-/work/main/src/core/elementwise.c:
-
-/usr/lib/gcc/x86_64-linux-gnu/12/include/stdbool.h:
-
-/usr/include/x86_64-linux-gnu/bits/waitflags.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/struct_statx.h:
-
-/usr/include/x86_64-linux-gnu/bits/waitstatus.h:
-
-/usr/include/x86_64-linux-gnu/sys/types.h:
-
-/work/main/src/cpu/gemm.h:
-
-/usr/include/x86_64-linux-gnu/bits/types/time_t.h:
-
-/usr/include/x86_64-linux-gnu/asm/bitsperlong.h:
-
-/work/main/src/cpu/cpu_binary.c:
-
-/usr/include/x86_64-linux-gnu/bits/pthreadtypes-arch.h:
-
-/work/main/src/cpu/cpu_matmul.c:
-
-/usr/include/x86_64-linux-gnu/bits/types/timer_t.h:
-
-/usr/lib/gcc/x86_64-linux-gnu/12/include/limits.h:
-
-/usr/include/endian.h:
-
-/usr/include/x86_64-linux-gnu/bits/endianness.h:
-
-/work/main/src/core/reduce.c:
-
-/usr/include/unistd.h:
-
-/usr/include/zlib.h:
-
-/usr/include/x86_64-linux-gnu/bits/stdint-uintn.h:
-
-/usr/include/x86_64-linux-gnu/sys/select.h:
-
-/usr/include/x86_64-linux-gnu/bits/struct_stat.h:
-
-/usr/include/x86_64-linux-gnu/bits/select.h:
-
-/work/main/src/cpu/cpu_backend.c:
-
-/work/main/src/backend.h:
-
-/usr/include/x86_64-linux-gnu/bits/time64.h:
-
-/work/main/src/cpu/gemm_avx2.c:
-
-/usr/include/x86_64-linux-gnu/bits/pthreadtypes.h:
-
-/work/main/src/core/tensor.c:
 
 /usr/include/limits.h:
 
-/usr/include/x86_64-linux-gnu/bits/thread-shared-types.h:
+/usr/lib/gcc/x86_64-linux-gnu/12/include/syslimits.h:
 
-/usr/include/alloca.h:
+/work/main/src/io/npy_internal.h:
 
-/work/main/src/core/views.c:
+/work/main/src/cpu/vmath_avx512.c:
 
-/work/main/src/cpu/cpu_alloc.h:
+/usr/lib/gcc/x86_64-linux-gnu/12/include/prfchwintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/amxint8intrin.h:
+
+/work/main/src/cpu/cpu_convert.h:
+
+/work/main/src/cpu/cpu_backend.h:
 
 /work/main/src/cpu/cpu_unary.c:
 
-/work/main/src/cpu/cpu_backend.h:
+/usr/include/x86_64-linux-gnu/bits/mman-shared.h:
+
+/usr/include/x86_64-linux-gnu/bits/thread-shared-types.h:
+
+/usr/include/x86_64-linux-gnu/bits/sigcontext.h:
+
+/usr/include/x86_64-linux-gnu/bits/mman-linux.h:
+
+/usr/include/x86_64-linux-gnu/bits/stdint-intn.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avxvnniintrin.h:
+
+/usr/include/x86_64-linux-gnu/sys/mman.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/struct_itimerspec.h:
+
+/work/main/src/cpu/cpu_iter.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/amxbf16intrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/sched.h:
+
+/usr/include/sched.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/mwaitxintrin.h:
+
+/usr/include/pthread.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/mwaitintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/struct_sched_param.h:
+
+/usr/include/asm-generic/errno.h:
+
+/usr/include/linux/errno.h:
+
+/usr/include/x86_64-linux-gnu/bits/pthread_stack_min-dynamic.h:
+
+/usr/include/x86_64-linux-gnu/asm/posix_types_64.h:
+
+/usr/include/x86_64-linux-gnu/bits/cpu-set.h:
+
+/work/main/src/cpu/vmath_avx2.c:
+
+/work/main/src/core/views.c:
+
+/usr/include/alloca.h:
+
+/usr/include/x86_64-linux-gnu/bits/pthreadtypes.h:
+
+/work/main/src/cpu/cpu_backend.c:
+
+/usr/include/x86_64-linux-gnu/bits/time.h:
+
+/usr/include/x86_64-linux-gnu/bits/select.h:
+
+/usr/include/x86_64-linux-gnu/sys/select.h:
+
+/usr/include/x86_64-linux-gnu/bits/mman_ext.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/timer_t.h:
+
+/usr/include/x86_64-linux-gnu/bits/signum-generic.h:
+
+/usr/include/x86_64-linux-gnu/bits/pthreadtypes-arch.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vbmi2vlintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/mman.h:
+
+/usr/include/x86_64-linux-gnu/bits/statx.h:
+
+/usr/include/unistd.h:
+
+/work/main/src/cpu/cpu_binary.c:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/popcntintrin.h:
+
+/usr/include/x86_64-linux-gnu/sys/types.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/xsavecintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/waitstatus.h:
+
+/usr/include/x86_64-linux-gnu/bits/waitflags.h:
+
+/usr/include/x86_64-linux-gnu/bits/types.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/stdbool.h:
+
+/work/main/src/core/elementwise.c:
+
+/usr/include/stdlib.h:
+
+/work/main/src/core/readback.c:
+
+/work/main/src/core/matmul.c:
+
+/usr/include/x86_64-linux-gnu/bits/sigaction.h:
+
+/usr/include/x86_64-linux-gnu/asm/posix_types.h:
+
+/work/main/src/cpu/cpu_copy.c:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vldqintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/typesizes.h:
+
+/usr/include/x86_64-linux-gnu/bits/sigevent-consts.h:
+
+/usr/include/x86_64-linux-gnu/bits/math-vector.h:
+
+/work/main/src/core/error.h:
+
+/usr/include/x86_64-linux-gnu/bits/wordsize.h:
+
+/usr/include/x86_64-linux-gnu/bits/endianness.h:
+
+/work/main/src/core/join.c:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/stdint.h:
+
+/usr/include/x86_64-linux-gnu/bits/mathcalls-helper-functions.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/error_t.h:
+
+/usr/include/x86_64-linux-gnu/gnu/stubs.h:
+
+/usr/include/x86_64-linux-gnu/bits/endian.h:
+
+/usr/include/x86_64-linux-gnu/asm/errno.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/struct_timeval.h:
+
+/usr/include/x86_64-linux-gnu/bits/timex.h:
+
+/usr/include/x86_64-linux-gnu/bits/stdio_lim.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/FILE.h:
+
+/usr/include/x86_64-linux-gnu/bits/byteswap.h:
+
+/usr/include/x86_64-linux-gnu/bits/siginfo-consts-arch.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/xsavesintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/long-double.h:
+
+/work/main/src/io/npy.c:
+
+/work/main/src/cpu/vmath.h:
+
+/usr/include/asm-generic/bitsperlong.h:
+
+/usr/include/asm-generic/types.h:
+
+/work/main/src/core/layout.c:
+
+/usr/include/x86_64-linux-gnu/bits/types/sigset_t.h:
+
+/usr/include/x86_64-linux-gnu/bits/mman-map-flags-generic.h:
+
+/usr/include/x86_64-linux-gnu/bits/time64.h:
+
+/work/main/src/backend.h:
+
+/work/main/src/core/create.c:
+
+/usr/include/x86_64-linux-gnu/gnu/stubs-64.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/cookie_io_functions_t.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/__mbstate_t.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/__fpos64_t.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/rtmintrin.h:
+
+/usr/include/string.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512erintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/stdio.h:
+
+/usr/include/x86_64-linux-gnu/sys/cdefs.h:
+
+/work/main/src/core/tensor.h:
+
+/work/main/src/core/storage.c:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/lzcntintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vnniintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/libc-header-start.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/stdarg.h:
+
+/work/main/src/core/tensor.c:
+
+/work/main/src/cpu/threadpool.c:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/amxtileintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/floatn.h:
+
+/work/main/src/core/layout.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/x86gprintrin.h:
+
+/usr/include/asm-generic/errno-base.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/locale_t.h:
+
+/usr/include/x86_64-linux-gnu/bits/struct_rwlock.h:
+
+/work/main/src/cpu/cpu_alloc.c:
+
+/usr/include/signal.h:
+
+/usr/include/strings.h:
+
+/usr/include/x86_64-linux-gnu/asm/bitsperlong.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/hresetintrin.h:
+
+/work/main/include/wick/wick.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/stdatomic.h:
+
+/usr/include/x86_64-linux-gnu/bits/stdlib-float.h:
+
+/usr/include/x86_64-linux-gnu/bits/uintn-identity.h:
+
+/usr/include/stdc-predef.h:
+
+/usr/include/features.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/immintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/fp-logb.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/clflushoptintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/smmintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/stdlib-bsearch.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/struct___jmp_buf_tag.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/clockid_t.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/struct_FILE.h:
 
 /usr/include/x86_64-linux-gnu/bits/libm-simd-decl-stubs.h:
 
 /work/main/src/cpu/gemm_kernel.inc:
 
-/work/main/src/cpu/cpu_convert.h:
+/usr/lib/gcc/x86_64-linux-gnu/12/include/cetintrin.h:
 
-/usr/include/x86_64-linux-gnu/bits/long-double.h:
+/usr/include/x86_64-linux-gnu/bits/struct_mutex.h:
 
-/work/main/src/cpu/vmath.h:
+/usr/lib/gcc/x86_64-linux-gnu/12/include/ia32intrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/mathcalls.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/limits.h:
+
+/usr/include/x86_64-linux-gnu/bits/atomic_wide_counter.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/enqcmdintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/pkuintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/floatn-common.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/wmmintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/iscanonical.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512bf16intrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/flt-eval-method.h:
+
+/usr/include/errno.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/__sigval_t.h:
+
+/work/main/src/core/error.c:
+
+/usr/include/endian.h:
+
+/usr/include/stdint.h:
+
+/usr/include/x86_64-linux-gnu/bits/fp-fast.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/clwbintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/mathcalls-narrow.h:
+
+/usr/include/x86_64-linux-gnu/bits/stdint-uintn.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/struct_timespec.h:
+
+/usr/include/stdio.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/pmmintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/shaintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/clock_t.h:
+
+/usr/include/math.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/__FILE.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/struct_tm.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512pfintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/timesize.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/__sigset_t.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512fp16vlintrin.h:
+
+/work/main/src/core/dtype.c:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/mmintrin.h:
+
+/work/main/src/cpu/cpu_iter.c:
+
+/work/main/src/cpu/cpu_alloc.h:
+
+/usr/include/x86_64-linux-gnu/sys/ucontext.h:
+
+/work/main/src/cpu/gemm.h:
 
 /work/main/src/cpu/cpu_reduce.c:
 
-/work/main/src/cpu/cpu_iter.h:
-
 /work/main/src/cpu/gemm_avx512.c:
 
-/work/main/src/io/npy_internal.h:
+/work/main/src/ops.h:
 
-/usr/include/x86_64-linux-gnu/bits/pthread_stack_min-dynamic.h:
+/work/main/src/cpu/gemm_generic.c:
 
-/usr/include/linux/errno.h:
+/usr/include/x86_64-linux-gnu/bits/errno.h:
 
-/usr/include/asm-generic/errno.h:
+/usr/include/x86_64-linux-gnu/bits/signum-arch.h:
+
+/usr/include/x86_64-linux-gnu/bits/ss_flags.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/sig_atomic_t.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/siginfo_t.h:
+
+/usr/include/x86_64-linux-gnu/bits/confname.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/sigval_t.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/sigevent_t.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/stack_t.h:
+
+/usr/include/x86_64-linux-gnu/bits/stat.h:
+
+/usr/include/x86_64-linux-gnu/bits/sigstksz.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vpopcntdqvlintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vlbwintrin.h:
+
+/work/main/src/cpu/threadpool.h:
+
+/usr/include/x86_64-linux-gnu/bits/environments.h:
+
+/usr/include/x86_64-linux-gnu/bits/setjmp.h:
+
+/usr/include/time.h:
+
+/usr/include/x86_64-linux-gnu/bits/getopt_posix.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/tsxldtrkintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/getopt_core.h:
+
+/usr/include/x86_64-linux-gnu/bits/unistd_ext.h:
+
+/usr/include/linux/close_range.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/__locale_t.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/struct_sigstack.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vpopcntdqintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/signal_ext.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512bwintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/cpuid.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/adxintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/bmiintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/bmi2intrin.h:
+
+/work/main/src/cpu/cpu_matmul.c:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/cldemoteintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/clzerointrin.h:
+
+/work/main/src/cpu/vmath.c:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/fxsrintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/__fpos_t.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/lwpintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vbmiintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/pconfigintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/emmintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/rdseedintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/wchar.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/serializeintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/sgxintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/sigthread.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/tbmintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/uintrintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/siginfo-arch.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/f16cintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/waitpkgintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/wbnoinvdintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/posix_opt.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/xsaveintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/fmaintrin.h:
+
+/work/main/src/core/reduce.c:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/xsaveoptintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/tmmintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/xtestintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/types/time_t.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/movdirintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/xmmintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/mm_malloc.h:
+
+/work/main/src/cpu/gemm_avx2.c:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avxintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx2intrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512fintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx5124fmapsintrin.h:
+
+/usr/include/features-time64.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512cdintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/keylockerintrin.h:
+
+/work/main/src/core/device.c:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vlintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/siginfo-consts.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512dqintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/local_lim.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/vaesintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512ifmaintrin.h:
+
+/usr/include/inttypes.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512ifmavlintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vp2intersectintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vbmivlintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx5124vnniwintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vp2intersectvlintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vbmi2intrin.h:
+
+/usr/include/zlib.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512vnnivlintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512bitalgintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512fp16intrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/gfniintrin.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/vpclmulqdqintrin.h:
+
+/usr/include/x86_64-linux-gnu/bits/sigstack.h:
+
+/usr/lib/gcc/x86_64-linux-gnu/12/include/avx512bf16vlintrin.h:

@@ -12,3 +12,7 @@ C_FLAGS = -O3 -DNDEBUG -fPIC -O3 -Wall -Wextra -Wshadow -Wno-unused-parameter -s
 
 # Custom options: CMakeFiles/wick_obj.dir/src/cpu/gemm_avx512.c.o_OPTIONS = -mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mavx2;-mfma;-mf16c
 
+# Custom options: CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.o_OPTIONS = -mavx2;-mfma;-mf16c
+
+# Custom options: CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.o_OPTIONS = -mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mavx2;-mfma;-mf16c
+

@@ -87,6 +87,7 @@ wick_static_EXTERNAL_OBJECTS = \
 "/work/main/build/CMakeFiles/wick_obj.dir/src/core/storage.c.o" \
 "/work/main/build/CMakeFiles/wick_obj.dir/src/core/tensor.c.o" \
 "/work/main/build/CMakeFiles/wick_obj.dir/src/core/views.c.o" \
+"/work/main/build/CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.o" \
 "/work/main/build/CMakeFiles/wick_obj.dir/src/cpu/cpu_backend.c.o" \
 "/work/main/build/CMakeFiles/wick_obj.dir/src/cpu/cpu_binary.c.o" \
 "/work/main/build/CMakeFiles/wick_obj.dir/src/cpu/cpu_copy.c.o" \
@@ -97,6 +98,10 @@ wick_static_EXTERNAL_OBJECTS = \
 "/work/main/build/CMakeFiles/wick_obj.dir/src/cpu/gemm_avx2.c.o" \
 "/work/main/build/CMakeFiles/wick_obj.dir/src/cpu/gemm_avx512.c.o" \
 "/work/main/build/CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.o" \
+"/work/main/build/CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.o" \
+"/work/main/build/CMakeFiles/wick_obj.dir/src/cpu/vmath.c.o" \
+"/work/main/build/CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.o" \
+"/work/main/build/CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.o" \
 "/work/main/build/CMakeFiles/wick_obj.dir/src/io/npy.c.o" \
 "/work/main/build/CMakeFiles/wick_obj.dir/src/io/npz.c.o"
 
@@ -113,6 +118,7 @@ libwick.a: CMakeFiles/wick_obj.dir/src/core/reduce.c.o
 libwick.a: CMakeFiles/wick_obj.dir/src/core/storage.c.o
 libwick.a: CMakeFiles/wick_obj.dir/src/core/tensor.c.o
 libwick.a: CMakeFiles/wick_obj.dir/src/core/views.c.o
+libwick.a: CMakeFiles/wick_obj.dir/src/cpu/cpu_alloc.c.o
 libwick.a: CMakeFiles/wick_obj.dir/src/cpu/cpu_backend.c.o
 libwick.a: CMakeFiles/wick_obj.dir/src/cpu/cpu_binary.c.o
 libwick.a: CMakeFiles/wick_obj.dir/src/cpu/cpu_copy.c.o
@@ -123,6 +129,10 @@ libwick.a: CMakeFiles/wick_obj.dir/src/cpu/cpu_unary.c.o
 libwick.a: CMakeFiles/wick_obj.dir/src/cpu/gemm_avx2.c.o
 libwick.a: CMakeFiles/wick_obj.dir/src/cpu/gemm_avx512.c.o
 libwick.a: CMakeFiles/wick_obj.dir/src/cpu/gemm_generic.c.o
+libwick.a: CMakeFiles/wick_obj.dir/src/cpu/threadpool.c.o
+libwick.a: CMakeFiles/wick_obj.dir/src/cpu/vmath.c.o
+libwick.a: CMakeFiles/wick_obj.dir/src/cpu/vmath_avx2.c.o
+libwick.a: CMakeFiles/wick_obj.dir/src/cpu/vmath_avx512.c.o
 libwick.a: CMakeFiles/wick_obj.dir/src/io/npy.c.o
 libwick.a: CMakeFiles/wick_obj.dir/src/io/npz.c.o
 libwick.a: CMakeFiles/wick_static.dir/build.make

@@ -1,0 +1,2 @@
+# Empty dependencies file for test_fuzz_api.
+# This may be replaced when dependencies are built.
