@@ -57,6 +57,20 @@ static inline void wk__store_i64(void *p, int64_t i, wk_dtype dt, int64_t v) {
     }
 }
 
+/* f64 -> f32 rounding to odd: truncate toward zero, then set the last bit if
+ * anything was cut off. A second rounding from this f32 to f16/bf16/f8 (11 or
+ * fewer bits) then equals a single correct rounding of the f64. */
+static inline float wk__f64_to_f32_odd(double v) {
+    float f = (float)v;
+    if ((double)f == v || v != v) return f;
+    if (fabs((double)f) > fabs(v)) f = nextafterf(f, 0.0f);
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u |= 1u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 /* Store a double into element i with the conversion rules above. */
 static inline void wk__store_f64(void *p, int64_t i, wk_dtype dt, double v) {
     switch (dt) {
@@ -66,11 +80,11 @@ static inline void wk__store_f64(void *p, int64_t i, wk_dtype dt, double v) {
     case WK_I32: ((int32_t *)p)[i] = (int32_t)wk__sat(v, -2147483648.0, 2147483647.0); break;
     /* 2^63 and above saturate to INT64_MAX (not representable as a double) */
     case WK_I64: ((int64_t *)p)[i] = v >= 0x1p63 ? INT64_MAX : (int64_t)wk__sat(v, -0x1p63, 0x1p63 - 1024); break;
-    case WK_BF16: ((uint16_t *)p)[i] = wk_f32_to_bf16((float)v); break;
-    case WK_F16: ((uint16_t *)p)[i] = wk_f32_to_f16((float)v); break;
+    case WK_BF16: ((uint16_t *)p)[i] = wk_f32_to_bf16(wk__f64_to_f32_odd(v)); break;
+    case WK_F16: ((uint16_t *)p)[i] = wk_f32_to_f16(wk__f64_to_f32_odd(v)); break;
     case WK_F32: ((float *)p)[i] = (float)v; break;
     case WK_F64: ((double *)p)[i] = v; break;
-    case WK_F8E4M3: ((uint8_t *)p)[i] = wk_f32_to_f8e4m3((float)v); break;
+    case WK_F8E4M3: ((uint8_t *)p)[i] = wk_f32_to_f8e4m3(wk__f64_to_f32_odd(v)); break;
     default: break;
     }
 }

@@ -117,6 +117,9 @@ static void cast_run(void *p, int64_t n, const int64_t *offs, const int64_t *st)
         for (int64_t i = 0; i < n; i++) ((double *)d)[i * sd] = ((const float *)s)[i * ss];
     } else if (wk_dtype_is_int(c->sdt) && wk_dtype_is_int(c->ddt)) {
         for (int64_t i = 0; i < n; i++) wk__store_i64(d, i * sd, c->ddt, wk__load_i64(s, i * ss, c->sdt));
+    } else if (c->sdt == WK_I64 && c->ddt == WK_F32) {
+        /* one correct rounding, not i64 -> f64 -> f32 */
+        for (int64_t i = 0; i < n; i++) ((float *)d)[i * sd] = (float)((const int64_t *)s)[i * ss];
     } else if (c->sdt == WK_I64 && wk_dtype_is_float(c->ddt)) {
         /* exact i64 -> double first (rounds once), not via a saturating path */
         for (int64_t i = 0; i < n; i++) wk__store_f64(d, i * sd, c->ddt, (double)((const int64_t *)s)[i * ss]);

@@ -1334,13 +1334,18 @@ def main():
         return 2
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
-    for f in os.listdir(outdir):   # only what an earlier run wrote
-        if (f.startswith('a') and f.endswith('.npy')) or f == 'manifest.txt':
-            os.remove(os.path.join(outdir, f))
+    mpath = os.path.join(outdir, 'manifest.txt')
+    if os.path.exists(mpath):      # no stale manifest if this run fails half way
+        os.remove(mpath)
     o = Oracle(outdir)
     for section in (gen_unary, gen_param, gen_binary, gen_cmp, gen_where, gen_reduce, gen_cast, gen_join,
                     gen_matmul, gen_create, gen_random):
         section(o)
+    # files of this run were overwritten in place (cheaper than unlink + create);
+    # drop only what an earlier, larger run left behind
+    for f in os.listdir(outdir):
+        if f.startswith('a') and f.endswith('.npy') and f[1:-4].isdigit() and int(f[1:-4]) >= o.nfiles:
+            os.remove(os.path.join(outdir, f))
     o.write_manifest()
     print('gen_oracle: %d cases, %d files in %s (%s)' % (
         len(o.lines), o.nfiles, outdir, ', '.join('%s %d' % kv for kv in sorted(o.counts.items()))))
