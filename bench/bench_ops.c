@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -348,7 +349,7 @@ static int g_npeer_info;
 static char g_peer_note[256];
 
 static const char *find_peer_script(char *buf, size_t len) {
-    if (opt.peer_script) return opt.peer_script;
+    if (opt.peer_script) return access(opt.peer_script, R_OK) == 0 ? opt.peer_script : NULL;
 #ifdef WICK_SOURCE_DIR
     snprintf(buf, len, "%s/bench/peer_ops.py", WICK_SOURCE_DIR);
     if (access(buf, R_OK) == 0) return buf;
@@ -370,7 +371,8 @@ static void run_peers(int threads) {
     char pathbuf[4096];
     const char *script = find_peer_script(pathbuf, sizeof pathbuf);
     if (!script) {
-        snprintf(g_peer_note, sizeof g_peer_note, "peer script bench/peer_ops.py not found (use --peer-script)");
+        snprintf(g_peer_note, sizeof g_peer_note, "peer script %s not found: peers n/a",
+                 opt.peer_script ? opt.peer_script : "bench/peer_ops.py");
         return;
     }
     if (access(opt.python, X_OK) != 0) {
@@ -409,10 +411,13 @@ static void run_peers(int threads) {
         }
     }
     int st = pclose(p);
-    if (st != 0 && g_nrecs == 0)
-        snprintf(g_peer_note, sizeof g_peer_note, "peer script failed (status %d): peers n/a", st);
-    else if (st != 0)
-        snprintf(g_peer_note, sizeof g_peer_note, "peer script exited with status %d (partial results)", st);
+    if (st != 0) {
+        int code = st < 0 ? st : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        if (g_nrecs == 0)
+            snprintf(g_peer_note, sizeof g_peer_note, "peer script failed (exit %d): peers n/a", code);
+        else
+            snprintf(g_peer_note, sizeof g_peer_note, "peer script exited with %d (partial results)", code);
+    }
 }
 
 static double peer_time(const char *peer, const char *op, int64_t n) {

@@ -19,6 +19,9 @@
  *    is not returned to the system; cached blocks stay reachable from the
  *    static free lists, so LeakSanitizer does not report them at exit.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT, pthread_setname_np, MADV_HUGEPAGE */
+#endif
 #include "cpu/cpu_alloc.h"
 
 #include "wick/wick.h"

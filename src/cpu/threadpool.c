@@ -34,6 +34,9 @@
  *    allowed, but a caller that sized per-thread buffers from an earlier
  *    wk_num_threads() must not race with it (tid < the count at call time).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT, pthread_setname_np, MADV_HUGEPAGE */
+#endif
 #include "cpu/threadpool.h"
 
 #include "core/error.h"

@@ -1,8 +1,12 @@
 /* Vectorized math over contiguous f32 arrays, dispatched at run time to
- * AVX-512, AVX2+FMA or portable C. y and x may alias exactly (y == x).
+ * AVX-512, AVX2+FMA or portable C. y and x may alias exactly (y == x);
+ * partial overlap is not supported. n <= 0 does nothing.
  * Accuracy: within a few ulp of libm over the full float range (exp
  * overflows to inf above ~88.72, underflows to 0 below ~-103.97, NaN in ->
- * NaN out). */
+ * NaN out); subnormal results are produced, not flushed. Measured errors per
+ * function: the comment at the top of vmath_avx512.c (exp <= 2 ulp, log < 1
+ * ulp, the others <= ~4 ulp or 1e-6 relative; gelu's far negative tail is
+ * looser in relative terms). silu, gelu and gelu_erf of -inf are -0. */
 #ifndef WICK_CPU_VMATH_H
 #define WICK_CPU_VMATH_H
 #include <stdint.h>
@@ -16,7 +20,9 @@ void wk__verf_f32(float *y, const float *x, int64_t n);
 void wk__vgelu_erf_f32(float *y, const float *x, int64_t n);
 void wk__vlog_f32(float *y, const float *x, int64_t n);
 
-/* Elementwise binary on contiguous f32: y = a op b, op in 0..5 as wk_binary_op. */
+/* Elementwise binary on contiguous f32: y = a op b, op in 0..5 as wk_binary_op
+ * (another op leaves y untouched). y may alias a or b exactly. maximum/minimum
+ * return NaN if either operand is NaN (numpy), else a > b ? a : b (a < b ? a : b). */
 void wk__vbinary_f32(int op, float *y, const float *a, const float *b, int64_t n);
 /* y = a op s (scalar right-hand side). */
 void wk__vbinary_scalar_f32(int op, float *y, const float *a, float s, int64_t n);

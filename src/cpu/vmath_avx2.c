@@ -6,7 +6,9 @@
  * normal powers of two, 2^(n/2) and 2^(n - n/2) (exact, then one rounding);
  * results in the subnormal range are therefore correctly rounded from p for
  * exp/sigmoid/tanh/erf, and at most one extra subnormal rounding for the
- * products scaled last in silu/gelu/gelu_erf. log takes the exponent and
+ * products scaled last in silu/gelu/gelu_erf. exp itself takes a fast path
+ * when every lane has |x| <= 86: the scaling is then an integer add to the
+ * exponent field (about 1.5x faster). log takes the exponent and
  * mantissa from the bits (subnormal inputs are scaled by 2^23 first).
  * Tails shorter than 8 go through a zero-padded stack buffer.
  */
