@@ -11,6 +11,8 @@ if [ "${1:-}" = "--sanitize" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
+# CI keeps the build warning-free with both compilers (gcc here, clang in --sanitize)
+[ "${CI:-}" = "true" ] && args+=(-DWICK_WERROR=ON)
 cmake -S . -B "$dir" "${args[@]}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 cd "$dir"
