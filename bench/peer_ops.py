@@ -23,7 +23,6 @@ measures the same thing bench_ops does:
   OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE are removed (they force AVX2 BLAS kernels)
 """
 import argparse
-import math
 import os
 import statistics
 import sys
@@ -115,23 +114,26 @@ def run_torch():
     out("info", "torch", torch.__version__, "capability=" + cap,
         "threads=%d" % torch.get_num_threads())
     torch.manual_seed(0)
+
+    def one_size(n):  # inputs live only while this size is measured
+        shp = shape_of(n)
+        a = torch.rand(shp) * 8 - 4
+        b = torch.rand(shp) * 8 - 4
+        ops = [
+            ("add", lambda: torch.add(a, b)),
+            ("mul", lambda: torch.mul(a, b)),
+            ("exp", lambda: torch.exp(a)),
+            ("gelu", lambda: F.gelu(a, approximate="tanh")),
+            ("sum", lambda: torch.sum(a, -1)),
+            ("softmax", lambda: _torch_softmax_composite(a)),
+            ("softmax_fused", lambda: torch.softmax(a, -1)),
+        ]
+        for name, fn in ops:
+            out("torch", name, n, "%.6e" % bench(fn))
+
     with torch.no_grad():
         for n in sizes():
-            shp = shape_of(n)
-            a = torch.rand(shp) * 8 - 4
-            b = torch.rand(shp) * 8 - 4
-            ops = [
-                ("add", lambda: torch.add(a, b)),
-                ("mul", lambda: torch.mul(a, b)),
-                ("exp", lambda: torch.exp(a)),
-                ("gelu", lambda: F.gelu(a, approximate="tanh")),
-                ("sum", lambda: torch.sum(a, -1)),
-                ("softmax", lambda: _torch_softmax_composite(a)),
-                ("softmax_fused", lambda: torch.softmax(a, -1)),
-            ]
-            for name, fn in ops:
-                out("torch", name, n, "%.6e" % bench(fn))
-            del a, b
+            one_size(n)
         if not ARGS.sizes:
             a = torch.rand(EXP_IN_CACHE) * 8 - 4
             out("torch", "exp", EXP_IN_CACHE, "%.6e" % bench(lambda: torch.exp(a)))
@@ -170,7 +172,8 @@ def run_numpy():
         return
     out("info", "numpy", np.__version__, "threads=1(elementwise)")
     rng = np.random.default_rng(0)
-    for n in sizes():
+
+    def one_size(n):  # inputs live only while this size is measured
         shp = shape_of(n)
         a = rng.uniform(-4, 4, shp).astype(np.float32)
         b = rng.uniform(-4, 4, shp).astype(np.float32)
@@ -184,7 +187,9 @@ def run_numpy():
         ]
         for name, fn in ops:
             out("numpy", name, n, "%.6e" % bench(fn))
-        del a, b
+
+    for n in sizes():
+        one_size(n)
     if not ARGS.sizes:
         a = rng.uniform(-4, 4, EXP_IN_CACHE).astype(np.float32)
         out("numpy", "exp", EXP_IN_CACHE, "%.6e" % bench(lambda: np.exp(a)))
