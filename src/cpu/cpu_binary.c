@@ -112,7 +112,8 @@ wk_status wk__cpu_binary(wk_device *dev, wk_binary_op op, const void *a, const w
     wk_iter it;
     iter3(&it, la, lb, &ld);
     bin_ctx c = {op, a, b, dst, dt, 0};
-    wk__iter_foreach(&it, bin_run, &c);
+    /* division is compute-bound enough to split at the default threshold */
+    wk__iter_foreach_min(&it, bin_run, &c, op == WK_DIV ? WK_PAR_MIN_ELEMS : WK_PAR_MIN_CHEAP);
     if (atomic_load(&c.div_zero))
         return wk__err(WK_ERR_DIV_ZERO, "div", "integer division by zero (%s)", wk_dtype_name(dt));
     return WK_OK;
@@ -162,7 +163,7 @@ wk_status wk__cpu_cmp(wk_device *dev, wk_cmp_op op, const void *a, const wk_layo
     wk_iter it;
     iter3(&it, la, lb, &ld);
     cmp_ctx c = {op, a, b, dst, dt};
-    wk__iter_foreach(&it, cmp_run, &c);
+    wk__iter_foreach_min(&it, cmp_run, &c, WK_PAR_MIN_CHEAP);
     return WK_OK;
 }
 

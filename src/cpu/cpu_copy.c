@@ -37,7 +37,7 @@ wk_status wk__cpu_copy_strided(wk_device *dev, const void *src, const wk_layout 
     wk_iter it;
     wk__iter_init(&it, 2, ls2);
     copy_ctx c = {src, dst, wk_dtype_size(dt)};
-    wk__iter_foreach(&it, copy_run, &c);
+    wk__iter_foreach_min(&it, copy_run, &c, WK_PAR_MIN_CHEAP);
     return WK_OK;
 }
 
@@ -89,7 +89,7 @@ wk_status wk__cpu_fill(wk_device *dev, void *dst, const wk_layout *ld, wk_dtype 
     const wk_layout *ls[1] = {ld};
     wk_iter it;
     wk__iter_init(&it, 1, ls);
-    wk__iter_foreach(&it, fill_run, &c);
+    wk__iter_foreach_min(&it, fill_run, &c, WK_PAR_MIN_CHEAP);
     return WK_OK;
 }
 

@@ -30,9 +30,13 @@ static void foreach_piece(void *p, int64_t b, int64_t e, int tid) {
     wk__iter_runs(c->it, b, e, c->run, c->ctx);
 }
 
-void wk__iter_foreach(const wk_iter *it, wk_run_fn run, void *ctx) {
+void wk__iter_foreach_min(const wk_iter *it, wk_run_fn run, void *ctx, int64_t min_parallel) {
     int64_t n = 1;
     for (int i = 0; i < it->rank; i++) n *= it->shape[i];
     foreach_ctx c = {it, run, ctx};
-    wk__parallel_for(n, 1024, WK_PAR_MIN_ELEMS, foreach_piece, &c);
+    wk__parallel_for(n, 1024, min_parallel, foreach_piece, &c);
+}
+
+void wk__iter_foreach(const wk_iter *it, wk_run_fn run, void *ctx) {
+    wk__iter_foreach_min(it, run, ctx, WK_PAR_MIN_ELEMS);
 }

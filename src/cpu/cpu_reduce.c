@@ -8,6 +8,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_convert.h"
 #include "cpu/threadpool.h"
+#include "cpu/vmath.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,17 +34,6 @@ typedef struct {
     void *dst;
 } red_plan;
 
-static float sum_f32_contig(const float *x, int64_t n) {
-    float acc[16] = {0};
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) acc[j] += x[i + j];
-    float t = 0;
-    for (; i < n; i++) t += x[i];
-    for (int j = 0; j < 16; j++) t += acc[j];
-    return t;
-}
-
 static bool wants_max(wk_reduce_op op) { return op == WK_REDUCE_MAX || op == WK_REDUCE_ARGMAX; }
 
 /* Fold one element (value v or integer iv) at reduction index k. */
@@ -65,7 +55,7 @@ static void fold_run(const red_plan *p, red_state *s, int64_t off, int64_t st, i
     wk_dtype dt = p->dt;
     bool sum = p->op == WK_REDUCE_SUM || p->op == WK_REDUCE_MEAN;
     if (sum) {
-        if (dt == WK_F32 && st == 1) { s->sum += sum_f32_contig((const float *)(const void *)base + off, n); return; }
+        if (dt == WK_F32 && st == 1) { s->sum += wk__vsum_f32((const float *)(const void *)base + off, n); return; }
         if (dt == WK_F32) {
             const float *x = (const float *)(const void *)base + off;
             float t = 0;
@@ -89,6 +79,11 @@ static void fold_run(const red_plan *p, red_state *s, int64_t off, int64_t st, i
         uint64_t t = 0;
         for (int64_t i = 0; i < n; i++) t += (uint64_t)wk__load_i64(base, off + i * st, dt);
         s->isum += t;
+        return;
+    }
+    if (dt == WK_F32 && st == 1 && n > 0 && (p->op == WK_REDUCE_MAX || p->op == WK_REDUCE_MIN)) {
+        /* no index needed: vector max/min of the run, then one fold */
+        fold_float(s, p->op, wk__vmaxmin_f32((const float *)(const void *)base + off, n, p->op == WK_REDUCE_MIN), k0);
         return;
     }
     if (wk_dtype_is_int(dt)) {

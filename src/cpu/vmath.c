@@ -138,12 +138,18 @@ typedef struct wk_vmath_kernels {
     wk_vunary_fn exp, tanh, sigmoid, silu, gelu, erf, gelu_erf, log;
     void (*binary)(int, float *, const float *, const float *, int64_t);
     void (*binary_scalar)(int, float *, const float *, float, int64_t);
+    float (*sum)(const float *, int64_t);
+    float (*maxmin)(const float *, int64_t, int);
 } wk_vmath_kernels;
+
+#define VRED(x) s_v##x
+#include "cpu/vreduce.inc"
+#undef VRED
 
 static const wk_vmath_kernels K_SCALAR = {
     "scalar", WK_VMATH_SCALAR,
     s_vexp, s_vtanh, s_vsigmoid, s_vsilu, s_vgelu, s_verf, s_vgelu_erf, s_vlog,
-    s_vbinary, s_vbinary_scalar,
+    s_vbinary, s_vbinary_scalar, s_vsum, s_vmaxmin,
 };
 
 #if WK_VMATH_X86
@@ -151,13 +157,13 @@ static const wk_vmath_kernels K_AVX2 = {
     "avx2", WK_VMATH_AVX2,
     wk__vexp_f32_avx2, wk__vtanh_f32_avx2, wk__vsigmoid_f32_avx2, wk__vsilu_f32_avx2,
     wk__vgelu_f32_avx2, wk__verf_f32_avx2, wk__vgelu_erf_f32_avx2, wk__vlog_f32_avx2,
-    wk__vbinary_f32_avx2, wk__vbinary_scalar_f32_avx2,
+    wk__vbinary_f32_avx2, wk__vbinary_scalar_f32_avx2, wk__vsum_f32_avx2, wk__vmaxmin_f32_avx2,
 };
 static const wk_vmath_kernels K_AVX512 = {
     "avx512", WK_VMATH_AVX512,
     wk__vexp_f32_avx512, wk__vtanh_f32_avx512, wk__vsigmoid_f32_avx512, wk__vsilu_f32_avx512,
     wk__vgelu_f32_avx512, wk__verf_f32_avx512, wk__vgelu_erf_f32_avx512, wk__vlog_f32_avx512,
-    wk__vbinary_f32_avx512, wk__vbinary_scalar_f32_avx512,
+    wk__vbinary_f32_avx512, wk__vbinary_scalar_f32_avx512, wk__vsum_f32_avx512, wk__vmaxmin_f32_avx512,
 };
 #endif
 
@@ -252,3 +258,6 @@ void wk__vbinary_f32(int op, float *y, const float *a, const float *b, int64_t n
 void wk__vbinary_scalar_f32(int op, float *y, const float *a, float s, int64_t n) {
     if (n > 0) kt()->binary_scalar(op, y, a, s, n);
 }
+
+float wk__vsum_f32(const float *x, int64_t n) { return n > 0 ? kt()->sum(x, n) : 0.0f; }
+float wk__vmaxmin_f32(const float *x, int64_t n, int want_min) { return kt()->maxmin(x, n, want_min); }

@@ -27,6 +27,11 @@ void wk__vbinary_f32(int op, float *y, const float *a, const float *b, int64_t n
 /* y = a op s (scalar right-hand side). */
 void wk__vbinary_scalar_f32(int op, float *y, const float *a, float s, int64_t n);
 
+/* Sum of n contiguous f32 (32 lanes in a fixed order: deterministic). */
+float wk__vsum_f32(const float *x, int64_t n);
+/* Max (want_min 0) or min of n >= 1 contiguous f32; NaN if any is NaN. */
+float wk__vmaxmin_f32(const float *x, int64_t n, int want_min);
+
 /* "avx512", "avx2" or "scalar": what the dispatcher chose (WICK_ISA env
  * may force a lower level: "avx2" or "scalar"). */
 const char *wk__vmath_isa(void);
@@ -57,7 +62,9 @@ int  wk__vmath_set_level(int level);
     void wk__vgelu_erf_f32_##sfx(float *y, const float *x, int64_t n);                   \
     void wk__vlog_f32_##sfx(float *y, const float *x, int64_t n);                        \
     void wk__vbinary_f32_##sfx(int op, float *y, const float *a, const float *b, int64_t n); \
-    void wk__vbinary_scalar_f32_##sfx(int op, float *y, const float *a, float s, int64_t n);
+    void wk__vbinary_scalar_f32_##sfx(int op, float *y, const float *a, float s, int64_t n); \
+    float wk__vsum_f32_##sfx(const float *x, int64_t n);                                 \
+    float wk__vmaxmin_f32_##sfx(const float *x, int64_t n, int want_min);
 WK_VMATH_DECLARE_ISA(avx2)
 WK_VMATH_DECLARE_ISA(avx512)
 #undef WK_VMATH_DECLARE_ISA

@@ -401,3 +401,10 @@ void wk__vbinary_scalar_f32_avx2(int op, float *y, const float *a, float s, int6
 #else
 typedef int wk_vmath_avx2_unused;
 #endif
+
+/* contiguous reductions: the shared plain-C lanes, vectorized for this target */
+#define VRED(x) vred_##x
+#include "cpu/vreduce.inc"
+#undef VRED
+float wk__vsum_f32_avx2(const float *x, int64_t n) { return vred_sum(x, n); }
+float wk__vmaxmin_f32_avx2(const float *x, int64_t n, int want_min) { return vred_maxmin(x, n, want_min); }

@@ -424,3 +424,10 @@ void wk__vbinary_scalar_f32_avx512(int op, float *y, const float *a, float s, in
 /* Not an x86 compiler that accepted the AVX-512 flags: nothing to build. */
 typedef int wk_vmath_avx512_unused;
 #endif
+
+/* contiguous reductions: the shared plain-C lanes, vectorized for this target */
+#define VRED(x) vred_##x
+#include "cpu/vreduce.inc"
+#undef VRED
+float wk__vsum_f32_avx512(const float *x, int64_t n) { return vred_sum(x, n); }
+float wk__vmaxmin_f32_avx512(const float *x, int64_t n, int want_min) { return vred_maxmin(x, n, want_min); }
