@@ -1,6 +1,7 @@
 /* Views: new layouts over the same storage. Nothing here touches data except
  * reshape/flatten of a layout that cannot be expressed as a view (a copy). */
 #include "core/tensor.h"
+#include <stdlib.h>
 #include <string.h>
 
 static char *shp(const wk_tensor *t, char *b, size_t n) { return (char *)wk__shape_str(t->layout.shape, t->layout.rank, b, n); }
@@ -264,13 +265,12 @@ wk_status wk_chunk(const wk_tensor *t, int n, int dim, wk_tensor **out, int *cou
     if (wk__norm_dim(op, dim, t->layout.rank, &d) != WK_OK) return wk_last_status();
     int64_t size = t->layout.shape[d];
     int64_t each = (size + n - 1) / n;
-    int64_t sizes[256];
-    int k = 0;
-    if (size == 0) sizes[k++] = 0;
-    for (int64_t s = 0; s < size; s += each) {
-        if (k == (int)(sizeof sizes / sizeof sizes[0])) return wk__err(WK_ERR_ARG, op, "at most 256 chunks");
-        sizes[k++] = size - s < each ? size - s : each;
-    }
+    int k = size == 0 ? 1 : (int)((size + each - 1) / each);   /* <= n */
+    int64_t *sizes = malloc(sizeof(int64_t) * (size_t)k);
+    if (!sizes) return wk__err(WK_ERR_OOM, op, "cannot allocate %d chunk sizes", k);
+    for (int i = 0; i < k; i++) sizes[i] = size == 0 ? 0 : (size - i * each < each ? size - i * each : each);
     if (count) *count = k;
-    return wk_split(t, sizes, k, d, out);
+    wk_status st = wk_split(t, sizes, k, d, out);
+    free(sizes);
+    return st;
 }

@@ -7,21 +7,20 @@
 #include "cpu/cpu_convert.h"
 #include "cpu/gemm.h"
 #include <stdlib.h>
+#include <string.h>
 
 typedef bool (*gemm_f32_fn)(int64_t, int64_t, int64_t, const float *, int64_t, int64_t, const float *, int64_t,
                             int64_t, float *);
 typedef bool (*gemm_f64_fn)(int64_t, int64_t, int64_t, const double *, int64_t, int64_t, const double *, int64_t,
                             int64_t, double *);
 
-static gemm_f32_fn g_f32;
-static gemm_f64_fn g_f64;
-
-static void pick(void) {
-    if (g_f32) return;
+/* The GEMM for the SIMD level in force (vmath's run-time choice, which also
+ * honours WICK_ISA); looked up per call so there is no shared mutable state. */
+static void pick(gemm_f32_fn *f32, gemm_f64_fn *f64) {
     const char *isa = wk_cpu_isa();
-    if (isa[0] == 'a' && isa[3] == '5') { g_f64 = wk__gemm_f64_avx512; g_f32 = wk__gemm_f32_avx512; }
-    else if (isa[0] == 'a') { g_f64 = wk__gemm_f64_avx2; g_f32 = wk__gemm_f32_avx2; }
-    else { g_f64 = wk__gemm_f64_generic; g_f32 = wk__gemm_f32_generic; }
+    if (strcmp(isa, "avx512") == 0) { *f32 = wk__gemm_f32_avx512; *f64 = wk__gemm_f64_avx512; }
+    else if (strcmp(isa, "avx2") == 0) { *f32 = wk__gemm_f32_avx2; *f64 = wk__gemm_f64_avx2; }
+    else { *f32 = wk__gemm_f32_generic; *f64 = wk__gemm_f64_generic; }
 }
 
 /* Element offset of batch b for a layout whose last two dims are the matrix. */
@@ -47,7 +46,9 @@ static float *widen(const void *src, int64_t off, int64_t rows, int64_t cols, in
 wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, const void *b, const wk_layout *lb,
                          void *dst, wk_dtype dt) {
     (void)dev;
-    pick();
+    gemm_f32_fn g_f32;
+    gemm_f64_fn g_f64;
+    pick(&g_f32, &g_f64);
     int r = la->rank;
     int64_t m = la->shape[r - 2], k = la->shape[r - 1], n = lb->shape[r - 1];
     int64_t ars = la->stride[r - 2], acs = la->stride[r - 1], brs = lb->stride[r - 2], bcs = lb->stride[r - 1];
