@@ -175,6 +175,77 @@ static void split_piece(void *ctx, int64_t b, int64_t e, int tid) {
     }
 }
 
+/* ---- reductions whose innermost kept dim is contiguous (sum over dim 0 of
+ * a row-major matrix, mean over a batch): walking each output down its
+ * column would stride through memory once per output, so whole rows are
+ * folded into a block of column accumulators instead. f32/f64 sum, mean,
+ * max and min. ---- */
+#define COLS 512
+
+typedef struct {
+    const red_plan *p;
+    int64_t inner, nblk;
+} cols_ctx;
+
+static int64_t red_offset(const red_plan *p, int64_t r) {
+    int64_t off = 0;
+    for (int i = p->rrank - 1; i >= 0; i--) {
+        off += (r % p->rshape[i]) * p->rstride[i];
+        r /= p->rshape[i];
+    }
+    return off;
+}
+
+static void cols_piece(void *vctx, int64_t b, int64_t e, int tid) {
+    (void)tid;
+    const cols_ctx *c = vctx;
+    const red_plan *p = c->p;
+    bool sum = p->op == WK_REDUCE_SUM || p->op == WK_REDUCE_MEAN, mn = p->op == WK_REDUCE_MIN;
+    double acc[COLS];
+    for (int64_t w = b; w < e; w++) {
+        int64_t o0 = (w / c->nblk) * c->inner + (w % c->nblk) * COLS;
+        int64_t len = c->inner - (w % c->nblk) * COLS;
+        if (len > COLS) len = COLS;
+        int64_t base = out_base(p, o0);
+        for (int64_t r = 0; r < p->rcount; r++) {
+            int64_t off = base + red_offset(p, r);
+            if (p->dt == WK_F32) {
+                const float *x = (const float *)(const void *)p->src + off;
+                if (sum) for (int64_t j = 0; j < len; j++) acc[j] = (r ? acc[j] : 0.0) + x[j];
+                else if (r == 0) for (int64_t j = 0; j < len; j++) acc[j] = x[j];
+                else if (mn) for (int64_t j = 0; j < len; j++) acc[j] = (x[j] != x[j] || x[j] < acc[j]) ? x[j] : acc[j];
+                else for (int64_t j = 0; j < len; j++) acc[j] = (x[j] != x[j] || x[j] > acc[j]) ? x[j] : acc[j];
+            } else {
+                const double *x = (const double *)(const void *)p->src + off;
+                if (sum) for (int64_t j = 0; j < len; j++) acc[j] = (r ? acc[j] : 0.0) + x[j];
+                else if (r == 0) for (int64_t j = 0; j < len; j++) acc[j] = x[j];
+                else if (mn) for (int64_t j = 0; j < len; j++) acc[j] = (x[j] != x[j] || x[j] < acc[j]) ? x[j] : acc[j];
+                else for (int64_t j = 0; j < len; j++) acc[j] = (x[j] != x[j] || x[j] > acc[j]) ? x[j] : acc[j];
+            }
+        }
+        if (p->rcount == 0)
+            for (int64_t j = 0; j < len; j++) acc[j] = 0;
+        if (p->op == WK_REDUCE_MEAN)
+            for (int64_t j = 0; j < len; j++) acc[j] /= (double)p->rcount;
+        for (int64_t j = 0; j < len; j++) wk__store_f64(p->dst, o0 + j, p->dt, acc[j]);
+    }
+}
+
+static bool reduce_by_columns(const red_plan *p, int64_t nout) {
+    if (p->krank == 0 || p->kstride[p->krank - 1] != 1 || (p->dt != WK_F32 && p->dt != WK_F64)) return false;
+    if (p->op == WK_REDUCE_ARGMAX || p->op == WK_REDUCE_ARGMIN) return false;
+    int64_t inner = p->kshape[p->krank - 1];
+    /* only when every reduced dim jumps further than the contiguous columns */
+    if (inner < 16 || p->rcount < 2) return false;
+    for (int i = 0; i < p->rrank; i++)
+        if (p->rshape[i] > 1 && (p->rstride[i] < inner && p->rstride[i] > -inner)) return false;
+    cols_ctx c = {p, inner, (inner + COLS - 1) / COLS};
+    int64_t work = (nout / inner) * c.nblk;
+    int64_t per = p->rcount * COLS;
+    wk__parallel_for(work, 1, per > 0 ? WK_PAR_MIN_ELEMS / per + 1 : INT64_MAX, cols_piece, &c);
+    return true;
+}
+
 wk_status wk__cpu_reduce(wk_device *dev, wk_reduce_op op, const void *src, const wk_layout *ls, wk_dtype dt,
                          const bool *mask, void *dst) {
     (void)dev;
@@ -201,6 +272,7 @@ wk_status wk__cpu_reduce(wk_device *dev, wk_reduce_op op, const void *src, const
     }
     if (p.rrank == 0) { p.rshape[0] = 1; p.rstride[0] = 1; p.rrank = 1; }
     if (p.rcount == 0) { p.rshape[0] = 0; p.rrank = 1; }
+    if (reduce_by_columns(&p, nout)) return WK_OK;
     /* the choice of path (and so the summation order) must not depend on
      * the thread count */
     if (nout >= 64 || p.rcount < WK_PAR_MIN_ELEMS) {

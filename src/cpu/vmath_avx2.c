@@ -404,7 +404,31 @@ typedef int wk_vmath_avx2_unused;
 
 /* contiguous reductions: the shared plain-C lanes, vectorized for this target */
 #define VRED(x) vred_##x
+#define VRED_NO_MAXMIN
 #include "cpu/vreduce.inc"
 #undef VRED
 float wk__vsum_f32_avx2(const float *x, int64_t n) { return vred_sum(x, n); }
-float wk__vmaxmin_f32_avx2(const float *x, int64_t n, int want_min) { return vred_maxmin(x, n, want_min); }
+
+/* NaN lanes are OR-ed into a mask vector; MAXPS/MINPS alone would drop them. */
+float wk__vmaxmin_f32_avx2(const float *x, int64_t n, int want_min) {
+    __m256 acc0 = _mm256_set1_ps(x[0]), acc1 = acc0, nanv = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+        nanv = _mm256_or_ps(nanv, _mm256_or_ps(_mm256_cmp_ps(a, a, _CMP_UNORD_Q), _mm256_cmp_ps(b, b, _CMP_UNORD_Q)));
+        acc0 = want_min ? _mm256_min_ps(acc0, a) : _mm256_max_ps(acc0, a);
+        acc1 = want_min ? _mm256_min_ps(acc1, b) : _mm256_max_ps(acc1, b);
+    }
+    float lanes[16];
+    _mm256_storeu_ps(lanes, acc0);
+    _mm256_storeu_ps(lanes + 8, acc1);
+    int anynan = _mm256_movemask_ps(nanv) != 0;
+    float r = lanes[0];
+    for (int j = 1; j < 16; j++) r = want_min ? (lanes[j] < r ? lanes[j] : r) : (lanes[j] > r ? lanes[j] : r);
+    for (; i < n; i++) {
+        float v = x[i];
+        anynan |= v != v;
+        r = want_min ? (v < r ? v : r) : (v > r ? v : r);
+    }
+    return anynan ? (float)NAN : r;
+}

@@ -427,7 +427,35 @@ typedef int wk_vmath_avx512_unused;
 
 /* contiguous reductions: the shared plain-C lanes, vectorized for this target */
 #define VRED(x) vred_##x
+#define VRED_NO_MAXMIN
 #include "cpu/vreduce.inc"
 #undef VRED
 float wk__vsum_f32_avx512(const float *x, int64_t n) { return vred_sum(x, n); }
-float wk__vmaxmin_f32_avx512(const float *x, int64_t n, int want_min) { return vred_maxmin(x, n, want_min); }
+
+/* NaN lanes are collected in a mask; MAXPS/MINPS alone would drop them. */
+#define MAXMIN_LOOP(OP, RED)                                                          \
+    do {                                                                              \
+        for (; i + 2 * VL <= n; i += 2 * VL) {                                        \
+            vf a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + VL);          \
+            nanm |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q); \
+            acc0 = OP(acc0, a);                                                       \
+            acc1 = OP(acc1, b);                                                       \
+        }                                                                             \
+        for (; i < n; i += VL) {                                                      \
+            vm k = n - i >= VL ? (vm)0xffff : (vm)((1u << (unsigned)(n - i)) - 1u);  \
+            vf a = _mm512_mask_loadu_ps(first, k, x + i);                             \
+            nanm |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);                           \
+            acc0 = OP(acc0, a);                                                       \
+        }                                                                             \
+        r = RED(OP(acc0, acc1));                                                      \
+    } while (0)
+
+float wk__vmaxmin_f32_avx512(const float *x, int64_t n, int want_min) {
+    vf first = _mm512_set1_ps(x[0]), acc0 = first, acc1 = first;
+    vm nanm = 0;
+    int64_t i = 0;
+    float r;
+    if (want_min) MAXMIN_LOOP(_mm512_min_ps, _mm512_reduce_min_ps);
+    else MAXMIN_LOOP(_mm512_max_ps, _mm512_reduce_max_ps);
+    return nanm ? (float)NAN : r;
+}

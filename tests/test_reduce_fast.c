@@ -1,0 +1,121 @@
+/* The fast reduction paths: vector sum/max/min of contiguous f32 runs at
+ * every SIMD level (tails, NaN anywhere), and the column path used when the
+ * innermost kept dim is contiguous, both checked against naive loops. */
+#include "testutil.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "cpu/vmath.h"
+
+static uint64_t rng = 0x12345678abcdefULL;
+static double urand(void) {
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return (double)(rng >> 11) * 0x1p-53;
+}
+
+static void test_vector_runs(void **state) {
+    (void)state;
+    float x[1100];
+    for (int level = WK_VMATH_SCALAR; level <= WK_VMATH_AVX512; level++) {
+        if (wk__vmath_set_level(level) != 0) continue;   /* not on this CPU */
+        for (int n = 1; n <= 1100; n += (n < 80 ? 1 : 97)) {
+            for (int i = 0; i < n; i++) x[i] = (float)(urand() * 200 - 100);
+            double s = 0;
+            float mx = x[0], mn = x[0];
+            for (int i = 0; i < n; i++) { s += x[i]; mx = x[i] > mx ? x[i] : mx; mn = x[i] < mn ? x[i] : mn; }
+            assert_true(fabs(wk__vsum_f32(x, n) - s) <= 1e-4 * (1 + fabs(s)) + 1e-3);
+            assert_true(wk__vmaxmin_f32(x, n, 0) == mx);
+            assert_true(wk__vmaxmin_f32(x, n, 1) == mn);
+            int k = (int)(urand() * n);
+            x[k] = NAN;                                   /* a NaN anywhere wins */
+            assert_true(isnan(wk__vmaxmin_f32(x, n, 0)));
+            assert_true(isnan(wk__vmaxmin_f32(x, n, 1)));
+        }
+    }
+    wk__vmath_set_level(-1);
+}
+
+/* wk_reduce against a naive loop on a [a, b, c] tensor (optionally a
+ * permuted view), for the dim sets that take the column path. */
+static void check_reduce(wk_dtype dt, const int64_t *shape, const int *dims, int nd, wk_reduce_op op, bool nan) {
+    int64_t n = shape[0] * shape[1] * shape[2];
+    double *v = malloc(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) v[i] = urand() * 10 - 5;
+    if (nan) v[n / 3] = NAN;
+    wk_tensor *t = tu_make(v, shape, 3, dt);
+    wk_tensor *r = TU_OK(wk_reduce(t, op, dims, nd, false));
+    bool red[3] = {false, false, false};
+    for (int i = 0; i < nd; i++) red[dims[i]] = true;
+    int64_t on = wk_numel(r);
+    double *got = malloc(sizeof(double) * (size_t)on);
+    TU_STATUS_OK(wk_to_host_f64(r, got, (size_t)on));
+    int64_t oi = 0;
+    for (int64_t i0 = 0; i0 < (red[0] ? 1 : shape[0]); i0++)
+        for (int64_t i1 = 0; i1 < (red[1] ? 1 : shape[1]); i1++)
+            for (int64_t i2 = 0; i2 < (red[2] ? 1 : shape[2]); i2++, oi++) {
+                double acc = op == WK_REDUCE_SUM || op == WK_REDUCE_MEAN ? 0 : NAN;
+                int64_t cnt = 0;
+                bool first = true;
+                for (int64_t j0 = red[0] ? 0 : i0; j0 < (red[0] ? shape[0] : i0 + 1); j0++)
+                    for (int64_t j1 = red[1] ? 0 : i1; j1 < (red[1] ? shape[1] : i1 + 1); j1++)
+                        for (int64_t j2 = red[2] ? 0 : i2; j2 < (red[2] ? shape[2] : i2 + 1); j2++) {
+                            double x = v[(j0 * shape[1] + j1) * shape[2] + j2];
+                            if (dt == WK_F32) x = (float)x;
+                            cnt++;
+                            if (op == WK_REDUCE_SUM || op == WK_REDUCE_MEAN) acc += x;
+                            else if (first || isnan(x) || (!isnan(acc) && (op == WK_REDUCE_MAX ? x > acc : x < acc))) acc = x;
+                            first = false;
+                        }
+                if (op == WK_REDUCE_MEAN) acc /= (double)cnt;
+                double g = got[oi];
+                /* f16: the inputs were rounded to f16 (not the reference's) and so is the result */
+                double tol = dt == WK_F16 ? 0.02 * sqrt((double)cnt) + 2e-3 * fabs(acc) : 1e-4 * (1 + fabs(acc));
+                bool ok = (isnan(acc) && isnan(g)) || fabs(g - acc) <= tol;
+                if (!ok) fprintf(stderr, "%s reduce op %d out %lld: got %g want %g\n", wk_dtype_name(dt), (int)op,
+                                 (long long)oi, g, acc);
+                assert_true(ok);
+            }
+    free(got);
+    free(v);
+    wk_tensor_free(r);
+    wk_tensor_free(t);
+}
+
+static void test_column_path(void **state) {
+    (void)state;
+    int64_t s1[3] = {37, 3, 100}, s2[3] = {5, 9, 600}, s3[3] = {2, 1, 17};
+    int d0[1] = {0}, d01[2] = {0, 1}, d1[1] = {1};
+    wk_reduce_op ops[4] = {WK_REDUCE_SUM, WK_REDUCE_MEAN, WK_REDUCE_MAX, WK_REDUCE_MIN};
+    wk_dtype dts[3] = {WK_F32, WK_F64, WK_F16};
+    for (int k = 0; k < 4; k++)
+        for (int d = 0; d < 3; d++) {
+            check_reduce(dts[d], s1, d0, 1, ops[k], false);
+            check_reduce(dts[d], s1, d01, 2, ops[k], false);
+            check_reduce(dts[d], s2, d1, 1, ops[k], false);
+            check_reduce(dts[d], s2, d01, 2, ops[k], k >= 2);
+            check_reduce(dts[d], s3, d0, 1, ops[k], false);
+        }
+}
+
+/* A large column reduction crosses the thread threshold. */
+static void test_column_large(void **state) {
+    (void)state;
+    int64_t s[2] = {3000, 700};
+    wk_tensor *t = TU_OK(wk_ones(s, 2, WK_F32, wk_cpu()));
+    int d0 = 0;
+    wk_tensor *r = TU_OK(wk_sum(t, &d0, 1, false));
+    double v[700];
+    TU_STATUS_OK(wk_to_host_f64(r, v, 700));
+    for (int i = 0; i < 700; i++) assert_true(v[i] == 3000.0);
+    wk_tensor_free(r);
+    wk_tensor_free(t);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vector_runs),
+        cmocka_unit_test(test_column_path),
+        cmocka_unit_test(test_column_large),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
