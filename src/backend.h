@@ -19,6 +19,13 @@
 #define WICK_BACKEND_H
 #include "core/layout.h"
 
+/* Pooling parameters after validation: kernel, stride, padding per spatial
+ * dim (H, W). */
+typedef struct wk_pool_params {
+    int64_t k[2], s[2], p[2];
+    bool is_max, count_include_pad;
+} wk_pool_params;
+
 typedef struct wk_backend {
     const char *name;
 
@@ -63,6 +70,48 @@ typedef struct wk_backend {
      * batch shapes, any strides incl. 0); dst contiguous (batch..., m, n). */
     wk_status (*matmul)(wk_device *dev, const void *a, const wk_layout *la, const void *b, const wk_layout *lb,
                         void *dst, wk_dtype dt);
+
+    /* ---- indexing (ids: integer dtype idt; backends check every index
+     * against the size and return WK_ERR_INDEX, never read out of bounds) ---- */
+    /* dst contiguous: src's shape with shape[dim] = numel(ids); ids 1-D */
+    wk_status (*index_select)(wk_device *dev, const void *src, const wk_layout *ls, const void *ids,
+                              const wk_layout *lids, wk_dtype idt, int dim, void *dst, wk_dtype dt);
+    /* dst contiguous with ids' shape */
+    wk_status (*gather)(wk_device *dev, const void *src, const wk_layout *ls, const void *ids, const wk_layout *lids,
+                        wk_dtype idt, int dim, void *dst, wk_dtype dt);
+    /* in place through ld: dst[.. ids[i] ..] = src[i] (or += when add) */
+    wk_status (*scatter)(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
+                         wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt, bool add);
+    /* in place through ld: dst.index_select(dim, ids) += src; ids 1-D */
+    wk_status (*index_add)(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
+                           wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt);
+
+    /* ---- convolutions; dst contiguous, shape computed by the dispatcher ---- */
+    wk_status (*conv1d)(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
+                        void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_params *p);
+    wk_status (*conv2d)(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
+                        void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_params *p);
+    wk_status (*conv_transpose1d)(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
+                                  const wk_layout *lw, void *dst, const wk_layout *ld, wk_dtype dt,
+                                  const wk_conv_params *p);
+    wk_status (*conv_transpose2d)(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
+                                  const wk_layout *lw, void *dst, const wk_layout *ld, wk_dtype dt,
+                                  const wk_conv_params *p);
+
+    /* ---- pooling and resampling (NCHW; 1-d ops arrive with H = 1) ---- */
+    wk_status (*pool2d)(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
+                        wk_dtype dt, const wk_pool_params *p);
+    wk_status (*upsample2d)(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
+                            wk_dtype dt, bool bilinear, bool align_corners);
+
+    /* ---- scans and order along dim; outputs contiguous with src's shape
+     * (topk: shape[dim] = k) ---- */
+    wk_status (*scan)(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, int dim, bool prod);
+    /* values (dt) and indices (i64); either may be NULL */
+    wk_status (*sort)(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, bool descending,
+                      void *values, void *indices);
+    wk_status (*topk)(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, int64_t k,
+                      bool largest, void *values, void *indices);
 
     /* random numbers into a contiguous buffer of n elements (float dtypes) */
     wk_status (*rand_uniform)(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double lo, double hi);

@@ -53,7 +53,10 @@
     X(WK_REDUCE_MAX, "max")               \
     X(WK_REDUCE_MIN, "min")               \
     X(WK_REDUCE_ARGMAX, "argmax")         \
-    X(WK_REDUCE_ARGMIN, "argmin")
+    X(WK_REDUCE_ARGMIN, "argmin")         \
+    X(WK_REDUCE_PROD, "prod")             \
+    X(WK_REDUCE_ANY, "any")               \
+    X(WK_REDUCE_ALL, "all")
 
 enum wk_int_rule { INT_NONE = 0, INT_ID, INT_DEF };
 

@@ -276,6 +276,7 @@ wk_tensor *wk_where(const wk_tensor *cond, const wk_tensor *a, const wk_tensor *
 typedef enum wk_reduce_op {
     WK_REDUCE_SUM = 0, WK_REDUCE_MEAN, WK_REDUCE_MAX, WK_REDUCE_MIN,
     WK_REDUCE_ARGMAX, WK_REDUCE_ARGMIN,
+    WK_REDUCE_PROD, WK_REDUCE_ANY, WK_REDUCE_ALL,   /* any/all return u8 */
     WK_REDUCE_COUNT
 } wk_reduce_op;
 
@@ -320,6 +321,93 @@ wk_status  wk_copy_(wk_tensor *dst, const wk_tensor *src);
 wk_tensor *wk_matmul(const wk_tensor *a, const wk_tensor *b);
 /* Batch dims broadcast (numpy rules); ranks may differ. */
 wk_tensor *wk_broadcast_matmul(const wk_tensor *a, const wk_tensor *b);
+
+/* ---------------------------------------------------------------- indexing
+ * Index tensors have dtype u8, u32, i32 or i64. Negative or out-of-range
+ * indices are WK_ERR_INDEX naming the op, the index and the size, on every
+ * backend (no padding sentinel: candle's "id == type max gives zeros" rule is
+ * not kept). */
+
+/* Rows of dim picked by a 1-D ids: out.shape[dim] = ids.numel. */
+wk_tensor *wk_index_select(const wk_tensor *t, const wk_tensor *ids, int dim);
+/* table (vocab, hidden)[ids]: out shape = ids.shape + (hidden). */
+wk_tensor *wk_embedding(const wk_tensor *ids, const wk_tensor *table);
+/* out[i][j][k] = t[ids[i][j][k]][j][k] for dim 0 (numpy take_along_axis):
+ * ids has t's rank; its sizes may be <= t's on dims other than dim. */
+wk_tensor *wk_gather(const wk_tensor *t, const wk_tensor *ids, int dim);
+/* A copy of t with t[ids[i][j]][j] = src[i][j] (dim 0), src and ids of one
+ * shape (<= t's off dim). Duplicate indices: the last write in row-major
+ * order of ids wins. */
+wk_tensor *wk_scatter(const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim);
+/* Same with += (duplicates accumulate). */
+wk_tensor *wk_scatter_add(const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim);
+/* In-place forms (t may be any view). */
+wk_status  wk_scatter_(wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim);
+wk_status  wk_scatter_add_(wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim);
+/* A copy of t with t.index_select(dim, ids) += src (ids 1-D; src has t's
+ * shape except src.shape[dim] == ids.numel). */
+wk_tensor *wk_index_add(const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim);
+/* A copy of t with t.narrow(dim, start, src.shape[dim]) = src. */
+wk_tensor *wk_slice_scatter(const wk_tensor *t, const wk_tensor *src, int dim, int64_t start);
+wk_tensor *wk_flip(const wk_tensor *t, const int *dims, int ndims);
+/* torch.roll along one dim (shift may be negative or larger than the size). */
+wk_tensor *wk_roll(const wk_tensor *t, int64_t shift, int dim);
+/* torch.repeat: nreps >= rank; leading extra reps add dims. */
+wk_tensor *wk_repeat(const wk_tensor *t, const int64_t *reps, int nreps);
+wk_tensor *wk_pad_with_zeros(const wk_tensor *t, int dim, int64_t left, int64_t right);
+/* Pads by repeating the edge element (replicate). */
+wk_tensor *wk_pad_with_same(const wk_tensor *t, int dim, int64_t left, int64_t right);
+/* where(mask, value, t); mask has an integer dtype and broadcasts to t. */
+wk_tensor *wk_masked_fill(const wk_tensor *t, const wk_tensor *mask, double value);
+
+/* ------------------------------------------------------------ convolutions
+ * NCL / NCHW layouts, float dtypes. Weights: conv (c_out, c_in/groups, k...),
+ * transposed conv (c_in, c_out/groups, k...). Padding, stride, dilation and
+ * output_padding apply to every spatial dim; output_padding < max(stride,
+ * dilation) as in PyTorch. Any input strides are accepted. */
+typedef struct wk_conv_params {
+    int64_t padding;         /* default 0 */
+    int64_t stride;          /* default 1 (0 means 1) */
+    int64_t dilation;        /* default 1 (0 means 1) */
+    int64_t groups;          /* default 1 (0 means 1) */
+    int64_t output_padding;  /* transposed convs only, default 0 */
+} wk_conv_params;
+
+wk_tensor *wk_conv1d(const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p);
+wk_tensor *wk_conv2d(const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p);
+wk_tensor *wk_conv_transpose1d(const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p);
+wk_tensor *wk_conv_transpose2d(const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p);
+
+/* ------------------------------------------------- pooling and resampling
+ * NCHW (NCL for 1-d). Semantics of PyTorch's F.avg_pool2d / F.max_pool2d
+ * (floor mode; padding <= kernel/2; avg counts padded cells when
+ * count_include_pad) and F.interpolate. */
+wk_tensor *wk_avg_pool2d(const wk_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                         bool count_include_pad);
+wk_tensor *wk_max_pool2d(const wk_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw);
+wk_tensor *wk_upsample_nearest1d(const wk_tensor *x, int64_t out_l);
+wk_tensor *wk_upsample_nearest2d(const wk_tensor *x, int64_t out_h, int64_t out_w);
+wk_tensor *wk_upsample_bilinear2d(const wk_tensor *x, int64_t out_h, int64_t out_w, bool align_corners);
+
+/* ------------------------------------------------------- scans and order */
+
+/* Inclusive scans along dim, O(n). Integers wrap; f16/bf16 accumulate in f32. */
+wk_tensor *wk_cumsum(const wk_tensor *t, int dim);
+wk_tensor *wk_cumprod(const wk_tensor *t, int dim);
+/* Stable sort along dim (NaN sorts last ascending, first descending).
+ * values and/or indices may be NULL if not wanted; indices are i64. */
+wk_status  wk_sort(const wk_tensor *t, int dim, bool descending, wk_tensor **values, wk_tensor **indices);
+wk_tensor *wk_argsort(const wk_tensor *t, int dim, bool descending);
+/* The k largest (or smallest) along dim, sorted, ties by lower index; i64 indices. */
+wk_status  wk_topk(const wk_tensor *t, int64_t k, int dim, bool largest, wk_tensor **values, wk_tensor **indices);
+/* Float dtypes; unbiased divides by N-1. */
+wk_tensor *wk_var(const wk_tensor *t, const int *dims, int ndims, bool keepdim, bool unbiased);
+wk_tensor *wk_std(const wk_tensor *t, const int *dims, int ndims, bool keepdim, bool unbiased);
+wk_tensor *wk_log_sum_exp(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
+wk_tensor *wk_prod(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
+/* -> u8: any / all elements nonzero. */
+wk_tensor *wk_any(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
+wk_tensor *wk_all(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
 
 /* ------------------------------------------------------------------ scopes */
 

@@ -9,6 +9,11 @@ wk_tensor *wk_reduce(const wk_tensor *t, wk_reduce_op op, const int *dims, int n
     if ((unsigned)op >= WK_REDUCE_COUNT) { wk__err(WK_ERR_ARG, "wk_reduce", "invalid reduce op %d", (int)op); return NULL; }
     const char *name = k_reduce_names[op];
     if (!wk__check_in(name, t)) return NULL;
+    if (op >= WK_REDUCE_PROD) {
+        /* reserved in the enum for the scans-and-order work; the CPU kernels land with it */
+        wk__err(WK_ERR_ARG, name, "reduction not available in this build");
+        return NULL;
+    }
     int rank = t->layout.rank;
     bool mask[WK_MAX_RANK] = {false};
     if (ndims < 0 || (ndims > 0 && !dims)) { wk__err(WK_ERR_ARG, name, "bad dims list"); return NULL; }

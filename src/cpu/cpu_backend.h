@@ -27,6 +27,38 @@ wk_status wk__cpu_reduce(wk_device *dev, wk_reduce_op op, const void *src, const
                          const bool *mask, void *dst);
 wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, const void *b, const wk_layout *lb,
                          void *dst, wk_dtype dt);
+/* cpu_index.c */
+wk_status wk__cpu_index_select(wk_device *dev, const void *src, const wk_layout *ls, const void *ids,
+                               const wk_layout *lids, wk_dtype idt, int dim, void *dst, wk_dtype dt);
+wk_status wk__cpu_gather(wk_device *dev, const void *src, const wk_layout *ls, const void *ids, const wk_layout *lids,
+                         wk_dtype idt, int dim, void *dst, wk_dtype dt);
+wk_status wk__cpu_scatter(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
+                          wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt, bool add);
+wk_status wk__cpu_index_add(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
+                            wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt);
+/* cpu_conv.c */
+wk_status wk__cpu_conv1d(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
+                         void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_params *p);
+wk_status wk__cpu_conv2d(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
+                         void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_params *p);
+wk_status wk__cpu_conv_transpose1d(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
+                                   const wk_layout *lw, void *dst, const wk_layout *ld, wk_dtype dt,
+                                   const wk_conv_params *p);
+wk_status wk__cpu_conv_transpose2d(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
+                                   const wk_layout *lw, void *dst, const wk_layout *ld, wk_dtype dt,
+                                   const wk_conv_params *p);
+/* cpu_pool.c */
+wk_status wk__cpu_pool2d(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
+                         wk_dtype dt, const wk_pool_params *p);
+wk_status wk__cpu_upsample2d(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
+                             wk_dtype dt, bool bilinear, bool align_corners);
+/* cpu_scan.c */
+wk_status wk__cpu_scan(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, int dim, bool prod);
+wk_status wk__cpu_sort(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, bool descending,
+                       void *values, void *indices);
+wk_status wk__cpu_topk(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, int64_t k,
+                       bool largest, void *values, void *indices);
+
 wk_status wk__cpu_rand_uniform(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double lo, double hi);
 wk_status wk__cpu_rand_normal(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double mean, double std);
 wk_status wk__cpu_set_seed(wk_device *dev, uint64_t seed);
