@@ -114,7 +114,11 @@ uint64_t       wk_device_seed(const wk_device *dev);
 
 typedef struct wk_tensor wk_tensor;
 
-/* Take an extra reference (returns t). */
+/* Take an extra reference (returns t). Use it for tensors you own (outside
+ * any scope, or after wk_keep): inside a scope the reference an op returned
+ * belongs to the scope, and wk_tensor_free on a scope-owned tensor releases
+ * THAT reference early, so a retain/free pair on it would leave the tensor
+ * owned by nobody. Inside a scope, take a view (e.g. wk_contiguous) instead. */
 wk_tensor *wk_tensor_retain(wk_tensor *t);
 /* Drop one reference; NULL is fine. */
 void       wk_tensor_free(wk_tensor *t);

@@ -9,11 +9,6 @@ wk_tensor *wk_reduce(const wk_tensor *t, wk_reduce_op op, const int *dims, int n
     if ((unsigned)op >= WK_REDUCE_COUNT) { wk__err(WK_ERR_ARG, "wk_reduce", "invalid reduce op %d", (int)op); return NULL; }
     const char *name = k_reduce_names[op];
     if (!wk__check_in(name, t)) return NULL;
-    if (op >= WK_REDUCE_PROD) {
-        /* reserved in the enum for the scans-and-order work; the CPU kernels land with it */
-        wk__err(WK_ERR_ARG, name, "reduction not available in this build");
-        return NULL;
-    }
     int rank = t->layout.rank;
     bool mask[WK_MAX_RANK] = {false};
     if (ndims < 0 || (ndims > 0 && !dims)) { wk__err(WK_ERR_ARG, name, "bad dims list"); return NULL; }
@@ -37,14 +32,15 @@ wk_tensor *wk_reduce(const wk_tensor *t, wk_reduce_op op, const int *dims, int n
         else oshape[orank++] = t->layout.shape[i];
         kshape[i] = mask[i] ? 1 : t->layout.shape[i];
     }
-    bool minmax = op != WK_REDUCE_SUM && op != WK_REDUCE_MEAN;
+    /* sum, mean, prod, any and all have an identity (0, NaN, 1, false, true) */
+    bool minmax = op == WK_REDUCE_MAX || op == WK_REDUCE_MIN || arg;
     int64_t out_n = 1;
     for (int i = 0; i < orank; i++) out_n *= oshape[i];
     if (minmax && red == 0 && out_n > 0) {
         wk__err(WK_ERR_SHAPE, name, "reduction over an empty dim has no identity");
         return NULL;
     }
-    wk_dtype odt = arg ? WK_U32 : t->dtype;
+    wk_dtype odt = arg ? WK_U32 : (op == WK_REDUCE_ANY || op == WK_REDUCE_ALL) ? WK_U8 : t->dtype;
     wk_tensor *r = keepdim ? wk__tensor_alloc(name, wk__dev(t), odt, kshape, rank)
                            : wk__tensor_alloc(name, wk__dev(t), odt, oshape, orank);
     if (!r || wk_numel(r) == 0) return r;

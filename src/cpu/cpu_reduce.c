@@ -54,6 +54,37 @@ static void fold_run(const red_plan *p, red_state *s, int64_t off, int64_t st, i
     const char *base = p->src;
     wk_dtype dt = p->dt;
     bool sum = p->op == WK_REDUCE_SUM || p->op == WK_REDUCE_MEAN;
+    if (p->op == WK_REDUCE_PROD) {
+        /* floats in double, integers in wrapping uint64; `any` marks a
+         * started product (the zeroed state means "empty": 1) */
+        if (!s->any) { s->sum = 1; s->isum = 1; s->any = true; }
+        if (wk_dtype_is_int(dt)) {
+            uint64_t t = s->isum;
+            for (int64_t i = 0; i < n; i++) t *= (uint64_t)wk__load_i64(base, off + i * st, dt);
+            s->isum = t;
+        } else {
+            double t = s->sum;
+            for (int64_t i = 0; i < n; i++) t *= wk__load_f64(base, off + i * st, dt);
+            s->sum = t;
+        }
+        return;
+    }
+    if (p->op == WK_REDUCE_ANY || p->op == WK_REDUCE_ALL) {
+        /* isum: a nonzero was seen; ibest: a zero was seen (NaN is nonzero) */
+        bool nz = false, z = false;
+        if (wk_dtype_is_int(dt)) {
+            for (int64_t i = 0; i < n; i++) {
+                if (wk__load_i64(base, off + i * st, dt) != 0) nz = true; else z = true;
+            }
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                if (wk__load_f64(base, off + i * st, dt) != 0) nz = true; else z = true;
+            }
+        }
+        if (nz) s->isum = 1;
+        if (z) s->ibest = 1;
+        return;
+    }
     if (sum) {
         if (dt == WK_F32 && st == 1) { s->sum += wk__vsum_f32((const float *)(const void *)base + off, n); return; }
         if (dt == WK_F32) {
@@ -116,6 +147,14 @@ static void fold_range(const red_plan *p, red_state *s, int64_t base, int64_t b,
 
 static void combine(const red_plan *p, red_state *into, const red_state *s) {
     if (p->op == WK_REDUCE_SUM || p->op == WK_REDUCE_MEAN) { into->sum += s->sum; into->isum += s->isum; return; }
+    if (p->op == WK_REDUCE_PROD) {
+        if (!s->any) return;
+        if (!into->any) { *into = *s; return; }
+        into->sum *= s->sum;
+        into->isum *= s->isum;
+        return;
+    }
+    if (p->op == WK_REDUCE_ANY || p->op == WK_REDUCE_ALL) { into->isum |= s->isum; into->ibest |= s->ibest; return; }
     if (!s->any) return;
     if (wk_dtype_is_int(p->dt)) fold_int(into, p->op, s->ibest, s->idx);
     else fold_float(into, p->op, s->best, s->idx);
@@ -132,6 +171,12 @@ static void store(const red_plan *p, int64_t o, const red_state *s) {
         if (wk_dtype_is_int(p->dt)) wk__store_i64(p->dst, o, p->dt, s->ibest);
         else wk__store_f64(p->dst, o, p->dt, s->best);
         break;
+    case WK_REDUCE_PROD:
+        if (wk_dtype_is_int(p->dt)) wk__store_i64(p->dst, o, p->dt, s->any ? (int64_t)s->isum : 1);
+        else wk__store_f64(p->dst, o, p->dt, s->any ? s->sum : 1.0);
+        break;
+    case WK_REDUCE_ANY: ((uint8_t *)p->dst)[o] = s->isum != 0; break;
+    case WK_REDUCE_ALL: ((uint8_t *)p->dst)[o] = s->ibest == 0; break;
     default: ((uint32_t *)p->dst)[o] = (uint32_t)s->idx; break;
     }
 }
@@ -233,7 +278,8 @@ static void cols_piece(void *vctx, int64_t b, int64_t e, int tid) {
 
 static bool reduce_by_columns(const red_plan *p, int64_t nout) {
     if (p->krank == 0 || p->kstride[p->krank - 1] != 1 || (p->dt != WK_F32 && p->dt != WK_F64)) return false;
-    if (p->op == WK_REDUCE_ARGMAX || p->op == WK_REDUCE_ARGMIN) return false;
+    if (p->op != WK_REDUCE_SUM && p->op != WK_REDUCE_MEAN && p->op != WK_REDUCE_MAX && p->op != WK_REDUCE_MIN)
+        return false;
     int64_t inner = p->kshape[p->krank - 1];
     /* only when every reduced dim jumps further than the contiguous columns */
     if (inner < 16 || p->rcount < 2) return false;

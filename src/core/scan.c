@@ -1,0 +1,216 @@
+/* Scans and order: cumsum/cumprod, sort/argsort, top-k (backend entries),
+ * and the composite reductions var/std and log_sum_exp (built from existing
+ * entries, so every backend has them), plus the prod/any/all wrappers. */
+#include "core/tensor.h"
+#include <math.h>
+
+/* A rank-0 tensor is seen as one line of length 1 along dim 0 / -1. */
+static bool line_layout(const char *op, const wk_tensor *t, int dim, wk_layout *l, int *d) {
+    *l = t->layout;
+    if (l->rank == 0) {
+        if (dim != 0 && dim != -1) {
+            wk__err(WK_ERR_INDEX, op, "dim %d out of range for rank 0", dim);
+            return false;
+        }
+        l->rank = 1;
+        l->shape[0] = 1;
+        l->stride[0] = 1;
+        *d = 0;
+        return true;
+    }
+    return wk__norm_dim(op, dim, l->rank, d) == WK_OK;
+}
+
+static wk_tensor *scan(const char *op, const wk_tensor *t, int dim, bool prod) {
+    if (!wk__check_in(op, t)) return NULL;
+    wk_layout l;
+    int d;
+    if (!line_layout(op, t, dim, &l, &d)) return NULL;
+    wk_tensor *r = wk__tensor_alloc(op, wk__dev(t), t->dtype, t->layout.shape, t->layout.rank);
+    if (!r || wk_numel(r) == 0) return r;
+    if (wk__be(t)->scan(wk__dev(t), t->storage->buf, &l, r->storage->buf, t->dtype, d, prod) != WK_OK) {
+        wk_tensor_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+wk_tensor *wk_cumsum(const wk_tensor *t, int dim) { return scan("wk_cumsum", t, dim, false); }
+wk_tensor *wk_cumprod(const wk_tensor *t, int dim) { return scan("wk_cumprod", t, dim, true); }
+
+/* Shared by sort and top-k: k < 0 means a full sort. */
+static wk_status order(const char *op, const wk_tensor *t, int dim, bool desc, int64_t k, wk_tensor **values,
+                       wk_tensor **indices) {
+    if (values) *values = NULL;
+    if (indices) *indices = NULL;
+    if (!wk__check_in(op, t)) return wk_last_status();
+    wk_layout l;
+    int d;
+    if (!line_layout(op, t, dim, &l, &d)) return wk_last_status();
+    int64_t n = l.shape[d];
+    if (k >= 0 && k > n) return wk__err(WK_ERR_ARG, op, "k = %lld out of range [0, %lld] for dim %d",
+                                        (long long)k, (long long)n, dim);
+    int rank = t->layout.rank;
+    if (k == 0 && rank == 0)   /* a rank-0 result cannot hold zero elements */
+        return wk__err(WK_ERR_ARG, op, "k = 0 on a rank-0 tensor (its one element has no empty slice)");
+    int64_t shape[WK_MAX_RANK];
+    for (int i = 0; i < rank; i++) shape[i] = t->layout.shape[i];
+    if (k >= 0 && rank > 0) shape[d] = k;
+    wk_tensor *v = NULL, *ix = NULL;
+    if (values && !(v = wk__tensor_alloc(op, wk__dev(t), t->dtype, shape, rank))) return wk_last_status();
+    if (indices && !(ix = wk__tensor_alloc(op, wk__dev(t), WK_I64, shape, rank))) {
+        wk_tensor_free(v);
+        return wk_last_status();
+    }
+    int64_t out_n = 1;
+    for (int i = 0; i < rank; i++) out_n *= shape[i];
+    if ((v || ix) && out_n > 0) {
+        void *vb = v ? v->storage->buf : NULL, *ib = ix ? ix->storage->buf : NULL;
+        wk_status st = k >= 0 ? wk__be(t)->topk(wk__dev(t), t->storage->buf, &l, t->dtype, d, k, desc, vb, ib)
+                              : wk__be(t)->sort(wk__dev(t), t->storage->buf, &l, t->dtype, d, desc, vb, ib);
+        if (st != WK_OK) {
+            wk_tensor_free(v);
+            wk_tensor_free(ix);
+            return st;
+        }
+    }
+    if (values) *values = v;
+    if (indices) *indices = ix;
+    return WK_OK;
+}
+
+wk_status wk_sort(const wk_tensor *t, int dim, bool descending, wk_tensor **values, wk_tensor **indices) {
+    return order("wk_sort", t, dim, descending, -1, values, indices);
+}
+
+wk_tensor *wk_argsort(const wk_tensor *t, int dim, bool descending) {
+    wk_tensor *ix = NULL;
+    if (order("wk_argsort", t, dim, descending, -1, NULL, &ix) != WK_OK) return NULL;
+    return ix;
+}
+
+wk_status wk_topk(const wk_tensor *t, int64_t k, int dim, bool largest, wk_tensor **values, wk_tensor **indices) {
+    if (k < 0) {
+        if (values) *values = NULL;
+        if (indices) *indices = NULL;
+        if (!wk__check_in("wk_topk", t)) return wk_last_status();
+        return wk__err(WK_ERR_ARG, "wk_topk", "k = %lld is negative", (long long)k);
+    }
+    return order("wk_topk", t, dim, largest, k, values, indices);
+}
+
+/* ------------------------------------------------------- composite reductions */
+
+/* Validate a dims list like wk_reduce; *count = elements per reduction. */
+static bool red_dims(const char *op, const wk_tensor *t, const int *dims, int ndims, int64_t *count) {
+    int rank = t->layout.rank;
+    bool seen[WK_MAX_RANK] = {false};
+    if (ndims < 0 || (ndims > 0 && !dims)) { wk__err(WK_ERR_ARG, op, "bad dims list"); return false; }
+    *count = 1;
+    for (int i = 0; i < ndims; i++) {
+        int d;
+        if (wk__norm_dim(op, dims[i], rank, &d) != WK_OK) return false;
+        if (seen[d]) { wk__err(WK_ERR_ARG, op, "dim %d listed twice", d); return false; }
+        seen[d] = true;
+        *count *= t->layout.shape[d];
+    }
+    return true;
+}
+
+static bool float_in(const char *op, const wk_tensor *t) {
+    if (!wk__check_in(op, t)) return false;
+    if (!wk_dtype_is_float(t->dtype)) {
+        wk__err(WK_ERR_DTYPE, op, "not defined for integer dtype %s", wk_dtype_name(t->dtype));
+        return false;
+    }
+    return true;
+}
+
+/* f16/bf16/f8 are computed in f32 and rounded once at the end. */
+static bool narrow(wk_dtype dt) { return dt == WK_F16 || dt == WK_BF16 || dt == WK_F8E4M3; }
+
+static wk_tensor *to_dt_owned(wk_tensor *r, wk_dtype dt) {
+    if (!r || r->dtype == dt) return r;
+    wk_tensor *c = wk_to_dtype(r, dt);
+    wk_tensor_free(r);
+    return c;
+}
+
+static wk_tensor *var_impl(const char *op, const wk_tensor *t, const int *dims, int ndims, bool keepdim,
+                           bool unbiased, bool take_sqrt) {
+    if (!float_in(op, t)) return NULL;
+    int64_t n;
+    if (!red_dims(op, t, dims, ndims, &n)) return NULL;
+    /* in f64 whatever the dtype: the mean must be exact enough for the
+     * deviations of nearly constant data */
+    /* no retain of t: inside a scope a retain/free pair would take t from
+     * its scope (see wk_tensor_retain) */
+    wk_tensor *xc = t->dtype != WK_F64 ? wk_to_dtype(t, WK_F64) : NULL;
+    const wk_tensor *x = t->dtype != WK_F64 ? xc : t;
+    if (!x) return NULL;
+    /* two passes: the mean, then the squared deviations from it */
+    wk_tensor *mu = wk_mean(x, dims, ndims, true);
+    wk_tensor *dev = wk_sub(x, mu);
+    wk_tensor *sq = wk_mul(dev, dev);
+    wk_tensor *ss = wk_sum(sq, dims, ndims, keepdim);
+    int64_t den = n - (unbiased ? 1 : 0);
+    /* no degrees of freedom left: NaN, like torch */
+    wk_tensor *v = den > 0 ? wk_affine(ss, 1.0 / (double)den, 0) : wk_affine(ss, 0, NAN);
+    wk_tensor *r = v;
+    if (take_sqrt) {
+        r = wk_sqrt(v);
+        wk_tensor_free(v);
+    }
+    wk_tensor_free(xc);
+    wk_tensor_free(mu);
+    wk_tensor_free(dev);
+    wk_tensor_free(sq);
+    wk_tensor_free(ss);
+    return to_dt_owned(r, t->dtype);
+}
+
+wk_tensor *wk_var(const wk_tensor *t, const int *dims, int ndims, bool keepdim, bool unbiased) {
+    return var_impl("wk_var", t, dims, ndims, keepdim, unbiased, false);
+}
+wk_tensor *wk_std(const wk_tensor *t, const int *dims, int ndims, bool keepdim, bool unbiased) {
+    return var_impl("wk_std", t, dims, ndims, keepdim, unbiased, true);
+}
+
+/* log(sum(exp(x - m))) + m with m the max over the dims; m is replaced by 0
+ * where it is not finite (all -inf gives log(0) = -inf, +inf gives +inf,
+ * NaN stays NaN). An empty reduction gives -inf. */
+wk_tensor *wk_log_sum_exp(const wk_tensor *t, const int *dims, int ndims, bool keepdim) {
+    const char *op = "wk_log_sum_exp";
+    if (!float_in(op, t)) return NULL;
+    int64_t n;
+    if (!red_dims(op, t, dims, ndims, &n)) return NULL;
+    int rank = t->layout.rank;
+    bool mask[WK_MAX_RANK] = {false};
+    for (int i = 0; i < ndims; i++) mask[dims[i] < 0 ? dims[i] + rank : dims[i]] = true;
+    int64_t oshape[WK_MAX_RANK];
+    int orank = 0;
+    for (int i = 0; i < rank; i++)
+        if (keepdim || !mask[i]) oshape[orank++] = mask[i] ? 1 : t->layout.shape[i];
+    if (n == 0) return wk_full(oshape, orank, -INFINITY, t->dtype, wk__dev(t));
+    wk_tensor *xc = narrow(t->dtype) ? wk_to_dtype(t, WK_F32) : NULL;
+    const wk_tensor *x = narrow(t->dtype) ? xc : t;
+    if (!x) return NULL;
+    wk_tensor *m = wk_max(x, dims, ndims, true);
+    wk_tensor *am = wk_abs(m);
+    wk_tensor *inf = wk_cmp_scalar(am, INFINITY, WK_EQ);
+    wk_tensor *zero = m ? wk_zeros(NULL, 0, m->dtype, wk__dev(m)) : NULL;
+    wk_tensor *ms = wk_where(inf, zero, m);
+    wk_tensor *d = wk_sub(x, ms);
+    wk_tensor *e = wk_exp(d);
+    wk_tensor *s = wk_sum(e, dims, ndims, true);
+    wk_tensor *ls = wk_log(s);
+    wk_tensor *r = wk_add(ls, ms);
+    wk_tensor *out = r ? wk_reshape(r, oshape, orank) : NULL;   /* a view of r */
+    wk_tensor *all[] = {xc, m, am, inf, zero, ms, d, e, s, ls, r};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wk_tensor_free(all[i]);
+    return to_dt_owned(out, t->dtype);
+}
+
+wk_tensor *wk_prod(const wk_tensor *t, const int *d, int n, bool k) { return wk_reduce(t, WK_REDUCE_PROD, d, n, k); }
+wk_tensor *wk_any(const wk_tensor *t, const int *d, int n, bool k) { return wk_reduce(t, WK_REDUCE_ANY, d, n, k); }
+wk_tensor *wk_all(const wk_tensor *t, const int *d, int n, bool k) { return wk_reduce(t, WK_REDUCE_ALL, d, n, k); }

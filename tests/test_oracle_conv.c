@@ -1,0 +1,174 @@
+/* Conv oracle: every case of $WICK_ORACLE_DIR/conv/manifest.txt (written by
+ * tests/oracle/gen_conv.py from torch in float64) is run through the public
+ * API and compared with torch's answer within the case's tolerance. Every
+ * case also runs on 1 and on 2 threads, which must agree bit for bit, and
+ * with a non-contiguous view of the same weight (same result exactly).
+ * The manifest format is described at the top of gen_conv.py. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char g_dir[4096];
+
+static wk_dtype parse_dt(const char *s) {
+    if (strcmp(s, "f64") == 0) return WK_F64;
+    if (strcmp(s, "f16") == 0) return WK_F16;
+    if (strcmp(s, "bf16") == 0) return WK_BF16;
+    return WK_F32;
+}
+
+static wk_tensor *load(const char *file, wk_dtype dt) {
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", g_dir, file);
+    wk_tensor *raw = wk_npy_load(path, wk_cpu());
+    if (!raw) return NULL;
+    wk_tensor *t = wk_to_dtype(raw, dt);
+    wk_tensor_free(raw);
+    return t;
+}
+
+/* x as the op must see it, from the stored array and the variant. */
+static wk_tensor *view_x(wk_tensor *s, const char *variant) {
+    int r = wk_rank(s);
+    if (strcmp(variant, "t") == 0) return wk_transpose(s, r - 2, r - 1);
+    if (strcmp(variant, "n") == 0) return wk_narrow(s, r - 1, 1, wk_dim(s, r - 1) - 3);
+    if (strcmp(variant, "p") == 0) {
+        int d3[3] = {0, 2, 1}, d4[4] = {0, 3, 1, 2};
+        return wk_permute(s, r == 3 ? d3 : d4, r);
+    }
+    return wk_contiguous(s);
+}
+
+static wk_tensor *run_op(const char *op, const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p) {
+    if (strcmp(op, "conv1d") == 0) return wk_conv1d(x, w, p);
+    if (strcmp(op, "conv2d") == 0) return wk_conv2d(x, w, p);
+    if (strcmp(op, "conv_transpose1d") == 0) return wk_conv_transpose1d(x, w, p);
+    return wk_conv_transpose2d(x, w, p);
+}
+
+static bool run_case(char *line, int *noncontig) {
+    char id[256], op[64], dts[16], variant[16], xf[64], wf[64], ef[64];
+    long long st, pad, dil, grp, opad;
+    double atol, rtol;
+    if (sscanf(line, "%255s %63s %15s %15s %lld %lld %lld %lld %lld %63s %63s %63s %lf:%lf", id, op, dts, variant, &st,
+               &pad, &dil, &grp, &opad, xf, wf, ef, &atol, &rtol) != 14) {
+        printf("FAIL bad manifest line: %s\n", line);
+        return false;
+    }
+    wk_dtype dt = parse_dt(dts);
+    wk_conv_params p = {pad, st, dil, grp, opad};
+    wk_tensor *xs = load(xf, dt), *w = load(wf, dt), *e = load(ef, WK_F64);
+    wk_tensor *x = xs ? view_x(xs, variant) : NULL;
+    bool ok = false;
+    wk_tensor *y1 = NULL, *y2 = NULL, *y3 = NULL, *wt = NULL, *wtc = NULL, *wnc = NULL;
+    double *got = NULL, *want = NULL, *got2 = NULL;
+    if (!x || !w || !e) {
+        printf("FAIL %s: cannot load inputs: %s\n", id, wk_last_error());
+        goto done;
+    }
+    if (!wk_is_contiguous(x)) (*noncontig)++;
+    wk_set_num_threads(1);
+    y1 = run_op(op, x, w, &p);
+    wk_set_num_threads(2);
+    y2 = run_op(op, x, w, &p);
+    /* the same weight values through a non-contiguous layout */
+    wt = wk_transpose(w, 0, 1);
+    wtc = wt ? wk_contiguous(wt) : NULL;
+    wnc = wtc ? wk_transpose(wtc, 0, 1) : NULL;
+    y3 = wnc ? run_op(op, x, wnc, &p) : NULL;
+    if (!y1 || !y2 || !y3) {
+        printf("FAIL %s: op failed: %s\n", id, wk_last_error());
+        goto done;
+    }
+    if (wk_tensor_dtype(y1) != dt || wk_rank(y1) != wk_rank(e)) {
+        printf("FAIL %s: dtype / rank differ\n", id);
+        goto done;
+    }
+    for (int i = 0; i < wk_rank(e); i++)
+        if (wk_dim(y1, i) != wk_dim(e, i)) {
+            printf("FAIL %s: dim %d is %lld, want %lld\n", id, i, (long long)wk_dim(y1, i), (long long)wk_dim(e, i));
+            goto done;
+        }
+    int64_t n = wk_numel(e);
+    size_t cnt = (size_t)(n > 0 ? n : 1);
+    got = calloc(cnt, sizeof(double));
+    got2 = calloc(cnt, sizeof(double));
+    want = calloc(cnt, sizeof(double));
+    if (!got || !got2 || !want || wk_to_host_f64(y1, got, (size_t)n) != WK_OK ||
+        wk_to_host_f64(y2, got2, (size_t)n) != WK_OK || wk_to_host_f64(e, want, (size_t)n) != WK_OK) {
+        printf("FAIL %s: readback\n", id);
+        goto done;
+    }
+    double maxerr = 0;
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs(got[i] - want[i]);
+        if (d > maxerr) maxerr = d;
+        if (bad < 0 && !(d <= atol + rtol * fabs(want[i]))) bad = i;
+    }
+    if (bad >= 0) {
+        printf("FAIL %s: max error %g (atol %g rtol %g); first mismatch at flat %lld: got %.17g want %.17g\n", id,
+               maxerr, atol, rtol, (long long)bad, got[bad], want[bad]);
+        goto done;
+    }
+    if (n > 0 && memcmp(got, got2, sizeof(double) * (size_t)n) != 0) {
+        printf("FAIL %s: 1 and 2 threads differ\n", id);
+        goto done;
+    }
+    if (tu_max_abs_diff(y3, y1) != 0.0) {
+        printf("FAIL %s: non-contiguous weight gives a different result\n", id);
+        goto done;
+    }
+    ok = true;
+done:
+    free(got);
+    free(got2);
+    free(want);
+    wk_tensor_free(y1);
+    wk_tensor_free(y2);
+    wk_tensor_free(y3);
+    wk_tensor_free(wt);
+    wk_tensor_free(wtc);
+    wk_tensor_free(wnc);
+    wk_tensor_free(x);
+    wk_tensor_free(xs);
+    wk_tensor_free(w);
+    wk_tensor_free(e);
+    wk_clear_error();
+    return ok;
+}
+
+static void test_oracle_conv(void **state) {
+    (void)state;
+    const char *root = getenv("WICK_ORACLE_DIR");
+    if (!root) {
+        printf("WICK_ORACLE_DIR not set: skipped\n");
+        skip();
+    }
+    snprintf(g_dir, sizeof g_dir, "%s/conv", root);
+    char path[8192];
+    snprintf(path, sizeof path, "%s/manifest.txt", g_dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[2048];
+    int total = 0, failed = 0, noncontig = 0;
+    int saved = wk_num_threads();
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || line[0] == '\n') continue;
+        total++;
+        if (!run_case(line, &noncontig)) failed++;
+    }
+    fclose(f);
+    wk_set_num_threads(saved);
+    printf("oracle conv: %d cases (%d non-contiguous inputs), %d failed\n", total, noncontig, failed);
+    assert_true(total > 0);
+    assert_int_equal(failed, 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_conv)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,374 @@
+/* Oracle cases for the indexing ops: $WICK_ORACLE_DIR/indexing/manifest.txt
+ * (written by tests/oracle/gen_indexing.py from torch / numpy; the format is
+ * described there). Every case is run through the public API with its layout
+ * variant and compared with the expected .npy; failures print the case id and
+ * the first mismatch; the run ends with "oracle_indexing: N cases, M failed". */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXIN 4
+
+static char g_dir[4096];
+static int g_total, g_failed, g_noncontig;
+
+typedef struct {
+    char *id, *op, *dtype, *variant, *params, *inputs, *expected;
+    wk_dtype dt;
+} icase;
+
+static bool param(const icase *c, const char *key, char *out, size_t cap) {
+    size_t kl = strlen(key);
+    const char *p = c->params;
+    if (strcmp(p, "-") == 0) return false;
+    while (*p) {
+        const char *end = strchr(p, ';');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
+            size_t vl = len - kl - 1;
+            if (vl >= cap) vl = cap - 1;
+            memcpy(out, p + kl + 1, vl);
+            out[vl] = 0;
+            return true;
+        }
+        if (!end) break;
+        p = end + 1;
+    }
+    return false;
+}
+
+static int parse_ints(const char *s, char sep, long long *out, int cap) {
+    int n = 0;
+    if (!*s) return 0;
+    for (;;) {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || n >= cap) return -1;
+        out[n++] = v;
+        if (*end == 0) return n;
+        if (*end != sep) return -1;
+        s = end + 1;
+    }
+}
+
+static bool param_ll(const icase *c, const char *key, long long *v) {
+    char b[64];
+    return param(c, key, b, sizeof b) && parse_ints(b, ',', v, 1) == 1;
+}
+
+static int parse_shape(const char *s, int64_t *shape) {
+    if (strcmp(s, "_") == 0) return 0;
+    long long v[WK_MAX_RANK];
+    int n = parse_ints(s, 'x', v, WK_MAX_RANK);
+    for (int i = 0; i < n; i++) shape[i] = (int64_t)v[i];
+    return n;
+}
+
+static wk_tensor *apply_view(wk_tensor *t, const char *tok) {
+    switch (tok[0]) {
+    case 'c': return t;
+    case 't': return wk_transpose(t, -2, -1);
+    case 'n': {
+        long long v[3];
+        if (parse_ints(tok + 1, ':', v, 3) != 3) return NULL;
+        return wk_narrow(t, (int)v[0], (int64_t)v[1], (int64_t)v[2]);
+    }
+    case 'b': {
+        int64_t shape[WK_MAX_RANK];
+        int rank = parse_shape(tok + 1, shape);
+        return rank < 0 ? NULL : wk_broadcast_as(t, shape, rank);
+    }
+    case 'p': {
+        long long v[WK_MAX_RANK];
+        int n = parse_ints(tok + 1, ':', v, WK_MAX_RANK);
+        int dims[WK_MAX_RANK];
+        for (int i = 0; i < n; i++) dims[i] = (int)v[i];
+        return n < 0 ? NULL : wk_permute(t, dims, n);
+    }
+    default: return NULL;
+    }
+}
+
+/* FILE[@VIEW][#DTYPE] -> tensor owned by the current scope. */
+static wk_tensor *load_input(const icase *c, const char *spec) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", spec);
+    wk_dtype dt = c->dt;
+    char *hash = strchr(buf, '#');
+    if (hash) {
+        *hash = 0;
+        if (!wk_dtype_from_name(hash + 1, &dt)) return NULL;
+    }
+    const char *view = "c";
+    char *at = strchr(buf, '@');
+    if (at) {
+        *at = 0;
+        view = at + 1;
+    }
+    char path[4700];
+    snprintf(path, sizeof path, "%s/%s", g_dir, buf);
+    wk_tensor *t = wk_npy_load(path, wk_cpu());
+    if (t && wk_tensor_dtype(t) != dt) t = wk_to_dtype(t, dt);
+    char vb[256];
+    snprintf(vb, sizeof vb, "%s", view);
+    char *p = vb;
+    while (t) {
+        char *plus = strchr(p, '+');
+        if (plus) *plus = 0;
+        t = apply_view(t, p);
+        if (!plus) break;
+        p = plus + 1;
+    }
+    if (t && !wk_is_contiguous(t)) g_noncontig++;
+    return t;
+}
+
+static int dims_param(const icase *c, const char *key, int *dims) {
+    char b[128];
+    long long v[WK_MAX_RANK];
+    if (!param(c, key, b, sizeof b)) return -1;
+    int n = parse_ints(b, '|', v, WK_MAX_RANK);
+    for (int i = 0; i < n; i++) dims[i] = (int)v[i];
+    return n;
+}
+
+/* Runs the op; *status gets the in-place status. NULL result on failure. */
+static wk_tensor *run_op(const icase *c, wk_tensor **in, int nin, bool *malformed) {
+    long long dim = 0, a = 0, b = 0;
+    char buf[64];
+    const char *op = c->op;
+    bool has_dim = param_ll(c, "dim", &dim);
+    *malformed = false;
+#define NEED(k) \
+    if (nin != (k)) { *malformed = true; return NULL; }
+    if (!strcmp(op, "index_select")) { NEED(2); return wk_index_select(in[0], in[1], (int)dim); }
+    if (!strcmp(op, "embedding")) { NEED(2); return wk_embedding(in[0], in[1]); }
+    if (!strcmp(op, "gather")) { NEED(2); return wk_gather(in[0], in[1], (int)dim); }
+    if (!strcmp(op, "scatter")) { NEED(3); return wk_scatter(in[0], in[1], in[2], (int)dim); }
+    if (!strcmp(op, "scatter_add")) { NEED(3); return wk_scatter_add(in[0], in[1], in[2], (int)dim); }
+    if (!strcmp(op, "scatter_") || !strcmp(op, "scatter_add_")) {
+        NEED(3);
+        wk_status st = !strcmp(op, "scatter_add_") ? wk_scatter_add_(in[0], in[1], in[2], (int)dim)
+                                    : wk_scatter_(in[0], in[1], in[2], (int)dim);
+        return st == WK_OK ? in[0] : NULL;
+    }
+    if (!strcmp(op, "index_add")) { NEED(3); return wk_index_add(in[0], in[1], in[2], (int)dim); }
+    if (!strcmp(op, "slice_scatter")) {
+        NEED(2);
+        if (!param_ll(c, "start", &a)) { *malformed = true; return NULL; }
+        return wk_slice_scatter(in[0], in[1], (int)dim, (int64_t)a);
+    }
+    if (!strcmp(op, "flip")) {
+        NEED(1);
+        int dims[WK_MAX_RANK];
+        int n = dims_param(c, "dims", dims);
+        if (n < 0) { *malformed = true; return NULL; }
+        return wk_flip(in[0], dims, n);
+    }
+    if (!strcmp(op, "roll")) {
+        NEED(1);
+        if (!param_ll(c, "shift", &a)) { *malformed = true; return NULL; }
+        return wk_roll(in[0], (int64_t)a, (int)dim);
+    }
+    if (!strcmp(op, "repeat")) {
+        NEED(1);
+        int r[WK_MAX_RANK];
+        int n = dims_param(c, "reps", r);
+        if (n < 0) { *malformed = true; return NULL; }
+        int64_t reps[WK_MAX_RANK];
+        for (int i = 0; i < n; i++) reps[i] = r[i];
+        return wk_repeat(in[0], reps, n);
+    }
+    if (!strcmp(op, "pad_zeros") || !strcmp(op, "pad_same")) {
+        NEED(1);
+        if (!has_dim || !param_ll(c, "left", &a) || !param_ll(c, "right", &b)) { *malformed = true; return NULL; }
+        return op[4] == 'z' ? wk_pad_with_zeros(in[0], (int)dim, a, b) : wk_pad_with_same(in[0], (int)dim, a, b);
+    }
+    if (!strcmp(op, "masked_fill")) {
+        NEED(2);
+        if (!param(c, "value", buf, sizeof buf)) { *malformed = true; return NULL; }
+        return wk_masked_fill(in[0], in[1], strtod(buf, NULL));
+    }
+    *malformed = true;
+    return NULL;
+#undef NEED
+}
+
+static bool status_from_name(const char *s, wk_status *st) {
+    static const struct { const char *name; wk_status st; } k[] = {
+        {"DTYPE", WK_ERR_DTYPE}, {"SHAPE", WK_ERR_SHAPE}, {"ARG", WK_ERR_ARG}, {"INDEX", WK_ERR_INDEX},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (!strcmp(s, k[i].name)) {
+            *st = k[i].st;
+            return true;
+        }
+    return false;
+}
+
+static double tol_for(const icase *c) {
+    bool add = strstr(c->op, "add") != NULL;
+    if (!add) return 0;
+    switch (c->dt) {
+    case WK_F32: return 1e-6;
+    case WK_F64: return 1e-13;
+    case WK_F16: return 1e-3;
+    case WK_BF16: return 8e-3;
+    default: return 0;
+    }
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void case_fail(const icase *c, const char *fmt, ...) {
+    g_failed++;
+    printf("FAIL %s op=%s dtype=%s variant=%s: ", c->id, c->op, c->dtype, c->variant);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+}
+
+static void run_case(icase *c) {
+    g_total++;
+    wk_clear_error();
+    wk_scope_begin();
+    wk_tensor *in[MAXIN];
+    int nin = 0;
+    char ib[2048];
+    snprintf(ib, sizeof ib, "%s", c->inputs);
+    if (strcmp(ib, "-") != 0) {
+        char *save = NULL;
+        for (char *tok = strtok_r(ib, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            if (nin >= MAXIN) { case_fail(c, "%s", "too many inputs"); wk_scope_end(); return; }
+            in[nin] = load_input(c, tok);
+            if (!in[nin]) { case_fail(c, "loading input failed: %s", wk_last_error()); wk_scope_end(); return; }
+            nin++;
+        }
+    }
+    bool malformed;
+    wk_tensor *r = run_op(c, in, nin, &malformed);
+    if (malformed) { case_fail(c, "%s", "malformed case"); wk_scope_end(); return; }
+    if (c->expected[0] == '!') {
+        wk_status want;
+        if (!status_from_name(c->expected + 1, &want)) case_fail(c, "bad status %s", c->expected);
+        else if (r) case_fail(c, "expected error %s, got a result", c->expected + 1);
+        else if (wk_last_status() != want) case_fail(c, "wrong error: %s", wk_last_error());
+        wk_clear_error();
+        wk_scope_end();
+        return;
+    }
+    if (!r) { case_fail(c, "call failed: %s", wk_last_error()); wk_scope_end(); return; }
+    char path[4700];
+    snprintf(path, sizeof path, "%s/%s", g_dir, c->expected);
+    wk_tensor *e = wk_npy_load(path, wk_cpu());
+    if (!e) { case_fail(c, "cannot load expected: %s", wk_last_error()); wk_scope_end(); return; }
+    if (wk_tensor_dtype(r) != c->dt) { case_fail(c, "result dtype %s", wk_dtype_name(wk_tensor_dtype(r))); wk_scope_end(); return; }
+    bool shape_ok = wk_rank(r) == wk_rank(e);
+    for (int i = 0; shape_ok && i < wk_rank(r); i++) shape_ok = wk_dim(r, i) == wk_dim(e, i);
+    if (!shape_ok) {
+        char b1[128], b2[128], msg[300];
+        snprintf(msg, sizeof msg, "shape %s, want %s", wk_tensor_describe(r, b1, sizeof b1),
+                 wk_tensor_describe(e, b2, sizeof b2));
+        case_fail(c, "%s", msg);
+        wk_scope_end();
+        return;
+    }
+    int64_t n = wk_numel(r);
+    if (n > 0) {
+        if (wk_dtype_is_int(c->dt)) {
+            wk_tensor *r64 = wk_to_dtype(r, WK_I64), *e64 = wk_to_dtype(e, WK_I64);
+            int64_t *g = malloc((size_t)n * 8), *w = malloc((size_t)n * 8);
+            if (!r64 || !e64 || !g || !w || wk_to_host(r64, g, (size_t)n * 8) != WK_OK ||
+                wk_to_host(e64, w, (size_t)n * 8) != WK_OK) {
+                case_fail(c, "%s", "readback failed");
+            } else {
+                for (int64_t i = 0; i < n; i++)
+                    if (g[i] != w[i]) {
+                        char msg[128];
+                        snprintf(msg, sizeof msg, "at flat %lld got %lld want %lld", (long long)i, (long long)g[i],
+                                 (long long)w[i]);
+                        case_fail(c, "%s", msg);
+                        break;
+                    }
+            }
+            free(g);
+            free(w);
+        } else {
+            double *g = malloc((size_t)n * 8), *w = malloc((size_t)n * 8);
+            double rt = tol_for(c);
+            if (!g || !w || wk_to_host_f64(r, g, (size_t)n) != WK_OK || wk_to_host_f64(e, w, (size_t)n) != WK_OK) {
+                case_fail(c, "%s", "readback failed");
+            } else {
+                for (int64_t i = 0; i < n; i++) {
+                    bool ok = (isnan(g[i]) && isnan(w[i])) || g[i] == w[i] || fabs(g[i] - w[i]) <= rt * (1 + fabs(w[i]));
+                    if (!ok) {
+                        char msg[160];
+                        snprintf(msg, sizeof msg, "at flat %lld got %.17g want %.17g", (long long)i, g[i], w[i]);
+                        case_fail(c, "%s", msg);
+                        break;
+                    }
+                }
+            }
+            free(g);
+            free(w);
+        }
+    }
+    wk_scope_end();
+}
+
+static void test_oracle_indexing(void **state) {
+    (void)state;
+    const char *root = getenv("WICK_ORACLE_DIR");
+    if (!root) { printf("WICK_ORACLE_DIR not set: skipped\n"); skip(); }
+    snprintf(g_dir, sizeof g_dir, "%s/indexing", root);
+    char mpath[4200];
+    snprintf(mpath, sizeof mpath, "%s/manifest.txt", g_dir);
+    FILE *f = fopen(mpath, "rb");
+    if (!f) fail_msg("cannot open %s (run tests/oracle/gen_indexing.py first)", mpath);
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || line[0] == '\n') continue;
+        line[strcspn(line, "\r\n")] = 0;
+        char *fld[7];
+        int nf = 0;
+        char *save = NULL;
+        for (char *tok = strtok_r(line, " ", &save); tok && nf < 7; tok = strtok_r(NULL, " ", &save)) fld[nf++] = tok;
+        icase c = {0};
+        if (nf != 7) {
+            c.id = line;
+            c.op = c.dtype = c.variant = "?";
+            g_total++;
+            case_fail(&c, "%s", "malformed manifest line");
+            continue;
+        }
+        c.id = fld[0];
+        c.op = fld[1];
+        c.dtype = fld[2];
+        c.variant = fld[3];
+        c.params = fld[4];
+        c.inputs = fld[5];
+        c.expected = fld[6];
+        if (!wk_dtype_from_name(c.dtype, &c.dt)) {
+            g_total++;
+            case_fail(&c, "%s", "bad dtype");
+            continue;
+        }
+        run_case(&c);
+    }
+    fclose(f);
+    printf("oracle_indexing: %d cases (%d non-contiguous inputs), %d failed\n", g_total, g_noncontig, g_failed);
+    assert_true(g_total > 0);
+    assert_int_equal(g_failed, 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_indexing)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,297 @@
+/* Oracle suite for scans and order: every case of
+ * $WICK_ORACLE_DIR/scan/manifest.txt (written by tests/oracle/gen_scan.py
+ * from numpy and torch; the format is described there) is run through the
+ * public API and compared. Each case runs with 1 and with 2 threads and the
+ * two results must be bit-identical. Every failing case prints its id and
+ * the first mismatch; the run ends with "oracle_scan: N cases, M failed". */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char g_dir[4096];
+static int g_total, g_failed;
+
+static bool starts_with(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+static bool param(const char *params, const char *key, char *out, size_t cap) {
+    size_t kl = strlen(key);
+    const char *p = params;
+    while (p && *p) {
+        const char *end = strchr(p, ';');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len >= kl + 1 && strncmp(p, key, kl) == 0 && p[kl] == '=') {
+            size_t vl = len - kl - 1;
+            if (vl >= cap) vl = cap - 1;
+            memcpy(out, p + kl + 1, vl);
+            out[vl] = 0;
+            return true;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
+static long param_int(const char *params, const char *key, long dflt) {
+    char buf[64];
+    return param(params, key, buf, sizeof buf) ? strtol(buf, NULL, 10) : dflt;
+}
+
+static int param_dims(const char *params, int *dims) {
+    char buf[64];
+    if (!param(params, "dims", buf, sizeof buf) || !buf[0]) return 0;
+    int n = 0;
+    for (char *s = buf; *s && n < WK_MAX_RANK;) {
+        dims[n++] = (int)strtol(s, &s, 10);
+        if (*s == '|') s++;
+    }
+    return n;
+}
+
+static wk_tensor *load(const char *file) {
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", g_dir, file);
+    return wk_npy_load(path, wk_cpu());
+}
+
+static int parse_shape(const char *s, int64_t *shape) {
+    int n = 0;
+    while (*s && n < WK_MAX_RANK) {
+        shape[n++] = strtoll(s, (char **)&s, 10);
+        if (*s == 'x') s++;
+    }
+    return n;
+}
+
+/* Apply a '+'-joined view chain (new reference; consumes t). */
+static wk_tensor *apply_view(wk_tensor *t, const char *view) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", view);
+    for (char *tok = strtok(buf, "+"); tok && t; tok = strtok(NULL, "+")) {
+        wk_tensor *r = NULL;
+        if (strcmp(tok, "c") == 0) continue;
+        if (strcmp(tok, "t") == 0) r = wk_transpose(t, 0, 1);
+        else if (tok[0] == 'n') {
+            int d;
+            long long s, l;
+            if (sscanf(tok + 1, "%d:%lld:%lld", &d, &s, &l) == 3) r = wk_narrow(t, d, s, l);
+        } else if (tok[0] == 'b') {
+            int64_t shape[WK_MAX_RANK];
+            int rank = parse_shape(tok + 1, shape);
+            r = wk_broadcast_as(t, shape, rank);
+        }
+        wk_tensor_free(t);
+        t = r;
+    }
+    return t;
+}
+
+typedef struct {
+    wk_tensor *v, *i;
+    wk_status st;
+} result;
+
+static result run_op(const char *op, const wk_tensor *x, const char *params) {
+    result r = {NULL, NULL, WK_OK};
+    int dim = (int)param_int(params, "dim", 0);
+    bool desc = param_int(params, "desc", 0) != 0, keep = param_int(params, "keep", 0) != 0;
+    bool unb = param_int(params, "unb", 0) != 0;
+    int dims[WK_MAX_RANK];
+    int nd = param_dims(params, dims);
+    if (strcmp(op, "cumsum") == 0) r.v = wk_cumsum(x, dim);
+    else if (strcmp(op, "cumprod") == 0) r.v = wk_cumprod(x, dim);
+    else if (strcmp(op, "sort") == 0) r.st = wk_sort(x, dim, desc, &r.v, &r.i);
+    else if (strcmp(op, "argsort") == 0) r.i = wk_argsort(x, dim, desc);
+    else if (strcmp(op, "topk") == 0) r.st = wk_topk(x, param_int(params, "k", 0), dim, desc, &r.v, &r.i);
+    else if (strcmp(op, "var") == 0) r.v = wk_var(x, dims, nd, keep, unb);
+    else if (strcmp(op, "std") == 0) r.v = wk_std(x, dims, nd, keep, unb);
+    else if (strcmp(op, "lse") == 0) r.v = wk_log_sum_exp(x, dims, nd, keep);
+    else if (strcmp(op, "prod") == 0) r.v = wk_prod(x, dims, nd, keep);
+    else if (strcmp(op, "any") == 0) r.v = wk_any(x, dims, nd, keep);
+    else if (strcmp(op, "all") == 0) r.v = wk_all(x, dims, nd, keep);
+    if (strcmp(op, "sort") != 0 && strcmp(op, "topk") != 0) r.st = (r.v || r.i) ? WK_OK : wk_last_status();
+    return r;
+}
+
+/* Compare got against the expected file; returns an error string or NULL. */
+static const char *compare(const wk_tensor *got, const char *file, double tol, bool exact_int, char *msg, size_t cap) {
+    wk_tensor *want = load(file);
+    if (!want) { snprintf(msg, cap, "cannot load %s: %s", file, wk_last_error()); return msg; }
+    const char *res = NULL;
+    int rank = wk_rank(want);
+    if (wk_rank(got) != rank) { snprintf(msg, cap, "rank %d, want %d", wk_rank(got), rank); res = msg; goto done; }
+    for (int d = 0; d < rank; d++)
+        if (wk_dim(got, d) != wk_dim(want, d)) {
+            snprintf(msg, cap, "dim %d is %lld, want %lld", d, (long long)wk_dim(got, d), (long long)wk_dim(want, d));
+            res = msg;
+            goto done;
+        }
+    int64_t n = wk_numel(want);
+    if (exact_int) {
+        wk_tensor *g64 = wk_to_dtype(got, WK_I64), *w64 = wk_to_dtype(want, WK_I64);
+        int64_t *a = malloc(sizeof(int64_t) * (size_t)(n + 1)), *b = malloc(sizeof(int64_t) * (size_t)(n + 1));
+        if (!g64 || !w64 || !a || !b || wk_to_host(g64, a, (size_t)n * 8) != WK_OK || wk_to_host(w64, b, (size_t)n * 8) != WK_OK) {
+            snprintf(msg, cap, "readback failed");
+            res = msg;
+        } else {
+            for (int64_t k = 0; k < n; k++)
+                if (a[k] != b[k]) {
+                    snprintf(msg, cap, "element %lld: got %lld want %lld", (long long)k, (long long)a[k], (long long)b[k]);
+                    res = msg;
+                    break;
+                }
+        }
+        free(a);
+        free(b);
+        wk_tensor_free(g64);
+        wk_tensor_free(w64);
+    } else {
+        double *a = malloc(sizeof(double) * (size_t)(n + 1)), *b = malloc(sizeof(double) * (size_t)(n + 1));
+        if (!a || !b || wk_to_host_f64(got, a, (size_t)n) != WK_OK || wk_to_host_f64(want, b, (size_t)n) != WK_OK) {
+            snprintf(msg, cap, "readback failed");
+            res = msg;
+        } else {
+            for (int64_t k = 0; k < n; k++) {
+                double g = a[k], w = b[k];
+                bool ok = (isnan(w) && isnan(g)) || (isinf(w) && g == w) ||
+                          (!isnan(g) && !isinf(w) && fabs(g - w) <= tol * (1 + fabs(w)));
+                if (!ok) {
+                    snprintf(msg, cap, "element %lld: got %.9g want %.9g (tol %g)", (long long)k, g, w, tol);
+                    res = msg;
+                    break;
+                }
+            }
+        }
+        free(a);
+        free(b);
+    }
+done:
+    wk_tensor_free(want);
+    return res;
+}
+
+/* Bitwise equality of two results (the 1- and 2-thread runs). */
+static bool same_bits(const wk_tensor *a, const wk_tensor *b) {
+    if (!a || !b) return a == b;
+    int64_t n = wk_numel(a);
+    size_t es = wk_dtype_size(wk_tensor_dtype(a));
+    if (n != wk_numel(b) || wk_tensor_dtype(a) != wk_tensor_dtype(b)) return false;
+    char *x = malloc((size_t)n * es + 1), *y = malloc((size_t)n * es + 1);
+    bool ok = x && y && wk_to_host(a, x, (size_t)n * es) == WK_OK && wk_to_host(b, y, (size_t)n * es) == WK_OK &&
+              memcmp(x, y, (size_t)n * es) == 0;
+    free(x);
+    free(y);
+    return ok;
+}
+
+static void run_case(char *line) {
+    char *f[9];
+    int nf = 0;
+    for (char *tok = strtok(line, " \n"); tok && nf < 9; tok = strtok(NULL, " \n")) f[nf++] = tok;
+    if (nf != 9) return;
+    const char *id = f[0], *op = f[1], *dts = f[2], *view = f[3], *params = f[4], *input = f[5], *vals = f[6],
+               *idxs = f[7];
+    double tol = strtod(f[8], NULL);
+    wk_dtype dt;
+    g_total++;
+    char msg[512];
+    const char *err = NULL;
+    if (!wk_dtype_from_name(strcmp(dts, "f8") == 0 ? "f8e4m3" : dts, &dt)) {
+        snprintf(msg, sizeof msg, "unknown dtype %s", dts);
+        err = msg;
+        goto report;
+    }
+    wk_tensor *raw = load(input);
+    wk_tensor *x = raw ? wk_to_dtype(raw, dt) : NULL;
+    wk_tensor_free(raw);
+    x = x ? apply_view(x, view) : NULL;
+    if (!x) { snprintf(msg, sizeof msg, "input setup failed: %s", wk_last_error()); err = msg; goto report; }
+    wk_set_num_threads(1);
+    result r1 = run_op(op, x, params);
+    if (vals[0] == '!') {
+        wk_status want = starts_with(vals + 1, "DTYPE") ? WK_ERR_DTYPE : starts_with(vals + 1, "INDEX") ? WK_ERR_INDEX
+                       : starts_with(vals + 1, "SHAPE") ? WK_ERR_SHAPE : WK_ERR_ARG;
+        if (r1.st == WK_OK || r1.v || r1.i) {
+            snprintf(msg, sizeof msg, "succeeded, expected %s", vals + 1);
+            err = msg;
+        } else if (r1.st != want) {
+            snprintf(msg, sizeof msg, "failed with %s (%s), expected %s", wk_status_name(r1.st), wk_last_error(), vals + 1);
+            err = msg;
+        }
+        wk_clear_error();
+        wk_tensor_free(r1.v);
+        wk_tensor_free(r1.i);
+        wk_tensor_free(x);
+        goto report;
+    }
+    wk_set_num_threads(2);
+    result r2 = run_op(op, x, params);
+    wk_set_num_threads(1);
+    if (r1.st != WK_OK) {
+        snprintf(msg, sizeof msg, "failed: %s", wk_last_error());
+        err = msg;
+    } else {
+        bool odt_int = wk_dtype_is_int(wk_tensor_dtype(r1.v ? r1.v : r1.i));
+        if (strcmp(vals, "-") != 0 && !err) err = compare(r1.v, vals, tol, odt_int, msg, sizeof msg);
+        if (r1.v && !err && wk_tensor_dtype(r1.v) != (strcmp(op, "any") == 0 || strcmp(op, "all") == 0 ? WK_U8 : dt)) {
+            snprintf(msg, sizeof msg, "result dtype %s", wk_dtype_name(wk_tensor_dtype(r1.v)));
+            err = msg;
+        }
+        if (strcmp(idxs, "-") != 0 && !err) {
+            if (!r1.i || wk_tensor_dtype(r1.i) != WK_I64) { snprintf(msg, sizeof msg, "indices missing or not i64"); err = msg; }
+            else if ((err = compare(r1.i, idxs, 0, true, msg, sizeof msg)) != NULL) {
+                size_t l = strlen(msg);
+                snprintf(msg + l, sizeof msg - l, " (indices)");
+            }
+        }
+        if (!err && (r2.st != WK_OK || !same_bits(r1.v, r2.v) || !same_bits(r1.i, r2.i))) {
+            snprintf(msg, sizeof msg, "2 threads differ from 1 thread");
+            err = msg;
+        }
+    }
+    wk_tensor_free(r1.v);
+    wk_tensor_free(r1.i);
+    wk_tensor_free(r2.v);
+    wk_tensor_free(r2.i);
+    wk_tensor_free(x);
+report:
+    if (err) {
+        g_failed++;
+        if (g_failed <= 40) fprintf(stderr, "FAIL %s (%s %s %s %s): %s\n", id, op, dts, view, params, err);
+    }
+}
+
+static void test_oracle_scan(void **state) {
+    (void)state;
+    const char *dir = getenv("WICK_ORACLE_DIR");
+    if (!dir) {
+        print_message("WICK_ORACLE_DIR not set: skipping\n");
+        skip();
+    }
+    snprintf(g_dir, sizeof g_dir, "%s/scan", dir);
+    char path[8192];
+    snprintf(path, sizeof path, "%s/manifest.txt", g_dir);
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        fprintf(stderr, "cannot open %s (run tests/oracle/gen_scan.py first)\n", path);
+        fail();
+    }
+    int saved_threads = wk_num_threads();
+    char line[2048];
+    while (fgets(line, sizeof line, fp)) {
+        if (line[0] == '#' || line[0] == '\n') continue;
+        run_case(line);
+    }
+    fclose(fp);
+    wk_set_num_threads(saved_threads);
+    printf("oracle_scan: %d cases, %d failed\n", g_total, g_failed);
+    assert_true(g_total > 0);
+    assert_int_equal(g_failed, 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_scan)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
