@@ -20,6 +20,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 #include <wick/wick.h>
+#include "peer.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -33,17 +34,6 @@ typedef struct row {
 
 static const row k_rows[] = {{56, 64, 1}, {56, 64, 8}, {14, 256, 1}, {14, 256, 8}};
 #define NROWS ((int)(sizeof k_rows / sizeof *k_rows))
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static double flops(const row *r) { return 2.0 * (double)(r->batch * r->c * r->hw * r->hw * r->c * 9); }
 
@@ -92,19 +82,19 @@ static double time_wick(const row *r, double min_time, int repeats, bool *correc
     wk_tensor_free(y);
     int64_t iters = 1;
     for (;;) {
-        double t0 = now_s();
+        double t0 = bench_now();
         for (int64_t i = 0; i < iters; i++) wk_tensor_free(wk_conv2d(x, w, &p));
-        if (now_s() - t0 >= min_time || iters > (1 << 20)) break;
+        if (bench_now() - t0 >= min_time || iters > (1 << 20)) break;
         iters *= 2;
     }
     double t[16];
     if (repeats > 16) repeats = 16;
     for (int rep = 0; rep < repeats; rep++) {
-        double t0 = now_s();
+        double t0 = bench_now();
         for (int64_t i = 0; i < iters; i++) wk_tensor_free(wk_conv2d(x, w, &p));
-        t[rep] = (now_s() - t0) / (double)iters;
+        t[rep] = (bench_now() - t0) / (double)iters;
     }
-    qsort(t, (size_t)repeats, sizeof(double), cmp_d);
+    qsort(t, (size_t)repeats, sizeof(double), bench_cmp_double);
     res = t[repeats / 2];
 out:
     wk_tensor_free(x);
@@ -138,32 +128,23 @@ static const char *k_peer =
 static void time_torch(const char *python, int nt, const row *rows, int nrows, double min_time, int repeats,
                        double *out) {
     for (int i = 0; i < nrows; i++) out[i] = -1;
-    char path[] = "/tmp/wick_bench_conv_XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0) return;
-    FILE *f = fdopen(fd, "w");
-    if (!f) return;
-    fputs(k_peer, f);
-    fclose(f);
-    char cmd[4096];
-    int len = snprintf(cmd, sizeof cmd, "ATEN_CPU_CAPABILITY=avx512 '%s' '%s' %d %g %d", python, path, nt, min_time,
-                       repeats);
-    for (int i = 0; i < nrows && len > 0 && len < (int)sizeof cmd - 64; i++)
-        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %lld:%lld:%lld", (long long)rows[i].hw,
+    char args[2048];
+    int len = snprintf(args, sizeof args, "%d %g %d", nt, min_time, repeats);
+    for (int i = 0; i < nrows && len > 0 && len < (int)sizeof args - 64; i++)
+        len += snprintf(args + len, sizeof args - (size_t)len, " %lld:%lld:%lld", (long long)rows[i].hw,
                         (long long)rows[i].c, (long long)rows[i].batch);
-    FILE *p = popen(cmd, "r");
-    if (p) {
+    bench_peer p;
+    if (bench_peer_start(&p, python, k_peer, NULL, args)) {
         char line[256];
-        while (fgets(line, sizeof line, p)) {
+        while (fgets(line, sizeof line, p.out)) {
             long long hw, c, n;
             double t;
             if (sscanf(line, "%lld:%lld:%lld %lf", &hw, &c, &n, &t) != 4) continue;
             for (int i = 0; i < nrows; i++)
                 if (rows[i].hw == hw && rows[i].c == c && rows[i].batch == n) out[i] = t;
         }
-        pclose(p);
     }
-    remove(path);
+    bench_peer_finish(&p);
 }
 
 int main(int argc, char **argv) {

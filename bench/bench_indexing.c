@@ -21,12 +21,7 @@
 #include <string.h>
 #include <time.h>
 #include "wick/wick.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "peer.h"
 
 typedef struct {
     int op;
@@ -50,27 +45,22 @@ static void call(bctx *c) {
     wk_tensor_free(r);
 }
 
-static int cmp_d(const void *x, const void *y) {
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
 static double bench(bctx *c, double min_time) {
     call(c);
     int64_t n = 1;
     for (;;) {
-        double t0 = now_s();
+        double t0 = bench_now();
         for (int64_t i = 0; i < n; i++) call(c);
-        if (now_s() - t0 >= min_time || n > (1 << 24)) break;
+        if (bench_now() - t0 >= min_time || n > (1 << 24)) break;
         n *= 2;
     }
     double t[5];
     for (int r = 0; r < 5; r++) {
-        double t0 = now_s();
+        double t0 = bench_now();
         for (int64_t i = 0; i < n; i++) call(c);
-        t[r] = (now_s() - t0) / (double)n;
+        t[r] = (bench_now() - t0) / (double)n;
     }
-    qsort(t, 5, sizeof t[0], cmp_d);
+    qsort(t, 5, sizeof t[0], bench_cmp_double);
     return t[2];
 }
 
@@ -122,32 +112,24 @@ static const char *k_peer =
 
 static void peer(const char *python, int threads, double mt, bool quick, double *out) {
     for (int k = 0; k < 4; k++) out[k] = -1;
-    char path[] = "/tmp/wick_bench_indexing_XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0) return;
-    FILE *f = fdopen(fd, "w");
-    if (!f) return;
-    fputs(k_peer, f);
-    fclose(f);
-    char cmd[1024];
-    int len = snprintf(cmd, sizeof cmd, "ATEN_CPU_CAPABILITY=avx512 OMP_NUM_THREADS=%d '%s' '%s' %d %g", threads,
-                       python, path, threads, mt);
+    char env[64], args[1024];
+    snprintf(env, sizeof env, "OMP_NUM_THREADS=%d", threads);
+    int len = snprintf(args, sizeof args, "%d %g", threads, mt);
     for (int op = 0; op < 4; op++) {
         int64_t s[3];
         sizes(op, quick, s);
-        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %lld %lld %lld", (long long)s[0], (long long)s[1],
+        len += snprintf(args + len, sizeof args - (size_t)len, " %lld %lld %lld", (long long)s[0], (long long)s[1],
                         (long long)s[2]);
     }
-    FILE *p = popen(cmd, "r");
-    if (p) {
+    bench_peer p;
+    if (bench_peer_start(&p, python, k_peer, env, args)) {
         char name[64];
         double t;
-        while (fscanf(p, "%63s %lf", name, &t) == 2)
+        while (fscanf(p.out, "%63s %lf", name, &t) == 2)
             for (int k = 0; k < 4; k++)
                 if (strcmp(name, k_names[k]) == 0) out[k] = t;
-        pclose(p);
     }
-    remove(path);
+    bench_peer_finish(&p);
 }
 
 static wk_tensor *ids_tensor(int64_t n, int64_t mod, const int64_t *shape, int rank) {

@@ -21,6 +21,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 #include <wick/wick.h>
+#include "peer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,17 +41,6 @@ static struct {
 static const char *const k_rows[NROWS] = {"max_pool2d_3x3s2p1", "avg_pool2d_2x2", "upsample_bilinear2d_2x"};
 static const char *const k_desc[NROWS] = {"max_pool2d 3x3 s2 p1  Nx64x112x112", "avg_pool2d 2x2 s2     Nx256x28x28",
                                           "bilinear2d 2x (ac=0)  Nx64x56x56"};
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static int64_t g_batch;
 
@@ -82,20 +72,20 @@ static double time_wick(int row) {
     wk_tensor_free(r);
     int64_t n = 1;
     for (;;) {
-        double t0 = now_s();
+        double t0 = bench_now();
         for (int64_t i = 0; i < n; i++) wk_tensor_free(run_row(row, x));
-        double dt = now_s() - t0;
+        double dt = bench_now() - t0;
         if (dt >= opt.min_time || n >= (1 << 20)) break;
         n *= dt > 0 ? (opt.min_time / dt > 10 ? 10 : 2) : 10;
     }
     double rep[16];
     for (int k = 0; k < opt.repeats; k++) {
-        double t0 = now_s();
+        double t0 = bench_now();
         for (int64_t i = 0; i < n; i++) wk_tensor_free(run_row(row, x));
-        rep[k] = (now_s() - t0) / (double)n;
+        rep[k] = (bench_now() - t0) / (double)n;
     }
     wk_tensor_free(x);
-    qsort(rep, (size_t)opt.repeats, sizeof(double), cmp_d);
+    qsort(rep, (size_t)opt.repeats, sizeof(double), bench_cmp_double);
     return rep[opt.repeats / 2];
 }
 
@@ -131,28 +121,19 @@ static const char *k_py =
 static void time_torch(int threads, double *out) {
     for (int i = 0; i < NROWS; i++) out[i] = -1;
     if (opt.no_peers) return;
-    char path[] = "/tmp/bench_pool_XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0) return;
-    FILE *f = fdopen(fd, "w");
-    if (!f) return;
-    fputs(k_py, f);
-    fclose(f);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             "ATEN_CPU_CAPABILITY=avx512 OMP_NUM_THREADS=%d '%s' '%s' %d %lld %g %d 2>/dev/null", threads,
-             opt.python, path, threads, (long long)g_batch, opt.min_time, opt.repeats);
-    FILE *p = popen(cmd, "r");
-    if (p) {
+    char env[64], args[256];
+    snprintf(env, sizeof env, "OMP_NUM_THREADS=%d", threads);
+    snprintf(args, sizeof args, "%d %lld %g %d 2>/dev/null", threads, (long long)g_batch, opt.min_time, opt.repeats);
+    bench_peer p;
+    if (bench_peer_start(&p, opt.python, k_py, env, args)) {
         char line[256], name[128];
         double s;
-        while (fgets(line, sizeof line, p))
+        while (fgets(line, sizeof line, p.out))
             if (sscanf(line, "%127s %lf", name, &s) == 2)
                 for (int i = 0; i < NROWS; i++)
                     if (strcmp(name, k_rows[i]) == 0) out[i] = s;
-        pclose(p);
     }
-    remove(path);
+    bench_peer_finish(&p);
 }
 
 int main(int argc, char **argv) {

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include "wick/wick.h"
+#include "peer.h"
 
 static double g_min_time = 0.05;
 static int g_repeats = 5;
@@ -50,11 +51,6 @@ static int run_once(const job *j) {
     return 0;
 }
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Median seconds per call. */
 static double time_job(const job *j) {
     if (run_once(j)) return -1;
@@ -72,7 +68,7 @@ static double time_job(const job *j) {
         for (long k = 0; k < n; k++) run_once(j);
         r[rep] = (now() - t0) / (double)n;
     }
-    qsort(r, (size_t)g_repeats, sizeof r[0], cmp_d);
+    qsort(r, (size_t)g_repeats, sizeof r[0], bench_cmp_double);
     return r[g_repeats / 2];
 }
 
@@ -103,23 +99,14 @@ static const char *k_torch_script =
     "sys.stdout.flush()\n";
 
 static int torch_times(const char *python, int threads, int quick, double *out, int n) {
-    char path[] = "/tmp/bench_scan_XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0) return -1;
-    FILE *f = fdopen(fd, "w");
-    if (!f) return -1;
-    fputs(k_torch_script, f);
-    fclose(f);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "ATEN_CPU_CAPABILITY=avx512 OMP_NUM_THREADS=%d '%s' '%s' %d %d %g %d 2>/dev/null",
-             threads, python, path, threads, quick, g_min_time, g_repeats);
-    FILE *p = popen(cmd, "r");
+    char env[64], args[256];
+    snprintf(env, sizeof env, "OMP_NUM_THREADS=%d", threads);
+    snprintf(args, sizeof args, "%d %d %g %d 2>/dev/null", threads, quick, g_min_time, g_repeats);
+    bench_peer p;
     int got = 0;
-    if (p) {
-        while (got < n && fscanf(p, "%lf", &out[got]) == 1) got++;
-        pclose(p);
-    }
-    remove(path);
+    if (bench_peer_start(&p, python, k_torch_script, env, args))
+        while (got < n && fscanf(p.out, "%lf", &out[got]) == 1) got++;
+    bench_peer_finish(&p);
     return got == n ? 0 : -1;
 }
 
