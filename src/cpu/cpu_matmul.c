@@ -16,11 +16,23 @@ typedef bool (*gemm_f64_fn)(int64_t, int64_t, int64_t, const double *, int64_t, 
 
 /* The GEMM for the SIMD level in force (vmath's run-time choice, which also
  * honours WICK_ISA); looked up per call so there is no shared mutable state. */
-static void pick(gemm_f32_fn *f32, gemm_f64_fn *f64) {
+typedef void (*gemv_f32_fn)(int64_t, int64_t, const float *, int64_t, const float *, int64_t, int64_t, float *);
+typedef void (*gemv_f64_fn)(int64_t, int64_t, const double *, int64_t, const double *, int64_t, int64_t, double *);
+
+typedef struct {
+    gemm_f32_fn f32;
+    gemm_f64_fn f64;
+    gemv_f32_fn v32;
+    gemv_f64_fn v64;
+} kernels;
+
+static kernels pick(void) {
     const char *isa = wk_cpu_isa();
-    if (strcmp(isa, "avx512") == 0) { *f32 = wk__gemm_f32_avx512; *f64 = wk__gemm_f64_avx512; }
-    else if (strcmp(isa, "avx2") == 0) { *f32 = wk__gemm_f32_avx2; *f64 = wk__gemm_f64_avx2; }
-    else { *f32 = wk__gemm_f32_generic; *f64 = wk__gemm_f64_generic; }
+    if (strcmp(isa, "avx512") == 0)
+        return (kernels){wk__gemm_f32_avx512, wk__gemm_f64_avx512, wk__gemv_f32_avx512, wk__gemv_f64_avx512};
+    if (strcmp(isa, "avx2") == 0)
+        return (kernels){wk__gemm_f32_avx2, wk__gemm_f64_avx2, wk__gemv_f32_avx2, wk__gemv_f64_avx2};
+    return (kernels){wk__gemm_f32_generic, wk__gemm_f64_generic, wk__gemv_f32_generic, wk__gemv_f64_generic};
 }
 
 /* Element offset of batch b for a layout whose last two dims are the matrix. */
@@ -46,9 +58,9 @@ static float *widen(const void *src, int64_t off, int64_t rows, int64_t cols, in
 wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, const void *b, const wk_layout *lb,
                          void *dst, wk_dtype dt) {
     (void)dev;
-    gemm_f32_fn g_f32;
-    gemm_f64_fn g_f64;
-    pick(&g_f32, &g_f64);
+    kernels kk = pick();
+    gemm_f32_fn g_f32 = kk.f32;
+    gemm_f64_fn g_f64 = kk.f64;
     int r = la->rank;
     int64_t m = la->shape[r - 2], k = la->shape[r - 1], n = lb->shape[r - 1];
     int64_t ars = la->stride[r - 2], acs = la->stride[r - 1], brs = lb->stride[r - 2], bcs = lb->stride[r - 1];
@@ -65,6 +77,25 @@ wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, con
                         acc += wk__load_f64(a, ao + i * ars + p * acs, dt) * wk__load_f64(b, bo + p * brs + j * bcs, dt);
                     wk__store_f64(dst, bi * m * n + i * n + j, dt, acc);
                 }
+        }
+        return WK_OK;
+    }
+    if ((m == 1 || n == 1) && (dt == WK_F32 || dt == WK_F64)) {
+        /* matrix-vector: read the matrix once, no packing. For n == 1 the
+         * product is the transpose view: y = b^T A^T. */
+        for (int64_t bi = 0; bi < nb; bi++) {
+            int64_t ao = batch_offset(la, bi), bo = batch_offset(lb, bi);
+            if (dt == WK_F32) {
+                const float *A = (const float *)a + ao, *B = (const float *)b + bo;
+                float *y = (float *)dst + bi * m * n;
+                if (m == 1) kk.v32(n, k, A, acs, B, brs, bcs, y);
+                else kk.v32(m, k, B, brs, A, acs, ars, y);
+            } else {
+                const double *A = (const double *)a + ao, *B = (const double *)b + bo;
+                double *y = (double *)dst + bi * m * n;
+                if (m == 1) kk.v64(n, k, A, acs, B, brs, bcs, y);
+                else kk.v64(m, k, B, brs, A, acs, ars, y);
+            }
         }
         return WK_OK;
     }

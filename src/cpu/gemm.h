@@ -5,9 +5,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* gemv: y[j] = sum_p x[p*xs] * b[p*brs + j*bcs], j < n (y contiguous). */
 #define WK_GEMM_DECL(T, sfx)                                                                                  \
     bool wk__gemm_##sfx(int64_t m, int64_t n, int64_t k, const T *a, int64_t ars, int64_t acs, const T *b, \
-                        int64_t brs, int64_t bcs, T *c);
+                        int64_t brs, int64_t bcs, T *c);                                                      \
+    void wk__gemv_##sfx(int64_t n, int64_t k, const T *x, int64_t xs, const T *b, int64_t brs, int64_t bcs, T *y);
 WK_GEMM_DECL(float, f32_generic)
 WK_GEMM_DECL(double, f64_generic)
 WK_GEMM_DECL(float, f32_avx2)
