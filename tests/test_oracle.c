@@ -12,6 +12,7 @@
  * Every failing case prints its id, op, dtype, variant, max error and the
  * first mismatching index; the run ends with "oracle: N cases, M failed". */
 #include "testutil.h"
+#include "oracle_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -50,25 +51,9 @@ static double now_s(void) {
 
 static bool starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
-/* Value of key in "k=v;k=v" into out; false if absent. */
+/* Value of key in the case's "k=v;k=v" into out; false if absent. */
 static bool param(const oc_case *c, const char *key, char *out, size_t cap) {
-    size_t kl = strlen(key);
-    const char *p = c->params;
-    if (strcmp(p, "-") == 0) return false;
-    while (*p) {
-        const char *end = strchr(p, ';');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
-            size_t vl = len - kl - 1;
-            if (vl >= cap) vl = cap - 1;
-            memcpy(out, p + kl + 1, vl);
-            out[vl] = 0;
-            return true;
-        }
-        if (!end) break;
-        p = end + 1;
-    }
-    return false;
+    return ou_param(c->params, key, out, cap);
 }
 
 static bool param_f64(const oc_case *c, const char *key, double *v) {
@@ -87,120 +72,14 @@ static bool param_int(const oc_case *c, const char *key, long long *v) {
     return end != buf && *end == 0;
 }
 
-/* "a<sep>b<sep>c" of integers into out (at most cap); returns the count or -1. */
-static int parse_ints(const char *s, char sep, long long *out, int cap) {
-    int n = 0;
-    if (!*s) return 0;
-    for (;;) {
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (end == s || n >= cap) return -1;
-        out[n++] = v;
-        if (*end == 0) return n;
-        if (*end != sep) return -1;
-        s = end + 1;
-    }
-}
-
-/* "2x3x4" (or "_" for rank 0) into shape; returns the rank or -1. */
-static int parse_shape(const char *s, int64_t *shape) {
-    if (strcmp(s, "_") == 0) return 0;
-    long long v[WK_MAX_RANK];
-    int n = parse_ints(s, 'x', v, WK_MAX_RANK);
-    for (int i = 0; i < n; i++) shape[i] = (int64_t)v[i];
-    return n;
-}
-
-static bool status_from_name(const char *s, wk_status *st) {
-    static const struct { const char *name; wk_status st; } k[] = {
-        {"DTYPE", WK_ERR_DTYPE}, {"DIV_ZERO", WK_ERR_DIV_ZERO}, {"SHAPE", WK_ERR_SHAPE},
-        {"ARG", WK_ERR_ARG},     {"INDEX", WK_ERR_INDEX},       {"DEVICE", WK_ERR_DEVICE},
-    };
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-        if (strcmp(s, k[i].name) == 0) {
-            *st = k[i].st;
-            return true;
-        }
-    return false;
-}
-
 #define SAY(...) snprintf(why, cap, __VA_ARGS__)
 #define WHY(...) (SAY(__VA_ARGS__), false)
 
 /* ----------------------------------------------------------------- inputs */
 
-/* Apply one view token ("c", "t", "nD:S:L", "bSHAPE", "pA:B:C") to *t. */
-static bool apply_view(wk_tensor **t, const char *tok, char *why, size_t cap) {
-    wk_tensor *r = NULL;
-    switch (tok[0]) {
-    case 'c': return tok[1] == 0 ? true : WHY("bad view token '%s'", tok);
-    case 't': r = wk_transpose(*t, -2, -1); break;
-    case 'n': {
-        long long v[3];
-        if (parse_ints(tok + 1, ':', v, 3) != 3) return WHY("bad view token '%s'", tok);
-        r = wk_narrow(*t, (int)v[0], (int64_t)v[1], (int64_t)v[2]);
-        break;
-    }
-    case 'b': {
-        int64_t shape[WK_MAX_RANK];
-        int rank = parse_shape(tok + 1, shape);
-        if (rank < 0) return WHY("bad view token '%s'", tok);
-        r = wk_broadcast_as(*t, shape, rank);
-        break;
-    }
-    case 'p': {
-        long long v[WK_MAX_RANK];
-        int n = parse_ints(tok + 1, ':', v, WK_MAX_RANK);
-        if (n < 0) return WHY("bad view token '%s'", tok);
-        int dims[WK_MAX_RANK];
-        for (int i = 0; i < n; i++) dims[i] = (int)v[i];
-        r = wk_permute(*t, dims, n);
-        break;
-    }
-    default: return WHY("bad view token '%s'", tok);
-    }
-    if (!r) return WHY("building view '%s' failed: %s", tok, wk_last_error());
-    *t = r; /* the previous tensor stays owned by the scope */
-    return true;
-}
-
 /* FILE[@VIEW][#DTYPE] -> a tensor (owned by the current scope). */
 static wk_tensor *load_input(const oc_case *c, const char *spec, bool *noncontig, char *why, size_t cap) {
-    char buf[512];
-    if (strlen(spec) >= sizeof buf) { SAY("input spec too long"); return NULL; }
-    strcpy(buf, spec);
-    wk_dtype dt = c->dt;
-    char *hash = strchr(buf, '#');
-    if (hash) {
-        *hash = 0;
-        if (!wk_dtype_from_name(hash + 1, &dt)) { SAY("bad dtype in input spec '%s'", spec); return NULL; }
-    }
-    const char *view = "c";
-    char *at = strchr(buf, '@');
-    if (at) {
-        *at = 0;
-        view = at + 1;
-    }
-    char path[4700];
-    snprintf(path, sizeof path, "%s/%s", g_dir, buf);
-    wk_tensor *t = wk_npy_load(path, wk_cpu());
-    if (!t) { SAY("wk_npy_load(%s) failed: %s", buf, wk_last_error()); return NULL; }
-    if (wk_tensor_dtype(t) != dt) {
-        t = wk_to_dtype(t, dt);
-        if (!t) { SAY("converting input %s to %s failed: %s", buf, wk_dtype_name(dt), wk_last_error()); return NULL; }
-    }
-    char vbuf[256];
-    snprintf(vbuf, sizeof vbuf, "%s", view);
-    char *p = vbuf;
-    for (;;) {
-        char *plus = strchr(p, '+');
-        if (plus) *plus = 0;
-        if (!apply_view(&t, p, why, cap)) return NULL;
-        if (!plus) break;
-        p = plus + 1;
-    }
-    if (!wk_is_contiguous(t)) *noncontig = true;
-    return t;
+    return ou_load_input(g_dir, spec, c->dt, noncontig, why, cap);
 }
 
 /* ---------------------------------------------------------------- the ops */
@@ -277,7 +156,7 @@ static bool run_op(const oc_case *c, wk_tensor **in, int nin, wk_tensor **r, cha
         long long dl[WK_MAX_RANK], keep = 0;
         if (k < 0) return WHY("unknown reduction '%s'", sub);
         if (!need(nin, 1, why, cap)) return false;
-        int nd = param(c, "dims", buf, sizeof buf) ? parse_ints(buf, '|', dl, WK_MAX_RANK) : -1;
+        int nd = param(c, "dims", buf, sizeof buf) ? ou_parse_ints(buf, '|', dl, WK_MAX_RANK) : -1;
         if (nd < 0 || !param_int(c, "keep", &keep)) return WHY("reduce needs dims, keep");
         int dims[WK_MAX_RANK];
         for (int i = 0; i < nd; i++) dims[i] = (int)dl[i];
@@ -326,7 +205,7 @@ static bool run_op(const oc_case *c, wk_tensor **in, int nin, wk_tensor **r, cha
         *r = wk_eye((int64_t)n, c->dt, wk_cpu());
     } else if (strcmp(op, "zeros") == 0 || strcmp(op, "ones") == 0 || strcmp(op, "full") == 0) {
         int64_t shape[WK_MAX_RANK];
-        int rank = param(c, "shape", buf, sizeof buf) ? parse_shape(buf, shape) : -1;
+        int rank = param(c, "shape", buf, sizeof buf) ? ou_parse_shape(buf, shape) : -1;
         if (rank < 0) return WHY("%s needs shape", op);
         if (op[0] == 'z') *r = wk_zeros(shape, rank, c->dt, wk_cpu());
         else if (op[0] == 'o') *r = wk_ones(shape, rank, c->dt, wk_cpu());
@@ -389,9 +268,8 @@ static void shape_str(const wk_tensor *t, char *out, size_t cap) {
 }
 
 static bool compare(const oc_case *c, const wk_tensor *got, char *why, size_t cap) {
-    char path[4700], s1[128], s2[128];
-    snprintf(path, sizeof path, "%s/%s", g_dir, c->expected);
-    wk_tensor *want = wk_npy_load(path, wk_cpu());
+    char s1[128], s2[128];
+    wk_tensor *want = ou_load(g_dir, c->expected);
     if (!want) return WHY("wk_npy_load(%s) failed: %s", c->expected, wk_last_error());
     if (wk_tensor_dtype(got) != c->odt)
         return WHY("result dtype %s, expected %s", wk_dtype_name(wk_tensor_dtype(got)), wk_dtype_name(c->odt));
@@ -429,15 +307,8 @@ static bool compare(const oc_case *c, const wk_tensor *got, char *why, size_t ca
             return WHY("reading values failed: %s", wk_last_error());
         }
         for (int64_t i = 0; i < n; i++) {
-            bool good;
-            double e;
-            if (isnan(w[i])) { good = isnan(g[i]); e = good ? 0 : INFINITY; }
-            else if (isinf(w[i]) || isinf(g[i])) { good = g[i] == w[i]; e = good ? 0 : INFINITY; }
-            else if (isnan(g[i])) { good = false; e = INFINITY; }
-            else {
-                e = fabs(g[i] - w[i]);
-                good = e <= c->atol + c->rtol * fabs(w[i]);
-            }
+            bool good = ou_close(g[i], w[i], c->atol, c->rtol);
+            double e = isfinite(g[i]) && isfinite(w[i]) ? fabs(g[i] - w[i]) : good ? 0 : INFINITY;
             if (e > maxerr) maxerr = e;
             if (!good) {
                 if (first < 0) { first = i; g_first = g[i]; w_first = w[i]; }
@@ -493,7 +364,7 @@ static bool run_inner(const oc_case *c, bool *noncontig, char *why, size_t cap) 
     if (!run_op(c, in, nin, &r, why, cap)) return false;
     if (c->expected[0] == '!') {
         wk_status st;
-        if (!status_from_name(c->expected + 1, &st)) return WHY("bad expected status '%s'", c->expected);
+        if (!ou_status_from_name(c->expected + 1, &st)) return WHY("bad expected status '%s'", c->expected);
         if (r) return WHY("succeeded, expected it to fail with %s", wk_status_name(st));
         if (wk_last_status() != st)
             return WHY("failed with %s (%s), expected %s", wk_status_name(wk_last_status()), wk_last_error(),
@@ -597,13 +468,11 @@ static int parse_manifest(char *text) {
 
 static int group_setup(void **state) {
     (void)state;
-    const char *dir = getenv("WICK_ORACLE_DIR");
-    if (!dir || !*dir) {
+    if (!ou_dir(NULL, g_dir, sizeof g_dir) || !g_dir[0]) {
         fprintf(stderr, "test_oracle: WICK_ORACLE_DIR is not set (run through ctest, after oracle_generate, or set it "
                         "to the output of tests/oracle/gen_oracle.py)\n");
         return -1;
     }
-    snprintf(g_dir, sizeof g_dir, "%s", dir);
     char path[4200];
     snprintf(path, sizeof path, "%s/manifest.txt", g_dir);
     g_text = read_file(path);

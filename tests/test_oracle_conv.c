@@ -5,6 +5,7 @@
  * with a non-contiguous view of the same weight (same result exactly).
  * The manifest format is described at the top of gen_conv.py. */
 #include "testutil.h"
+#include "oracle_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,9 +22,7 @@ static wk_dtype parse_dt(const char *s) {
 }
 
 static wk_tensor *load(const char *file, wk_dtype dt) {
-    char path[8192];
-    snprintf(path, sizeof path, "%s/%s", g_dir, file);
-    wk_tensor *raw = wk_npy_load(path, wk_cpu());
+    wk_tensor *raw = ou_load(g_dir, file);
     if (!raw) return NULL;
     wk_tensor *t = wk_to_dtype(raw, dt);
     wk_tensor_free(raw);
@@ -143,21 +142,17 @@ done:
 
 static void test_oracle_conv(void **state) {
     (void)state;
-    const char *root = getenv("WICK_ORACLE_DIR");
-    if (!root) {
+    if (!ou_dir("conv", g_dir, sizeof g_dir)) {
         printf("WICK_ORACLE_DIR not set: skipped\n");
         skip();
     }
-    snprintf(g_dir, sizeof g_dir, "%s/conv", root);
     char path[8192];
-    snprintf(path, sizeof path, "%s/manifest.txt", g_dir);
-    FILE *f = fopen(path, "r");
+    FILE *f = ou_open_manifest(g_dir, path, sizeof path);
     assert_non_null(f);
     char line[2048];
     int total = 0, failed = 0, noncontig = 0;
     int saved = wk_num_threads();
-    while (fgets(line, sizeof line, f)) {
-        if (line[0] == '#' || line[0] == '\n') continue;
+    while (ou_next_line(f, line, sizeof line)) {
         total++;
         if (!run_case(line, &noncontig)) failed++;
     }

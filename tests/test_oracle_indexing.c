@@ -4,8 +4,8 @@
  * variant and compared with the expected .npy; failures print the case id and
  * the first mismatch; the run ends with "oracle_indexing: N cases, M failed". */
 #include "testutil.h"
+#include "oracle_util.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,108 +22,19 @@ typedef struct {
 } icase;
 
 static bool param(const icase *c, const char *key, char *out, size_t cap) {
-    size_t kl = strlen(key);
-    const char *p = c->params;
-    if (strcmp(p, "-") == 0) return false;
-    while (*p) {
-        const char *end = strchr(p, ';');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
-            size_t vl = len - kl - 1;
-            if (vl >= cap) vl = cap - 1;
-            memcpy(out, p + kl + 1, vl);
-            out[vl] = 0;
-            return true;
-        }
-        if (!end) break;
-        p = end + 1;
-    }
-    return false;
-}
-
-static int parse_ints(const char *s, char sep, long long *out, int cap) {
-    int n = 0;
-    if (!*s) return 0;
-    for (;;) {
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (end == s || n >= cap) return -1;
-        out[n++] = v;
-        if (*end == 0) return n;
-        if (*end != sep) return -1;
-        s = end + 1;
-    }
+    return ou_param(c->params, key, out, cap);
 }
 
 static bool param_ll(const icase *c, const char *key, long long *v) {
     char b[64];
-    return param(c, key, b, sizeof b) && parse_ints(b, ',', v, 1) == 1;
-}
-
-static int parse_shape(const char *s, int64_t *shape) {
-    if (strcmp(s, "_") == 0) return 0;
-    long long v[WK_MAX_RANK];
-    int n = parse_ints(s, 'x', v, WK_MAX_RANK);
-    for (int i = 0; i < n; i++) shape[i] = (int64_t)v[i];
-    return n;
-}
-
-static wk_tensor *apply_view(wk_tensor *t, const char *tok) {
-    switch (tok[0]) {
-    case 'c': return t;
-    case 't': return wk_transpose(t, -2, -1);
-    case 'n': {
-        long long v[3];
-        if (parse_ints(tok + 1, ':', v, 3) != 3) return NULL;
-        return wk_narrow(t, (int)v[0], (int64_t)v[1], (int64_t)v[2]);
-    }
-    case 'b': {
-        int64_t shape[WK_MAX_RANK];
-        int rank = parse_shape(tok + 1, shape);
-        return rank < 0 ? NULL : wk_broadcast_as(t, shape, rank);
-    }
-    case 'p': {
-        long long v[WK_MAX_RANK];
-        int n = parse_ints(tok + 1, ':', v, WK_MAX_RANK);
-        int dims[WK_MAX_RANK];
-        for (int i = 0; i < n; i++) dims[i] = (int)v[i];
-        return n < 0 ? NULL : wk_permute(t, dims, n);
-    }
-    default: return NULL;
-    }
+    return param(c, key, b, sizeof b) && ou_parse_ints(b, ',', v, 1) == 1;
 }
 
 /* FILE[@VIEW][#DTYPE] -> tensor owned by the current scope. */
-static wk_tensor *load_input(const icase *c, const char *spec) {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", spec);
-    wk_dtype dt = c->dt;
-    char *hash = strchr(buf, '#');
-    if (hash) {
-        *hash = 0;
-        if (!wk_dtype_from_name(hash + 1, &dt)) return NULL;
-    }
-    const char *view = "c";
-    char *at = strchr(buf, '@');
-    if (at) {
-        *at = 0;
-        view = at + 1;
-    }
-    char path[4700];
-    snprintf(path, sizeof path, "%s/%s", g_dir, buf);
-    wk_tensor *t = wk_npy_load(path, wk_cpu());
-    if (t && wk_tensor_dtype(t) != dt) t = wk_to_dtype(t, dt);
-    char vb[256];
-    snprintf(vb, sizeof vb, "%s", view);
-    char *p = vb;
-    while (t) {
-        char *plus = strchr(p, '+');
-        if (plus) *plus = 0;
-        t = apply_view(t, p);
-        if (!plus) break;
-        p = plus + 1;
-    }
-    if (t && !wk_is_contiguous(t)) g_noncontig++;
+static wk_tensor *load_input(const icase *c, const char *spec, char *why, size_t cap) {
+    bool noncontig = false;
+    wk_tensor *t = ou_load_input(g_dir, spec, c->dt, &noncontig, why, cap);
+    if (noncontig) g_noncontig++;
     return t;
 }
 
@@ -131,7 +42,7 @@ static int dims_param(const icase *c, const char *key, int *dims) {
     char b[128];
     long long v[WK_MAX_RANK];
     if (!param(c, key, b, sizeof b)) return -1;
-    int n = parse_ints(b, '|', v, WK_MAX_RANK);
+    int n = ou_parse_ints(b, '|', v, WK_MAX_RANK);
     for (int i = 0; i < n; i++) dims[i] = (int)v[i];
     return n;
 }
@@ -198,18 +109,6 @@ static wk_tensor *run_op(const icase *c, wk_tensor **in, int nin, bool *malforme
 #undef NEED
 }
 
-static bool status_from_name(const char *s, wk_status *st) {
-    static const struct { const char *name; wk_status st; } k[] = {
-        {"DTYPE", WK_ERR_DTYPE}, {"SHAPE", WK_ERR_SHAPE}, {"ARG", WK_ERR_ARG}, {"INDEX", WK_ERR_INDEX},
-    };
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-        if (!strcmp(s, k[i].name)) {
-            *st = k[i].st;
-            return true;
-        }
-    return false;
-}
-
 static double tol_for(const icase *c) {
     bool add = strstr(c->op, "add") != NULL;
     if (!add) return 0;
@@ -247,8 +146,9 @@ static void run_case(icase *c) {
         char *save = NULL;
         for (char *tok = strtok_r(ib, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
             if (nin >= MAXIN) { case_fail(c, "%s", "too many inputs"); wk_scope_end(); return; }
-            in[nin] = load_input(c, tok);
-            if (!in[nin]) { case_fail(c, "loading input failed: %s", wk_last_error()); wk_scope_end(); return; }
+            char why[512];
+            in[nin] = load_input(c, tok, why, sizeof why);
+            if (!in[nin]) { case_fail(c, "loading input failed: %s", why); wk_scope_end(); return; }
             nin++;
         }
     }
@@ -257,7 +157,7 @@ static void run_case(icase *c) {
     if (malformed) { case_fail(c, "%s", "malformed case"); wk_scope_end(); return; }
     if (c->expected[0] == '!') {
         wk_status want;
-        if (!status_from_name(c->expected + 1, &want)) case_fail(c, "bad status %s", c->expected);
+        if (!ou_status_from_name(c->expected + 1, &want)) case_fail(c, "bad status %s", c->expected);
         else if (r) case_fail(c, "expected error %s, got a result", c->expected + 1);
         else if (wk_last_status() != want) case_fail(c, "wrong error: %s", wk_last_error());
         wk_clear_error();
@@ -265,9 +165,7 @@ static void run_case(icase *c) {
         return;
     }
     if (!r) { case_fail(c, "call failed: %s", wk_last_error()); wk_scope_end(); return; }
-    char path[4700];
-    snprintf(path, sizeof path, "%s/%s", g_dir, c->expected);
-    wk_tensor *e = wk_npy_load(path, wk_cpu());
+    wk_tensor *e = ou_load(g_dir, c->expected);
     if (!e) { case_fail(c, "cannot load expected: %s", wk_last_error()); wk_scope_end(); return; }
     if (wk_tensor_dtype(r) != c->dt) { case_fail(c, "result dtype %s", wk_dtype_name(wk_tensor_dtype(r))); wk_scope_end(); return; }
     bool shape_ok = wk_rank(r) == wk_rank(e);
@@ -307,7 +205,7 @@ static void run_case(icase *c) {
                 case_fail(c, "%s", "readback failed");
             } else {
                 for (int64_t i = 0; i < n; i++) {
-                    bool ok = (isnan(g[i]) && isnan(w[i])) || g[i] == w[i] || fabs(g[i] - w[i]) <= rt * (1 + fabs(w[i]));
+                    bool ok = ou_close_rel(g[i], w[i], rt);
                     if (!ok) {
                         char msg[160];
                         snprintf(msg, sizeof msg, "at flat %lld got %.17g want %.17g", (long long)i, g[i], w[i]);
@@ -325,16 +223,12 @@ static void run_case(icase *c) {
 
 static void test_oracle_indexing(void **state) {
     (void)state;
-    const char *root = getenv("WICK_ORACLE_DIR");
-    if (!root) { printf("WICK_ORACLE_DIR not set: skipped\n"); skip(); }
-    snprintf(g_dir, sizeof g_dir, "%s/indexing", root);
+    if (!ou_dir("indexing", g_dir, sizeof g_dir)) { printf("WICK_ORACLE_DIR not set: skipped\n"); skip(); }
     char mpath[4200];
-    snprintf(mpath, sizeof mpath, "%s/manifest.txt", g_dir);
-    FILE *f = fopen(mpath, "rb");
+    FILE *f = ou_open_manifest(g_dir, mpath, sizeof mpath);
     if (!f) fail_msg("cannot open %s (run tests/oracle/gen_indexing.py first)", mpath);
     char line[4096];
-    while (fgets(line, sizeof line, f)) {
-        if (line[0] == '#' || line[0] == '\n') continue;
+    while (ou_next_line(f, line, sizeof line)) {
         line[strcspn(line, "\r\n")] = 0;
         char *fld[7];
         int nf = 0;

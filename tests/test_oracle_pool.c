@@ -7,6 +7,7 @@
  * Every failing case prints its id, max error and the first mismatching
  * index; the run ends with "oracle_pool: N cases, M failed". */
 #include "testutil.h"
+#include "oracle_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -15,96 +16,9 @@
 
 static char g_dir[4096];
 
-/* "k=v;k=v": value of key into out. */
-static bool param(const char *params, const char *key, char *out, size_t cap) {
-    size_t kl = strlen(key);
-    const char *p = params;
-    while (*p) {
-        const char *end = strchr(p, ';');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
-            size_t vl = len - kl - 1;
-            if (vl >= cap) vl = cap - 1;
-            memcpy(out, p + kl + 1, vl);
-            out[vl] = 0;
-            return true;
-        }
-        if (!end) break;
-        p = end + 1;
-    }
-    return false;
-}
-
-/* "AxB" (or "A") into v; returns the count. */
-static int parse_ints(const char *s, char sep, long long *v, int cap) {
-    int n = 0;
-    for (;;) {
-        char *end;
-        long long x = strtoll(s, &end, 10);
-        if (end == s || n >= cap) return -1;
-        v[n++] = x;
-        if (*end == 0) return n;
-        if (*end != sep) return -1;
-        s = end + 1;
-    }
-}
-
 static bool param_pair(const char *params, const char *key, long long *v) {
     char b[64];
-    return param(params, key, b, sizeof b) && parse_ints(b, 'x', v, 2) == 2;
-}
-
-static wk_tensor *apply_view(wk_tensor *t, const char *tok) {
-    long long v[WK_MAX_RANK];
-    switch (tok[0]) {
-    case 'c': return t;
-    case 't': return wk_transpose(t, -2, -1);
-    case 'n':
-        if (parse_ints(tok + 1, ':', v, 3) != 3) return NULL;
-        return wk_narrow(t, (int)v[0], v[1], v[2]);
-    case 'b': {
-        int n = parse_ints(tok + 1, 'x', v, WK_MAX_RANK);
-        if (n < 0) return NULL;
-        int64_t shape[WK_MAX_RANK];
-        for (int i = 0; i < n; i++) shape[i] = v[i];
-        return wk_broadcast_as(t, shape, n);
-    }
-    case 'p': {
-        int n = parse_ints(tok + 1, ':', v, WK_MAX_RANK);
-        if (n < 0) return NULL;
-        int dims[WK_MAX_RANK];
-        for (int i = 0; i < n; i++) dims[i] = (int)v[i];
-        return wk_permute(t, dims, n);
-    }
-    default: return NULL;
-    }
-}
-
-/* FILE@VIEW in dtype dt (owned by the current scope). */
-static wk_tensor *load_input(const char *spec, wk_dtype dt) {
-    char buf[512], path[4700];
-    snprintf(buf, sizeof buf, "%s", spec);
-    char *at = strchr(buf, '@');
-    const char *view = "c";
-    if (at) {
-        *at = 0;
-        view = at + 1;
-    }
-    snprintf(path, sizeof path, "%s/%s", g_dir, buf);
-    wk_tensor *t = wk_npy_load(path, wk_cpu());
-    if (!t) return NULL;
-    if (wk_tensor_dtype(t) != dt) t = wk_to_dtype(t, dt);
-    char vb[256];
-    snprintf(vb, sizeof vb, "%s", view);
-    char *p = vb;
-    while (t) {
-        char *plus = strchr(p, '+');
-        if (plus) *plus = 0;
-        t = apply_view(t, p);
-        if (!plus) break;
-        p = plus + 1;
-    }
-    return t;
+    return ou_param(params, key, b, sizeof b) && ou_parse_ints(b, 'x', v, 2) == 2;
 }
 
 static wk_tensor *run_op(const char *op, const char *params, const wk_tensor *x) {
@@ -113,17 +27,17 @@ static wk_tensor *run_op(const char *op, const char *params, const wk_tensor *x)
     if (strcmp(op, "max_pool2d") == 0 || strcmp(op, "avg_pool2d") == 0) {
         if (!param_pair(params, "k", k) || !param_pair(params, "s", s) || !param_pair(params, "p", p)) return NULL;
         if (op[0] == 'm') return wk_max_pool2d(x, k[0], k[1], s[0], s[1], p[0], p[1]);
-        bool cip = param(params, "cip", b, sizeof b) && strcmp(b, "1") == 0;
+        bool cip = ou_param(params, "cip", b, sizeof b) && strcmp(b, "1") == 0;
         return wk_avg_pool2d(x, k[0], k[1], s[0], s[1], p[0], p[1], cip);
     }
     if (strcmp(op, "nearest1d") == 0) {
-        if (!param(params, "out", b, sizeof b) || parse_ints(b, 'x', o, 1) != 1) return NULL;
+        if (!ou_param(params, "out", b, sizeof b) || ou_parse_ints(b, 'x', o, 1) != 1) return NULL;
         return wk_upsample_nearest1d(x, o[0]);
     }
     if (!param_pair(params, "out", o)) return NULL;
     if (strcmp(op, "nearest2d") == 0) return wk_upsample_nearest2d(x, o[0], o[1]);
     if (strcmp(op, "bilinear2d") == 0) {
-        bool ac = param(params, "ac", b, sizeof b) && strcmp(b, "1") == 0;
+        bool ac = ou_param(params, "ac", b, sizeof b) && strcmp(b, "1") == 0;
         return wk_upsample_bilinear2d(x, o[0], o[1], ac);
     }
     return NULL;
@@ -132,9 +46,7 @@ static wk_tensor *run_op(const char *op, const char *params, const wk_tensor *x)
 /* Compare got with the expected file; returns true if it matches. */
 static bool compare(const char *id, const wk_tensor *got, const char *expfile, wk_dtype dt, double atol,
                     double rtol) {
-    char path[4700];
-    snprintf(path, sizeof path, "%s/%s", g_dir, expfile);
-    wk_tensor *want = wk_npy_load(path, wk_cpu());
+    wk_tensor *want = ou_load(g_dir, expfile);
     if (!want) {
         printf("FAIL %s: cannot load %s: %s\n", id, expfile, wk_last_error());
         return false;
@@ -179,14 +91,8 @@ static bool compare(const char *id, const wk_tensor *got, const char *expfile, w
     double maxerr = 0;
     int64_t first = -1;
     for (int64_t i = 0; i < n; i++) {
-        bool good;
-        if (isnan(b[i])) good = isnan(a[i]);
-        else if (isinf(b[i])) good = a[i] == b[i];
-        else {
-            double e = fabs(a[i] - b[i]);
-            good = e <= atol + rtol * fabs(b[i]);
-            if (e > maxerr) maxerr = e;
-        }
+        bool good = ou_close(a[i], b[i], atol, rtol);
+        if (isfinite(b[i]) && fabs(a[i] - b[i]) > maxerr) maxerr = fabs(a[i] - b[i]);
         if (!good && first < 0) first = i;
     }
     if (first >= 0) {
@@ -199,34 +105,19 @@ static bool compare(const char *id, const wk_tensor *got, const char *expfile, w
     return ok;
 }
 
-/* The results with 1 and 2 threads must be bitwise equal. */
-static bool same_bits(const wk_tensor *a, const wk_tensor *b) {
-    size_t sz = wk_dtype_size(wk_tensor_dtype(a)) * (size_t)wk_numel(a);
-    if (sz == 0) return true;
-    unsigned char *x = malloc(sz), *y = malloc(sz);
-    bool ok = x && y && wk_to_host(a, x, sz) == WK_OK && wk_to_host(b, y, sz) == WK_OK && memcmp(x, y, sz) == 0;
-    free(x);
-    free(y);
-    return ok;
-}
-
 static void test_oracle_pool(void **state) {
     (void)state;
-    const char *env = getenv("WICK_ORACLE_DIR");
-    if (!env) {
+    if (!ou_dir("pool", g_dir, sizeof g_dir)) {
         print_message("WICK_ORACLE_DIR not set; skipping\n");
         skip();
     }
-    snprintf(g_dir, sizeof g_dir, "%s/pool", env);
     char mpath[4700];
-    snprintf(mpath, sizeof mpath, "%s/manifest.txt", g_dir);
-    FILE *f = fopen(mpath, "r");
+    FILE *f = ou_open_manifest(g_dir, mpath, sizeof mpath);
     if (!f) fail_msg("cannot open %s (run tests/oracle/gen_pool.py first)", mpath);
     char line[2048];
     int total = 0, failed = 0, nonc = 0;
     int saved_threads = wk_num_threads();
-    while (fgets(line, sizeof line, f)) {
-        if (line[0] == '#' || line[0] == '\n') continue;
+    while (ou_next_line(f, line, sizeof line)) {
         char id[256], op[64], dts[32], variant[64], params[256], input[512], exp[256];
         double atol, rtol;
         if (sscanf(line, "%255s %63s %31s %63s %255s %511s %255s %lf %lf", id, op, dts, variant, params, input, exp,
@@ -244,8 +135,10 @@ static void test_oracle_pool(void **state) {
         }
         wk_scope_begin();
         bool ok = false;
-        wk_tensor *x = load_input(input, dt);
-        if (!x) printf("FAIL %s: input %s: %s\n", id, input, wk_last_error());
+        char why[512];
+        bool nc = false;
+        wk_tensor *x = ou_load_input(g_dir, input, dt, &nc, why, sizeof why);
+        if (!x) printf("FAIL %s: input %s: %s\n", id, input, why);
         else {
             if (strcmp(variant, "contig") != 0) nonc++;
             wk_set_num_threads(1);
@@ -255,7 +148,7 @@ static void test_oracle_pool(void **state) {
             if (!r1 || !r2) printf("FAIL %s: op failed: %s\n", id, wk_last_error());
             else {
                 ok = compare(id, r1, exp, dt, atol, rtol);
-                if (ok && !same_bits(r1, r2)) {
+                if (ok && !ou_same_bits(r1, r2)) {
                     printf("FAIL %s: 1-thread and 2-thread results differ\n", id);
                     ok = false;
                 }

@@ -5,6 +5,7 @@
  * two results must be bit-identical. Every failing case prints its id and
  * the first mismatch; the run ends with "oracle_scan: N cases, M failed". */
 #include "testutil.h"
+#include "oracle_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -16,44 +17,20 @@ static int g_total, g_failed;
 
 static bool starts_with(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
-static bool param(const char *params, const char *key, char *out, size_t cap) {
-    size_t kl = strlen(key);
-    const char *p = params;
-    while (p && *p) {
-        const char *end = strchr(p, ';');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len >= kl + 1 && strncmp(p, key, kl) == 0 && p[kl] == '=') {
-            size_t vl = len - kl - 1;
-            if (vl >= cap) vl = cap - 1;
-            memcpy(out, p + kl + 1, vl);
-            out[vl] = 0;
-            return true;
-        }
-        p = end ? end + 1 : NULL;
-    }
-    return false;
-}
-
 static long param_int(const char *params, const char *key, long dflt) {
     char buf[64];
-    return param(params, key, buf, sizeof buf) ? strtol(buf, NULL, 10) : dflt;
+    return ou_param(params, key, buf, sizeof buf) ? strtol(buf, NULL, 10) : dflt;
 }
 
 static int param_dims(const char *params, int *dims) {
     char buf[64];
-    if (!param(params, "dims", buf, sizeof buf) || !buf[0]) return 0;
+    if (!ou_param(params, "dims", buf, sizeof buf) || !buf[0]) return 0;
     int n = 0;
     for (char *s = buf; *s && n < WK_MAX_RANK;) {
         dims[n++] = (int)strtol(s, &s, 10);
         if (*s == '|') s++;
     }
     return n;
-}
-
-static wk_tensor *load(const char *file) {
-    char path[8192];
-    snprintf(path, sizeof path, "%s/%s", g_dir, file);
-    return wk_npy_load(path, wk_cpu());
 }
 
 static int parse_shape(const char *s, int64_t *shape) {
@@ -117,7 +94,7 @@ static result run_op(const char *op, const wk_tensor *x, const char *params) {
 
 /* Compare got against the expected file; returns an error string or NULL. */
 static const char *compare(const wk_tensor *got, const char *file, double tol, bool exact_int, char *msg, size_t cap) {
-    wk_tensor *want = load(file);
+    wk_tensor *want = ou_load(g_dir, file);
     if (!want) { snprintf(msg, cap, "cannot load %s: %s", file, wk_last_error()); return msg; }
     const char *res = NULL;
     int rank = wk_rank(want);
@@ -155,9 +132,7 @@ static const char *compare(const wk_tensor *got, const char *file, double tol, b
         } else {
             for (int64_t k = 0; k < n; k++) {
                 double g = a[k], w = b[k];
-                bool ok = (isnan(w) && isnan(g)) || (isinf(w) && g == w) ||
-                          (!isnan(g) && !isinf(w) && fabs(g - w) <= tol * (1 + fabs(w)));
-                if (!ok) {
+                if (!ou_close_rel(g, w, tol)) {
                     snprintf(msg, cap, "element %lld: got %.9g want %.9g (tol %g)", (long long)k, g, w, tol);
                     res = msg;
                     break;
@@ -170,20 +145,6 @@ static const char *compare(const wk_tensor *got, const char *file, double tol, b
 done:
     wk_tensor_free(want);
     return res;
-}
-
-/* Bitwise equality of two results (the 1- and 2-thread runs). */
-static bool same_bits(const wk_tensor *a, const wk_tensor *b) {
-    if (!a || !b) return a == b;
-    int64_t n = wk_numel(a);
-    size_t es = wk_dtype_size(wk_tensor_dtype(a));
-    if (n != wk_numel(b) || wk_tensor_dtype(a) != wk_tensor_dtype(b)) return false;
-    char *x = malloc((size_t)n * es + 1), *y = malloc((size_t)n * es + 1);
-    bool ok = x && y && wk_to_host(a, x, (size_t)n * es) == WK_OK && wk_to_host(b, y, (size_t)n * es) == WK_OK &&
-              memcmp(x, y, (size_t)n * es) == 0;
-    free(x);
-    free(y);
-    return ok;
 }
 
 static void run_case(char *line) {
@@ -203,7 +164,7 @@ static void run_case(char *line) {
         err = msg;
         goto report;
     }
-    wk_tensor *raw = load(input);
+    wk_tensor *raw = ou_load(g_dir, input);
     wk_tensor *x = raw ? wk_to_dtype(raw, dt) : NULL;
     wk_tensor_free(raw);
     x = x ? apply_view(x, view) : NULL;
@@ -246,7 +207,7 @@ static void run_case(char *line) {
                 snprintf(msg + l, sizeof msg - l, " (indices)");
             }
         }
-        if (!err && (r2.st != WK_OK || !same_bits(r1.v, r2.v) || !same_bits(r1.i, r2.i))) {
+        if (!err && (r2.st != WK_OK || !ou_same_bits(r1.v, r2.v) || !ou_same_bits(r1.i, r2.i))) {
             snprintf(msg, sizeof msg, "2 threads differ from 1 thread");
             err = msg;
         }
@@ -265,23 +226,19 @@ report:
 
 static void test_oracle_scan(void **state) {
     (void)state;
-    const char *dir = getenv("WICK_ORACLE_DIR");
-    if (!dir) {
+    if (!ou_dir("scan", g_dir, sizeof g_dir)) {
         print_message("WICK_ORACLE_DIR not set: skipping\n");
         skip();
     }
-    snprintf(g_dir, sizeof g_dir, "%s/scan", dir);
     char path[8192];
-    snprintf(path, sizeof path, "%s/manifest.txt", g_dir);
-    FILE *fp = fopen(path, "r");
+    FILE *fp = ou_open_manifest(g_dir, path, sizeof path);
     if (!fp) {
         fprintf(stderr, "cannot open %s (run tests/oracle/gen_scan.py first)\n", path);
         fail();
     }
     int saved_threads = wk_num_threads();
     char line[2048];
-    while (fgets(line, sizeof line, fp)) {
-        if (line[0] == '#' || line[0] == '\n') continue;
+    while (ou_next_line(fp, line, sizeof line)) {
         run_case(line);
     }
     fclose(fp);

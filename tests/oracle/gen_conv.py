@@ -33,30 +33,23 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import oracle_common as oc  # noqa: E402
+
 SEED = 0xC0417
 OUT = os.path.join(sys.argv[1], 'conv')
-os.makedirs(OUT, exist_ok=True)
+FILES = oc.NpyFiles(OUT, 'c')
 rng = np.random.default_rng(SEED)
 lines = []
-nfile = [0]
 
 
 def save(arr):
-    name = 'c%05d.npy' % nfile[0]
-    nfile[0] += 1
-    np.save(os.path.join(OUT, name), np.ascontiguousarray(arr, dtype=np.float64))
-    return name
+    return FILES.save(np.asarray(arr, dtype=np.float64))
 
 
 def to_grid(a, dt):
-    t = torch.from_numpy(np.asarray(a, dtype=np.float64))
-    if dt == 'f32':
-        return t.float().double().numpy()
-    if dt == 'f16':
-        return t.half().double().numpy()
-    if dt == 'bf16':
-        return t.float().bfloat16().double().numpy()
-    return t.numpy()
+    return oc.round_float(a, dt)
 
 
 def round_out(a, dt):
@@ -184,7 +177,5 @@ add('conv_transpose2d', 'f16', 'c', rnd([2, 16, 10, 10]), rnd([16, 1, 3, 3]), 1,
 add('conv1d', 'f32', 'c', rnd([2, 64, 300]), rnd([64, 64, 5]), 1, 2, 1, 1, 0)
 add('conv_transpose1d', 'f32', 'n', rnd([2, 64, 300]), rnd([64, 32, 5]), 2, 2, 1, 2, 1)
 
-with open(os.path.join(OUT, 'manifest.txt'), 'w') as f:
-    f.write('# wick conv oracle, seed %#x, %d cases\n' % (SEED, len(lines)))
-    f.write('\n'.join(lines) + '\n')
+oc.write_manifest(OUT, [' wick conv oracle, seed %#x, %d cases' % (SEED, len(lines))], lines)
 print('gen_conv: %d cases in %s' % (len(lines), OUT))

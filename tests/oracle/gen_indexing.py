@@ -33,11 +33,15 @@ import sys
 import numpy as np
 import torch
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import oracle_common as oc  # noqa: E402
+
 SEED = 20261129
 rng = np.random.default_rng(SEED)
 
 VALUE_DTYPES = ['f32', 'f64', 'f16', 'bf16', 'u8', 'u32', 'i16', 'i32', 'i64']
-INTS = {'u8': np.uint8, 'u32': np.uint32, 'i16': np.int16, 'i32': np.int32, 'i64': np.int64}
+INTS = oc.NP_INT
 STORE = {'f32': np.float32, 'f64': np.float64, 'f16': np.float16, 'bf16': np.float32}
 STORE.update(INTS)
 TORCH_FLOAT = {'f32': torch.float32, 'f64': torch.float64, 'f16': torch.float16, 'bf16': torch.bfloat16}
@@ -47,16 +51,12 @@ IDX = ['u8', 'u32', 'i32', 'i64']
 class Out:
     def __init__(self, root):
         self.dir = os.path.join(root, 'indexing')
-        os.makedirs(self.dir, exist_ok=True)
+        self.files = oc.NpyFiles(self.dir, 'c')
         self.lines = []
-        self.nfile = 0
         self.ncase = 0
 
     def save(self, arr):
-        name = 'c%05d.npy' % self.nfile
-        self.nfile += 1
-        np.save(os.path.join(self.dir, name), np.array(arr, order='C', copy=True))
-        return name
+        return self.files.save(arr)
 
     def case(self, what, op, dt, variant, params, inputs, expected):
         cid = '%04d.%s' % (self.ncase, what)
@@ -65,9 +65,7 @@ class Out:
         self.lines.append(' '.join([cid, op, dt, variant, p, ','.join(inputs) if inputs else '-', expected]))
 
     def finish(self):
-        with open(os.path.join(self.dir, 'manifest.txt'), 'w') as f:
-            f.write('# indexing oracle cases, seed %d\n' % SEED)
-            f.write('\n'.join(self.lines) + '\n')
+        oc.write_manifest(self.dir, [' indexing oracle cases, seed %d' % SEED], self.lines)
 
 
 def values(shape, dt):

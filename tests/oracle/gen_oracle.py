@@ -40,7 +40,7 @@ fields separated by single spaces (no field contains a space):
             must match inf exactly). Integer results are compared exactly.
 
 bf16 / f8e4m3 inputs are stored as f32 values already on the bf16 / f8 grid
-(bf16 rounding: torch; f8e4m3fn rounding: by hand below, round to nearest
+(bf16 rounding: torch; f8e4m3fn rounding: by hand in oracle_common.py, round to nearest
 even, saturating at +-448); f16 inputs as <f2. Expected float values are
 computed in float64 from those rounded inputs, then rounded to the case dtype.
 """
@@ -50,17 +50,18 @@ import sys
 
 import numpy as np
 
-try:
-    import torch
-except ImportError:  # the numpy fallback below rounds the same way (RNE)
-    torch = None
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import oracle_common as oc  # noqa: E402
 
 SEED = 0x5EED0AC1E
 
 INTS = ['u8', 'u32', 'i16', 'i32', 'i64']
 FLOATS = ['f32', 'f64', 'f16', 'bf16', 'f8e4m3']
 ALL = ['u8', 'u32', 'i16', 'i32', 'i64', 'bf16', 'f16', 'f32', 'f64', 'f8e4m3']
-NP_INT = {'u8': np.uint8, 'u32': np.uint32, 'i16': np.int16, 'i32': np.int32, 'i64': np.int64}
+NP_INT = oc.NP_INT
+round_bf16 = oc.round_bf16
+round_f8 = oc.round_f8
 STORE = {'f64': np.float64, 'f32': np.float32, 'f16': np.float16, 'bf16': np.float32, 'f8e4m3': np.float32}
 STORE.update(NP_INT)
 IRANGE = {k: (int(np.iinfo(v).min), int(np.iinfo(v).max)) for k, v in NP_INT.items()}
@@ -87,51 +88,11 @@ def is_int(dt):
 
 # ---------------------------------------------------------------- rounding
 
-def round_bf16(x):
-    """float64 -> values on the bf16 grid (as float64): f64 -> f32 -> bf16,
-    round to nearest even, the way torch converts."""
-    with np.errstate(all='ignore'):
-        f = np.asarray(x, np.float64).astype(np.float32)
-    if torch is not None:
-        t = torch.from_numpy(np.ascontiguousarray(f).reshape(-1))
-        r = t.to(torch.bfloat16).to(torch.float32).numpy().reshape(f.shape)
-        return r.astype(np.float64)
-    u = np.ascontiguousarray(f).view(np.uint32).astype(np.uint64)
-    nan = np.isnan(f)
-    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
-    r = u.astype(np.uint32).view(np.float32).astype(np.float64)
-    return np.asarray(np.where(nan, np.nan, r), np.float64)
-
-
-def round_f8(x):
-    """float64 -> values on the f8e4m3fn grid: bias 7, no inf, max 448,
-    subnormal unit 2^-9; round to nearest even, saturate at +-448, NaN stays."""
-    x = np.asarray(x, np.float64)
-    a = np.abs(x)
-    with np.errstate(all='ignore'):
-        _, e = np.frexp(a)                     # a = m * 2^e, m in [0.5, 1)
-        q = np.ldexp(np.ones_like(a), e - 4)   # grid step 2^(floor(log2 a) - 3)
-        q = np.where(a < 2.0 ** -6, 2.0 ** -9, q)
-        r = np.minimum(np.round(a / q) * q, 448.0)   # np.round: half to even
-    r = np.where(np.isinf(a), 448.0, r)
-    return np.asarray(np.where(np.isnan(x), np.nan, np.copysign(r, x)), np.float64)
-
-
 def quant(x, dt):
     """Values on dt's grid, as float64 (floats) or int64 (ints, must be in range)."""
     if is_int(dt):
         return np.asarray(x).astype(np.int64)
-    x = np.asarray(x, np.float64)
-    with np.errstate(all='ignore'):
-        if dt == 'f64':
-            return x.copy()
-        if dt == 'f32':
-            return x.astype(np.float32).astype(np.float64)
-        if dt == 'f16':
-            return x.astype(np.float16).astype(np.float64)
-    if dt == 'bf16':
-        return round_bf16(x)
-    return round_f8(x)
+    return oc.round_float(x, dt)
 
 
 def wrap(v, dt):
@@ -159,15 +120,12 @@ class Oracle:
         self.dir = outdir
         self.rng = np.random.default_rng(SEED)
         self.lines = []
-        self.nfiles = 0
+        self.files = oc.NpyFiles(outdir, 'a')
         self.counts = {}
 
     # ---- files
     def save(self, arr):
-        name = 'a%05d.npy' % self.nfiles
-        self.nfiles += 1
-        np.save(os.path.join(self.dir, name), np.array(arr, order="C", copy=True))  # keeps rank 0
-        return name
+        return self.files.save(arr)
 
     # ---- values
     def values(self, shape, dt, dom):
@@ -297,11 +255,8 @@ class Oracle:
         self.counts[group] = self.counts.get(group, 0) + 1
 
     def write_manifest(self):
-        with open(os.path.join(self.dir, 'manifest.txt'), 'w') as f:
-            f.write('# wick oracle manifest v1 seed=%d cases=%d\n' % (SEED, len(self.lines)))
-            f.write('# id op dtype odtype variant params inputs expected atol rtol\n')
-            for line in self.lines:
-                f.write(line + '\n')
+        oc.write_manifest(self.dir, [' wick oracle manifest v1 seed=%d cases=%d' % (SEED, len(self.lines)),
+                                     ' id op dtype odtype variant params inputs expected atol rtol'], self.lines)
 
 
 # ---------------------------------------------------------------- op meanings
@@ -1344,11 +1299,11 @@ def main():
     # files of this run were overwritten in place (cheaper than unlink + create);
     # drop only what an earlier, larger run left behind
     for f in os.listdir(outdir):
-        if f.startswith('a') and f.endswith('.npy') and f[1:-4].isdigit() and int(f[1:-4]) >= o.nfiles:
+        if f.startswith('a') and f.endswith('.npy') and f[1:-4].isdigit() and int(f[1:-4]) >= o.files.nfiles:
             os.remove(os.path.join(outdir, f))
     o.write_manifest()
     print('gen_oracle: %d cases, %d files in %s (%s)' % (
-        len(o.lines), o.nfiles, outdir, ', '.join('%s %d' % kv for kv in sorted(o.counts.items()))))
+        len(o.lines), o.files.nfiles, outdir, ', '.join('%s %d' % kv for kv in sorted(o.counts.items()))))
     return 0
 
 

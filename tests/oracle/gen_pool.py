@@ -40,9 +40,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import oracle_common as oc  # noqa: E402
+
 SEED = 0x900152
-INTS = ['u8', 'u32', 'i16', 'i32', 'i64']
-NP_INT = {'u8': np.uint8, 'u32': np.uint32, 'i16': np.int16, 'i32': np.int32, 'i64': np.int64}
+INTS = oc.INTS
+NP_INT = oc.NP_INT
 IRANGE = {'u8': (0, 255), 'u32': (0, 4294967295), 'i16': (-32768, 32767), 'i32': (-2 ** 31, 2 ** 31 - 1),
           'i64': (-2 ** 50, 2 ** 50)}
 TOL = {'f64': (1e-12, 1e-12), 'f32': (1e-6, 1e-5), 'f16': (1e-3, 2e-3), 'bf16': (1e-2, 1e-2),
@@ -50,31 +54,9 @@ TOL = {'f64': (1e-12, 1e-12), 'f32': (1e-6, 1e-5), 'f16': (1e-3, 2e-3), 'bf16': 
 EXACT = (0.0, 0.0)
 
 
-def round_f8(x):
-    x = np.asarray(x, np.float64)
-    a = np.abs(x)
-    with np.errstate(all='ignore'):
-        _, e = np.frexp(a)
-        q = np.ldexp(np.ones_like(a), e - 4)
-        q = np.where(a < 2.0 ** -6, 2.0 ** -9, q)
-        r = np.minimum(np.round(a / q) * q, 448.0)
-    r = np.where(np.isinf(a), 448.0, r)
-    return np.asarray(np.where(np.isnan(x), np.nan, np.copysign(r, x)), np.float64)
-
-
 def quant(x, dt):
     """float64 values on dt's grid (floats)."""
-    x = np.asarray(x, np.float64)
-    if dt == 'f64':
-        return x.copy()
-    if dt == 'f32':
-        return x.astype(np.float32).astype(np.float64)
-    if dt == 'f16':
-        return x.astype(np.float16).astype(np.float64)
-    if dt == 'bf16':
-        t = torch.from_numpy(x.astype(np.float32))
-        return t.to(torch.bfloat16).to(torch.float32).numpy().astype(np.float64)
-    return round_f8(x)
+    return oc.round_float(x, dt)
 
 
 class Gen:
@@ -84,15 +66,12 @@ class Gen:
         for f in os.listdir(self.dir):
             if f.endswith('.npy') or f == 'manifest.txt':
                 os.remove(os.path.join(self.dir, f))
-        self.nfile = 0
+        self.files = oc.NpyFiles(self.dir, 'p')
         self.lines = []
         self.rng = np.random.default_rng(SEED)
 
     def save(self, arr):
-        name = 'p%05d.npy' % self.nfile
-        self.nfile += 1
-        np.save(os.path.join(self.dir, name), np.ascontiguousarray(arr))
-        return name
+        return self.files.save(arr)
 
     def stored(self, x, dt):
         """array to store for logical values x (already on the grid)."""
@@ -152,10 +131,7 @@ class Gen:
             i, op, dt, variant, op, dt, variant, params, spec, exp, float(tol[0]), float(tol[1])))
 
     def write(self):
-        with open(os.path.join(self.dir, 'manifest.txt'), 'w') as f:
-            f.write('# id op dtype variant params input expected atol rtol\n')
-            for ln in self.lines:
-                f.write(ln + '\n')
+        oc.write_manifest(self.dir, [' id op dtype variant params input expected atol rtol'], self.lines)
 
 
 def run_torch(fn, x, dt):

@@ -40,27 +40,22 @@ import sys
 import numpy as np
 import torch
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import oracle_common as oc  # noqa: E402
+
 SEED = 0x5CA7
 
-INTS = ['u8', 'u32', 'i16', 'i32', 'i64']
+INTS = oc.INTS
 FLOATS = ['f32', 'f64', 'f16', 'bf16']
-NP_INT = {'u8': np.uint8, 'u32': np.uint32, 'i16': np.int16, 'i32': np.int32, 'i64': np.int64}
+NP_INT = oc.NP_INT
 F8_GRID = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, -1.0, -0.5, -2.0, 448.0, -448.0, 0.015625]
 
 
 def round_to(x, dt):
-    x = np.asarray(x, np.float64)
-    with np.errstate(all='ignore'):
-        if dt == 'f64':
-            return x.copy()
-        if dt == 'f32':
-            return x.astype(np.float32).astype(np.float64)
-        if dt == 'f16':
-            return x.astype(np.float16).astype(np.float64)
-        if dt == 'bf16':
-            t = torch.from_numpy(x.astype(np.float32).reshape(-1))
-            return t.to(torch.bfloat16).to(torch.float64).numpy().reshape(x.shape)
-    return np.clip(x, -448.0, 448.0)  # f8: inputs are on its grid; results saturate
+    if dt == 'f8':
+        return np.clip(np.asarray(x, np.float64), -448.0, 448.0)  # inputs are on its grid; results saturate
+    return oc.round_float(x, dt)
 
 
 def tol_of(dt, op):
@@ -74,16 +69,13 @@ class Gen:
     def __init__(self, outdir):
         self.dir = os.path.join(outdir, 'scan')
         os.makedirs(self.dir, exist_ok=True)
-        self.n = 0
+        self.files = oc.NpyFiles(self.dir, 's')
         self.lines = []
         self.rng = np.random.default_rng(SEED)
         self.saved = {}   # id(array) -> file, with the array kept alive
 
     def save(self, arr):
-        name = 's%05d.npy' % self.n
-        self.n += 1
-        np.save(os.path.join(self.dir, name), np.array(arr, order='C', copy=True))
-        return name
+        return self.files.save(arr)
 
     def values(self, shape, dt, kind):
         """Base input on dt's grid: 'ties' draws from a few values, 'nan'
@@ -127,10 +119,7 @@ class Gen:
         self.lines.append(' '.join([pid, op, dt, view, params or '-', inp, vf, xf, repr(float(tol))]))
 
     def write(self):
-        with open(os.path.join(self.dir, 'manifest.txt'), 'w') as f:
-            f.write('# scans and order oracle, seed %#x\n' % SEED)
-            for l in self.lines:
-                f.write(l + '\n')
+        oc.write_manifest(self.dir, [' scans and order oracle, seed %#x' % SEED], self.lines)
 
 
 def apply_view(x, view):

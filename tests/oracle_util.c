@@ -1,0 +1,183 @@
+/* Helpers shared by the oracle tests; see oracle_util.h. */
+#include "oracle_util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool ou_dir(const char *sub, char *out, size_t cap) {
+    const char *root = getenv("WICK_ORACLE_DIR");
+    if (!root) {
+        if (cap) out[0] = 0;
+        return false;
+    }
+    if (sub && *sub) snprintf(out, cap, "%s/%s", root, sub);
+    else snprintf(out, cap, "%s", root);
+    return true;
+}
+
+FILE *ou_open_manifest(const char *dir, char *path, size_t cap) {
+    snprintf(path, cap, "%s/manifest.txt", dir);
+    return fopen(path, "rb");
+}
+
+bool ou_next_line(FILE *f, char *line, size_t cap) {
+    while (fgets(line, (int)cap, f))
+        if (line[0] != '#' && line[0] != '\n') return true;
+    return false;
+}
+
+wk_tensor *ou_load(const char *dir, const char *file) {
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    return wk_npy_load(path, wk_cpu());
+}
+
+bool ou_param(const char *params, const char *key, char *out, size_t cap) {
+    size_t kl = strlen(key);
+    const char *p = params;
+    while (p && *p) {
+        const char *end = strchr(p, ';');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
+            size_t vl = len - kl - 1;
+            if (vl >= cap) vl = cap - 1;
+            memcpy(out, p + kl + 1, vl);
+            out[vl] = 0;
+            return true;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
+int ou_parse_ints(const char *s, char sep, long long *out, int cap) {
+    int n = 0;
+    if (!*s) return 0;
+    for (;;) {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || n >= cap) return -1;
+        out[n++] = v;
+        if (*end == 0) return n;
+        if (*end != sep) return -1;
+        s = end + 1;
+    }
+}
+
+int ou_parse_shape(const char *s, int64_t *shape) {
+    if (strcmp(s, "_") == 0) return 0;
+    long long v[WK_MAX_RANK];
+    int n = ou_parse_ints(s, 'x', v, WK_MAX_RANK);
+    for (int i = 0; i < n; i++) shape[i] = (int64_t)v[i];
+    return n;
+}
+
+bool ou_status_from_name(const char *s, wk_status *st) {
+    static const struct { const char *name; wk_status st; } k[] = {
+        {"DTYPE", WK_ERR_DTYPE}, {"DIV_ZERO", WK_ERR_DIV_ZERO}, {"SHAPE", WK_ERR_SHAPE},
+        {"ARG", WK_ERR_ARG},     {"INDEX", WK_ERR_INDEX},       {"DEVICE", WK_ERR_DEVICE},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (strcmp(s, k[i].name) == 0) {
+            *st = k[i].st;
+            return true;
+        }
+    return false;
+}
+
+#define SAY(...) snprintf(why, cap, __VA_ARGS__)
+#define WHY(...) (SAY(__VA_ARGS__), false)
+
+bool ou_apply_view(wk_tensor **t, const char *tok, char *why, size_t cap) {
+    wk_tensor *r = NULL;
+    switch (tok[0]) {
+    case 'c': return tok[1] == 0 ? true : WHY("bad view token '%s'", tok);
+    case 't': r = wk_transpose(*t, -2, -1); break;
+    case 'n': {
+        long long v[3];
+        if (ou_parse_ints(tok + 1, ':', v, 3) != 3) return WHY("bad view token '%s'", tok);
+        r = wk_narrow(*t, (int)v[0], (int64_t)v[1], (int64_t)v[2]);
+        break;
+    }
+    case 'b': {
+        int64_t shape[WK_MAX_RANK];
+        int rank = ou_parse_shape(tok + 1, shape);
+        if (rank < 0) return WHY("bad view token '%s'", tok);
+        r = wk_broadcast_as(*t, shape, rank);
+        break;
+    }
+    case 'p': {
+        long long v[WK_MAX_RANK];
+        int n = ou_parse_ints(tok + 1, ':', v, WK_MAX_RANK);
+        if (n < 0) return WHY("bad view token '%s'", tok);
+        int dims[WK_MAX_RANK];
+        for (int i = 0; i < n; i++) dims[i] = (int)v[i];
+        r = wk_permute(*t, dims, n);
+        break;
+    }
+    default: return WHY("bad view token '%s'", tok);
+    }
+    if (!r) return WHY("building view '%s' failed: %s", tok, wk_last_error());
+    *t = r; /* the previous tensor stays owned by the scope */
+    return true;
+}
+
+wk_tensor *ou_load_input(const char *dir, const char *spec, wk_dtype dt, bool *noncontig, char *why, size_t cap) {
+    char buf[512];
+    if (strlen(spec) >= sizeof buf) { SAY("input spec too long"); return NULL; }
+    strcpy(buf, spec);
+    char *hash = strchr(buf, '#');
+    if (hash) {
+        *hash = 0;
+        if (!wk_dtype_from_name(hash + 1, &dt)) { SAY("bad dtype in input spec '%s'", spec); return NULL; }
+    }
+    const char *view = "c";
+    char *at = strchr(buf, '@');
+    if (at) {
+        *at = 0;
+        view = at + 1;
+    }
+    wk_tensor *t = ou_load(dir, buf);
+    if (!t) { SAY("wk_npy_load(%s) failed: %s", buf, wk_last_error()); return NULL; }
+    if (wk_tensor_dtype(t) != dt) {
+        t = wk_to_dtype(t, dt);
+        if (!t) { SAY("converting input %s to %s failed: %s", buf, wk_dtype_name(dt), wk_last_error()); return NULL; }
+    }
+    char vbuf[256];
+    snprintf(vbuf, sizeof vbuf, "%s", view);
+    char *p = vbuf;
+    for (;;) {
+        char *plus = strchr(p, '+');
+        if (plus) *plus = 0;
+        if (!ou_apply_view(&t, p, why, cap)) return NULL;
+        if (!plus) break;
+        p = plus + 1;
+    }
+    if (!wk_is_contiguous(t)) *noncontig = true;
+    return t;
+}
+
+bool ou_close(double got, double want, double atol, double rtol) {
+    if (isnan(want)) return isnan(got);
+    if (isinf(want)) return got == want;
+    return fabs(got - want) <= atol + rtol * fabs(want); /* false for a NaN or an infinite got */
+}
+
+bool ou_close_rel(double got, double want, double tol) {
+    return (isnan(want) && isnan(got)) || (isinf(want) && got == want) ||
+           (!isnan(got) && !isinf(want) && fabs(got - want) <= tol * (1 + fabs(want)));
+}
+
+bool ou_same_bits(const wk_tensor *a, const wk_tensor *b) {
+    if (!a || !b) return a == b;
+    int64_t n = wk_numel(a);
+    size_t es = wk_dtype_size(wk_tensor_dtype(a));
+    if (n != wk_numel(b) || wk_tensor_dtype(a) != wk_tensor_dtype(b)) return false;
+    char *x = malloc((size_t)n * es + 1), *y = malloc((size_t)n * es + 1);
+    bool ok = x && y && wk_to_host(a, x, (size_t)n * es) == WK_OK && wk_to_host(b, y, (size_t)n * es) == WK_OK &&
+              memcmp(x, y, (size_t)n * es) == 0;
+    free(x);
+    free(y);
+    return ok;
+}
