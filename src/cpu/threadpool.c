@@ -246,8 +246,8 @@ static void pool_shutdown(void) {
     int have_lock = pthread_mutex_trylock(&g_run_mu) == 0;
     int nw = atomic_load(&g_nworkers);
     for (int i = 0; i < nw; i++) wake_slot(g_slot[i]);
-    if (!have_lock) return; /* a region is running on another thread (or exit()
-                             * was called from inside one): do not wait */
+    if (!have_lock) return; /* a region is running on another thread (or the
+                             * process is exiting from inside one): do not wait */
     for (int i = 0; i < nw; i++) pthread_join(g_threads[i], NULL);
     for (int i = 0; i < nw; i++) {
         pthread_mutex_destroy(&g_slot[i]->mu);
