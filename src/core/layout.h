@@ -33,6 +33,17 @@ wk_status wk__layout_broadcast(const char *op, const wk_layout *l, const int64_t
 /* "[2, 3]" into buf. */
 const char *wk__shape_str(const int64_t *shape, int rank, char *buf, size_t len);
 
+/* Element offset of row-major flat index idx over (shape, stride) of the
+ * given rank: the one place a flat position is turned into an offset. */
+static inline int64_t wk__unravel(const int64_t *shape, const int64_t *stride, int rank, int64_t idx) {
+    int64_t off = 0;
+    for (int i = rank - 1; i >= 0; i--) {
+        off += (idx % shape[i]) * stride[i];
+        idx /= shape[i];
+    }
+    return off;
+}
+
 /* ---- strided iteration for kernels ----
  * Up to 4 operands sharing one shape are coalesced: adjacent dims that are
  * contiguous in EVERY operand merge, size-1 dims drop. The result has the

@@ -253,12 +253,7 @@ static void isel_blocks(void *p, int64_t b, int64_t e, int tid) {
     size_t bytes = (size_t)c->inner * c->es;
     for (int64_t blk = b; blk < e; blk++) {
         int64_t o = blk / c->n, j = blk % c->n;
-        int64_t off = c->off, rem = o;
-        for (int k = c->orank - 1; k >= 0; k--) {
-            off += (rem % c->oshape[k]) * c->ostride[k];
-            rem /= c->oshape[k];
-        }
-        off += c->ids[j] * c->sdim;
+        int64_t off = c->off + wk__unravel(c->oshape, c->ostride, c->orank, o) + c->ids[j] * c->sdim;
         memcpy(c->dst + blk * (int64_t)bytes, c->src + off * (int64_t)c->es, bytes);
     }
 }

@@ -37,12 +37,7 @@ static kernels pick(void) {
 
 /* Element offset of batch b for a layout whose last two dims are the matrix. */
 static int64_t batch_offset(const wk_layout *l, int64_t b) {
-    int64_t off = l->offset;
-    for (int i = l->rank - 3; i >= 0; i--) {
-        off += (b % l->shape[i]) * l->stride[i];
-        b /= l->shape[i];
-    }
-    return off;
+    return l->offset + wk__unravel(l->shape, l->stride, l->rank - 2, b);
 }
 
 /* A narrow-float matrix converted to a contiguous f32 copy. */

@@ -135,11 +135,7 @@ static void fold_range(const red_plan *p, red_state *s, int64_t base, int64_t b,
     while (pos < e) {
         int64_t outer = pos / inner, j = pos % inner, n = inner - j;
         if (n > e - pos) n = e - pos;
-        int64_t off = base + j * ist;
-        for (int i = r - 2; i >= 0; i--) {
-            off += (outer % p->rshape[i]) * p->rstride[i];
-            outer /= p->rshape[i];
-        }
+        int64_t off = base + j * ist + wk__unravel(p->rshape, p->rstride, r - 1, outer);
         fold_run(p, s, off, ist, n, pos);
         pos += n;
     }
@@ -181,14 +177,7 @@ static void store(const red_plan *p, int64_t o, const red_state *s) {
     }
 }
 
-static int64_t out_base(const red_plan *p, int64_t o) {
-    int64_t off = p->offset;
-    for (int i = p->krank - 1; i >= 0; i--) {
-        off += (o % p->kshape[i]) * p->kstride[i];
-        o /= p->kshape[i];
-    }
-    return off;
-}
+static int64_t out_base(const red_plan *p, int64_t o) { return p->offset + wk__unravel(p->kshape, p->kstride, p->krank, o); }
 
 static void outputs_piece(void *ctx, int64_t b, int64_t e, int tid) {
     (void)tid;
@@ -232,14 +221,7 @@ typedef struct {
     int64_t inner, nblk;
 } cols_ctx;
 
-static int64_t red_offset(const red_plan *p, int64_t r) {
-    int64_t off = 0;
-    for (int i = p->rrank - 1; i >= 0; i--) {
-        off += (r % p->rshape[i]) * p->rstride[i];
-        r /= p->rshape[i];
-    }
-    return off;
-}
+static int64_t red_offset(const red_plan *p, int64_t r) { return wk__unravel(p->rshape, p->rstride, p->rrank, r); }
 
 static void cols_piece(void *vctx, int64_t b, int64_t e, int tid) {
     (void)tid;

@@ -66,23 +66,8 @@ static void geo_init(line_geo *g, const void *src, const wk_layout *ls, wk_dtype
     }
 }
 
-static int64_t outer_off(const line_geo *g, int64_t o) {
-    int64_t off = g->offset;
-    for (int i = g->orank - 1; i >= 0; i--) {
-        off += (o % g->oshape[i]) * g->ostride[i];
-        o /= g->oshape[i];
-    }
-    return off;
-}
-
-static int64_t inner_off(const line_geo *g, int64_t i) {
-    int64_t off = 0;
-    for (int k = g->irank - 1; k >= 0; k--) {
-        off += (i % g->ishape[k]) * g->istride[k];
-        i /= g->ishape[k];
-    }
-    return off;
-}
+static int64_t outer_off(const line_geo *g, int64_t o) { return g->offset + wk__unravel(g->oshape, g->ostride, g->orank, o); }
+static int64_t inner_off(const line_geo *g, int64_t i) { return wk__unravel(g->ishape, g->istride, g->irank, i); }
 
 /* Source element offset of line L (row-major over the non-dim dims). */
 static int64_t line_src(const line_geo *g, int64_t L) {
