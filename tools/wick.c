@@ -124,7 +124,6 @@ static int demo_errors(void) {
     show_err("f32 + f16:", wk_add(a, h));
     int64_t s3[1] = {3};
     wk_tensor *u = wk_arange(1, 4, 1, WK_U32, cpu);
-    (void)s3;
     show_err("u32 exp:", wk_exp(u));
     show_err("u32 exp as f32:", wk_exp(wk_to_dtype(u, WK_F32)));
     wk_tensor *z = wk_zeros(s3, 1, WK_I32, cpu);
