@@ -17,4 +17,24 @@ WK_GEMM_DECL(double, f64_avx2)
 WK_GEMM_DECL(float, f32_avx512)
 WK_GEMM_DECL(double, f64_avx512)
 
+/* bf16 x bf16 -> f32 on AVX512-BF16 (vdpbf16ps): C[m x n] (f32, contiguous,
+ * row stride n) = A @ B, A and B bf16 bit patterns read through element
+ * strides; products summed in f32, no rounding until the caller narrows C.
+ * Call only when wk__cpu_has_avx512bf16(). false = out of memory. */
+bool wk__gemm_bf16_avx512bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t ars, int64_t acs,
+                              const uint16_t *b, int64_t brs, int64_t bcs, float *c);
+/* cpuid: AVX512-BF16 present (and AVX-512 state enabled by the OS). */
+bool wk__cpu_has_avx512bf16(void);
+
+/* Optional system BLAS (cmake -DWICK_BLAS=openblas|blis; off by default).
+ * Returns true when it computed C (contiguous, row stride n); false when
+ * wick was built without BLAS or the strides cannot be expressed as a
+ * BLAS leading dimension, and the caller runs wick's own GEMM. */
+bool wk__blas_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs, const float *b,
+                       int64_t brs, int64_t bcs, float *c);
+bool wk__blas_gemm_f64(int64_t m, int64_t n, int64_t k, const double *a, int64_t ars, int64_t acs,
+                       const double *b, int64_t brs, int64_t bcs, double *c);
+/* "openblas", "blis" or NULL (built without). */
+const char *wk__blas_name(void);
+
 #endif
