@@ -1,9 +1,11 @@
 /* CPU convolutions: im2col + GEMM (forward) and GEMM + col2im (transposed).
  *
- * Both run per (batch item, group) over blocks of output (forward) or input
- * (transposed) positions, so the column buffer stays under COL_CAP bytes
- * (forward blocks are ~1 MB so the block is still in cache when the GEMM
- * packs it). The GEMM is the per-ISA one cpu_matmul.c uses (same run-time
+ * Forward convs run per group over blocks of output positions numbered
+ * across batch items (so one GEMM spans several small images: the weight is
+ * packed once for all of them and N fills whole register strips); transposed
+ * convs per (batch item, group) over blocks of input positions. Column
+ * buffers stay under COL_CAP bytes (forward blocks are ~1 MB so the block is
+ * still in cache when the GEMM packs it). The GEMM is the per-ISA one cpu_matmul.c uses (same run-time
  * pick), so convs speed up with it. f64 runs through the f64 GEMM; f16 / bf16
  * run through f32 blocks and are rounded once at the end. A 1x1, stride-1,
  * unpadded forward conv on f32 / f64 skips im2col (the input is the GEMM's B
@@ -59,7 +61,8 @@ typedef struct conv_geo {
     gemm_f32_fn g32;
     gemm_f64_fn g64;
     bool transposed;
-    int64_t fwd_nb, fwd_nblocks;     /* forward: output positions per task, tasks per pair */
+    int64_t fwd_span;                /* forward: positions per unit (see conv_fwd_block) */
+    int64_t fwd_nb, fwd_nblocks;     /* forward: positions per task, tasks per unit */
     bool fwd_gemm_only;              /* forward 1x1 / stride 1 / unpadded on f32, f64: no im2col */
 } conv_geo;
 
@@ -165,8 +168,8 @@ static inline void zero_run(const conv_geo *g, void *d, int64_t di, int64_t cnt)
 
 typedef struct im2col_ctx {
     const conv_geo *g;
-    int64_t xbase;   /* element offset of (batch, first channel of the group) */
-    int64_t c0, c1;  /* output positions of this block */
+    int64_t xbase;   /* element offset of (batch item 0, first channel of the group) */
+    int64_t c0, c1;  /* positions of this block, numbered across batch items */
     void *col;       /* [K, c1 - c0] */
 } im2col_ctx;
 
@@ -174,13 +177,16 @@ static void im2col_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
     (void)tid;
     const im2col_ctx *c = vctx;
     const conv_geo *g = c->g;
-    int64_t nb = c->c1 - c->c0, kk = g->kh * g->kw;
+    int64_t nb = c->c1 - c->c0, kk = g->kh * g->kw, npos = g->oh * g->ow;
     for (int64_t r = r0; r < r1; r++) {
         int64_t ch = r / kk, ki = (r % kk) / g->kw, kj = r % g->kw;
-        int64_t base = c->xbase + ch * g->xs_c, offw = kj * g->dw - g->pw;
+        int64_t offw = kj * g->dw - g->pw;
         int64_t drow = r * nb;
         for (int64_t j = c->c0; j < c->c1;) {
-            int64_t oy = j / g->ow, ox0 = j % g->ow, ox1 = g->ow;
+            /* one run: the rest of an output row of one batch item */
+            int64_t bi = j / npos, pos = j % npos;
+            int64_t base = c->xbase + bi * g->xs_n + ch * g->xs_c;
+            int64_t oy = pos / g->ow, ox0 = pos % g->ow, ox1 = g->ow;
             if (ox1 - ox0 > c->c1 - j) ox1 = ox0 + (c->c1 - j);
             int64_t d = drow + (j - c->c0) - ox0; /* d + ox = destination of ox */
             int64_t iy = oy * g->sh - g->ph + ki * g->dh;
@@ -253,26 +259,36 @@ static void scratch_free(conv_scratch *s) {
     wk__cpu_free(s->cbuf, s->cbuf_bytes);
 }
 
-/* Store rows of a compute-type block into dst (row stride drs) at element doff. */
-static void store_block(const conv_geo *g, const void *src, int64_t rows, int64_t cols, int64_t doff, int64_t drs) {
+/* Store rows x cols of a compute-type block (row stride srs) into dst (row
+ * stride drs) at element doff. */
+static void store_block(const conv_geo *g, const void *src, int64_t rows, int64_t cols, int64_t srs, int64_t doff,
+                        int64_t drs) {
     for (int64_t r = 0; r < rows; r++) {
-        if (g->f64) memcpy((double *)g->dst + doff + r * drs, (const double *)src + r * cols, sizeof(double) * (size_t)cols);
+        if (g->f64)
+            memcpy((double *)g->dst + doff + r * drs, (const double *)src + r * srs, sizeof(double) * (size_t)cols);
         else if (g->dt == WK_F32)
-            memcpy((float *)g->dst + doff + r * drs, (const float *)src + r * cols, sizeof(float) * (size_t)cols);
+            memcpy((float *)g->dst + doff + r * drs, (const float *)src + r * srs, sizeof(float) * (size_t)cols);
         else
             for (int64_t j = 0; j < cols; j++)
-                wk__narrow_store(g->dst, doff + r * drs + j, g->dt, ((const float *)src)[r * cols + j]);
+                wk__narrow_store(g->dst, doff + r * drs + j, g->dt, ((const float *)src)[r * srs + j]);
     }
 }
 
-/* Output positions [c0, c1) of one (batch item, group) of the forward conv. */
-static bool conv_fwd_block(const conv_geo *g, int64_t bi, int64_t gi, int64_t c0, int64_t c1, conv_scratch *s) {
+/* Output positions [c0, c1) of the forward conv for one unit: a (batch
+ * item, group) pair for the 1x1 GEMM-only path (positions of that item), else
+ * a group, with positions numbered across batch items (n * oh * ow), so one
+ * GEMM covers several small images: the weight is packed once for them and
+ * the GEMM's N is wide enough to fill its register tiles. */
+static bool conv_fwd_block(const conv_geo *g, int64_t unit, int64_t c0, int64_t c1, conv_scratch *s) {
     int64_t m = g->cout_g, k = g->cin_g * g->kh * g->kw, npos = g->oh * g->ow, w = c1 - c0;
+    int64_t gi = g->fwd_gemm_only ? unit % g->groups : unit, b0 = g->fwd_gemm_only ? unit / g->groups : 0;
     const char *a = (const char *)g->wpack + (size_t)(gi * m * k) * g->esz;
-    int64_t xbase = g->xoff + bi * g->xs_n + gi * g->cin_g * g->xs_c;
-    int64_t doff = (bi * g->cout + gi * m) * npos;
+    int64_t xbase = g->xoff + b0 * g->xs_n + gi * g->cin_g * g->xs_c;
     bool native = g->dt == WK_F32 || g->f64;
-    bool direct = native && w == npos;
+    /* a block that is exactly one batch item's positions goes straight to dst */
+    int64_t bfirst = b0 + c0 / npos;
+    bool direct = native && w == npos && c0 % npos == 0;
+    int64_t doff = (bfirst * g->cout + gi * m) * npos;
     void *c = direct ? (char *)g->dst + (size_t)doff * g->esz : s->cbuf;
     bool ok;
     if (g->fwd_gemm_only) {
@@ -284,7 +300,14 @@ static bool conv_fwd_block(const conv_geo *g, int64_t bi, int64_t gi, int64_t c0
         wk__parallel_for(k, 1, k * w >= PAR_WORK ? 2 : INT64_MAX, im2col_rows, &ic);
         ok = gemm(g, m, w, k, a, k, 1, s->col, w, 1, c);
     }
-    if (ok && !direct) store_block(g, s->cbuf, m, w, doff + c0, npos);
+    if (ok && !direct)
+        for (int64_t j = c0; j < c1;) {
+            /* runs of one batch item */
+            int64_t bi = b0 + j / npos, pos = j % npos, len = npos - pos < c1 - j ? npos - pos : c1 - j;
+            store_block(g, (const char *)s->cbuf + (size_t)(j - c0) * g->esz, m, len, w,
+                        (bi * g->cout + gi * m) * npos + pos, npos);
+            j += len;
+        }
     return ok;
 }
 
@@ -396,8 +419,8 @@ typedef struct tasks_ctx {
     atomic_int failed;
 } tasks_ctx;
 
-/* Tasks [t0, t1): forward = (batch item, group, position block), transposed =
- * (batch item, group). */
+/* Tasks [t0, t1): forward = (unit, position block) (see conv_fwd_block),
+ * transposed = (batch item, group). */
 static void tasks_range(void *vctx, int64_t t0, int64_t t1, int tid) {
     (void)tid;
     tasks_ctx *c = vctx;
@@ -412,9 +435,9 @@ static void tasks_range(void *vctx, int64_t t0, int64_t t1, int tid) {
         if (g->transposed) {
             ok = conv_tr_one(g, t / g->groups, t % g->groups, &s);
         } else {
-            int64_t pair = t / g->fwd_nblocks, blk = t % g->fwd_nblocks, npos = g->oh * g->ow;
-            int64_t c0 = blk * g->fwd_nb, c1 = c0 + g->fwd_nb < npos ? c0 + g->fwd_nb : npos;
-            ok = conv_fwd_block(g, pair / g->groups, pair % g->groups, c0, c1, &s);
+            int64_t unit = t / g->fwd_nblocks, blk = t % g->fwd_nblocks, span = g->fwd_span;
+            int64_t c0 = blk * g->fwd_nb, c1 = c0 + g->fwd_nb < span ? c0 + g->fwd_nb : span;
+            ok = conv_fwd_block(g, unit, c0, c1, &s);
         }
         if (!ok) {
             atomic_store(&c->failed, 1);
@@ -441,25 +464,33 @@ static wk_status conv_run(const char *op, const void *x, const wk_layout *lx, co
          * has few rows: its own row split pays badly) or leave the threading
          * to the GEMM. The GEMM sums each output in the same order for any
          * block width, so the result does not depend on this choice. */
-        int64_t k = g.cin_g * g.kh * g.kw, npos = g.oh * g.ow, cap = block_cols(&g, k, npos);
+        int64_t k = g.cin_g * g.kh * g.kw, npos = g.oh * g.ow;
+        int64_t units = g.fwd_gemm_only ? npairs : g.groups, span = g.fwd_gemm_only ? npos : g.n * npos;
+        int64_t cap = block_cols(&g, k, span);
         int64_t nb = ((int64_t)1 << 20) / (k * (int64_t)g.esz);
         if (nb < 256) nb = 256;
         if (nb > cap) nb = cap;
-        if (nb > npos) nb = npos;
-        int64_t nblocks = (npos + nb - 1) / nb;
+        if (nb > span) nb = span;
+        int64_t nblocks = (span + nb - 1) / nb;
         bool small_m = g.cout_g < 128;
-        if (nt > 1 && npairs * nblocks < 8 * nt && (small_m || npairs >= nt)) {
-            int64_t want = npairs * nblocks < 2 * nt ? 2 * nt : npairs * nblocks;
+        if (nt > 1 && units * nblocks < 8 * nt && (small_m || units >= nt)) {
+            int64_t want = units * nblocks < 2 * nt ? 2 * nt : units * nblocks;
             want = (want + nt - 1) / nt * nt;
-            int64_t per_pair = (want + npairs - 1) / npairs;
-            if (small_m && per_pair > nblocks) nblocks = per_pair;
-            nb = (npos + nblocks - 1) / nblocks;
-            if (nb < 32) nb = npos < 32 ? npos : 32;
+            int64_t per_unit = (want + units - 1) / units;
+            if (small_m && per_unit > nblocks) nblocks = per_unit;
+            nb = (span + nblocks - 1) / nblocks;
+            if (nb < 32) nb = span < 32 ? span : 32;
+            if (nb > cap) nb = cap;
+        } else if (nblocks > 1) {
+            /* equal blocks, whole register strips (32 columns) where possible */
+            nb = (span + nblocks - 1) / nblocks;
+            nb = (nb + 31) / 32 * 32;
             if (nb > cap) nb = cap;
         }
+        g.fwd_span = span;
         g.fwd_nb = nb;
-        g.fwd_nblocks = (npos + nb - 1) / nb;
-        ntasks = npairs * g.fwd_nblocks;
+        g.fwd_nblocks = (span + nb - 1) / nb;
+        ntasks = units * g.fwd_nblocks;
         work = (double)k * (double)npos * (double)g.cout_g;
         spread = ntasks >= 2 && nt > 1 && (small_m || ntasks >= nt);
     } else {

@@ -1,11 +1,15 @@
 /* CPU matmul entry: walks the batch dims with each operand's own batch
  * strides (any strides, 0 included: the narrowed 4-D case of seed 002 is
- * simply a different batch offset), converts narrow floats through f32, and
- * hands each 2-D product to the GEMM chosen for this CPU at run time. */
+ * simply a different batch offset) and hands each 2-D product to the GEMM
+ * chosen for this CPU at run time: f32 / f64 to wick's packed GEMM (or the
+ * system BLAS in a -DWICK_BLAS build), bf16 to the AVX512-BF16 kernel where
+ * the CPU has it, other narrow floats through f32 copies (vector-converted),
+ * each result rounded once. m == 1 / n == 1 take the GEMV path. */
 #include "core/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_convert.h"
 #include "cpu/gemm.h"
+#include "cpu/vmath.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,15 +28,17 @@ typedef struct {
     gemm_f64_fn f64;
     gemv_f32_fn v32;
     gemv_f64_fn v64;
+    bool bf16_dot; /* AVX512-BF16: bf16 products without widening */
 } kernels;
 
 static kernels pick(void) {
     const char *isa = wk_cpu_isa();
     if (strcmp(isa, "avx512") == 0)
-        return (kernels){wk__gemm_f32_avx512, wk__gemm_f64_avx512, wk__gemv_f32_avx512, wk__gemv_f64_avx512};
+        return (kernels){wk__gemm_f32_avx512, wk__gemm_f64_avx512, wk__gemv_f32_avx512, wk__gemv_f64_avx512,
+                         wk__cpu_has_avx512bf16()};
     if (strcmp(isa, "avx2") == 0)
-        return (kernels){wk__gemm_f32_avx2, wk__gemm_f64_avx2, wk__gemv_f32_avx2, wk__gemv_f64_avx2};
-    return (kernels){wk__gemm_f32_generic, wk__gemm_f64_generic, wk__gemv_f32_generic, wk__gemv_f64_generic};
+        return (kernels){wk__gemm_f32_avx2, wk__gemm_f64_avx2, wk__gemv_f32_avx2, wk__gemv_f64_avx2, false};
+    return (kernels){wk__gemm_f32_generic, wk__gemm_f64_generic, wk__gemv_f32_generic, wk__gemv_f64_generic, false};
 }
 
 /* Element offset of batch b for a layout whose last two dims are the matrix. */
@@ -40,22 +46,46 @@ static int64_t batch_offset(const wk_layout *l, int64_t b) {
     return l->offset + wk__unravel(l->shape, l->stride, l->rank - 2, b);
 }
 
-/* A narrow-float matrix converted to a contiguous f32 copy. */
+/* A narrow-float matrix converted to a contiguous f32 copy; rows with unit
+ * stride go through the vector conversions (F16C / AVX-512). */
 static float *widen(const void *src, int64_t off, int64_t rows, int64_t cols, int64_t rs, int64_t cs, wk_dtype dt) {
     int64_t cnt = rows * cols;
     float *w = malloc(sizeof(float) * (size_t)(cnt > 0 ? cnt : 1));
     if (!w) return NULL;
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) w[i * cols + j] = wk__narrow_load(src, off + i * rs + j * cs, dt);
+    const uint16_t *h = (const uint16_t *)src + off;
+    for (int64_t i = 0; i < rows; i++) {
+        if (cs == 1 && dt == WK_F16) wk__vcvt_f16_to_f32(w + i * cols, h + i * rs, cols);
+        else if (cs == 1 && dt == WK_BF16) wk__vcvt_bf16_to_f32(w + i * cols, h + i * rs, cols);
+        else
+            for (int64_t j = 0; j < cols; j++) w[i * cols + j] = wk__narrow_load(src, off + i * rs + j * cs, dt);
+    }
     return w;
+}
+
+/* The f32 result of a narrow-float product rounded once into dst. */
+static void narrow_out(void *dst, int64_t off, const float *c, int64_t cnt, wk_dtype dt) {
+    if (dt == WK_F16) wk__vcvt_f32_to_f16((uint16_t *)dst + off, c, cnt);
+    else if (dt == WK_BF16) wk__vcvt_f32_to_bf16((uint16_t *)dst + off, c, cnt);
+    else
+        for (int64_t i = 0; i < cnt; i++) wk__narrow_store(dst, off + i, dt, c[i]);
+}
+
+/* f32 / f64 products: the system BLAS when wick was built with one and the
+ * strides fit it, else wick's GEMM. */
+static bool gemm_f32(const kernels *kk, int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs,
+                     const float *b, int64_t brs, int64_t bcs, float *c) {
+    return wk__blas_gemm_f32(m, n, k, a, ars, acs, b, brs, bcs, c) || kk->f32(m, n, k, a, ars, acs, b, brs, bcs, c);
+}
+static bool gemm_f64(const kernels *kk, int64_t m, int64_t n, int64_t k, const double *a, int64_t ars, int64_t acs,
+                     const double *b, int64_t brs, int64_t bcs, double *c) {
+    return wk__blas_gemm_f64(m, n, k, a, ars, acs, b, brs, bcs, c) || kk->f64(m, n, k, a, ars, acs, b, brs, bcs, c);
 }
 
 wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, const void *b, const wk_layout *lb,
                          void *dst, wk_dtype dt) {
     (void)dev;
     kernels kk = pick();
-    gemm_f32_fn g_f32 = kk.f32;
-    gemm_f64_fn g_f64 = kk.f64;
+    bool blas = wk__blas_name() != NULL;
     int r = la->rank;
     int64_t m = la->shape[r - 2], k = la->shape[r - 1], n = lb->shape[r - 1];
     int64_t ars = la->stride[r - 2], acs = la->stride[r - 1], brs = lb->stride[r - 2], bcs = lb->stride[r - 1];
@@ -75,7 +105,7 @@ wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, con
         }
         return WK_OK;
     }
-    if ((m == 1 || n == 1) && (dt == WK_F32 || dt == WK_F64)) {
+    if ((m == 1 || n == 1) && (dt == WK_F32 || dt == WK_F64) && !blas) {
         /* matrix-vector: read the matrix once, no packing. For n == 1 the
          * product is the transpose view: y = b^T A^T. */
         for (int64_t bi = 0; bi < nb; bi++) {
@@ -103,16 +133,20 @@ wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, con
         int64_t ao = batch_offset(la, bi), bo = batch_offset(lb, bi);
         bool ok;
         if (dt == WK_F32) {
-            ok = g_f32(m, n, k, (const float *)a + ao, ars, acs, (const float *)b + bo, brs, bcs,
-                       (float *)dst + bi * m * n);
+            ok = gemm_f32(&kk, m, n, k, (const float *)a + ao, ars, acs, (const float *)b + bo, brs, bcs,
+                          (float *)dst + bi * m * n);
         } else if (dt == WK_F64) {
-            ok = g_f64(m, n, k, (const double *)a + ao, ars, acs, (const double *)b + bo, brs, bcs,
-                       (double *)dst + bi * m * n);
+            ok = gemm_f64(&kk, m, n, k, (const double *)a + ao, ars, acs, (const double *)b + bo, brs, bcs,
+                          (double *)dst + bi * m * n);
+        } else if (dt == WK_BF16 && kk.bf16_dot) {
+            /* vdpbf16ps reads the bf16 operands as they lie: no widening */
+            ok = wk__gemm_bf16_avx512bf16(m, n, k, (const uint16_t *)a + ao, ars, acs, (const uint16_t *)b + bo, brs,
+                                          bcs, cw);
+            if (ok) narrow_out(dst, bi * m * n, cw, m * n, dt);
         } else {
             float *aw = widen(a, ao, m, k, ars, acs, dt), *bw = widen(b, bo, k, n, brs, bcs, dt);
-            ok = aw && bw && g_f32(m, n, k, aw, k, 1, bw, n, 1, cw);
-            if (ok)
-                for (int64_t i = 0; i < m * n; i++) wk__narrow_store(dst, bi * m * n + i, dt, cw[i]);
+            ok = aw && bw && gemm_f32(&kk, m, n, k, aw, k, 1, bw, n, 1, cw);
+            if (ok) narrow_out(dst, bi * m * n, cw, m * n, dt);
             free(aw);
             free(bw);
         }

@@ -14,6 +14,7 @@
  * described there.
  */
 #include "cpu/vmath.h"
+#include "wick/wick.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -128,6 +129,21 @@ static void s_vbinary_scalar(int op, float *y, const float *a, float s, int64_t 
     }
 }
 
+/* f16/bf16 <-> f32: wick's scalar conversions themselves (src/core/dtype.c),
+ * the definition the SIMD levels reproduce bit for bit. */
+static void s_vcvt_f16_to_f32(float *y, const uint16_t *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = wk_f16_to_f32(x[i]);
+}
+static void s_vcvt_bf16_to_f32(float *y, const uint16_t *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = wk_bf16_to_f32(x[i]);
+}
+static void s_vcvt_f32_to_f16(uint16_t *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = wk_f32_to_f16(x[i]);
+}
+static void s_vcvt_f32_to_bf16(uint16_t *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = wk_f32_to_bf16(x[i]);
+}
+
 /* --------------------------------------------------------------- dispatch */
 
 typedef void (*wk_vunary_fn)(float *, const float *, int64_t);
@@ -140,6 +156,10 @@ typedef struct wk_vmath_kernels {
     void (*binary_scalar)(int, float *, const float *, float, int64_t);
     float (*sum)(const float *, int64_t);
     float (*maxmin)(const float *, int64_t, int);
+    void (*cvt_f16_to_f32)(float *, const uint16_t *, int64_t);
+    void (*cvt_bf16_to_f32)(float *, const uint16_t *, int64_t);
+    void (*cvt_f32_to_f16)(uint16_t *, const float *, int64_t);
+    void (*cvt_f32_to_bf16)(uint16_t *, const float *, int64_t);
 } wk_vmath_kernels;
 
 #define VRED(x) s_v##x
@@ -150,6 +170,7 @@ static const wk_vmath_kernels K_SCALAR = {
     "scalar", WK_VMATH_SCALAR,
     s_vexp, s_vtanh, s_vsigmoid, s_vsilu, s_vgelu, s_verf, s_vgelu_erf, s_vlog,
     s_vbinary, s_vbinary_scalar, s_vsum, s_vmaxmin,
+    s_vcvt_f16_to_f32, s_vcvt_bf16_to_f32, s_vcvt_f32_to_f16, s_vcvt_f32_to_bf16,
 };
 
 #if WK_VMATH_X86
@@ -158,12 +179,14 @@ static const wk_vmath_kernels K_AVX2 = {
     wk__vexp_f32_avx2, wk__vtanh_f32_avx2, wk__vsigmoid_f32_avx2, wk__vsilu_f32_avx2,
     wk__vgelu_f32_avx2, wk__verf_f32_avx2, wk__vgelu_erf_f32_avx2, wk__vlog_f32_avx2,
     wk__vbinary_f32_avx2, wk__vbinary_scalar_f32_avx2, wk__vsum_f32_avx2, wk__vmaxmin_f32_avx2,
+    wk__vcvt_f16_to_f32_avx2, wk__vcvt_bf16_to_f32_avx2, wk__vcvt_f32_to_f16_avx2, wk__vcvt_f32_to_bf16_avx2,
 };
 static const wk_vmath_kernels K_AVX512 = {
     "avx512", WK_VMATH_AVX512,
     wk__vexp_f32_avx512, wk__vtanh_f32_avx512, wk__vsigmoid_f32_avx512, wk__vsilu_f32_avx512,
     wk__vgelu_f32_avx512, wk__verf_f32_avx512, wk__vgelu_erf_f32_avx512, wk__vlog_f32_avx512,
     wk__vbinary_f32_avx512, wk__vbinary_scalar_f32_avx512, wk__vsum_f32_avx512, wk__vmaxmin_f32_avx512,
+    wk__vcvt_f16_to_f32_avx512, wk__vcvt_bf16_to_f32_avx512, wk__vcvt_f32_to_f16_avx512, wk__vcvt_f32_to_bf16_avx512,
 };
 #endif
 
@@ -261,3 +284,8 @@ void wk__vbinary_scalar_f32(int op, float *y, const float *a, float s, int64_t n
 
 float wk__vsum_f32(const float *x, int64_t n) { return n > 0 ? kt()->sum(x, n) : 0.0f; }
 float wk__vmaxmin_f32(const float *x, int64_t n, int want_min) { return kt()->maxmin(x, n, want_min); }
+
+void wk__vcvt_f16_to_f32(float *y, const uint16_t *x, int64_t n) { if (n > 0) kt()->cvt_f16_to_f32(y, x, n); }
+void wk__vcvt_bf16_to_f32(float *y, const uint16_t *x, int64_t n) { if (n > 0) kt()->cvt_bf16_to_f32(y, x, n); }
+void wk__vcvt_f32_to_f16(uint16_t *y, const float *x, int64_t n) { if (n > 0) kt()->cvt_f32_to_f16(y, x, n); }
+void wk__vcvt_f32_to_bf16(uint16_t *y, const float *x, int64_t n) { if (n > 0) kt()->cvt_f32_to_bf16(y, x, n); }

@@ -32,6 +32,19 @@ float wk__vsum_f32(const float *x, int64_t n);
 /* Max (want_min 0) or min of n >= 1 contiguous f32; NaN if any is NaN. */
 float wk__vmaxmin_f32(const float *x, int64_t n, int want_min);
 
+/* f16 / bf16 (as uint16_t bit patterns) <-> f32 over contiguous arrays.
+ * Every level gives results bit-identical to wick's scalar conversions
+ * wk_f16_to_f32, wk_bf16_to_f32, wk_f32_to_f16 and wk_f32_to_bf16
+ * (src/core/dtype.c) for every input: widening is exact (NaN payloads kept
+ * as they are, signaling ones included); narrowing rounds to nearest even
+ * whatever the FPU rounding mode, overflows to +-inf, keeps +-inf, and
+ * turns NaN into a quiet NaN with the sign and top payload bits kept.
+ * x and y must not overlap. n <= 0 does nothing. */
+void wk__vcvt_f16_to_f32(float *y, const uint16_t *x, int64_t n);
+void wk__vcvt_bf16_to_f32(float *y, const uint16_t *x, int64_t n);
+void wk__vcvt_f32_to_f16(uint16_t *y, const float *x, int64_t n);
+void wk__vcvt_f32_to_bf16(uint16_t *y, const float *x, int64_t n);
+
 /* "avx512", "avx2" or "scalar": what the dispatcher chose (WICK_ISA env
  * may force a lower level: "avx2" or "scalar"). */
 const char *wk__vmath_isa(void);
@@ -64,7 +77,11 @@ int  wk__vmath_set_level(int level);
     void wk__vbinary_f32_##sfx(int op, float *y, const float *a, const float *b, int64_t n); \
     void wk__vbinary_scalar_f32_##sfx(int op, float *y, const float *a, float s, int64_t n); \
     float wk__vsum_f32_##sfx(const float *x, int64_t n);                                 \
-    float wk__vmaxmin_f32_##sfx(const float *x, int64_t n, int want_min);
+    float wk__vmaxmin_f32_##sfx(const float *x, int64_t n, int want_min);               \
+    void wk__vcvt_f16_to_f32_##sfx(float *y, const uint16_t *x, int64_t n);              \
+    void wk__vcvt_bf16_to_f32_##sfx(float *y, const uint16_t *x, int64_t n);             \
+    void wk__vcvt_f32_to_f16_##sfx(uint16_t *y, const float *x, int64_t n);              \
+    void wk__vcvt_f32_to_bf16_##sfx(uint16_t *y, const float *x, int64_t n);
 WK_VMATH_DECLARE_ISA(avx2)
 WK_VMATH_DECLARE_ISA(avx512)
 #undef WK_VMATH_DECLARE_ISA

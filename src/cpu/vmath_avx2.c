@@ -432,3 +432,118 @@ float wk__vmaxmin_f32_avx2(const float *x, int64_t n, int want_min) {
     }
     return anynan ? (float)NAN : r;
 }
+
+/* ---- f16 / bf16 <-> f32 conversions, bit-identical to wick's scalar
+ * wk_f16_to_f32, wk_bf16_to_f32, wk_f32_to_f16 and wk_f32_to_bf16
+ * (src/core/dtype.c) for every input.
+ *  - f16 -> f32: VCVTPH2PS (exact), except that it quiets a signaling NaN
+ *    (sets bit 22) while the scalar code keeps the payload bits as they are:
+ *    NaN lanes get bit 22 = f16 bit 9.
+ *  - f32 -> f16: VCVTPS2PH with round-to-nearest-even in the immediate (the
+ *    MXCSR rounding mode is not used); its NaN result (sign, quiet bit, the
+ *    top 9 payload bits) and overflow to inf match the scalar code.
+ *  - bf16 -> f32: zero-extend and shift left 16.
+ *  - f32 -> bf16: (u + 0x7fff + ((u >> 16) & 1)) >> 16 (RNE; overflow
+ *    carries into inf), NaN lanes (u >> 16) | 0x40 (quiet, sign kept).
+ * Tails shorter than a vector go through a zero-padded stack buffer. */
+
+static inline __m256 cvt_h2f_8(__m128i h) {
+    __m256i r = _mm256_castps_si256(_mm256_cvtph_ps(h));
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(r, _mm256_set1_epi32(0x7fffffff)),
+                                     _mm256_set1_epi32(0x7f800000));
+    if (_mm256_testz_si256(nan, nan)) return _mm256_castsi256_ps(r); /* no NaN: the usual case */
+    __m256i q = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 13); /* f16 quiet bit 9 -> bit 22 */
+    __m256i clear = _mm256_andnot_si256(q, _mm256_and_si256(nan, _mm256_set1_epi32(0x00400000)));
+    return _mm256_castsi256_ps(_mm256_xor_si256(r, clear));
+}
+
+static inline __m128i cvt_f2h_8(__m256 x) { return _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+
+static inline __m256i cvt_f2bf_8(__m256 x) { /* 8 results in the low 16 bits of each 32-bit lane */
+    __m256i u = _mm256_castps_si256(x);
+    __m256i hi = _mm256_srli_epi32(u, 16);
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(hi, _mm256_set1_epi32(1))));
+    r = _mm256_srli_epi32(r, 16);
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                     _mm256_set1_epi32(0x7f800000));
+    return _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
+}
+
+static inline __m128i pack_lo16(__m256i v) { /* 8 x u32 < 65536 -> 8 x u16 */
+    return _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+}
+
+static inline __m256 cvt_bf2f_8(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+
+void wk__vcvt_f16_to_f32_avx2(float *y, const uint16_t *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 a = cvt_h2f_8(_mm_loadu_si128((const __m128i *)(x + i)));
+        __m256 b = cvt_h2f_8(_mm_loadu_si128((const __m128i *)(x + i + 8)));
+        _mm256_storeu_ps(y + i, a);
+        _mm256_storeu_ps(y + i + 8, b);
+    }
+    for (; i < n; i += 8) {
+        int64_t m = n - i < 8 ? n - i : 8;
+        uint16_t in[8] = {0};
+        float out[8];
+        memcpy(in, x + i, (size_t)m * sizeof *in);
+        _mm256_storeu_ps(out, cvt_h2f_8(_mm_loadu_si128((const __m128i *)in)));
+        memcpy(y + i, out, (size_t)m * sizeof *out);
+    }
+}
+
+void wk__vcvt_bf16_to_f32_avx2(float *y, const uint16_t *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 a = cvt_bf2f_8(_mm_loadu_si128((const __m128i *)(x + i)));
+        __m256 b = cvt_bf2f_8(_mm_loadu_si128((const __m128i *)(x + i + 8)));
+        _mm256_storeu_ps(y + i, a);
+        _mm256_storeu_ps(y + i + 8, b);
+    }
+    for (; i < n; i += 8) {
+        int64_t m = n - i < 8 ? n - i : 8;
+        uint16_t in[8] = {0};
+        float out[8];
+        memcpy(in, x + i, (size_t)m * sizeof *in);
+        _mm256_storeu_ps(out, cvt_bf2f_8(_mm_loadu_si128((const __m128i *)in)));
+        memcpy(y + i, out, (size_t)m * sizeof *out);
+    }
+}
+
+void wk__vcvt_f32_to_f16_avx2(uint16_t *y, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m128i a = cvt_f2h_8(_mm256_loadu_ps(x + i));
+        __m128i b = cvt_f2h_8(_mm256_loadu_ps(x + i + 8));
+        _mm_storeu_si128((__m128i *)(y + i), a);
+        _mm_storeu_si128((__m128i *)(y + i + 8), b);
+    }
+    for (; i < n; i += 8) {
+        int64_t m = n - i < 8 ? n - i : 8;
+        float in[8] = {0};
+        uint16_t out[8];
+        memcpy(in, x + i, (size_t)m * sizeof *in);
+        _mm_storeu_si128((__m128i *)out, cvt_f2h_8(_mm256_loadu_ps(in)));
+        memcpy(y + i, out, (size_t)m * sizeof *out);
+    }
+}
+
+void wk__vcvt_f32_to_bf16_avx2(uint16_t *y, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i a = cvt_f2bf_8(_mm256_loadu_ps(x + i));
+        __m256i b = cvt_f2bf_8(_mm256_loadu_ps(x + i + 8));
+        /* packus interleaves the 128-bit lanes: a0-3 b0-3 a4-7 b4-7; put them back in order */
+        __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8);
+        _mm256_storeu_si256((__m256i *)(y + i), p);
+    }
+    for (; i < n; i += 8) {
+        int64_t m = n - i < 8 ? n - i : 8;
+        float in[8] = {0};
+        uint16_t out[8];
+        memcpy(in, x + i, (size_t)m * sizeof *in);
+        _mm_storeu_si128((__m128i *)out, pack_lo16(cvt_f2bf_8(_mm256_loadu_ps(in))));
+        memcpy(y + i, out, (size_t)m * sizeof *out);
+    }
+}

@@ -459,3 +459,95 @@ float wk__vmaxmin_f32_avx512(const float *x, int64_t n, int want_min) {
     else MAXMIN_LOOP(_mm512_max_ps, _mm512_reduce_max_ps);
     return nanm ? (float)NAN : r;
 }
+
+/* ---- f16 / bf16 <-> f32 conversions, bit-identical to wick's scalar
+ * wk_f16_to_f32, wk_bf16_to_f32, wk_f32_to_f16 and wk_f32_to_bf16
+ * (src/core/dtype.c) for every input; the same method as vmath_avx2.c
+ * (VCVTPH2PS with the signaling-NaN bit restored, VCVTPS2PH with RNE in the
+ * immediate, bf16 by integer shifts with the RNE bias and a NaN fixup; no
+ * AVX512-BF16 needed). Tails use masked loads and stores. */
+
+static inline __mmask16 cvt_tail_mask(int64_t m) { return (__mmask16)((1u << (unsigned)m) - 1u); }
+
+static inline __m512 cvt_h2f_16(__m256i h) {
+    __m512i r = _mm512_castps_si512(_mm512_cvtph_ps(h));
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(r, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    if (!nan) return _mm512_castsi512_ps(r); /* no NaN: the usual case */
+    /* NaN lanes: bit 22 = f16 quiet bit 9 (VCVTPH2PS always sets it) */
+    __m512i q = _mm512_and_si512(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 13), _mm512_set1_epi32(0x00400000));
+    r = _mm512_mask_or_epi32(r, nan, _mm512_andnot_si512(_mm512_set1_epi32(0x00400000), r), q);
+    return _mm512_castsi512_ps(r);
+}
+
+static inline __m256i cvt_f2h_16(__m512 x) { return _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+
+static inline __m512i cvt_f2bf_16(__m512 x) { /* results in the low 16 bits of each 32-bit lane */
+    __m512i u = _mm512_castps_si512(x);
+    __m512i hi = _mm512_srli_epi32(u, 16);
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(hi, _mm512_set1_epi32(1))));
+    r = _mm512_srli_epi32(r, 16);
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    return _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(0x40));
+}
+
+static inline __m512 cvt_bf2f_16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+
+void wk__vcvt_f16_to_f32_avx512(float *y, const uint16_t *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m512 a = cvt_h2f_16(_mm256_loadu_si256((const __m256i *)(x + i)));
+        __m512 b = cvt_h2f_16(_mm256_loadu_si256((const __m256i *)(x + i + 16)));
+        _mm512_storeu_ps(y + i, a);
+        _mm512_storeu_ps(y + i + 16, b);
+    }
+    for (; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : cvt_tail_mask(n - i);
+        _mm512_mask_storeu_ps(y + i, k, cvt_h2f_16(_mm256_maskz_loadu_epi16(k, x + i)));
+    }
+}
+
+void wk__vcvt_bf16_to_f32_avx512(float *y, const uint16_t *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m512 a = cvt_bf2f_16(_mm256_loadu_si256((const __m256i *)(x + i)));
+        __m512 b = cvt_bf2f_16(_mm256_loadu_si256((const __m256i *)(x + i + 16)));
+        _mm512_storeu_ps(y + i, a);
+        _mm512_storeu_ps(y + i + 16, b);
+    }
+    for (; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : cvt_tail_mask(n - i);
+        _mm512_mask_storeu_ps(y + i, k, cvt_bf2f_16(_mm256_maskz_loadu_epi16(k, x + i)));
+    }
+}
+
+void wk__vcvt_f32_to_f16_avx512(uint16_t *y, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256i a = cvt_f2h_16(_mm512_loadu_ps(x + i));
+        __m256i b = cvt_f2h_16(_mm512_loadu_ps(x + i + 16));
+        _mm256_storeu_si256((__m256i *)(y + i), a);
+        _mm256_storeu_si256((__m256i *)(y + i + 16), b);
+    }
+    for (; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : cvt_tail_mask(n - i);
+        _mm256_mask_storeu_epi16(y + i, k, cvt_f2h_16(_mm512_maskz_loadu_ps(k, x + i)));
+    }
+}
+
+void wk__vcvt_f32_to_bf16_avx512(uint16_t *y, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m512i a = cvt_f2bf_16(_mm512_loadu_ps(x + i));
+        __m512i b = cvt_f2bf_16(_mm512_loadu_ps(x + i + 16));
+        /* packus works per 128-bit lane (a0-3 b0-3 a4-7 b4-7 ...); the
+         * qword permutation puts the 32 results back in order */
+        __m512i p = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), _mm512_packus_epi32(a, b));
+        _mm512_storeu_si512((void *)(y + i), p);
+    }
+    for (; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : cvt_tail_mask(n - i);
+        _mm512_mask_cvtepi32_storeu_epi16(y + i, k, cvt_f2bf_16(_mm512_maskz_loadu_ps(k, x + i)));
+    }
+}
