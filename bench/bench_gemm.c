@@ -1,24 +1,35 @@
 /*
- * bench/gemm — wk_matmul GFLOP/s beside OpenBLAS and BLIS, measured in one run.
+ * bench/gemm — wk_matmul GFLOP/s beside OpenBLAS, BLIS and PyTorch, measured
+ * in one run, with the machine's FMA peak and read bandwidth.
  *
- *   bench_gemm [--quick] [--threads 1,2] [--no-peers] [--python PATH]
+ *   bench_gemm [--quick] [--threads 1,2] [--dtypes f32,f64,f16,bf16]
+ *              [--sizes 64,128,...] [--no-lm] [--no-peers] [--python PATH]
  *              [--openblas LIB] [--blis LIB]
  *
- * Rows (A is M x K, B is K x N, both row-major, C = A @ B):
- *  - f32 square 64 .. 2048 (4096 without --quick) and language-model shapes
- *    M in {1, 32, 128, 512} x K 4096 x N 4096, M in {1, 128} x K 576 x N 1536,
- *    each beside OpenBLAS cblas_sgemm and BLIS cblas_sgemm;
- *  - f64 square 64 .. 1024 beside cblas_dgemm of both;
- *  - f16 square 64 .. 1024 (wick only: neither BLAS has an f16 GEMM);
- *  - bf16 square 64 .. 1024 beside PyTorch torch.matmul on bfloat16 tensors
- *    (/usr/bin/python3 through bench/peer.h, torch.set_num_threads).
+ * Rows (A is M x K, B is K x N, both row-major, C = A @ B): square sizes
+ * 64 .. 4096 (64, 128, 256 with --quick; --sizes overrides) and the
+ * language-model shapes M in {1, 32, 128, 512} x K 4096 x N 4096 and
+ * M in {1, 128} x K 576 x N 1536 (--quick: 1 x 512 x 512; --no-lm: none):
+ *  - f32 at every shape beside OpenBLAS cblas_sgemm and BLIS cblas_sgemm;
+ *  - f64 at the square sizes beside cblas_dgemm of both;
+ *  - f16 at every shape (wick only: neither BLAS has an f16 GEMM);
+ *  - bf16 at every shape beside PyTorch torch.matmul on bfloat16 tensors
+ *    (/usr/bin/python3 through bench/peer.h, torch.set_num_threads);
+ *  - f16/bf16 rows also give wick's f32 time / its f16 (bf16) time for the
+ *    same shape and thread count (the f32 table's measurement; measured on
+ *    the side when --dtypes leaves f32 out);
+ *  - a matrix-vector block (the M = 1 rows of every dtype): GB/s of B read
+ *    (K*N*sizeof(dtype) / time) beside the read bandwidth of a buffer of the
+ *    same size, measured in this program on the same thread count;
+ *  - a summary: each goal of the GEMM issue and how many rows met it.
  * All at each thread count of --threads (default 1 and 2).
  *
  * wick is called as a user calls it: c = wk_matmul(a, b); wk_tensor_free(c)
  * (allocation of C included). The BLAS peers write into an existing C with
  * beta = 0. Timing: one warm-up call, then an iteration count reaching
  * --min-time, then 5 repeats (3 in --quick; 3 of one call when a call takes
- * over 0.3 s, 2 over 1 s); the median per call is reported.
+ * over 0.3 s, 2 over 1 s); the median per call is reported. torch is timed
+ * the same way inside its script.
  *
  * The peers are loaded at run time with dlopen (both export cblas_sgemm, so
  * they cannot be linked into one binary); a library that does not load
@@ -31,25 +42,34 @@
  * child too and kept only if BLIS does not abort with it. The header prints
  * the cores both report. Thread counts are set with openblas_set_num_threads
  * / bli_thread_set_num_threads per table; with > 1 thread the program sleeps
- * 150 ms after each peer so its spinning workers go idle.
+ * 150 ms after each timed row (wick's and each peer's) so spinning workers
+ * go idle before the next one is timed.
  *
  * FMA peak: 12 independent zmm (ymm without AVX-512) FMA chains per thread on
- * 1 and N pthreads, measured in the same run; "%peak" is wick's share of it
- * (f64 against half the f32 peak).
+ * 1 and N pthreads, best of 7, measured at the start and again before and
+ * after each thread count's tables (the highest kept; the summary uses the
+ * final figure); "%peak" is wick's share of it
+ * (f64 against half the f32 peak, f16/bf16 against the f32 peak).
+ * Read bandwidth: the sum of a float buffer (4 zmm/ymm accumulators) split
+ * over N pthreads, best of 7, small buffers summed repeatedly (>= 64 MiB a
+ * round).
  *
  * Exit status 0 when every wick call succeeded and matched the peer (or a
- * naive reference when no peer loaded); 1 otherwise.
+ * naive reference when no peer loaded); 1 otherwise. Goals missed do not
+ * change the exit status.
  */
 #include <wick/wick.h>
 
 #include "peer.h"
 
+#include <cpuid.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <immintrin.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,6 +351,111 @@ static double fma_peak(int nt, long iters) {
     return (double)nt * (double)iters * 12.0 * (double)g_fma_lanes * 2.0 / best * 1e-9;
 }
 
+/* ------------------------------------------------------ read bandwidth */
+
+/* Read bandwidth: nt pthreads each sum their slice of one buffer (the size of
+ * the matrix a GEMV row reads) with 4 independent vector accumulators. Small
+ * buffers are summed several times per round so that a round reads >= 64 MiB
+ * (thread start-up stays negligible), just as the GEMV is timed over repeated
+ * calls on the same matrix. The buffer is touched first, so it is as cache-
+ * resident as the GEMV's matrix (a 64 MiB matrix stays in a 260 MiB L3). */
+
+typedef struct {
+    const float *p;
+    size_t n; /* floats, a multiple of 64 */
+    long passes;
+    double sink;
+} bw_job;
+
+__attribute__((target("avx512f"))) static double sum_avx512(const float *p, size_t n, long passes) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (long r = 0; r < passes; r++)
+        for (size_t i = 0; i < n; i += 64) {
+            s0 = _mm512_add_ps(s0, _mm512_loadu_ps(p + i));
+            s1 = _mm512_add_ps(s1, _mm512_loadu_ps(p + i + 16));
+            s2 = _mm512_add_ps(s2, _mm512_loadu_ps(p + i + 32));
+            s3 = _mm512_add_ps(s3, _mm512_loadu_ps(p + i + 48));
+        }
+    return (double)_mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+__attribute__((target("avx2"))) static double sum_avx2(const float *p, size_t n, long passes) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (long r = 0; r < passes; r++)
+        for (size_t i = 0; i < n; i += 32) {
+            s0 = _mm256_add_ps(s0, _mm256_loadu_ps(p + i));
+            s1 = _mm256_add_ps(s1, _mm256_loadu_ps(p + i + 8));
+            s2 = _mm256_add_ps(s2, _mm256_loadu_ps(p + i + 16));
+            s3 = _mm256_add_ps(s3, _mm256_loadu_ps(p + i + 24));
+        }
+    float out[8];
+    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    double t = 0;
+    for (int i = 0; i < 8; i++) t += out[i];
+    return t;
+}
+
+static double sum_plain(const float *p, size_t n, long passes) {
+    float s[8] = {0};
+    for (long r = 0; r < passes; r++)
+        for (size_t i = 0; i < n; i += 8)
+            for (int j = 0; j < 8; j++) s[j] += p[i + (size_t)j];
+    double t = 0;
+    for (int j = 0; j < 8; j++) t += s[j];
+    return t;
+}
+
+static void *bw_worker(void *q) {
+    bw_job *j = q;
+    j->sink = g_fma_lanes == 16 ? sum_avx512(j->p, j->n, j->passes)
+              : __builtin_cpu_supports("avx2") ? sum_avx2(j->p, j->n, j->passes)
+                                                : sum_plain(j->p, j->n, j->passes);
+    return NULL;
+}
+
+/* Best-of-7 GB/s reading a buffer of `bytes` on nt threads. Memoized, so the
+ * summary reuses the matrix-vector table's figure; fresh = measure again
+ * (each thread count's matrix-vector table does, right after its rows). */
+static double read_bw(size_t bytes, int nt, int fresh) {
+    static struct { size_t bytes; int nt; double gbs; } memo[32];
+    static int nmemo;
+    int slot = -1;
+    for (int i = 0; i < nmemo; i++)
+        if (memo[i].bytes == bytes && memo[i].nt == nt) slot = i;
+    if (slot >= 0 && !fresh) return memo[slot].gbs;
+    if (nt < 1 || nt > 64 || bytes < 4096) return 0.0;
+    size_t chunk = (size_t)nt * 64; /* floats: each slice a multiple of 64 */
+    size_t n = bytes / sizeof(float) / chunk * chunk;
+    float *buf = aligned_alloc(64, n * sizeof(float));
+    if (!buf) return 0.0;
+    for (size_t i = 0; i < n; i++) buf[i] = (float)(i & 7);
+    size_t per = n / (size_t)nt;
+    long passes = (long)((64u << 20) / (n * sizeof(float))) + 1;
+    double best = 1e30, sink = 0;
+    for (int r = 0; r < 8; r++) { /* first round: warm-up */
+        pthread_t th[64];
+        bw_job jobs[64];
+        int started[64] = {0};
+        for (int i = 0; i < nt; i++) jobs[i] = (bw_job){buf + (size_t)i * per, per, passes, 0};
+        double t0 = bench_now();
+        for (int i = 1; i < nt; i++) started[i] = pthread_create(&th[i], NULL, bw_worker, &jobs[i]) == 0;
+        bw_worker(&jobs[0]);
+        for (int i = 1; i < nt; i++) {
+            if (started[i]) pthread_join(th[i], NULL);
+            else bw_worker(&jobs[i]);
+        }
+        double dt = bench_now() - t0;
+        for (int i = 0; i < nt; i++) sink += jobs[i].sink;
+        if (r > 0 && dt < best) best = dt;
+    }
+    free(buf);
+    if (sink == 12345.678) puts("");
+    double gbs = (double)n * sizeof(float) * (double)passes / best * 1e-9;
+    if (slot < 0 && nmemo < 32) slot = nmemo++;
+    if (slot >= 0) memo[slot].bytes = bytes, memo[slot].nt = nt, memo[slot].gbs = gbs;
+    return gbs;
+}
+
 /* ------------------------------------------------------------- timing */
 
 typedef int (*call_fn)(void *ctx); /* 0 on success */
@@ -495,7 +620,8 @@ static double check_wick(gemm_ctx *c, int have_peer_c) {
 
 typedef struct {
     int m, k, n;
-    const char *label;
+    const char *label; /* NULL: "M x K x N" */
+    int square;
 } shape;
 
 static double gflops(const shape *s, double t) {
@@ -512,6 +638,11 @@ static void fmt_ratio(char *buf, size_t len, double t_wick, double t_peer) {
     else snprintf(buf, len, "n/a");
 }
 
+static void shape_label(char *buf, size_t len, const shape *s) {
+    if (s->label) snprintf(buf, len, "%s", s->label);
+    else snprintf(buf, len, "%d x %d x %d", s->m, s->k, s->n);
+}
+
 /* Tolerance for the check: |diff| <= tol * sqrt(k) (inputs in [-1, 1)). */
 static double tol_for(wk_dtype dt) { return dt == WK_F64 ? 1e-12 : 1e-4; }
 
@@ -525,15 +656,66 @@ static void settle(int nt) {
     }
 }
 
+/* ------------------------------------------------------------ results */
+
+enum { D_F32, D_F64, D_F16, D_BF16, ND };
+static const wk_dtype k_dt[ND] = {WK_F32, WK_F64, WK_F16, WK_BF16};
+static const char *const k_dt_name[ND] = {"f32", "f64", "f16", "bf16"};
+static const size_t k_dt_size[ND] = {4, 8, 2, 2};
+
+#define MAX_SHAPES 32
+static shape g_shapes[MAX_SHAPES];
+static int g_nshapes;
+
+/* Median seconds per call; <= 0: not measured / failed. */
+typedef struct {
+    double wick, ob, blis, torch;
+} row_times;
+static row_times g_res[ND][MAX_THREADS_LIST][MAX_SHAPES];
+static double g_peak[MAX_THREADS_LIST]; /* f32 FMA peak used for each thread count's tables */
+static int g_dt_on[ND];
+
+/* Shapes a dtype is measured at: f64 only the square sizes. */
+static int dtype_has_shape(int d, const shape *s) { return d != D_F64 || s->square; }
+
+/* A peer's time at > 1 thread that is over 4x its own 1-thread time for the
+ * same row: an OpenMP peer whose spinning barrier lost a time slice to
+ * another process (seen on shared 2-vCPU VMs). Marked '!' in the tables and
+ * left out of the summary's counts. which: 0 OpenBLAS, 1 BLIS, 2 torch. */
+static int peer_suspect(int d, int ti, int i, int which) {
+    int t1 = -1;
+    for (int t = 0; t < opt.nthreads; t++)
+        if (opt.threads[t] == 1) t1 = t;
+    if (t1 < 0 || opt.threads[ti] <= 1) return 0;
+    const row_times *r = &g_res[d][ti][i], *r1 = &g_res[d][t1][i];
+    double a = which == 0 ? r->ob : which == 1 ? r->blis : r->torch;
+    double b = which == 0 ? r1->ob : which == 1 ? r1->blis : r1->torch;
+    return a > 0 && b > 0 && a > 4.0 * b;
+}
+
+static double pct_peak(int d, const shape *s, double t, double peak) {
+    double ref = d == D_F64 ? peak / 2 : peak;
+    return t > 0 && ref > 0 ? 100.0 * gflops(s, t) / ref : -1;
+}
+
+static void fmt_pct(char *buf, size_t len, double pct) {
+    if (pct >= 0) snprintf(buf, len, "%.0f%%", pct);
+    else snprintf(buf, len, "n/a");
+}
+
 /* f32 / f64 table: wick, OpenBLAS, BLIS. */
-static void blas_table(wk_dtype dt, const shape *shapes, int nshapes, int nt, double peak, int check) {
-    printf("\n%s, %d thread%s (peak %.0f GFLOP/s)\n", wk_dtype_name(dt), nt, nt > 1 ? "s" : "", peak);
-    printf("| %-22s | %8s | %6s | %9s | %9s | %8s | %8s |%s\n", "M x K x N", "wick", "%peak", "OpenBLAS", "BLIS",
+static void blas_table(int d, int ti, int nt, int check) {
+    wk_dtype dt = k_dt[d];
+    double peak = g_peak[ti];
+    printf("\n%s, %d thread%s (peak %.0f GFLOP/s%s)\n", k_dt_name[d], nt, nt > 1 ? "s" : "",
+           d == D_F64 ? peak / 2 : peak, d == D_F64 ? ": half the f32 FMA peak" : "");
+    printf("| %-22s | %8s | %6s | %9s | %9s | %8s | %9s |%s\n", "M x K x N", "wick", "%peak", "OpenBLAS", "BLIS",
            "wick/OB", "wick/BLIS", check ? " max|wick-OB| |" : "");
     printf("|------------------------|----------|--------|-----------|-----------|----------|-----------|%s\n",
            check ? "---------------|" : "");
-    for (int i = 0; i < nshapes; i++) {
-        const shape *s = &shapes[i];
+    for (int i = 0; i < g_nshapes; i++) {
+        const shape *s = &g_shapes[i];
+        if (!dtype_has_shape(d, s)) continue;
         gemm_ctx c;
         if (ctx_init(&c, dt, s->m, s->k, s->n)) {
             g_failed = 1;
@@ -542,6 +724,7 @@ static void blas_table(wk_dtype dt, const shape *shapes, int nshapes, int nt, do
         }
         double tw = time_call(call_wick, &c);
         if (tw < 0) report_null("wk_matmul");
+        settle(nt); /* wick's pool spins a little after a region too */
         double to = -1, tb = -1;
         if (!opt.no_peers) {
             if (g_blis.h && (dt == WK_F64 ? g_blis.dgemm != NULL : g_blis.sgemm != NULL)) {
@@ -555,24 +738,25 @@ static void blas_table(wk_dtype dt, const shape *shapes, int nshapes, int nt, do
                 settle(nt);
             }
         }
+        g_res[d][ti][i] = (row_times){tw, to, tb, -1};
         char label[64], gw[32], go[32], gb[32], ro[32], rb[32], pk[32], ck[48] = "";
-        if (s->label) snprintf(label, sizeof label, "%s", s->label);
-        else snprintf(label, sizeof label, "%d x %d x %d", s->m, s->k, s->n);
+        shape_label(label, sizeof label, s);
         fmt_gf(gw, sizeof gw, s, tw);
         fmt_gf(go, sizeof go, s, to);
         fmt_gf(gb, sizeof gb, s, tb);
         fmt_ratio(ro, sizeof ro, tw, to);
         fmt_ratio(rb, sizeof rb, tw, tb);
-        double pk_ref = dt == WK_F64 ? peak / 2 : peak;
-        if (tw > 0 && pk_ref > 0) snprintf(pk, sizeof pk, "%.0f%%", 100.0 * gflops(s, tw) / pk_ref);
-        else snprintf(pk, sizeof pk, "n/a");
+        if (peer_suspect(d, ti, i, 0)) strcat(go, "!");
+        if (peer_suspect(d, ti, i, 1)) strcat(gb, "!");
+        fmt_pct(pk, sizeof pk, pct_peak(d, s, tw, peak));
         if (check) {
             int naive_ok = (double)s->m * s->k * s->n <= 3e8;
             if (to > 0 || naive_ok) {
-                double d = check_wick(&c, to > 0);
+                double df = check_wick(&c, to > 0);
                 double tol = tol_for(dt) * sqrt((double)s->k);
-                if (d < 0 || !(d <= tol)) g_failed = 1;
-                snprintf(ck, sizeof ck, " %9.2e%s%s |", d, to > 0 ? "" : " (naive)", d >= 0 && d <= tol ? "" : " BAD");
+                if (df < 0 || !(df <= tol)) g_failed = 1;
+                snprintf(ck, sizeof ck, " %9.2e%s%s |", df, to > 0 ? "" : " (naive)",
+                         df >= 0 && df <= tol ? "" : " BAD");
             } else {
                 snprintf(ck, sizeof ck, " %13s |", "n/a");
             }
@@ -583,42 +767,117 @@ static void blas_table(wk_dtype dt, const shape *shapes, int nshapes, int nt, do
     }
 }
 
-/* f16 / bf16 table: wick (and torch for bf16). torch_t[i] <= 0 = n/a. */
-static void half_table(wk_dtype dt, const int *sizes, int nsizes, int nt, double peak, const double *torch_t) {
-    printf("\n%s, %d thread%s (%%peak of the f32 FMA peak %.0f GFLOP/s)\n", wk_dtype_name(dt), nt, nt > 1 ? "s" : "",
-           peak);
-    if (torch_t) {
-        printf("| %-22s | %8s | %6s | %9s | %10s |\n", "M x K x N", "wick", "%peak", "torch", "wick/torch");
-        printf("|------------------------|----------|--------|-----------|------------|\n");
+/* wick's f32 time at shape i: the f32 table's, or (when --dtypes left f32
+ * out) measured here, wick only, for the bf16/f32 and f16/f32 columns. */
+static double f32_wick_time(int ti, int i, int nt) {
+    row_times *r = &g_res[D_F32][ti][i];
+    if (r->wick > 0 || g_dt_on[D_F32]) return r->wick;
+    const shape *s = &g_shapes[i];
+    gemm_ctx c;
+    if (ctx_init(&c, WK_F32, s->m, s->k, s->n) == 0) {
+        r->wick = time_call(call_wick, &c);
+        if (r->wick < 0) report_null("wk_matmul");
+        settle(nt);
     } else {
-        printf("| %-22s | %8s | %6s |\n", "M x K x N", "wick", "%peak");
-        printf("|------------------------|----------|--------|\n");
+        g_failed = 1;
     }
-    for (int i = 0; i < nsizes; i++) {
-        shape s = {sizes[i], sizes[i], sizes[i], NULL};
+    ctx_free(&c);
+    return r->wick;
+}
+
+/* f16 / bf16 table: wick, torch (bf16), ratio to wick's own f32 of the same
+ * shape and thread count (from the f32 table). */
+static void half_table(int d, int ti, int nt, const double *torch_t) {
+    wk_dtype dt = k_dt[d];
+    double peak = g_peak[ti];
+    char hdr_ratio[16];
+    snprintf(hdr_ratio, sizeof hdr_ratio, "%s/f32", k_dt_name[d]);
+    printf("\n%s, %d thread%s (%%peak of the f32 FMA peak %.0f GFLOP/s)\n", k_dt_name[d], nt, nt > 1 ? "s" : "",
+           peak);
+    printf("| %-22s | %8s | %6s |", "M x K x N", "wick", "%peak");
+    if (torch_t) printf(" %9s | %10s |", "torch", "wick/torch");
+    printf(" %8s |\n", hdr_ratio);
+    printf("|------------------------|----------|--------|%s----------|\n",
+           torch_t ? "-----------|------------|" : "");
+    for (int i = 0; i < g_nshapes; i++) {
+        const shape *s = &g_shapes[i];
         gemm_ctx c;
-        if (ctx_init(&c, dt, s.m, s.k, s.n)) {
+        if (ctx_init(&c, dt, s->m, s->k, s->n)) {
             g_failed = 1;
             ctx_free(&c);
             continue;
         }
         double tw = time_call(call_wick, &c);
         if (tw < 0) report_null("wk_matmul");
-        char label[64], gw[32], pk[32], gt[32], rt[32];
-        snprintf(label, sizeof label, "%d x %d x %d", s.m, s.k, s.n);
-        fmt_gf(gw, sizeof gw, &s, tw);
-        if (tw > 0 && peak > 0) snprintf(pk, sizeof pk, "%.0f%%", 100.0 * gflops(&s, tw) / peak);
-        else snprintf(pk, sizeof pk, "n/a");
-        if (torch_t) {
-            fmt_gf(gt, sizeof gt, &s, torch_t[i]);
-            fmt_ratio(rt, sizeof rt, tw, torch_t[i]);
-            printf("| %-22s | %8s | %6s | %9s | %10s |\n", label, gw, pk, gt, rt);
-        } else {
-            printf("| %-22s | %8s | %6s |\n", label, gw, pk);
-        }
-        fflush(stdout);
+        settle(nt);
         ctx_free(&c);
+        double t32 = f32_wick_time(ti, i, nt);
+        double tt = torch_t ? torch_t[i] : -1;
+        g_res[d][ti][i] = (row_times){tw, -1, -1, tt};
+        char label[64], gw[32], pk[32], gt[32], rt[32], rf[32];
+        shape_label(label, sizeof label, s);
+        fmt_gf(gw, sizeof gw, s, tw);
+        fmt_pct(pk, sizeof pk, pct_peak(d, s, tw, peak));
+        fmt_ratio(rf, sizeof rf, tw, t32);
+        printf("| %-22s | %8s | %6s |", label, gw, pk);
+        if (torch_t) {
+            fmt_gf(gt, sizeof gt, s, tt);
+            if (peer_suspect(d, ti, i, 2)) strcat(gt, "!");
+            fmt_ratio(rt, sizeof rt, tw, tt);
+            printf(" %9s | %10s |", gt, rt);
+        }
+        printf(" %8s |\n", rf);
+        fflush(stdout);
     }
+}
+
+/* Matrix-vector rows (M = 1) of every dtype at this thread count, from the
+ * tables above: bytes of B read per second beside a read of the same size. */
+static void gemv_table(int ti, int nt) {
+    int any = 0;
+    for (int i = 0; i < g_nshapes; i++) any |= g_shapes[i].m == 1;
+    if (!any) return;
+    printf("\nmatrix-vector (M = 1), %d thread%s: GB/s = K*N*sizeof(dtype) / time (B read once per call);\n"
+           "read bw = the sum micro-benchmark on a buffer of the same size, %d thread%s\n",
+           nt, nt > 1 ? "s" : "", nt, nt > 1 ? "s" : "");
+    printf("| %-5s | %-22s | %8s | %9s | %7s | %6s | %8s | %8s | %8s |\n", "dtype", "M x K x N", "MiB", "read bw",
+           "wick", "%bw", "OpenBLAS", "BLIS", "torch");
+    printf("|-------|------------------------|----------|-----------|---------|--------|----------|----------|"
+           "----------|\n");
+    size_t seen[16];
+    int nseen = 0;
+    for (int d = 0; d < ND; d++) {
+        if (!g_dt_on[d]) continue;
+        for (int i = 0; i < g_nshapes; i++) {
+            const shape *s = &g_shapes[i];
+            if (s->m != 1 || !dtype_has_shape(d, s)) continue;
+            const row_times *r = &g_res[d][ti][i];
+            double bytes = (double)s->k * s->n * (double)k_dt_size[d];
+            int fresh = 1; /* measure each buffer size once per table */
+            for (int j = 0; j < nseen; j++) fresh &= seen[j] != (size_t)bytes;
+            if (fresh && nseen < 16) seen[nseen++] = (size_t)bytes;
+            double bw = read_bw((size_t)bytes, nt, fresh);
+            char label[64], w[32], pc[32], o[32], b[32], t[32];
+#define GBS(buf, tm)                                                                                               \
+    do {                                                                                                           \
+        if ((tm) > 0) snprintf(buf, sizeof buf, "%.1f", bytes / (tm) * 1e-9);                                      \
+        else snprintf(buf, sizeof buf, "%s", "n/a");                                                               \
+    } while (0)
+            GBS(w, r->wick);
+            GBS(o, r->ob);
+            GBS(b, r->blis);
+            GBS(t, r->torch);
+#undef GBS
+            fmt_pct(pc, sizeof pc, r->wick > 0 && bw > 0 ? 100.0 * bytes / r->wick * 1e-9 / bw : -1);
+            shape_label(label, sizeof label, s);
+            char bws[32];
+            if (bw > 0) snprintf(bws, sizeof bws, "%.1f", bw);
+            else snprintf(bws, sizeof bws, "n/a");
+            printf("| %-5s | %-22s | %8.1f | %9s | %7s | %6s | %8s | %8s | %8s |\n", k_dt_name[d], label,
+                   bytes / 1048576.0, bws, w, pc, o, b, t);
+        }
+    }
+    fflush(stdout);
 }
 
 /* ------------------------------------------------------------- torch */
@@ -629,75 +888,230 @@ static const char *k_torch_peer =
     "torch.set_num_threads(nt)\n"
     "torch.manual_seed(0)\n"
     "for spec in sys.argv[4:]:\n"
-    "    n = int(spec)\n"
-    "    a = (torch.rand(n, n) * 2 - 1).to(torch.bfloat16)\n"
-    "    b = (torch.rand(n, n) * 2 - 1).to(torch.bfloat16)\n"
+    "    m, k, n = (int(v) for v in spec.split('x'))\n"
+    "    a = (torch.rand(m, k) * 2 - 1).to(torch.bfloat16)\n"
+    "    b = (torch.rand(k, n) * 2 - 1).to(torch.bfloat16)\n"
     "    with torch.no_grad():\n"
     "        t0 = time.perf_counter(); torch.matmul(a, b); t1 = time.perf_counter() - t0\n"
-    "        it = 1\n"
-    "        t0 = time.perf_counter(); torch.matmul(a, b); t1 = time.perf_counter() - t0\n"
-    "        if t1 < mt: it = int(mt / max(t1, 1e-9)) + 1\n"
+    "        it, r = 1, reps\n"
+    "        if t1 > 1.0: r = 2\n"
+    "        elif t1 > 0.3: r = 3\n"
+    "        else:\n"
+    "            t0 = time.perf_counter(); torch.matmul(a, b); t1 = time.perf_counter() - t0\n"
+    "            if t1 < mt: it = int(mt / max(t1, 1e-9)) + 1\n"
     "        ts = []\n"
-    "        for _ in range(reps):\n"
+    "        for _ in range(r):\n"
     "            t0 = time.perf_counter()\n"
     "            for _ in range(it): torch.matmul(a, b)\n"
     "            ts.append((time.perf_counter() - t0) / it)\n"
-    "    print(n, statistics.median(ts), flush=True)\n";
+    "    print(spec, statistics.median(ts), flush=True)\n";
 
-static void time_torch(int nt, const int *sizes, int nsizes, double *out) {
-    for (int i = 0; i < nsizes; i++) out[i] = -1;
+/* torch bf16 matmul at every shape: out[i] seconds, -1 = n/a. */
+static void time_torch(int nt, double *out) {
+    for (int i = 0; i < g_nshapes; i++) out[i] = -1;
     if (opt.no_peers) return;
-    char args[512];
+    char args[1024];
     int len = snprintf(args, sizeof args, "%d %g %d", nt, opt.min_time, opt.repeats);
-    for (int i = 0; i < nsizes && len > 0 && len < (int)sizeof args - 16; i++)
-        len += snprintf(args + len, sizeof args - (size_t)len, " %d", sizes[i]);
+    for (int i = 0; i < g_nshapes && len > 0 && len < (int)sizeof args - 40; i++)
+        len += snprintf(args + len, sizeof args - (size_t)len, " %dx%dx%d", g_shapes[i].m, g_shapes[i].k,
+                        g_shapes[i].n);
     bench_peer p;
     if (bench_peer_start(&p, opt.python, k_torch_peer, NULL, args)) {
         char line[256];
         while (fgets(line, sizeof line, p.out)) {
-            int n;
+            int m, k, n;
             double t;
-            if (sscanf(line, "%d %lf", &n, &t) != 2) continue;
-            for (int i = 0; i < nsizes; i++)
-                if (sizes[i] == n) out[i] = t;
+            if (sscanf(line, "%dx%dx%d %lf", &m, &k, &n, &t) != 4) continue;
+            for (int i = 0; i < g_nshapes; i++)
+                if (g_shapes[i].m == m && g_shapes[i].k == k && g_shapes[i].n == n) out[i] = t;
         }
     }
     bench_peer_finish(&p);
 }
 
+/* ----------------------------------------------------------- summary */
+
+typedef struct {
+    int met, of, excluded;
+    char miss[512];
+} tally;
+
+static void tally_add(tally *t, int ok, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void tally_add(tally *t, int ok, const char *fmt, ...) {
+    t->of++;
+    if (ok) {
+        t->met++;
+        return;
+    }
+    size_t len = strlen(t->miss);
+    if (len + 4 >= sizeof t->miss) return;
+    if (len) t->miss[len++] = ',', t->miss[len++] = ' ', t->miss[len] = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->miss + len, sizeof t->miss - len, fmt, ap);
+    va_end(ap);
+}
+
+/* One goal line: "<goal>: a/b rows at 1 thread (misses ...); c/d at 2 (...)". */
+static void print_goal(const char *goal, tally *per_t) {
+    printf("- %s:", goal);
+    int any = 0;
+    for (int ti = 0; ti < opt.nthreads; ti++) {
+        if (!per_t[ti].of) continue;
+        printf("%s %d/%d rows at %d thread%s", any ? ";" : "", per_t[ti].met, per_t[ti].of, opt.threads[ti],
+               opt.threads[ti] > 1 ? "s" : "");
+        if (per_t[ti].miss[0]) printf(" (missed: %s)", per_t[ti].miss);
+        if (per_t[ti].excluded) printf(" [%d row%s left out: peer marked !]", per_t[ti].excluded,
+                                       per_t[ti].excluded > 1 ? "s" : "");
+        any = 1;
+    }
+    if (!any) {
+        int ex = 0;
+        for (int ti = 0; ti < opt.nthreads; ti++) ex += per_t[ti].excluded;
+        printf(ex ? " no usable row (%d left out: peer marked !)" : " not measured in this run", ex);
+    }
+    printf("\n");
+}
+
+static int cpu_has_avx512bf16(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
+    return (a >> 5) & 1;
+}
+
+static void short_label(char *buf, size_t len, const shape *s) {
+    if (s->square) snprintf(buf, len, "%d", s->m);
+    else snprintf(buf, len, "%dx%dx%d", s->m, s->k, s->n);
+}
+
+static void summary(void) {
+    tally ob[MAX_THREADS_LIST], bl[MAX_THREADS_LIST], pk[MAX_THREADS_LIST], tq[MAX_THREADS_LIST],
+        r18[MAX_THREADS_LIST], gv[MAX_THREADS_LIST];
+    memset(ob, 0, sizeof ob), memset(bl, 0, sizeof bl), memset(pk, 0, sizeof pk);
+    memset(tq, 0, sizeof tq), memset(r18, 0, sizeof r18), memset(gv, 0, sizeof gv);
+    for (int ti = 0; ti < opt.nthreads; ti++) {
+        int nt = opt.threads[ti];
+        for (int i = 0; i < g_nshapes; i++) {
+            const shape *s = &g_shapes[i];
+            char sl[48];
+            short_label(sl, sizeof sl, s);
+            const row_times *f = &g_res[D_F32][ti][i], *h = &g_res[D_BF16][ti][i];
+            if (g_dt_on[D_F32] && f->wick > 0) {
+                if (f->ob > 0 && peer_suspect(D_F32, ti, i, 0)) ob[ti].excluded++;
+                else if (f->ob > 0) tally_add(&ob[ti], f->wick <= f->ob, "%s %.2f", sl, f->ob / f->wick);
+                if (f->blis > 0 && peer_suspect(D_F32, ti, i, 1)) bl[ti].excluded++;
+                else if (f->blis > 0) tally_add(&bl[ti], f->wick <= f->blis, "%s %.2f", sl, f->blis / f->wick);
+                if (s->square && s->m >= 1024) {
+                    double p = pct_peak(D_F32, s, f->wick, g_peak[ti]);
+                    tally_add(&pk[ti], p >= 90.0, "%s %.0f%%", sl, p);
+                }
+            }
+            if (g_dt_on[D_BF16] && h->wick > 0) {
+                if (h->torch > 0 && peer_suspect(D_BF16, ti, i, 2)) tq[ti].excluded++;
+                else if (h->torch > 0) tally_add(&tq[ti], h->wick <= h->torch, "%s %.2f", sl, h->torch / h->wick);
+                if (f->wick > 0)
+                    tally_add(&r18[ti], f->wick / h->wick >= 1.8, "%s %.2f", sl, f->wick / h->wick);
+            }
+            if (s->m == 1)
+                for (int d = 0; d < ND; d++) {
+                    const row_times *r = &g_res[d][ti][i];
+                    if (!g_dt_on[d] || !dtype_has_shape(d, s) || r->wick <= 0) continue;
+                    double bytes = (double)s->k * s->n * (double)k_dt_size[d];
+                    double bw = read_bw((size_t)bytes, nt, 0);
+                    if (bw <= 0) continue; /* under 4 KiB: no bandwidth figure */
+                    double p = 100.0 * bytes / r->wick * 1e-9 / bw;
+                    tally_add(&gv[ti], p >= 85.0, "%s %s %.0f%%", k_dt_name[d], sl, p);
+                }
+        }
+    }
+    printf("\nsummary (goals of the GEMM issue, this run; missed rows in parentheses with wick's\n"
+           "speed-up over the peer, its bf16/f32 ratio or its percentage;\n"
+           "FMA peak");
+    for (int ti = 0; ti < opt.nthreads; ti++)
+        printf("%s %.1f GFLOP/s on %d", ti ? "," : "", g_peak[ti], opt.threads[ti]);
+    printf(")\n");
+    print_goal("f32 >= OpenBLAS (wick/OB >= 1)", ob);
+    print_goal("f32 >= BLIS (for reference)", bl);
+    print_goal("f32 >= 90% of the FMA peak at square >= 1024", pk);
+    print_goal("bf16 >= torch bf16 (wick/torch >= 1)", tq);
+    char g18[128];
+    snprintf(g18, sizeof g18, "bf16 >= 1.8x wick's f32 (bf16/f32 >= 1.8; this CPU %s AVX512-BF16)",
+             cpu_has_avx512bf16() ? "has" : "lacks");
+    print_goal(g18, r18);
+    print_goal("GEMV (M = 1) >= 85% of the read bandwidth of a buffer of its size", gv);
+}
+
 /* -------------------------------------------------------------- main */
 
-static int parse_threads(char *s) {
-    opt.nthreads = 0;
-    while (*s && opt.nthreads < MAX_THREADS_LIST) {
+static int parse_int_list(char *s, int *out, int max, int lo, int hi) {
+    int n = 0;
+    while (*s && n < max) {
         char *end;
         long v = strtol(s, &end, 10);
-        if (end == s) break;
-        if (v >= 1 && v <= 64) opt.threads[opt.nthreads++] = (int)v;
-        s = *end == ',' ? end + 1 : end;
+        if (end == s || v < lo || v > hi) return 0;
+        out[n++] = (int)v;
+        if (*end == ',') s = end + 1;
+        else if (*end == 0) s = end;
+        else return 0;
     }
-    return opt.nthreads > 0;
+    return n;
+}
+
+static int parse_dtypes(const char *s) {
+    memset(g_dt_on, 0, sizeof g_dt_on);
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", s);
+    int any = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (int d = 0; d < ND; d++)
+            if (strcmp(tok, k_dt_name[d]) == 0) g_dt_on[d] = found = 1;
+        if (!found) return 0;
+        any = 1;
+    }
+    return any;
+}
+
+static void usage(FILE *f, const char *argv0) {
+    fprintf(f,
+            "usage: %s [--quick] [--threads 1,2] [--dtypes f32,f64,f16,bf16] [--sizes 64,128,...] [--no-lm]\n"
+            "          [--no-peers] [--python PATH] [--openblas LIB] [--blis LIB]\n",
+            argv0);
 }
 
 int main(int argc, char **argv) {
     opt.python = "/usr/bin/python3";
     opt.threads[0] = 1, opt.threads[1] = 2, opt.nthreads = 2;
+    for (int d = 0; d < ND; d++) g_dt_on[d] = 1;
+    int sizes[16], nsizes = 0, no_lm = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) opt.quick = 1;
         else if (strcmp(argv[i], "--no-peers") == 0) opt.no_peers = 1;
+        else if (strcmp(argv[i], "--no-lm") == 0) no_lm = 1;
         else if (strcmp(argv[i], "--python") == 0 && i + 1 < argc) opt.python = argv[++i];
         else if (strcmp(argv[i], "--openblas") == 0 && i + 1 < argc) opt.openblas_path = argv[++i];
         else if (strcmp(argv[i], "--blis") == 0 && i + 1 < argc) opt.blis_path = argv[++i];
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            if (!parse_threads(argv[++i])) {
-                fprintf(stderr, "bad --threads\n");
+            opt.nthreads = parse_int_list(argv[++i], opt.threads, MAX_THREADS_LIST, 1, 64);
+            if (!opt.nthreads) {
+                fprintf(stderr, "bad --threads %s (e.g. 1,2)\n", argv[i]);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
+            nsizes = parse_int_list(argv[++i], sizes, 16, 1, 16384);
+            if (!nsizes) {
+                fprintf(stderr, "bad --sizes %s (e.g. 256,1024; at most 16, each 1..16384)\n", argv[i]);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--dtypes") == 0 && i + 1 < argc) {
+            if (!parse_dtypes(argv[++i])) {
+                fprintf(stderr, "bad --dtypes %s (a comma list of f32, f64, f16, bf16)\n", argv[i]);
                 return 2;
             }
         } else {
-            fprintf(stderr,
-                    "usage: %s [--quick] [--threads 1,2] [--no-peers] [--python PATH] [--openblas LIB] [--blis LIB]\n",
-                    argv[0]);
-            return strcmp(argv[i], "--help") == 0 ? 0 : 2;
+            int help = strcmp(argv[i], "--help") == 0;
+            usage(help ? stdout : stderr, argv[0]);
+            return help ? 0 : 2;
         }
     }
     opt.min_time = opt.quick ? 0.01 : 0.05;
@@ -708,31 +1122,29 @@ int main(int argc, char **argv) {
     __builtin_cpu_init();
     g_fma_lanes = __builtin_cpu_supports("avx512f") ? 16 : __builtin_cpu_supports("fma") ? 8 : 0;
 
-    static const int sq_full[] = {64, 128, 256, 512, 1024, 2048, 4096};
-    static const int sq_quick[] = {64, 128, 256};
-    const int *sq = opt.quick ? sq_quick : sq_full;
-    int nsq_f32 = opt.quick ? 3 : 7;
-    int nsq_small = opt.quick ? 3 : 5; /* f64/f16/bf16: up to 1024 */
-
-    shape f32_shapes[16];
-    int nf32 = 0;
-    for (int i = 0; i < nsq_f32; i++) f32_shapes[nf32++] = (shape){sq[i], sq[i], sq[i], NULL};
-    if (opt.quick) {
-        f32_shapes[nf32++] = (shape){1, 512, 512, "LM 1 x 512 x 512"};
+    if (!nsizes) {
+        static const int sq_full[] = {64, 128, 256, 512, 1024, 2048, 4096};
+        static const int sq_quick[] = {64, 128, 256};
+        nsizes = opt.quick ? 3 : 7;
+        memcpy(sizes, opt.quick ? sq_quick : sq_full, (size_t)nsizes * sizeof(int));
+    }
+    for (int i = 0; i < nsizes; i++) g_shapes[g_nshapes++] = (shape){sizes[i], sizes[i], sizes[i], NULL, 1};
+    if (no_lm) {
+    } else if (opt.quick) {
+        g_shapes[g_nshapes++] = (shape){1, 512, 512, "LM 1 x 512 x 512", 0};
     } else {
         static const int lm_m[] = {1, 32, 128, 512};
         static const char *const lm_labels[] = {"LM 1 x 4096 x 4096", "LM 32 x 4096 x 4096", "LM 128 x 4096 x 4096",
                                                 "LM 512 x 4096 x 4096"};
-        for (int i = 0; i < 4; i++) f32_shapes[nf32++] = (shape){lm_m[i], 4096, 4096, lm_labels[i]};
-        f32_shapes[nf32++] = (shape){1, 576, 1536, "LM 1 x 576 x 1536"};
-        f32_shapes[nf32++] = (shape){128, 576, 1536, "LM 128 x 576 x 1536"};
+        for (int i = 0; i < 4; i++) g_shapes[g_nshapes++] = (shape){lm_m[i], 4096, 4096, lm_labels[i], 0};
+        g_shapes[g_nshapes++] = (shape){1, 576, 1536, "LM 1 x 576 x 1536", 0};
+        g_shapes[g_nshapes++] = (shape){128, 576, 1536, "LM 128 x 576 x 1536", 0};
     }
-    shape small_shapes[8];
-    for (int i = 0; i < nsq_small; i++) small_shapes[i] = (shape){sq[i], sq[i], sq[i], NULL};
 
     printf("bench_gemm: C = A @ B, row-major, A M x K, B K x N; GFLOP/s = 2MKN / median time; wick ISA %s\n",
            wk_cpu_isa());
-    printf("wick: c = wk_matmul(a, b) + free (allocation included); peers: cblas_?gemm into an existing C, beta 0\n");
+    printf("wick: c = wk_matmul(a, b) + free (allocation included); peers: cblas_?gemm into an existing C, beta 0;\n"
+           "torch: torch.matmul on bfloat16 tensors (/usr/bin/python3, ATEN_CPU_CAPABILITY=avx512)\n");
     if (opt.no_peers) {
         printf("peers: off (--no-peers)\n");
     } else {
@@ -743,33 +1155,59 @@ int main(int argc, char **argv) {
     }
 
     long fma_iters = opt.quick ? 2000000 : 10000000;
-    int max_nt = 1;
-    for (int i = 0; i < opt.nthreads; i++)
-        if (opt.threads[i] > max_nt) max_nt = opt.threads[i];
     double peak1 = fma_peak(1, fma_iters);
-    printf("FMA peak (12 independent %s FMA chains per thread): %.1f GFLOP/s f32 on 1 thread", 
+    printf("FMA peak (12 independent %s FMA chains per thread): %.1f GFLOP/s f32 on 1 thread",
            g_fma_lanes == 16 ? "zmm" : g_fma_lanes == 8 ? "ymm" : "(none)", peak1);
-    double peaks[MAX_THREADS_LIST];
     for (int t = 0; t < opt.nthreads; t++) {
-        peaks[t] = opt.threads[t] == 1 ? peak1 : fma_peak(opt.threads[t], fma_iters);
-        if (opt.threads[t] != 1) printf(", %.1f on %d", peaks[t], opt.threads[t]);
+        g_peak[t] = opt.threads[t] == 1 ? peak1 : fma_peak(opt.threads[t], fma_iters);
+        if (opt.threads[t] != 1) printf(", %.1f on %d", g_peak[t], opt.threads[t]);
     }
+    /* Read bandwidth on the largest matrix a GEMV row reads (f32). */
+    size_t bw_bytes = 0;
+    for (int i = 0; i < g_nshapes; i++)
+        if (g_shapes[i].m == 1 && (size_t)g_shapes[i].k * (size_t)g_shapes[i].n * 4 > bw_bytes)
+            bw_bytes = (size_t)g_shapes[i].k * (size_t)g_shapes[i].n * 4;
+    if (bw_bytes < 4096) bw_bytes = 64u << 20; /* no GEMV row big enough: 64 MiB */
+    printf("\nread bandwidth (sum of a %.1f MiB buffer, the largest f32 GEMV matrix, else 64 MiB): ",
+           bw_bytes / 1048576.0);
+    for (int t = 0; t < opt.nthreads; t++)
+        printf("%s%.1f GB/s on %d thread%s", t ? ", " : "", read_bw(bw_bytes, opt.threads[t], 0), opt.threads[t],
+               opt.threads[t] > 1 ? "s" : "");
     printf("\nratios wick/peer = peer time / wick time: > 1 means wick is faster. %%peak: wick's GFLOP/s / FMA peak\n");
-    printf("(f64 against half the f32 peak). max|wick-OB|: wick vs OpenBLAS's C (naive double reference if n/a).\n");
+    printf("(f64 against half the f32 peak; f16/bf16 against the f32 peak). bf16/f32, f16/f32: wick's f32 time / its\n"
+           "bf16 (f16) time for the same shape and thread count. max|wick-OB|: wick vs OpenBLAS's C (naive double\n"
+           "reference if n/a). GEMV rows: GB/s of the matrix B read, %%bw against the read bandwidth of a buffer of\n"
+           "the same size measured here; this CPU's L3 (260 MiB on the dev VMs) holds a 64 MiB matrix after the first\n"
+           "touch, so both are L3 (or L2) bandwidths, not DRAM ones. The FMA peak is re-measured before and after\n"
+           "each thread count's tables; the highest figure is kept (noise only lowers it); the summary uses it.\n"
+           "A peer figure marked ! took over 4x its own 1-thread time on more threads (an OpenMP barrier that lost\n"
+           "a time slice to another process on a shared VM): the summary leaves those rows out.\n");
     fflush(stdout);
 
+    static double torch_t[MAX_SHAPES];
     for (int t = 0; t < opt.nthreads; t++) {
         int nt = opt.threads[t];
         wk_set_num_threads(nt);
         if (!opt.no_peers) peers_set_threads(nt);
-        printf("\n=== threads %d ===\n", nt);
-        blas_table(WK_F32, f32_shapes, nf32, nt, peaks[t], t == 0);
-        blas_table(WK_F64, small_shapes, nsq_small, nt, peaks[t], t == 0);
-        half_table(WK_F16, sq, nsq_small, nt, peaks[t], NULL);
-        double torch_t[8];
-        time_torch(nt, sq, nsq_small, torch_t);
-        half_table(WK_BF16, sq, nsq_small, nt, peaks[t], torch_t);
+        double again = fma_peak(nt, fma_iters);
+        if (again > g_peak[t]) g_peak[t] = again;
+        printf("\n=== threads %d (FMA peak %.1f GFLOP/s f32) ===\n", nt, g_peak[t]);
+        if (g_dt_on[D_F32]) blas_table(D_F32, t, nt, t == 0);
+        if (g_dt_on[D_F64]) blas_table(D_F64, t, nt, t == 0);
+        if (g_dt_on[D_F16]) half_table(D_F16, t, nt, NULL);
+        if (g_dt_on[D_BF16]) {
+            time_torch(nt, torch_t);
+            half_table(D_BF16, t, nt, torch_t);
+        }
+        gemv_table(t, nt);
+        again = fma_peak(nt, fma_iters);
+        if (again > g_peak[t]) {
+            printf("\n(FMA peak on %d thread%s re-measured after the tables: %.1f GFLOP/s; the summary uses it)\n", nt,
+                   nt > 1 ? "s" : "", again);
+            g_peak[t] = again;
+        }
     }
+    summary();
     printf("\nwick result check: %s\n", g_failed ? "FAILED" : "ok");
     return g_failed ? 1 : 0;
 }

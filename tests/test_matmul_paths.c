@@ -101,7 +101,8 @@ static void each_level(void (*fn)(void)) {
  * narrowed operands. */
 static void odd_shapes(void) {
     const int64_t shapes[][3] = {{3, 17, 5},  {17, 1, 33},   {255, 3, 17}, {3, 255, 255}, {17, 1023, 3},
-                                 {1023, 17, 3}, {2, 1023, 255}, {33, 700, 65}, {255, 255, 255}};
+                                 {1023, 17, 3}, {2, 1023, 255}, {33, 700, 65}, {255, 255, 255},
+                                 {1, 255, 1023}, {1023, 255, 1}};
     wk_dtype dts[4] = {WK_F32, WK_F64, WK_F16, WK_BF16};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int d = 0; d < 4; d++)

@@ -9,6 +9,8 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_convert.h"
 #include "cpu/gemm.h"
+#include "cpu/gemv_half.h"
+#include "cpu/threadpool.h"
 #include "cpu/vmath.h"
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,94 @@ static void narrow_out(void *dst, int64_t off, const float *c, int64_t cnt, wk_d
         for (int64_t i = 0; i < cnt; i++) wk__narrow_store(dst, off + i, dt, c[i]);
 }
 
+/* ---- f16 / bf16 matrix-vector: y[j] = sum_p x[p] * B[p, j], B read once
+ * and converted to f32 in L1-sized pieces (no widened copy of the matrix),
+ * summed in f32, each output rounded once. */
+#define NGEMV_BLOCK 1024
+
+typedef struct {
+    int64_t n, k;
+    const float *x;                  /* the vector, already f32 */
+    const uint16_t *b; int64_t brs, bcs;
+    void *y; int64_t yoff;
+    wk_dtype dt;
+    bool avx512;                     /* fused widen + FMA loops */
+} ngemv_ctx;
+
+static void cvt_run(float *d, const uint16_t *s, int64_t cnt, wk_dtype dt) {
+    if (dt == WK_F16) wk__vcvt_f16_to_f32(d, s, cnt);
+    else wk__vcvt_bf16_to_f32(d, s, cnt);
+}
+
+static void ngemv_piece(void *vc, int64_t j0, int64_t j1, int tid) {
+    (void)tid;
+    const ngemv_ctx *v = vc;
+    float acc[NGEMV_BLOCK], tmp[4 * NGEMV_BLOCK];
+    for (int64_t jb = j0; jb < j1; jb += NGEMV_BLOCK) {
+        int64_t w = j1 - jb < NGEMV_BLOCK ? j1 - jb : NGEMV_BLOCK;
+        if (v->avx512 && v->bcs == 1) {
+            for (int64_t j = 0; j < w; j++) acc[j] = 0;
+            wk__gemv_half_rows_avx512(acc, v->x, v->b + jb, v->brs, v->k, w, v->dt == WK_F16);
+        } else if (v->avx512 && v->brs == 1) {
+            for (int64_t j = 0; j < w; j++) acc[j] = wk__gemv_half_dot_avx512(v->x, v->b + (jb + j) * v->bcs, v->k, v->dt == WK_F16);
+        } else if (v->bcs == 1) {
+            /* rows of B contiguous: scaled converted rows into acc, four
+             * rows a pass (2 KiB runs of each: short runs at a large row
+             * stride starve the prefetcher; 256-column runs gave 2 GB/s) */
+            for (int64_t j = 0; j < w; j++) acc[j] = 0;
+            int64_t p = 0;
+            for (; p + 4 <= v->k; p += 4) {
+                for (int r = 0; r < 4; r++) cvt_run(tmp + r * NGEMV_BLOCK, v->b + (p + r) * v->brs + jb, w, v->dt);
+                float x0 = v->x[p], x1 = v->x[p + 1], x2 = v->x[p + 2], x3 = v->x[p + 3];
+                const float *restrict t0 = tmp, *restrict t1 = tmp + NGEMV_BLOCK;
+                const float *restrict t2 = t1 + NGEMV_BLOCK, *restrict t3 = t2 + NGEMV_BLOCK;
+                for (int64_t j = 0; j < w; j++) acc[j] += x0 * t0[j] + x1 * t1[j] + x2 * t2[j] + x3 * t3[j];
+            }
+            for (; p < v->k; p++) {
+                cvt_run(tmp, v->b + p * v->brs + jb, w, v->dt);
+                float xp = v->x[p];
+                for (int64_t j = 0; j < w; j++) acc[j] += xp * tmp[j];
+            }
+        } else if (v->brs == 1) {
+            /* columns contiguous (x @ W^T of a linear layer): dot products */
+            for (int64_t j = 0; j < w; j++) {
+                const uint16_t *col = v->b + (jb + j) * v->bcs;
+                float lane[16] = {0};
+                for (int64_t p0 = 0; p0 < v->k; p0 += NGEMV_BLOCK) {
+                    int64_t len = v->k - p0 < NGEMV_BLOCK ? v->k - p0 : NGEMV_BLOCK;
+                    cvt_run(tmp, col + p0, len, v->dt);
+                    int64_t p = 0;
+                    for (; p + 16 <= len; p += 16)
+                        for (int l = 0; l < 16; l++) lane[l] += v->x[p0 + p + l] * tmp[p + l];
+                    for (; p < len; p++) lane[p % 16] += v->x[p0 + p] * tmp[p];
+                }
+                float s = 0;
+                for (int l = 0; l < 16; l++) s += lane[l];
+                acc[j] = s;
+            }
+        } else {
+            for (int64_t j = 0; j < w; j++) {
+                float s = 0;
+                for (int64_t p = 0; p < v->k; p++) s += v->x[p] * wk__narrow_load(v->b, p * v->brs + (jb + j) * v->bcs, v->dt);
+                acc[j] = s;
+            }
+        }
+        narrow_out(v->y, v->yoff + jb, acc, w, v->dt);
+    }
+}
+
+/* y (n outputs at element yoff of dst) = x (k elements, stride xs) @ B. */
+static bool narrow_gemv(int64_t n, int64_t k, const void *xbuf, int64_t xoff, int64_t xs, const void *bbuf,
+                        int64_t boff, int64_t brs, int64_t bcs, void *dst, int64_t yoff, wk_dtype dt) {
+    float *x = malloc(sizeof(float) * (size_t)(k > 0 ? k : 1));
+    if (!x) return false;
+    for (int64_t p = 0; p < k; p++) x[p] = wk__narrow_load(xbuf, xoff + p * xs, dt);
+    ngemv_ctx v = {n, k, x, (const uint16_t *)bbuf + boff, brs, bcs, dst, yoff, dt, strcmp(wk_cpu_isa(), "avx512") == 0};
+    wk__parallel_for(n, NGEMV_BLOCK, n * k >= (1 << 16) ? 0 : INT64_MAX, ngemv_piece, &v);
+    free(x);
+    return true;
+}
+
 /* f32 / f64 products: the system BLAS when wick was built with one and the
  * strides fit it, else wick's GEMM. */
 static bool gemm_f32(const kernels *kk, int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs,
@@ -121,6 +211,15 @@ wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, con
                 if (m == 1) kk.v64(n, k, A, acs, B, brs, bcs, y);
                 else kk.v64(m, k, B, brs, A, acs, ars, y);
             }
+        }
+        return WK_OK;
+    }
+    if ((m == 1 || n == 1) && (dt == WK_F16 || dt == WK_BF16)) {
+        for (int64_t bi = 0; bi < nb; bi++) {
+            int64_t ao = batch_offset(la, bi), bo = batch_offset(lb, bi);
+            bool ok = m == 1 ? narrow_gemv(n, k, a, ao, acs, b, bo, brs, bcs, dst, bi * m * n, dt)
+                             : narrow_gemv(m, k, b, bo, brs, a, ao, acs, ars, dst, bi * m * n, dt);
+            if (!ok) return wk__err(WK_ERR_OOM, "matmul", "cannot allocate %lld floats of scratch", (long long)k);
         }
         return WK_OK;
     }
