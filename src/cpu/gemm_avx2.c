@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 /* C[mr x nr] (row stride ldc) = (first) or += the 6 x (2 vectors) product of
- * the packed strips: ap is [kc][6], bp is [kc][2*VL]. A full tile is stored
+ * the packed strips: ap is [kc][6], bp is kc rows of 2*VL, ldb apart. A full tile is stored
  * straight from the registers; a partial one (mr < 6 or nr < 2*VL, the edges
  * of C) goes through a stack tile so nothing outside C is touched. */
 #define MICRO_BODY(T, V, VL, LOAD, STORE, SET1, FMA, ADD, ZERO)                                  \
@@ -25,7 +25,7 @@
         a = SET1(ap[4]); c4a = FMA(a, b0, c4a); c4b = FMA(a, b1, c4b);                          \
         a = SET1(ap[5]); c5a = FMA(a, b0, c5a); c5b = FMA(a, b1, c5b);                          \
         ap += 6;                                                                                \
-        bp += 2 * VL;                                                                           \
+        bp += ldb;                                                                              \
     }                                                                                           \
     if (mr == 6 && nr == 2 * VL) {                                                              \
         if (first) {                                                                            \
@@ -55,14 +55,14 @@
     for (int64_t r = 0; r < mr; r++)                                                            \
         for (int64_t j = 0; j < nr; j++) c[r * ldc + j] = first ? tile[r][j] : c[r * ldc + j] + tile[r][j];
 
-static void micro_f32_6x16(int64_t kc, const float *restrict ap, const float *restrict bp, float *restrict c,
-                           int64_t ldc, int64_t mr, int64_t nr, bool first) {
+static void micro_f32_6x16(int64_t kc, const float *restrict ap, const float *restrict bp, int64_t ldb,
+                           float *restrict c, int64_t ldc, int64_t mr, int64_t nr, bool first) {
     MICRO_BODY(float, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps,
                _mm256_add_ps, _mm256_setzero_ps)
 }
 
-static void micro_f64_6x8(int64_t kc, const double *restrict ap, const double *restrict bp, double *restrict c,
-                          int64_t ldc, int64_t mr, int64_t nr, bool first) {
+static void micro_f64_6x8(int64_t kc, const double *restrict ap, const double *restrict bp, int64_t ldb,
+                          double *restrict c, int64_t ldc, int64_t mr, int64_t nr, bool first) {
     MICRO_BODY(double, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd,
                _mm256_add_pd, _mm256_setzero_pd)
 }

@@ -15,7 +15,8 @@
 #define MR 8
 
 /* C[mr x nr] (row stride ldc) = (first) or += the MR x (2 vectors) product
- * of the packed strips: ap is [kc][MR], bp is [kc][2*VL]. Partial tiles
+ * of the strips: ap is [kc][MR] (packed), bp is kc rows of 2*VL, ldb apart
+ * (2*VL when packed, B's row stride when read in place). Partial tiles
  * (mr < MR rows, nr < 2*VL columns) use masked loads and stores. */
 #define MICRO_BODY(T, V, VL, MASK, LOADU, STOREU, MLOAD, MSTORE, SET1, FMA, ADD, ZERO)                       \
     V acc[MR][2];                                                                                            \
@@ -27,6 +28,12 @@
         _mm_prefetch((const char *)(c + r * ldc + 2 * VL - 1), _MM_HINT_T0);                                 \
     }                                                                                                        \
     for (int64_t p = 0; p < kc; p++) {                                                                       \
+        /* unpacked B rows (ldb != 2*VL) are a page apart: no hardware                                        \
+         * prefetcher follows them, so fetch eight rows ahead */                                             \
+        if (ldb != 2 * VL) {                                                                                 \
+            _mm_prefetch((const char *)(bp + 8 * ldb), _MM_HINT_T0);                                         \
+            _mm_prefetch((const char *)(bp + 8 * ldb + 2 * VL - 1), _MM_HINT_T0);                            \
+        }                                                                                                    \
         V b0 = LOADU(bp), b1 = LOADU(bp + VL);                                                               \
         for (int r = 0; r < MR; r++) {                                                                       \
             V a = SET1(ap[r]);                                                                               \
@@ -34,7 +41,7 @@
             acc[r][1] = FMA(a, b1, acc[r][1]);                                                               \
         }                                                                                                    \
         ap += MR;                                                                                            \
-        bp += 2 * VL;                                                                                        \
+        bp += ldb;                                                                                           \
     }                                                                                                        \
     if (nr == 2 * VL) {                                                                                      \
         for (int64_t r = 0; r < mr; r++) {                                                                   \
@@ -62,14 +69,14 @@
         MSTORE(row + VL, m1, v1);                                                                            \
     }
 
-static void micro_f32_8x32(int64_t kc, const float *restrict ap, const float *restrict bp, float *restrict c,
-                           int64_t ldc, int64_t mr, int64_t nr, bool first) {
+static void micro_f32_8x32(int64_t kc, const float *restrict ap, const float *restrict bp, int64_t ldb,
+                           float *restrict c, int64_t ldc, int64_t mr, int64_t nr, bool first) {
     MICRO_BODY(float, __m512, 16, __mmask16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_mask_loadu_ps,
                _mm512_mask_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_setzero_ps)
 }
 
-static void micro_f64_8x16(int64_t kc, const double *restrict ap, const double *restrict bp, double *restrict c,
-                           int64_t ldc, int64_t mr, int64_t nr, bool first) {
+static void micro_f64_8x16(int64_t kc, const double *restrict ap, const double *restrict bp, int64_t ldb,
+                           double *restrict c, int64_t ldc, int64_t mr, int64_t nr, bool first) {
     MICRO_BODY(double, __m512d, 8, __mmask8, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_mask_loadu_pd,
                _mm512_mask_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd, _mm512_setzero_pd)
 }
