@@ -1,5 +1,5 @@
 /* The backend contract (src/backend.h): every entry of the CPU backend table
- * is set. The table is walked as an array of WK_BACKEND_NUM_ENTRIES function
+ * (and of the CUDA table when it is compiled in) is set. The table is walked as an array of WK_BACKEND_NUM_ENTRIES function
  * pointers after `name`, so an entry added to wk_backend later is checked
  * without touching this test. */
 #include "testutil.h"
@@ -58,6 +58,37 @@ static void test_cpu_backend_complete(void **state) {
     assert_true(distinct >= WK_BACKEND_NUM_ENTRIES / 2);
 }
 
+#ifdef WICK_HAVE_CUDA
+extern const wk_backend wk__cuda_backend;
+
+/* With the CUDA backend compiled in (WICK_CUDA), its table is complete too:
+ * entries not written yet are non-NULL functions that answer
+ * WK_ERR_NOT_COMPILED (tests/test_cuda.c checks their messages). */
+static void test_cuda_backend_complete(void **state) {
+    (void)state;
+    const wk_backend *be = &wk__cuda_backend;
+    assert_non_null(be->name);
+    assert_string_equal(be->name, "cuda");
+    size_t missing = 0;
+    for (size_t i = 0; i < WK_BACKEND_NUM_ENTRIES; i++) {
+        if (!entry(be, i)) {
+            print_error("wk__cuda_backend entry %zu (after name) is NULL\n", i);
+            missing++;
+        }
+    }
+    assert_int_equal(missing, 0);
+    size_t distinct = 0;
+    for (size_t i = 0; i < WK_BACKEND_NUM_ENTRIES; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i; j++) seen = seen || entry(be, j) == entry(be, i);
+        distinct += !seen;
+    }
+    assert_true(distinct >= WK_BACKEND_NUM_ENTRIES / 2);
+    /* no entry is shared with the CPU table */
+    for (size_t i = 0; i < WK_BACKEND_NUM_ENTRIES; i++) assert_true(entry(be, i) != entry(&wk__cpu_backend, i));
+}
+#endif
+
 static void test_cpu_device_uses_the_table(void **state) {
     (void)state;
     /* the trivial entries behave as the contract says */
@@ -80,6 +111,9 @@ int main(void) {
         cmocka_unit_test(test_layout_of_the_table),
         cmocka_unit_test(test_cpu_backend_complete),
         cmocka_unit_test(test_cpu_device_uses_the_table),
+#ifdef WICK_HAVE_CUDA
+        cmocka_unit_test(test_cuda_backend_complete),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

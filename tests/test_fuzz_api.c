@@ -680,8 +680,13 @@ static void act_misc(void) {
     }
     case 3: {
         wk_clear_error();
-        if (wk_cuda((int)rnd(-2, 3)) || wk_last_status() != WK_ERR_NOT_COMPILED || !wk_last_error()[0])
-            fail_here(__LINE__, "wk_cuda", "expected WK_ERR_NOT_COMPILED");
+        {   /* with the CUDA backend compiled in and no usable GPU: WK_ERR_DEVICE */
+            bool cuda_in = strstr(wk_backends(), "cuda") != NULL;
+            wk_device *cu = wk_cuda((int)rnd(-2, 3));
+            if (cu ? !cuda_in
+                   : (wk_last_status() != (cuda_in ? WK_ERR_DEVICE : WK_ERR_NOT_COMPILED) || !wk_last_error()[0]))
+                fail_here(__LINE__, "wk_cuda", "expected WK_ERR_NOT_COMPILED (WK_ERR_DEVICE with CUDA compiled in)");
+        }
         wk_clear_error();
         if (wk_metal((int)rnd(-2, 3)) || wk_last_status() != WK_ERR_NOT_COMPILED || !wk_last_error()[0])
             fail_here(__LINE__, "wk_metal", "expected WK_ERR_NOT_COMPILED");

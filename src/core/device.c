@@ -1,8 +1,10 @@
 /* Devices. The CPU device is one static instance. GPU constructors return a
  * clean "not compiled in" error until their backend is in the build (issue:
- * CUDA backend). Identity is the instance, and error messages print the
+ * CUDA backend; with WICK_HAVE_CUDA wk_cuda opens src/cuda/cuda_device.c's
+ * cached device). Identity is the instance, and error messages print the
  * instance id so "device mismatch" never shows two equal names. */
 #include "core/tensor.h"
+#include "cuda/cuda_device.h"
 #include <stdio.h>
 
 static wk_device g_cpu = {
@@ -26,9 +28,14 @@ wk_device *wk_cpu(void) {
 }
 
 wk_device *wk_cuda(int ordinal) {
+#ifdef WICK_HAVE_CUDA
+    /* one cached instance per ordinal; NULL + WK_ERR_DEVICE without a usable GPU */
+    return wk__cuda_open(ordinal);
+#else
     wk__err(WK_ERR_NOT_COMPILED, "wk_cuda", "device cuda:%d requested, but wick was built without the CUDA backend",
             ordinal);
     return NULL;
+#endif
 }
 
 wk_device *wk_metal(int ordinal) {
@@ -54,4 +61,10 @@ wk_status wk_device_set_seed(wk_device *dev, uint64_t seed) {
 
 uint64_t wk_device_seed(const wk_device *dev) { return dev ? dev->seed : 0; }
 
-const char *wk_backends(void) { return "cpu"; }
+const char *wk_backends(void) {
+#ifdef WICK_HAVE_CUDA
+    return "cpu cuda"; /* compiled in; wk_cuda() says whether a device is usable */
+#else
+    return "cpu";
+#endif
+}

@@ -1,0 +1,444 @@
+/* The CUDA backend table (src/backend.h) - first stage.
+ *
+ * Every op allocates from the device's pool, queues its kernel on the
+ * device's one non-blocking stream and returns at once; kernels are built
+ * ahead of time by nvcc (the .cu files of src/cuda, declared in cuda_kernels.h) and
+ * receive their views by value, so a strided launch uploads nothing.
+ *
+ * Readback (to_host) copies ONLY the bytes of the view: a contiguous view is
+ * one cudaMemcpyAsync of exactly its bytes (a one-element read of a
+ * 1024x1024 result moves 4 bytes); a strided view is gathered on the device
+ * into a pooled temporary by the copy kernel, then copied. It then waits for
+ * an event recorded right after that copy - i.e. for the work queued before
+ * the copy on this device, not for work other threads queue later - and
+ * reports errors the kernels flagged (integer division by zero) since the
+ * last wait. Several threads may read back at once: each waits on its own
+ * event.
+ *
+ * matmul goes to cuBLAS (row-major C = A B computed as column-major
+ * C^T = B^T A^T): one cublasGemmStridedBatchedEx when each operand's batch
+ * dims collapse to one stride and its matrix dims to a leading dimension,
+ * else a loop of cublasGemmEx over the batch; an operand whose matrix dims
+ * are not expressible (e.g. 0 or non-unit inner strides) is first copied to
+ * a contiguous pooled temporary. f16/bf16 accumulate in f32; f32 computes in
+ * f32 (TF32 only with WICK_CUDA_TF32=1 in the environment when the device is
+ * opened).
+ *
+ * Entries not written yet return "<op>: not implemented on the CUDA backend
+ * yet" with WK_ERR_NOT_COMPILED. */
+#include "cuda/cuda_device.h"
+
+#ifdef WICK_HAVE_CUDA
+#include <string.h>
+#include "cpu/cpu_backend.h"
+#include "cuda/cuda_kernels.h"
+#include "cuda/cuda_mm_plan.h"
+
+#define ENTER(op)                                          \
+    wk_cuda_dev *d = wk__cuda_dev(dev);                    \
+    do {                                                   \
+        wk_status st_ = wk__cuda_enter((op), d);           \
+        if (st_ != WK_OK) return st_;                      \
+    } while (0)
+
+static wk_cu_view view_of(const wk_layout *l) {
+    wk_cu_view v;
+    memset(&v, 0, sizeof v);
+    v.rank = l->rank;
+    for (int i = 0; i < l->rank; i++) {
+        v.shape[i] = l->shape[i];
+        v.stride[i] = l->stride[i];
+    }
+    v.offset = l->offset;
+    return v;
+}
+
+/* The contiguous view of l's shape (offset 0): how outputs are written. */
+static wk_cu_view contig_view(const wk_layout *l) {
+    wk_layout c;
+    wk__layout_contiguous(&c, l->shape, l->rank, 0);
+    return view_of(&c);
+}
+
+static wk_status launched(const char *op, wk_cuda_dev *d, int rc) {
+    if (rc == 0) return WK_OK;
+    return wk__cuda_check(op, d, (cudaError_t)rc);
+}
+
+/* ---- memory ---- */
+
+static wk_status cu_alloc(wk_device *dev, size_t nbytes, void **buf) {
+    const char *op = "alloc";
+    *buf = NULL;
+    ENTER(op);
+    if (wk__cupool_alloc(d->pool, nbytes, buf) == WK_OK) return WK_OK;
+    wk_cupool_stats s;
+    wk__cupool_stats(d->pool, &s);
+    return wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes on %s (%zu bytes in use, cache released and retried)",
+                   nbytes, d->base.name, s.bytes_in_use);
+}
+
+static void cu_free(wk_device *dev, void *buf, size_t nbytes) {
+    wk_cuda_dev *d = wk__cuda_dev(dev);
+    /* the pool may hand blocks back to the driver: be on the right device
+     * (no error to report from here, so no wk__err) */
+    int cur = -1;
+    if (cudaGetDevice(&cur) != cudaSuccess || cur != d->ordinal) {
+        if (cudaSetDevice(d->ordinal) != cudaSuccess) (void)cudaGetLastError();
+    }
+    /* stream-ordered: later work on the stream may reuse it at once */
+    wk__cupool_free(d->pool, buf, nbytes);
+}
+
+static wk_status cu_from_host(wk_device *dev, void *buf, size_t off, const void *src, size_t nbytes) {
+    const char *op = "from_host";
+    ENTER(op);
+    if (nbytes == 0) return WK_OK;
+    cudaError_t e = cudaMemcpyAsync((char *)buf + off, src, nbytes, cudaMemcpyHostToDevice, d->stream);
+    if (e != cudaSuccess) return wk__cuda_check(op, d, e);
+    /* From pageable memory the call returns once src has been staged; from
+     * page-locked memory it is truly asynchronous, so wait: the caller may
+     * reuse src as soon as we return. */
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, src) == cudaSuccess) {
+        if (a.type == cudaMemoryTypeHost) e = cudaStreamSynchronize(d->stream);
+    } else {
+        (void)cudaGetLastError();
+    }
+    return wk__cuda_check(op, d, e);
+}
+
+/* Wait for everything queued on the stream up to now (an event: not for
+ * work other threads queue after this point). */
+static cudaError_t wait_here(wk_cuda_dev *d) {
+    cudaEvent_t ev;
+    cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (e != cudaSuccess) return cudaStreamSynchronize(d->stream);
+    e = cudaEventRecord(ev, d->stream);
+    if (e == cudaSuccess) e = cudaEventSynchronize(ev);
+    cudaError_t e2 = cudaEventDestroy(ev);
+    return e != cudaSuccess ? e : e2;
+}
+
+static wk_status cu_to_host(wk_device *dev, const void *src, const wk_layout *l, wk_dtype dt, void *dst) {
+    const char *op = "to_host";
+    ENTER(op);
+    int64_t n = wk__layout_numel(l);
+    if (n == 0) return WK_OK;
+    size_t es = wk_dtype_size(dt), nb = (size_t)n * es;
+    void *tmp = NULL;
+    cudaError_t e;
+    if (wk__layout_is_contiguous(l)) {
+        e = cudaMemcpyAsync(dst, (const char *)src + (size_t)l->offset * es, nb, cudaMemcpyDeviceToHost, d->stream);
+    } else {
+        if (wk__cupool_alloc(d->pool, nb, &tmp) != WK_OK)
+            return wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes on %s to gather a strided view", nb,
+                           d->base.name);
+        int rc = wk__cu_copy_strided(d->stream, src, view_of(l), tmp, contig_view(l), dt);
+        if (rc != 0) {
+            wk__cupool_free(d->pool, tmp, nb);
+            return launched(op, d, rc);
+        }
+        e = cudaMemcpyAsync(dst, tmp, nb, cudaMemcpyDeviceToHost, d->stream);
+    }
+    if (e == cudaSuccess) e = wait_here(d);
+    if (tmp) wk__cupool_free(d->pool, tmp, nb);
+    if (e != cudaSuccess) return wk__cuda_check(op, d, e);
+    return wk__cuda_take_flag(op, d);
+}
+
+/* ---- copies and elementwise: the launchers of cuda_kernels.h ---- */
+
+static wk_status cu_copy_strided(wk_device *dev, const void *src, const wk_layout *ls, void *dst, const wk_layout *ld,
+                                 wk_dtype dt) {
+    ENTER("copy_strided");
+    return launched("copy_strided", d, wk__cu_copy_strided(d->stream, src, view_of(ls), dst, view_of(ld), dt));
+}
+
+static wk_status cu_fill(wk_device *dev, void *dst, const wk_layout *ld, wk_dtype dt, double value) {
+    ENTER("fill");
+    return launched("fill", d, wk__cu_fill(d->stream, dst, view_of(ld), dt, value));
+}
+
+static wk_status cu_cast(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype sdt, void *dst, wk_dtype ddt) {
+    ENTER("cast");
+    return launched("cast", d, wk__cu_cast(d->stream, src, view_of(ls), sdt, dst, ddt));
+}
+
+static wk_status cu_unary(wk_device *dev, wk_unary_op op, const void *src, const wk_layout *ls, void *dst,
+                          wk_dtype dt) {
+    ENTER("unary");
+    return launched("unary", d, wk__cu_unary(d->stream, op, src, view_of(ls), dst, dt));
+}
+
+static wk_status cu_affine(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double mul,
+                           double add) {
+    ENTER("affine");
+    return launched("affine", d, wk__cu_affine(d->stream, src, view_of(ls), dst, dt, mul, add));
+}
+
+static wk_status cu_powf(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double e) {
+    ENTER("powf");
+    return launched("powf", d, wk__cu_powf(d->stream, src, view_of(ls), dst, dt, e));
+}
+
+static wk_status cu_elu(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double alpha) {
+    ENTER("elu");
+    return launched("elu", d, wk__cu_elu(d->stream, src, view_of(ls), dst, dt, alpha));
+}
+
+static wk_status cu_clamp(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double lo,
+                          double hi) {
+    ENTER("clamp");
+    return launched("clamp", d, wk__cu_clamp(d->stream, src, view_of(ls), dst, dt, lo, hi));
+}
+
+static wk_status cu_binary(wk_device *dev, wk_binary_op op, const void *a, const wk_layout *la, const void *b,
+                           const wk_layout *lb, void *dst, wk_dtype dt) {
+    ENTER("binary");
+    /* integer division by zero lands in the device's flag; reported at the next wait */
+    return launched("binary", d,
+                    wk__cu_binary(d->stream, op, a, view_of(la), b, view_of(lb), dst, dt, d->flag_dev));
+}
+
+static wk_status cu_cmp(wk_device *dev, wk_cmp_op op, const void *a, const wk_layout *la, const void *b,
+                        const wk_layout *lb, void *dst, wk_dtype dt) {
+    ENTER("cmp");
+    return launched("cmp", d, wk__cu_cmp(d->stream, op, a, view_of(la), b, view_of(lb), dst, dt));
+}
+
+static wk_status cu_where(wk_device *dev, const void *cond, const wk_layout *lc, wk_dtype cdt, const void *a,
+                          const wk_layout *la, const void *b, const wk_layout *lb, void *dst, wk_dtype dt) {
+    ENTER("where");
+    return launched("where", d,
+                    wk__cu_where(d->stream, cond, view_of(lc), cdt, a, view_of(la), b, view_of(lb), dst, dt));
+}
+
+/* ---- matmul through cuBLAS ---- */
+
+/* A wick operand of matmul: its data and layout, replaced by a pooled
+ * contiguous copy when its matrix dims have no leading dimension. */
+typedef struct mm_operand {
+    const void *buf;
+    wk_layout l;
+    void *tmp;
+    size_t tmp_bytes;
+} mm_operand;
+
+static wk_status mm_copy(const char *op, wk_cuda_dev *d, wk_dtype dt, mm_operand *o) {
+    int64_t n = wk__layout_numel(&o->l);
+    o->tmp_bytes = (size_t)n * wk_dtype_size(dt);
+    if (wk__cupool_alloc(d->pool, o->tmp_bytes, &o->tmp) != WK_OK)
+        return wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes on %s for a contiguous copy of an operand",
+                       o->tmp_bytes, d->base.name);
+    wk_layout lc;
+    wk__layout_contiguous(&lc, o->l.shape, o->l.rank, 0);
+    int rc = wk__cu_copy_strided(d->stream, o->buf, view_of(&o->l), o->tmp, view_of(&lc), dt);
+    if (rc != 0) {
+        wk__cupool_free(d->pool, o->tmp, o->tmp_bytes);
+        o->tmp = NULL;
+        return launched(op, d, rc);
+    }
+    o->buf = o->tmp;
+    o->l = lc;
+    return WK_OK;
+}
+
+static wk_status blas_status(const char *op, wk_cuda_dev *d, cublasStatus_t s) {
+    if (s == CUBLAS_STATUS_SUCCESS) return WK_OK;
+    (void)cudaGetLastError();
+    return wk__err(s == CUBLAS_STATUS_ALLOC_FAILED ? WK_ERR_OOM : WK_ERR_DEVICE, op, "%s: cuBLAS: %s", d->base.name,
+                   cublasGetStatusString(s));
+}
+
+static wk_status cu_matmul(wk_device *dev, const void *a, const wk_layout *la, const void *b, const wk_layout *lb,
+                           void *dst, wk_dtype dt) {
+    const char *op = "matmul";
+    ENTER(op);
+    cudaDataType_t ct;
+    cublasComputeType_t comp = CUBLAS_COMPUTE_32F;
+    switch (dt) {
+    case WK_F32: ct = CUDA_R_32F; comp = d->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; break;
+    case WK_F64: ct = CUDA_R_64F; comp = CUBLAS_COMPUTE_64F; break;
+    case WK_F16: ct = CUDA_R_16F; break;
+    case WK_BF16: ct = CUDA_R_16BF; break;
+    default:
+        return wk__err(WK_ERR_NOT_COMPILED, op, "%s not implemented on the CUDA backend yet", wk_dtype_name(dt));
+    }
+    size_t es = wk_dtype_size(dt);
+    wk_cumm_call c;
+    if (!wk__cumm_plan(la, lb, &c))
+        return wk__err(WK_ERR_SHAPE, op, "m=%lld n=%lld k=%lld exceed cuBLAS's 32-bit sizes",
+                       (long long)la->shape[la->rank - 2], (long long)lb->shape[lb->rank - 1],
+                       (long long)la->shape[la->rank - 1]);
+    if (c.batch == 0 || c.m == 0 || c.n == 0) return WK_OK;
+    if (c.k == 0) return wk__cuda_check(op, d, cudaMemsetAsync(dst, 0, (size_t)(c.batch * c.m * c.n) * es, d->stream));
+    mm_operand A = {.buf = a, .l = *la}, B = {.buf = b, .l = *lb};
+    wk_status st = WK_OK;
+    if (c.copy_a) st = mm_copy(op, d, dt, &A);
+    if (st == WK_OK && c.copy_b) st = mm_copy(op, d, dt, &B);
+    if (st == WK_OK && (c.copy_a || c.copy_b) && (!wk__cumm_plan(&A.l, &B.l, &c) || c.copy_a || c.copy_b))
+        st = wk__err(WK_ERR_SHAPE, op, "a matrix dim exceeds cuBLAS's 32-bit leading dimension");
+    if (st == WK_OK) {
+        float one32 = 1.0f, zero32 = 0.0f;
+        double one64 = 1.0, zero64 = 0.0;
+        const void *alpha = dt == WK_F64 ? (const void *)&one64 : (const void *)&one32;
+        const void *beta = dt == WK_F64 ? (const void *)&zero64 : (const void *)&zero32;
+        cublasOperation_t op1 = c.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N;
+        cublasOperation_t op2 = c.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N;
+        const char *pa = (const char *)A.buf + (size_t)A.l.offset * es;
+        const char *pb = (const char *)B.buf + (size_t)B.l.offset * es;
+        cublasStatus_t bs = CUBLAS_STATUS_SUCCESS;
+        pthread_mutex_lock(&d->blas_lock);
+        if (c.strided) {
+            /* column-major C^T (n x m) = op(B^T) (n x k) * op(A^T) (k x m) */
+            bs = cublasGemmStridedBatchedEx(d->blas, op1, op2, (int)c.m, (int)c.n, (int)c.k, alpha, pb, ct,
+                                            (int)c.ld_first, c.stride_first, pa, ct, (int)c.ld_second,
+                                            c.stride_second, beta, dst, ct, (int)c.ldc, c.stride_c, (int)c.batch,
+                                            comp, CUBLAS_GEMM_DEFAULT);
+        } else {
+            /* batch strides that no single stride expresses: one GEMM per batch */
+            for (int64_t i = 0; i < c.batch && bs == CUBLAS_STATUS_SUCCESS; i++) {
+                const char *bi = pb + (size_t)wk__cumm_batch_offset(&B.l, i) * es;
+                const char *ai = pa + (size_t)wk__cumm_batch_offset(&A.l, i) * es;
+                bs = cublasGemmEx(d->blas, op1, op2, (int)c.m, (int)c.n, (int)c.k, alpha, bi, ct, (int)c.ld_first, ai,
+                                  ct, (int)c.ld_second, beta, (char *)dst + (size_t)(i * c.stride_c) * es, ct,
+                                  (int)c.ldc, comp, CUBLAS_GEMM_DEFAULT);
+            }
+        }
+        pthread_mutex_unlock(&d->blas_lock);
+        st = blas_status(op, d, bs);
+    }
+    /* stream-ordered: the GEMMs queued above run before any later user of these blocks */
+    if (A.tmp) wk__cupool_free(d->pool, A.tmp, A.tmp_bytes);
+    if (B.tmp) wk__cupool_free(d->pool, B.tmp, B.tmp_bytes);
+    return st;
+}
+
+/* ---- not written yet ---- */
+
+static wk_status not_yet(const char *op) {
+    return wk__err(WK_ERR_NOT_COMPILED, op, "not implemented on the CUDA backend yet");
+}
+
+static wk_status cu_reduce(wk_device *dev, wk_reduce_op op, const void *src, const wk_layout *ls, wk_dtype dt,
+                           const bool *mask, void *dst) {
+    return not_yet("reduce");
+}
+static wk_status cu_index_select(wk_device *dev, const void *src, const wk_layout *ls, const void *ids,
+                                 const wk_layout *lids, wk_dtype idt, int dim, void *dst, wk_dtype dt) {
+    return not_yet("index_select");
+}
+static wk_status cu_gather(wk_device *dev, const void *src, const wk_layout *ls, const void *ids, const wk_layout *lids,
+                           wk_dtype idt, int dim, void *dst, wk_dtype dt) {
+    return not_yet("gather");
+}
+static wk_status cu_scatter(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
+                            wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt, bool add) {
+    return not_yet(add ? "scatter_add" : "scatter");
+}
+static wk_status cu_index_add(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
+                              wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt) {
+    return not_yet("index_add");
+}
+static wk_status cu_conv1d(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
+                           void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_params *p) {
+    return not_yet("conv1d");
+}
+static wk_status cu_conv2d(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
+                           void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_params *p) {
+    return not_yet("conv2d");
+}
+static wk_status cu_conv_transpose1d(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
+                                     const wk_layout *lw, void *dst, const wk_layout *ld, wk_dtype dt,
+                                     const wk_conv_params *p) {
+    return not_yet("conv_transpose1d");
+}
+static wk_status cu_conv_transpose2d(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
+                                     const wk_layout *lw, void *dst, const wk_layout *ld, wk_dtype dt,
+                                     const wk_conv_params *p) {
+    return not_yet("conv_transpose2d");
+}
+static wk_status cu_pool2d(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
+                           wk_dtype dt, const wk_pool_params *p) {
+    return not_yet(p->is_max ? "max_pool2d" : "avg_pool2d");
+}
+static wk_status cu_upsample2d(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
+                               wk_dtype dt, bool bilinear, bool align_corners) {
+    return not_yet(bilinear ? "upsample_bilinear2d" : "upsample_nearest2d");
+}
+static wk_status cu_scan(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, int dim,
+                         bool prod) {
+    return not_yet(prod ? "cumprod" : "cumsum");
+}
+static wk_status cu_sort(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, bool descending,
+                         void *values, void *indices) {
+    return not_yet("sort");
+}
+static wk_status cu_topk(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, int64_t k,
+                         bool largest, void *values, void *indices) {
+    return not_yet("topk");
+}
+static wk_status cu_rand_uniform(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double lo, double hi) {
+    return not_yet("rand_uniform");
+}
+static wk_status cu_rand_normal(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double mean, double std) {
+    return not_yet("rand_normal");
+}
+
+/* ---- device control ---- */
+
+static wk_status cu_set_seed(wk_device *dev, uint64_t seed) {
+    /* stored (and the host generator state derived) for the device's RNG */
+    return wk__cpu_set_seed(dev, seed);
+}
+
+static wk_status cu_synchronize(wk_device *dev) {
+    const char *op = "wk_device_synchronize";
+    ENTER(op);
+    wk_status st = wk__cuda_check(op, d, cudaStreamSynchronize(d->stream));
+    if (st != WK_OK) return st;
+    return wk__cuda_take_flag(op, d);
+}
+
+const wk_backend wk__cuda_backend = {
+    .name = "cuda",
+    .alloc = cu_alloc,
+    .free = cu_free,
+    .from_host = cu_from_host,
+    .to_host = cu_to_host,
+    .copy_strided = cu_copy_strided,
+    .fill = cu_fill,
+    .cast = cu_cast,
+    .unary = cu_unary,
+    .affine = cu_affine,
+    .powf = cu_powf,
+    .elu = cu_elu,
+    .clamp = cu_clamp,
+    .binary = cu_binary,
+    .cmp = cu_cmp,
+    .where = cu_where,
+    .reduce = cu_reduce,
+    .matmul = cu_matmul,
+    .index_select = cu_index_select,
+    .gather = cu_gather,
+    .scatter = cu_scatter,
+    .index_add = cu_index_add,
+    .conv1d = cu_conv1d,
+    .conv2d = cu_conv2d,
+    .conv_transpose1d = cu_conv_transpose1d,
+    .conv_transpose2d = cu_conv_transpose2d,
+    .pool2d = cu_pool2d,
+    .upsample2d = cu_upsample2d,
+    .scan = cu_scan,
+    .sort = cu_sort,
+    .topk = cu_topk,
+    .rand_uniform = cu_rand_uniform,
+    .rand_normal = cu_rand_normal,
+    .set_seed = cu_set_seed,
+    .synchronize = cu_synchronize,
+};
+
+#else
+typedef int wk__cuda_backend_not_built; /* keeps the translation unit non-empty */
+#endif

@@ -1,0 +1,239 @@
+/* CUDA device objects (see cuda_device.h). Without WICK_HAVE_CUDA this file
+ * only gives the "not compiled in" answers of its entry points. */
+#include "cuda/cuda_device.h"
+
+#ifdef WICK_HAVE_CUDA
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void wk__rng_seed(wk_device *dev, uint64_t seed); /* src/cpu/cpu_backend.c */
+
+static pthread_mutex_t g_open_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(wk_cuda_dev *) g_devs[WK_CUDA_MAX_DEVICES];
+static atomic_uint_fast64_t g_next_instance = 1; /* the CPU device is instance 0 */
+
+wk_status wk__cuda_check(const char *op, wk_cuda_dev *d, cudaError_t e) {
+    if (e == cudaSuccess) return WK_OK;
+    (void)cudaGetLastError(); /* clear it so later launches do not report it again */
+    wk_status st = e == cudaErrorMemoryAllocation ? WK_ERR_OOM : WK_ERR_DEVICE;
+    return wk__err(st, op, "%s: %s (%s)", d ? d->base.name : "cuda", cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+wk_status wk__cuda_enter(const char *op, wk_cuda_dev *d) {
+    int cur = -1;
+    if (cudaGetDevice(&cur) == cudaSuccess && cur == d->ordinal) return WK_OK;
+    return wk__cuda_check(op, d, cudaSetDevice(d->ordinal));
+}
+
+wk_status wk__cuda_take_flag(const char *op, wk_cuda_dev *d) {
+    int32_t v = 0;
+    if (d->flag_host) {
+        v = __atomic_exchange_n(d->flag_host, 0, __ATOMIC_ACQ_REL);
+    } else {
+        cudaError_t e = cudaMemcpyAsync(&v, d->flag_dev, sizeof v, cudaMemcpyDeviceToHost, d->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
+        if (e == cudaSuccess && v) e = cudaMemsetAsync(d->flag_dev, 0, sizeof v, d->stream);
+        if (e != cudaSuccess) return wk__cuda_check(op, d, e);
+    }
+    if (v == 0) return WK_OK;
+    wk_status st = (v > 0 && v <= (int32_t)WK_ERR_INTERNAL) ? (wk_status)v : WK_ERR_INTERNAL;
+    return wk__err(st, op, "an op queued earlier on %s failed on the device: %s (kernels report errors when the stream "
+                           "is next waited for)",
+                   d->base.name, st == WK_ERR_DIV_ZERO ? "integer division by zero" : wk_status_name(st));
+}
+
+/* ---- pool callbacks: the device is current (callers enter first) ---- */
+static int pool_alloc(void *ctx, size_t n, void **p) {
+    (void)ctx;
+    if (cudaMalloc(p, n) == cudaSuccess) return 0;
+    (void)cudaGetLastError();
+    *p = NULL;
+    return 1;
+}
+static void pool_free(void *ctx, void *p, size_t n) {
+    (void)ctx;
+    (void)n;
+    if (cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
+}
+static void pool_sync(void *ctx) {
+    wk_cuda_dev *d = ctx;
+    if (cudaStreamSynchronize(d->stream) != cudaSuccess) (void)cudaGetLastError();
+}
+
+static void close_partial(wk_cuda_dev *d) {
+    if (d->pool) wk__cupool_destroy(d->pool);
+    if (d->flag_host) cudaFreeHost(d->flag_host);
+    else if (d->flag_dev) cudaFree(d->flag_dev);
+    if (d->blas_lt) cublasLtDestroy(d->blas_lt);
+    if (d->blas) cublasDestroy(d->blas);
+    if (d->stream) cudaStreamDestroy(d->stream);
+    (void)cudaGetLastError();
+    free(d);
+}
+
+static wk_cuda_dev *open_locked(const char *op, int ordinal) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        wk__err(WK_ERR_DEVICE, op, "device cuda:%d requested, but no CUDA device is usable: %s (%s)", ordinal,
+                cudaGetErrorName(e), cudaGetErrorString(e));
+        return NULL;
+    }
+    if (count <= 0) {
+        wk__err(WK_ERR_DEVICE, op, "device cuda:%d requested, but no CUDA device is present", ordinal);
+        return NULL;
+    }
+    if (ordinal >= count) {
+        wk__err(WK_ERR_DEVICE, op, "device cuda:%d requested, but only %d CUDA device(s) are present (0..%d)", ordinal,
+                count, count - 1);
+        return NULL;
+    }
+    struct cudaDeviceProp prop;
+    e = cudaGetDeviceProperties(&prop, ordinal);
+    if (e == cudaSuccess) e = cudaSetDevice(ordinal);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        wk__err(WK_ERR_DEVICE, op, "cannot open cuda:%d: %s (%s)", ordinal, cudaGetErrorName(e), cudaGetErrorString(e));
+        return NULL;
+    }
+    if (prop.major < 8) {
+        wk__err(WK_ERR_DEVICE, op,
+                "cuda:%d (%s) has compute capability %d.%d; wick's CUDA kernels are built for 8.0 (Ampere) or newer",
+                ordinal, prop.name, prop.major, prop.minor);
+        return NULL;
+    }
+    wk_cuda_dev *d = calloc(1, sizeof *d);
+    if (!d) {
+        wk__err(WK_ERR_OOM, op, "cannot allocate the device object for cuda:%d", ordinal);
+        return NULL;
+    }
+    d->ordinal = ordinal;
+    d->cc_major = prop.major;
+    d->cc_minor = prop.minor;
+    d->total_mem = prop.totalGlobalMem;
+    snprintf(d->gpu_name, sizeof d->gpu_name, "%s", prop.name);
+    uint64_t inst = atomic_fetch_add(&g_next_instance, 1);
+    d->base.kind = WK_DEVICE_CUDA;
+    d->base.ordinal = ordinal;
+    d->base.instance = inst;
+    d->base.be = &wk__cuda_backend;
+    snprintf(d->base.name, sizeof d->base.name, "cuda:%d#%llu", ordinal, (unsigned long long)inst);
+    atomic_flag_clear(&d->base.rng_lock);
+    wk__rng_seed(&d->base, 0x5eed5eed5eedULL);
+    const char *what = "cudaStreamCreateWithFlags";
+    e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) goto cuda_fail;
+    cublasStatus_t bs = cublasCreate(&d->blas);
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(d->blas, d->stream);
+    const char *env = getenv("WICK_CUDA_TF32");
+    d->tf32 = env && env[0] == '1';
+    /* TF32 stays off unless asked for: f32 matmul computes in f32 */
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetMathMode(d->blas, CUBLAS_DEFAULT_MATH);
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasLtCreate(&d->blas_lt);
+    if (bs != CUBLAS_STATUS_SUCCESS) {
+        wk__err(WK_ERR_DEVICE, op, "cannot open cuda:%d: cuBLAS initialisation failed: %s", ordinal,
+                cublasGetStatusString(bs));
+        close_partial(d);
+        return NULL;
+    }
+    if (prop.canMapHostMemory) {
+        void *h = NULL, *dp = NULL;
+        if (cudaHostAlloc(&h, sizeof(int32_t), cudaHostAllocMapped | cudaHostAllocPortable) == cudaSuccess) {
+            if (cudaHostGetDevicePointer(&dp, h, 0) == cudaSuccess) {
+                d->flag_host = h;
+                d->flag_dev = dp;
+                *d->flag_host = 0;
+            } else {
+                cudaFreeHost(h);
+            }
+        }
+        (void)cudaGetLastError();
+    }
+    if (!d->flag_host) {
+        what = "cudaMalloc (error flag)";
+        e = cudaMalloc((void **)&d->flag_dev, sizeof(int32_t));
+        if (e == cudaSuccess) e = cudaMemsetAsync(d->flag_dev, 0, sizeof(int32_t), d->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
+        if (e != cudaSuccess) goto cuda_fail;
+    }
+    d->pool = wk__cupool_new(pool_alloc, pool_free, pool_sync, d);
+    if (!d->pool || pthread_mutex_init(&d->blas_lock, NULL) != 0) {
+        wk__err(WK_ERR_OOM, op, "cannot allocate the buffer pool of cuda:%d", ordinal);
+        close_partial(d);
+        return NULL;
+    }
+    return d;
+cuda_fail:
+    (void)cudaGetLastError();
+    wk__err(WK_ERR_DEVICE, op, "cannot open cuda:%d: %s failed: %s (%s)", ordinal, what, cudaGetErrorName(e),
+            cudaGetErrorString(e));
+    close_partial(d);
+    return NULL;
+}
+
+wk_device *wk__cuda_open(int ordinal) {
+    const char *op = "wk_cuda";
+    if (ordinal < 0 || ordinal >= WK_CUDA_MAX_DEVICES) {
+        wk__err(WK_ERR_DEVICE, op, "device cuda:%d requested: ordinal out of range [0, %d)", ordinal,
+                WK_CUDA_MAX_DEVICES);
+        return NULL;
+    }
+    wk_cuda_dev *d = atomic_load_explicit(&g_devs[ordinal], memory_order_acquire);
+    if (d) return &d->base;
+    pthread_mutex_lock(&g_open_lock);
+    d = atomic_load_explicit(&g_devs[ordinal], memory_order_relaxed);
+    if (!d) {
+        d = open_locked(op, ordinal);
+        if (d) atomic_store_explicit(&g_devs[ordinal], d, memory_order_release);
+    }
+    pthread_mutex_unlock(&g_open_lock);
+    return d ? &d->base : NULL;
+}
+
+wk_status wk__cuda_mem_stats(wk_device *dev, wk_cupool_stats *out) {
+    const char *op = "wk__cuda_mem_stats";
+    if (!out) return wk__err(WK_ERR_ARG, op, "NULL output");
+    memset(out, 0, sizeof *out);
+    if (!dev || dev->kind != WK_DEVICE_CUDA)
+        return wk__err(WK_ERR_DEVICE, op, "%s is not a CUDA device", wk_device_name(dev));
+    wk__cupool_stats(wk__cuda_dev(dev)->pool, out);
+    return WK_OK;
+}
+
+wk_status wk__cuda_cache_release(wk_device *dev, size_t *released) {
+    const char *op = "wk__cuda_cache_release";
+    if (released) *released = 0;
+    if (!dev || dev->kind != WK_DEVICE_CUDA)
+        return wk__err(WK_ERR_DEVICE, op, "%s is not a CUDA device", wk_device_name(dev));
+    wk_cuda_dev *d = wk__cuda_dev(dev);
+    wk_status st = wk__cuda_enter(op, d);
+    if (st != WK_OK) return st;
+    size_t r = wk__cupool_release(d->pool);
+    if (released) *released = r;
+    return WK_OK;
+}
+
+#else /* !WICK_HAVE_CUDA */
+
+wk_device *wk__cuda_open(int ordinal) {
+    wk__err(WK_ERR_NOT_COMPILED, "wk_cuda", "device cuda:%d requested, but wick was built without the CUDA backend",
+            ordinal);
+    return NULL;
+}
+
+wk_status wk__cuda_mem_stats(wk_device *dev, wk_cupool_stats *out) {
+    (void)dev;
+    if (out) *out = (wk_cupool_stats){0};
+    return wk__err(WK_ERR_NOT_COMPILED, "wk__cuda_mem_stats", "wick was built without the CUDA backend");
+}
+
+wk_status wk__cuda_cache_release(wk_device *dev, size_t *released) {
+    (void)dev;
+    if (released) *released = 0;
+    return wk__err(WK_ERR_NOT_COMPILED, "wk__cuda_cache_release", "wick was built without the CUDA backend");
+}
+
+#endif

@@ -1,0 +1,65 @@
+/* CUDA devices: one cached instance per ordinal, opened on first use by
+ * wk_cuda(ordinal) and kept for the life of the process (as the CPU device).
+ * Each holds its own non-blocking stream (every op of the device queues on
+ * it, from any host thread), a buffer pool, a cuBLAS handle (plus a cuBLASLt
+ * handle), an error flag the kernels set (integer division by zero) and the
+ * seed of its random generator. Only built with WICK_HAVE_CUDA. */
+#ifndef WICK_CUDA_DEVICE_H
+#define WICK_CUDA_DEVICE_H
+#include "core/tensor.h"
+#include "cuda/cuda_pool.h"
+
+#ifdef WICK_HAVE_CUDA
+#include <cuda_runtime.h>
+#include <cublas_v2.h>
+#include <cublasLt.h>
+#include <pthread.h>
+
+#define WK_CUDA_MAX_DEVICES 64
+
+typedef struct wk_cuda_dev {
+    wk_device base;           /* first: a wk_device * is a wk_cuda_dev * */
+    int ordinal;
+    cudaStream_t stream;      /* non-blocking: never waits on the legacy default stream */
+    wk_cupool *pool;
+    cublasHandle_t blas;
+    cublasLtHandle_t blas_lt;
+    pthread_mutex_t blas_lock; /* cuBLAS handle state is not shared between threads */
+    /* error flag written by kernels (a wk_status): host-mapped pinned memory
+     * when the device can map it (read after a wait, no copy), else device
+     * memory read back with a 4-byte copy */
+    int32_t *flag_dev;
+    int32_t *flag_host;       /* NULL when not mapped */
+    bool tf32;                /* WICK_CUDA_TF32=1 at open: f32 matmul may use TF32 */
+    int cc_major, cc_minor;
+    size_t total_mem;
+    char gpu_name[256];
+} wk_cuda_dev;
+
+static inline wk_cuda_dev *wk__cuda_dev(wk_device *d) { return (wk_cuda_dev *)d; }
+
+/* Make the device current on the calling thread; WK_OK or a recorded error. */
+wk_status wk__cuda_enter(const char *op, wk_cuda_dev *d);
+/* Record a CUDA error under op and return WK_ERR_DEVICE (WK_ERR_OOM for
+ * cudaErrorMemoryAllocation). Clears the runtime's last error. */
+wk_status wk__cuda_check(const char *op, wk_cuda_dev *d, cudaError_t e);
+/* Read and clear the kernels' error flag (call after waiting for the stream):
+ * WK_OK, or the recorded status with a message under op. */
+wk_status wk__cuda_take_flag(const char *op, wk_cuda_dev *d);
+
+extern const wk_backend wk__cuda_backend;
+#endif
+
+/* Open (once) and return CUDA device `ordinal`; NULL + WK_ERR_DEVICE when no
+ * driver, no device or a bad ordinal; NULL + WK_ERR_NOT_COMPILED without
+ * WICK_HAVE_CUDA. Thread-safe. Called by wk_cuda(). */
+wk_device *wk__cuda_open(int ordinal);
+
+/* Memory of a CUDA device's pool (pool counters; all zero for a non-CUDA
+ * device). Internal until the public API grows a CUDA section. */
+wk_status wk__cuda_mem_stats(wk_device *dev, wk_cupool_stats *out);
+/* Wait for the device's stream, then return every cached block to the
+ * driver; *released (may be NULL) gets the bytes freed. */
+wk_status wk__cuda_cache_release(wk_device *dev, size_t *released);
+
+#endif

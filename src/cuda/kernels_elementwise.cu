@@ -1,0 +1,583 @@
+/* CUDA kernels: unary ops, affine/powf/elu/clamp, binary ops, comparisons
+ * and where (launchers declared in cuda_kernels.h). One kernel per op
+ * family and dtype (f32, f64, bf16, f16, f8e4m3 each; the five integer
+ * dtypes share one that extends to 64 bits and truncates back; where: one
+ * per element size); the op itself is a runtime switch, uniform across the
+ * grid. 28 kernels, not one per (op, dtype). The transcendental math runs
+ * out of line (one copy per file), the cheap ops inline.
+ *
+ * Semantics mirror the CPU backend (cpu_unary.c, cpu_binary.c, vmath.c):
+ *  - bf16/f16/f8e4m3 compute in f32 and round once on store (RNE / sat.);
+ *  - f32 ops use the forms of vmath.c's reference level: sigmoid, silu and
+ *    gelu (tanh form, as x*sigmoid(2u)) through exp(-|x|), gelu_erf as
+ *    0.5x*erfc(-x/sqrt2), silu/gelu/gelu_erf(-inf) = -0; f64 uses the
+ *    formulas of cpu_unary.c's unary_f64_1 (0.5x(1+tanh u) etc.);
+ *    round is half away from zero (C round). Exact ops (abs neg sqr relu
+ *    sign ceil floor round recip sqrt, + - * /, max/min, affine, clamp,
+ *    comparisons, where, every integer op) are bit-identical to the CPU;
+ *    exp log sin cos tanh erf gelu gelu_erf silu sigmoid powf elu are CUDA's
+ *    libdevice functions, a few ulp from glibc / wick's SIMD polynomials
+ *    (so a bf16/f16 result can differ by one unit where the f32 value sits
+ *    near a rounding boundary);
+ *  - integers: abs/neg/sqr wrap, relu/sign as on the CPU, ceil/floor/round
+ *    identity; + - * wrap; division truncates, MIN / -1 wraps, division by
+ *    zero writes 0 and sets *err_flag = WK_ERR_DIV_ZERO;
+ *  - maximum/minimum: NaN if either is NaN, else a > b ? a : b (b on ties);
+ *  - affine is mul then add, each rounded (no FMA contraction, as the CPU);
+ *    integer affine/powf/elu compute in double and store saturating; integer
+ *    clamp compares exactly with bounds rounded inward;
+ *  - comparisons in the compute type -> u8 0/1; where: cond true when it
+ *    loads (wk__load_i64 rules) as nonzero; where loads both a and b.
+ * Checked: nvcc compile (sm_80/86/89/90 + compute_90 PTX) warning-free with
+ * -Wall -Wextra -Wshadow on the host side, gcc and clang as host compiler;
+ * the element code, packing and grid loop run on the host
+ * (WKC_HOST_EMULATION) against the CPU backend for every dtype, op and
+ * layout kind (contiguous, offset, transposed, narrowed, stepped,
+ * broadcast, rank 0, rank 8, empty). Never run on a GPU. */
+#include "cuda/cuda_index.cuh"
+
+namespace {
+
+/* no FMA contraction: x * a + b rounded twice, as the CPU computes it */
+WKC_HD float mul_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+WKC_HD float add_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+WKC_HD double mul_rn(double a, double b) {
+#ifdef __CUDA_ARCH__
+    return __dmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+WKC_HD double add_rn(double a, double b) {
+#ifdef __CUDA_ARCH__
+    return __dadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
+/* ---------------------------------------------------------------- unary */
+
+WKC_HD float sigmoid_f(float x) {
+    if (x != x) return x;
+    float e = expf(-fabsf(x));
+    return (x >= 0 ? 1.0f : e) / (1.0f + e);
+}
+WKC_HD float silu_f(float x) {
+    if (x != x) return x;
+    if (isinf(x)) return x > 0 ? x : -0.0f;
+    float e = expf(-fabsf(x));
+    return x * (x >= 0 ? 1.0f : e) / (1.0f + e);
+}
+WKC_HD float gelu_f(float x) {
+    if (x != x) return x;
+    if (isinf(x)) return x > 0 ? x : -0.0f;
+    const float k0 = 1.5957691216057308f, k1 = 1.5957691216057308f * 0.044715f;
+    float s = x * (k0 + k1 * x * x); /* 2u */
+    float e = expf(-fabsf(s));
+    return x * (s >= 0 ? 1.0f : e) / (1.0f + e);
+}
+WKC_HD float gelu_erf_f(float x) {
+    if (x != x) return x;
+    if (isinf(x)) return x > 0 ? x : -0.0f;
+    return 0.5f * x * erfcf(-x * 0.70710678118654752440f);
+}
+
+WKC_HD float unary_f32(int op, float x) {
+    switch (op) {
+    case WK_EXP: return expf(x);
+    case WK_LOG: return logf(x);
+    case WK_SIN: return sinf(x);
+    case WK_COS: return cosf(x);
+    case WK_TANH: return tanhf(x);
+    case WK_ABS: return fabsf(x);
+    case WK_NEG: return -x;
+    case WK_RECIP: return 1.0f / x;
+    case WK_SQR: return x * x;
+    case WK_SQRT: return sqrtf(x);
+    case WK_GELU: return gelu_f(x);
+    case WK_GELU_ERF: return gelu_erf_f(x);
+    case WK_ERF: return erff(x);
+    case WK_RELU: return x < 0 ? 0.0f : x;
+    case WK_SILU: return silu_f(x);
+    case WK_CEIL: return ceilf(x);
+    case WK_FLOOR: return floorf(x);
+    case WK_ROUND: return roundf(x);
+    case WK_SIGN: return x > 0 ? 1.0f : x < 0 ? -1.0f : x;
+    case WK_SIGMOID: return sigmoid_f(x);
+    default: return x;
+    }
+}
+
+WKC_HD double unary_f64(int op, double x) {
+    switch (op) {
+    case WK_EXP: return exp(x);
+    case WK_LOG: return log(x);
+    case WK_SIN: return sin(x);
+    case WK_COS: return cos(x);
+    case WK_TANH: return tanh(x);
+    case WK_ABS: return fabs(x);
+    case WK_NEG: return -x;
+    case WK_RECIP: return 1.0 / x;
+    case WK_SQR: return x * x;
+    case WK_SQRT: return sqrt(x);
+    case WK_GELU: return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case WK_GELU_ERF: return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+    case WK_ERF: return erf(x);
+    case WK_RELU: return x < 0 ? 0.0 : x;
+    case WK_SILU: return x / (1.0 + exp(-x));
+    case WK_CEIL: return ceil(x);
+    case WK_FLOOR: return floor(x);
+    case WK_ROUND: return round(x);
+    case WK_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+    case WK_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    default: return x;
+    }
+}
+
+/* The transcendental ops run out of line: one copy of the f32 (f64) math
+ * per file instead of one per dtype and unrolled element (compile time and
+ * code size; a call is cheap next to expf/erff). The cheap ops inline. */
+__host__ __device__ __noinline__ float unary_f32_ool(int op, float x) { return unary_f32(op, x); }
+__host__ __device__ __noinline__ double unary_f64_ool(int op, double x) { return unary_f64(op, x); }
+
+WKC_HD bool unary_cheap(int op) {
+    return op == WK_ABS || op == WK_NEG || op == WK_SQR || op == WK_RELU || op == WK_SIGN || op == WK_CEIL ||
+           op == WK_FLOOR || op == WK_ROUND || op == WK_RECIP || op == WK_SQRT;
+}
+template <class F> WKC_HD F unary_float(int op, F x) {
+    if (unary_cheap(op)) {
+        switch (op) {
+        case WK_ABS: return fabs(x);
+        case WK_NEG: return -x;
+        case WK_SQR: return x * x;
+        case WK_RELU: return x < 0 ? (F)0 : x;
+        case WK_SIGN: return x > 0 ? (F)1 : x < 0 ? (F)-1 : x;
+        case WK_CEIL: return ceil(x);
+        case WK_FLOOR: return floor(x);
+        case WK_ROUND: return round(x);
+        case WK_RECIP: return (F)1 / x;
+        default: return sqrt(x);
+        }
+    }
+    if constexpr (sizeof(F) == 4) return unary_f32_ool(op, x);
+    else return unary_f64_ool(op, x);
+}
+
+/* ---- integers: one kernel per family for all five integer dtypes ----
+ * Elements are loaded as raw bits, sign- or zero-extended to 64 bits, the
+ * op computed in 64 bits and the result truncated to the dtype's width.
+ * That is the CPU's per-type arithmetic exactly: + - * and neg/abs/sqr wrap
+ * to the same low bits; division and comparisons of extended values equal
+ * the narrow ones; MIN / -1 and abs(MIN) wrap to MIN. */
+WKC_HD long long unary_i64(int op, long long v) {
+    unsigned long long u = (unsigned long long)v;
+    switch (op) {
+    case WK_ABS: return v < 0 ? (long long)(0ull - u) : v;
+    case WK_NEG: return (long long)(0ull - u);
+    case WK_SQR: return (long long)(u * u);
+    case WK_RELU: return v < 0 ? 0 : v;
+    case WK_SIGN: return v > 0 ? 1 : v < 0 ? -1 : 0;
+    default: return v; /* ceil, floor, round: identity */
+    }
+}
+
+/* Trait for the merged integer kernels: raw bits in, raw bits out. */
+#define WKC_ANY_INT 100
+
+/* Loaded element of dtype DT (raw bits for WKC_ANY_INT) */
+template <int DT> struct wkc_el {
+    typedef typename wkc_t<DT>::S S; /* what is loaded */
+    typedef typename wkc_t<DT>::C C; /* what is computed and stored */
+    static WKC_HD S load(const void *p, int64_t i, int) { return ((const S *)p)[i]; }
+    static WKC_HD C val(S s) { return wkc_t<DT>::val(s); }
+    static WKC_HD void store(void *p, int64_t i, int, C v) { wkc_t<DT>::store(p, i, v); }
+};
+template <> struct wkc_el<WKC_ANY_INT> {
+    typedef unsigned long long S;
+    typedef unsigned long long C;
+    static WKC_HD S load(const void *p, int64_t i, int dt) { return wkc_raw_load(p, i, dt); }
+    static WKC_HD void store(void *p, int64_t i, int dt, C v) { wkc_put_bits(p, i, dt, v); }
+};
+
+struct UnaryP {
+    wkc_pack<2> pk; /* 0: dst (contiguous), 1: src */
+    void *dst;
+    const void *src;
+    int32_t op, dt;
+};
+
+template <int DT> struct UnaryOp {
+    typedef wkc_el<DT> el;
+    typedef typename el::S L;
+    typedef typename el::C V;
+    static WKC_HD L load(const UnaryP &p, const int64_t *off) { return el::load(p.src, off[1], p.dt); }
+    static WKC_HD V apply(const UnaryP &p, L l) {
+        if constexpr (DT == WKC_ANY_INT) return wkc_bits_i64(p.dt, unary_i64(p.op, wkc_int_ext(p.dt, l)));
+        else return unary_float<V>(p.op, el::val(l));
+    }
+    static WKC_HD void put(const UnaryP &p, int64_t o, V v) { el::store(p.dst, o, p.dt, v); }
+};
+
+/* ------------------------------------------- affine, powf, elu, clamp */
+
+enum { P_AFFINE, P_POWF, P_ELU, P_CLAMP };
+
+struct ParamP {
+    wkc_pack<2> pk;
+    void *dst;
+    const void *src;
+    int32_t op, dt;
+    double a, b;
+};
+
+template <class F> WKC_HD F param_apply(int op, F x, F a, F b) {
+    switch (op) {
+    case P_AFFINE: return add_rn(mul_rn(x, a), b);
+    case P_POWF: return pow(x, a);
+    case P_ELU: return x >= 0 ? x : a * (exp(x) - (F)1);
+    default: return x < a ? a : (x > b ? b : x); /* NaN passes through */
+    }
+}
+/* float overloads: powf/expf, not the double functions */
+template <> WKC_HD float param_apply<float>(int op, float x, float a, float b) {
+    switch (op) {
+    case P_AFFINE: return add_rn(mul_rn(x, a), b);
+    case P_POWF: return powf(x, a);
+    case P_ELU: return x >= 0 ? x : a * (expf(x) - 1.0f);
+    default: return x < a ? a : (x > b ? b : x);
+    }
+}
+
+/* out of line (powf/expf/pow/exp), as the unary math */
+__host__ __device__ __noinline__ float param_f32_ool(int op, float x, float a, float b) {
+    return param_apply<float>(op, x, a, b);
+}
+__host__ __device__ __noinline__ double param_f64_ool(int op, double x, double a, double b) {
+    return param_apply<double>(op, x, a, b);
+}
+template <class F> WKC_HD F param_any(int op, F x, F a, F b) {
+    if (op == P_AFFINE) return add_rn(mul_rn(x, a), b);
+    if (op == P_CLAMP) return x < a ? a : (x > b ? b : x);
+    if constexpr (sizeof(F) == 4) return param_f32_ool(op, x, a, b);
+    else return param_f64_ool(op, x, a, b);
+}
+
+template <int DT> struct ParamOp {
+    typedef wkc_el<DT> el;
+    typedef typename el::S L;
+    typedef typename el::C V;
+    static WKC_HD L load(const ParamP &p, const int64_t *off) { return el::load(p.src, off[1], p.dt); }
+    static WKC_HD V apply(const ParamP &p, L l) {
+        if constexpr (DT != WKC_ANY_INT) {
+            typedef typename el::C F;
+            return param_any<F>(p.op, el::val(l), (F)p.a, (F)p.b);
+        } else {
+            /* integers compute in double and convert back saturating; clamp
+             * compares exactly with the bounds rounded inward */
+            double x = (double)wkc_int_ext(p.dt, l);
+            if (p.op == P_CLAMP) {
+                double lo = ceil(p.a), hi = floor(p.b);
+                if (x < lo) return wkc_int_bits_f64(p.dt, lo);
+                if (x > hi) return wkc_int_bits_f64(p.dt, hi);
+                return l;
+            }
+            return wkc_int_bits_f64(p.dt, param_any<double>(p.op, x, p.a, p.b));
+        }
+    }
+    static WKC_HD void put(const ParamP &p, int64_t o, V v) { el::store(p.dst, o, p.dt, v); }
+};
+
+/* --------------------------------------------------------------- binary */
+
+struct BinP {
+    wkc_pack<3> pk; /* 0: dst (contiguous), 1: a, 2: b */
+    void *dst;
+    const void *a, *b;
+    int32_t *err;
+    int32_t op, dt;
+};
+
+template <class F> WKC_HD F bin_float(int op, F x, F y) {
+    switch (op) {
+    case WK_ADD: return x + y;
+    case WK_SUB: return x - y;
+    case WK_MUL: return x * y;
+    case WK_DIV: return x / y;
+    case WK_MAXIMUM: return (x != x || y != y) ? x + y : (x > y ? x : y);
+    default: return (x != x || y != y) ? x + y : (x < y ? x : y);
+    }
+}
+
+WKC_HD void set_err(int32_t *err, int32_t code) {
+    if (!err) return;
+#ifdef __CUDA_ARCH__
+    atomicExch((int *)err, (int)code);
+#else
+    *err = code;
+#endif
+}
+
+template <int DT> struct BinOp {
+    typedef wkc_el<DT> el;
+    typedef typename el::S S;
+    typedef wkc_ld2<S, S> L;
+    typedef typename el::C V;
+    static WKC_HD L load(const BinP &p, const int64_t *off) {
+        L l = {el::load(p.a, off[1], p.dt), el::load(p.b, off[2], p.dt)};
+        return l;
+    }
+    static WKC_HD V apply(const BinP &p, L l) {
+        if constexpr (DT == WKC_ANY_INT) {
+            long long x = wkc_int_ext(p.dt, l.a), y = wkc_int_ext(p.dt, l.b);
+            unsigned long long ux = (unsigned long long)x, uy = (unsigned long long)y;
+            long long r;
+            switch (p.op) {
+            case WK_ADD: r = (long long)(ux + uy); break;
+            case WK_SUB: r = (long long)(ux - uy); break;
+            case WK_MUL: r = (long long)(ux * uy); break;
+            case WK_DIV:
+                if (y == 0) {
+                    set_err(p.err, WK_ERR_DIV_ZERO);
+                    r = 0;
+                } else if (y == -1) { /* signed only: unsigned values are zero-extended */
+                    r = (long long)(0ull - ux);
+                } else {
+                    r = x / y;
+                }
+                break;
+            case WK_MAXIMUM: r = x > y ? x : y; break;
+            default: r = x < y ? x : y; break;
+            }
+            return wkc_bits_i64(p.dt, r);
+        } else {
+            return bin_float<V>(p.op, el::val(l.a), el::val(l.b));
+        }
+    }
+    static WKC_HD void put(const BinP &p, int64_t o, V v) { el::store(p.dst, o, p.dt, v); }
+};
+
+/* ---------------------------------------------------------------- cmp */
+
+struct CmpP {
+    wkc_pack<3> pk; /* 0: dst (u8, contiguous), 1: a, 2: b */
+    uint8_t *dst;
+    const void *a, *b;
+    int32_t op, dt;
+};
+
+template <class T> WKC_HD uint8_t cmp_vals(int op, T x, T y) {
+    bool r;
+    switch (op) {
+    case WK_EQ: r = x == y; break;
+    case WK_NE: r = x != y; break;
+    case WK_LT: r = x < y; break;
+    case WK_LE: r = x <= y; break;
+    case WK_GT: r = x > y; break;
+    default: r = x >= y; break;
+    }
+    return r ? 1 : 0;
+}
+
+template <int DT> struct CmpOp {
+    typedef wkc_el<DT> el;
+    typedef typename el::S S;
+    typedef wkc_ld2<S, S> L;
+    typedef uint8_t V;
+    static WKC_HD L load(const CmpP &p, const int64_t *off) {
+        L l = {el::load(p.a, off[1], p.dt), el::load(p.b, off[2], p.dt)};
+        return l;
+    }
+    static WKC_HD V apply(const CmpP &p, L l) {
+        if constexpr (DT == WKC_ANY_INT)
+            return cmp_vals<long long>(p.op, wkc_int_ext(p.dt, l.a), wkc_int_ext(p.dt, l.b));
+        else
+            return cmp_vals<typename el::C>(p.op, el::val(l.a), el::val(l.b));
+    }
+    static WKC_HD void put(const CmpP &p, int64_t o, V v) { p.dst[o] = v; }
+};
+
+/* --------------------------------------------------------------- where */
+
+template <class T> struct WhereP {
+    wkc_pack<4> pk; /* 0: dst (contiguous), 1: cond, 2: a, 3: b */
+    T *dst;
+    const void *cond;
+    const T *a, *b;
+    int32_t cdt;
+};
+
+/* wk__load_i64(cond) != 0 from the cond element's bits: integers exactly
+ * (any nonzero bit); floats truncated, NaN -> 0 (|x| >= 1 is true) */
+__host__ __device__ __noinline__ bool truthy_float(unsigned long long b, int cdt) {
+    return wkc_bits_to_i64(cdt, b) != 0;
+}
+WKC_HD bool truthy(unsigned long long b, int cdt) { return wkc_is_int(cdt) ? b != 0 : truthy_float(b, cdt); }
+
+/* a and b are both loaded (no load waits on cond), as PyTorch's where */
+template <class T> struct WhereOp {
+    typedef wkc_ld3<unsigned long long, T, T> L;
+    typedef T V;
+    static WKC_HD L load(const WhereP<T> &p, const int64_t *off) {
+        L l = {wkc_raw_load(p.cond, off[1], p.cdt), p.a[off[2]], p.b[off[3]]};
+        return l;
+    }
+    static WKC_HD V apply(const WhereP<T> &p, L l) { return truthy(l.a, p.cdt) ? l.b : l.c; }
+    static WKC_HD void put(const WhereP<T> &p, int64_t o, V v) { p.dst[o] = v; }
+};
+
+template <class T>
+static int where_sized(wk_cu_stream s, const wkc_pack<4> &pk, const void *cond, int cdt, const void *a,
+                       const void *b, void *dst) {
+    WhereP<T> p;
+    p.pk = pk;
+    p.dst = (T *)dst;
+    p.cond = cond;
+    p.a = (const T *)a;
+    p.b = (const T *)b;
+    p.cdt = cdt;
+    return wkc_launch<WhereOp<T>>(s, p);
+}
+
+/* Kernel per dtype: the float dtypes each, the integers merged. */
+#define WKC_OP_CASES(M)                                                                   \
+    case WK_U8: case WK_U32: case WK_I16: case WK_I32: case WK_I64: M(WKC_ANY_INT);       \
+    case WK_BF16: M(WK_BF16); case WK_F16: M(WK_F16); case WK_F32: M(WK_F32);             \
+    case WK_F64: M(WK_F64); case WK_F8E4M3: M(WK_F8E4M3);
+
+/* Pack (dst contiguous of src's shape, src). */
+static int64_t pack_unary(wkc_pack<2> *pk, const wk_cu_view *ls) {
+    wk_cu_view ld = wkc_contig_view(ls);
+    const wk_cu_view *v[2] = {&ld, ls};
+    return wkc_pack_views<2>(pk, v);
+}
+
+static int param_launch(wk_cu_stream s, int op, const void *src, const wk_cu_view *ls, void *dst, wk_dtype dt,
+                        double a, double b) {
+    ParamP p;
+    int64_t n = pack_unary(&p.pk, ls);
+    if (n < 0) return WKC_BAD_ARG;
+    if (n == 0) return 0;
+    p.dst = dst;
+    p.src = src;
+    p.op = op;
+    p.dt = dt;
+    p.a = a;
+    p.b = b;
+    switch (dt) {
+#define M(D) return wkc_launch<ParamOp<D>>(s, p)
+        WKC_OP_CASES(M)
+#undef M
+    default: return WKC_BAD_ARG;
+    }
+}
+
+} // namespace
+
+extern "C" int wk__cu_unary(wk_cu_stream s, wk_unary_op op, const void *src, wk_cu_view ls, void *dst, wk_dtype dt) {
+    if ((unsigned)op >= WK_UNARY_COUNT) return WKC_BAD_ARG;
+    UnaryP p;
+    int64_t n = pack_unary(&p.pk, &ls);
+    if (n < 0) return WKC_BAD_ARG;
+    if (n == 0) return 0;
+    p.dst = dst;
+    p.src = src;
+    p.op = op;
+    p.dt = dt;
+    switch (dt) {
+#define M(D) return wkc_launch<UnaryOp<D>>(s, p)
+        WKC_OP_CASES(M)
+#undef M
+    default: return WKC_BAD_ARG;
+    }
+}
+
+extern "C" int wk__cu_affine(wk_cu_stream s, const void *src, wk_cu_view ls, void *dst, wk_dtype dt, double mul,
+                             double add) {
+    return param_launch(s, P_AFFINE, src, &ls, dst, dt, mul, add);
+}
+extern "C" int wk__cu_powf(wk_cu_stream s, const void *src, wk_cu_view ls, void *dst, wk_dtype dt, double e) {
+    return param_launch(s, P_POWF, src, &ls, dst, dt, e, 0);
+}
+extern "C" int wk__cu_elu(wk_cu_stream s, const void *src, wk_cu_view ls, void *dst, wk_dtype dt, double alpha) {
+    return param_launch(s, P_ELU, src, &ls, dst, dt, alpha, 0);
+}
+extern "C" int wk__cu_clamp(wk_cu_stream s, const void *src, wk_cu_view ls, void *dst, wk_dtype dt, double lo,
+                            double hi) {
+    return param_launch(s, P_CLAMP, src, &ls, dst, dt, lo, hi);
+}
+
+extern "C" int wk__cu_binary(wk_cu_stream s, wk_binary_op op, const void *a, wk_cu_view la, const void *b,
+                             wk_cu_view lb, void *dst, wk_dtype dt, int32_t *err_flag) {
+    if ((unsigned)op >= WK_BINARY_COUNT) return WKC_BAD_ARG;
+    wk_cu_view ld = wkc_contig_view(&la);
+    const wk_cu_view *v[3] = {&ld, &la, &lb};
+    BinP p;
+    int64_t n = wkc_pack_views<3>(&p.pk, v);
+    if (n < 0) return WKC_BAD_ARG;
+    if (n == 0) return 0;
+    p.dst = dst;
+    p.a = a;
+    p.b = b;
+    p.err = err_flag;
+    p.op = op;
+    p.dt = dt;
+    switch (dt) {
+#define M(D) return wkc_launch<BinOp<D>>(s, p)
+        WKC_OP_CASES(M)
+#undef M
+    default: return WKC_BAD_ARG;
+    }
+}
+
+extern "C" int wk__cu_cmp(wk_cu_stream s, wk_cmp_op op, const void *a, wk_cu_view la, const void *b, wk_cu_view lb,
+                          void *dst, wk_dtype dt) {
+    if ((unsigned)op >= WK_CMP_COUNT) return WKC_BAD_ARG;
+    wk_cu_view ld = wkc_contig_view(&la);
+    const wk_cu_view *v[3] = {&ld, &la, &lb};
+    CmpP p;
+    int64_t n = wkc_pack_views<3>(&p.pk, v);
+    if (n < 0) return WKC_BAD_ARG;
+    if (n == 0) return 0;
+    p.dst = (uint8_t *)dst;
+    p.a = a;
+    p.b = b;
+    p.op = op;
+    p.dt = dt;
+    switch (dt) {
+#define M(D) return wkc_launch<CmpOp<D>>(s, p)
+        WKC_OP_CASES(M)
+#undef M
+    default: return WKC_BAD_ARG;
+    }
+}
+
+extern "C" int wk__cu_where(wk_cu_stream s, const void *cond, wk_cu_view lc, wk_dtype cdt, const void *a,
+                            wk_cu_view la, const void *b, wk_cu_view lb, void *dst, wk_dtype dt) {
+    int es = wkc_size(dt);
+    if (es == 0 || wkc_size(cdt) == 0) return WKC_BAD_ARG;
+    wk_cu_view ld = wkc_contig_view(&la);
+    const wk_cu_view *v[4] = {&ld, &lc, &la, &lb};
+    wkc_pack<4> pk;
+    int64_t n = wkc_pack_views<4>(&pk, v);
+    if (n < 0) return WKC_BAD_ARG;
+    if (n == 0) return 0;
+    switch (es) {
+    case 1: return where_sized<uint8_t>(s, pk, cond, cdt, a, b, dst);
+    case 2: return where_sized<uint16_t>(s, pk, cond, cdt, a, b, dst);
+    case 4: return where_sized<uint32_t>(s, pk, cond, cdt, a, b, dst);
+    default: return where_sized<unsigned long long>(s, pk, cond, cdt, a, b, dst);
+    }
+}
