@@ -1,0 +1,402 @@
+// The CUDA kernels' element code against the CPU backend, op by op, every
+// dtype and layout kind. Built by ctest (tests/CMakeLists.txt) in host
+// emulation: the kernels' per-element code, packing and grid-stride loops run
+// on the CPU over a fake grid, so their semantics are checked on machines
+// without a GPU. On a GPU the same file built with -DGPU_MODE (buffers in
+// managed memory, a sync after every launch, linked with -lcudart) runs the
+// real kernels: nvcc -std=c++17 -O2 -arch=sm_90 -DGPU_MODE -I include -I src
+//   tests/cuda/test_cuda_kernels_emu.cu build/libwick.a -lcudart ... 
+#ifndef GPU_MODE
+#define WKC_HOST_EMULATION 1
+#endif
+#include "cuda/kernels_copy.cu"
+#include "cuda/kernels_elementwise.cu"
+#include <stdio.h>
+#include <stdlib.h>
+#include <vector>
+#include <string>
+
+extern "C" {
+#include "core/layout.h"
+#include "cpu/cpu_convert.h"
+typedef struct wk_device wk_device;
+wk_status wk__cpu_copy_strided(wk_device *dev, const void *src, const wk_layout *ls, void *dst, const wk_layout *ld, wk_dtype dt);
+wk_status wk__cpu_fill(wk_device *dev, void *dst, const wk_layout *ld, wk_dtype dt, double value);
+wk_status wk__cpu_cast(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype sdt, void *dst, wk_dtype ddt);
+wk_status wk__cpu_unary(wk_device *dev, wk_unary_op op, const void *src, const wk_layout *ls, void *dst, wk_dtype dt);
+wk_status wk__cpu_affine(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double mul, double add);
+wk_status wk__cpu_powf(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double e);
+wk_status wk__cpu_elu(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double alpha);
+wk_status wk__cpu_clamp(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double lo, double hi);
+wk_status wk__cpu_binary(wk_device *dev, wk_binary_op op, const void *a, const wk_layout *la, const void *b, const wk_layout *lb, void *dst, wk_dtype dt);
+wk_status wk__cpu_cmp(wk_device *dev, wk_cmp_op op, const void *a, const wk_layout *la, const void *b, const wk_layout *lb, void *dst, wk_dtype dt);
+wk_status wk__cpu_where(wk_device *dev, const void *cond, const wk_layout *lc, wk_dtype cdt, const void *a, const wk_layout *la, const void *b, const wk_layout *lb, void *dst, wk_dtype dt);
+}
+
+#ifdef GPU_MODE
+template <class T> struct MAlloc {
+    typedef T value_type;
+    MAlloc() {}
+    template <class U> MAlloc(const MAlloc<U> &) {}
+    T *allocate(size_t n) {
+        void *p = NULL;
+        if (cudaMallocManaged(&p, n * sizeof(T) + 16) != cudaSuccess) { printf("cudaMallocManaged failed\n"); exit(2); }
+        return (T *)p;
+    }
+    void deallocate(T *p, size_t) { cudaFree(p); }
+    template <class U> bool operator==(const MAlloc<U> &) const { return true; }
+    template <class U> bool operator!=(const MAlloc<U> &) const { return false; }
+};
+typedef std::vector<unsigned char, MAlloc<unsigned char>> Buf;
+static int32_t *g_err;
+#define SYNC() do { cudaError_t e_ = cudaDeviceSynchronize(); if (e_ != cudaSuccess) { printf("CUDA error %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(2); } } while (0)
+#else
+typedef std::vector<unsigned char> Buf;
+#define SYNC() do { } while (0)
+#endif
+
+static long g_checks = 0, g_fail = 0;
+#define CHECK(c, ...) do { g_checks++; if (!(c)) { g_fail++; if (g_fail < 40) { printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } } while (0)
+
+static uint64_t rs = 88172645463325252ull;
+static uint64_t rnd() { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return rs; }
+
+static const int NDT = WK_DTYPE_COUNT;
+static const char *dtn(int dt) { return wk_dtype_name((wk_dtype)dt); }
+
+/* ---------------- conversions ---------------- */
+static void test_conversions() {
+    long bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float a = wk_f16_to_f32((uint16_t)h), b = wkc_f16_to_f32((uint16_t)h);
+        if (memcmp(&a, &b, 4)) bad++;
+        a = wk_bf16_to_f32((uint16_t)h); b = wkc_bf16_to_f32((uint16_t)h);
+        if (memcmp(&a, &b, 4)) bad++;
+    }
+    for (uint32_t h = 0; h < 256; h++) {
+        float a = wk_f8e4m3_to_f32((uint8_t)h), b = wkc_f8e4m3_to_f32((uint8_t)h);
+        if (memcmp(&a, &b, 4)) bad++;
+    }
+    CHECK(bad == 0, "narrow->f32 mismatches: %ld", bad);
+    bad = 0;
+    auto one = [&](uint32_t u) {
+        float f; memcpy(&f, &u, 4);
+        if (wk_f32_to_f16(f) != wkc_f32_to_f16(f)) bad++;
+        if (wk_f32_to_bf16(f) != wkc_f32_to_bf16(f)) bad++;
+        if (wk_f32_to_f8e4m3(f) != wkc_f32_to_f8e4m3(f)) bad++;
+    };
+    static const uint32_t lo[] = {0, 1, 2, 0x0fff, 0x1000, 0x1001, 0x1fff, 0x2000, 0x3000, 0x7fff, 0x8000, 0x8001, 0xffff};
+    for (uint32_t hi = 0; hi < 65536; hi++)
+        for (uint32_t l : lo) one((hi << 16) | l);
+    for (uint64_t u = 0; u < (1ull << 32); u += 101) one((uint32_t)u);
+    CHECK(bad == 0, "f32->narrow mismatches: %ld", bad);
+    /* f64 -> every dtype with the store rules (round to odd etc.) */
+    bad = 0;
+    for (int it = 0; it < 400000; it++) {
+        double v;
+        uint64_t r = rnd();
+        switch (it % 5) {
+        case 0: memcpy(&v, &r, 8); break;
+        case 1: v = (double)(int64_t)r / (double)(1ull << (r % 60)); break;
+        case 2: { float f; uint32_t u = (uint32_t)r; memcpy(&f, &u, 4); v = (double)f + ldexp((double)f, -25 - (int)(r >> 40) % 8) * ((r >> 33) & 1 ? 1 : -1); break; }
+        case 3: v = (double)(int64_t)(r >> (r % 64)) * ((r & 1) ? 1 : -1); break;
+        default: v = ((int64_t)(r % 2000001) - 1000000) / 4.0; break;
+        }
+        for (int dt = 0; dt < NDT; dt++) {
+            unsigned char a[8] = {0}, b[8] = {0};
+            wk__store_f64(a, 0, (wk_dtype)dt, v);
+            wkc_store_f64(b, 0, dt, v);
+            if (memcmp(a, b, 8)) { if (bad < 5) printf("store_f64 %s %.17g\n", dtn(dt), v); bad++; }
+            { unsigned long long bits = wkc_bits_f64(dt, v); unsigned char c[8] = {0}; wkc_put_bits(c, 0, dt, bits);
+              if (memcmp(a, c, 8)) { if (bad < 5) printf("bits_f64 %s %.17g\n", dtn(dt), v); bad++; } }
+            { long long iv = (long long)rnd(); unsigned char c1[8] = {0}, c2[8] = {0};
+              wk__store_i64(c1, 0, (wk_dtype)dt, iv); if (wkc_is_int(dt)) wkc_put_bits(c2, 0, dt, wkc_bits_i64(dt, iv));
+              if (memcmp(c1, c2, 8)) bad++; }
+            double la = wk__load_f64(a, 0, (wk_dtype)dt), lb = wkc_load_f64(a, 0, dt);
+            if (memcmp(&la, &lb, 8) && !(la != la && lb != lb)) bad++;
+            if (wk__load_i64(a, 0, (wk_dtype)dt) != wkc_load_i64(a, 0, dt)) bad++;
+        }
+    }
+    static const double sp[] = {NAN, -NAN, INFINITY, -INFINITY, 0x1p63, -0x1p63, 0x1p64, 4294967295.5, 4294967296.0, -0.5, 255.9, 256, -1, 65520, 65519.99, 448, 464, 463.99, 1e-8, 0x1p-24, 0x1p-25, 0x1p-10, 0x1p-9 * 0.5};
+    for (double v : sp)
+        for (int dt = 0; dt < NDT; dt++) {
+            unsigned char a[8] = {0}, b[8] = {0};
+            wk__store_f64(a, 0, (wk_dtype)dt, v);
+            wkc_store_f64(b, 0, dt, v);
+            if (memcmp(a, b, 8)) { printf("store_f64 special %s %.17g\n", dtn(dt), v); bad++; }
+        }
+    CHECK(bad == 0, "f64 load/store mismatches: %ld", bad);
+}
+
+/* ---------------- data and layouts ---------------- */
+#define BUFN 1024
+static Buf make_buf(int dt, bool tame) {
+    int es = wkc_size(dt);
+    Buf b((size_t)BUFN * es);
+    static const double fspecial[] = {0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, NAN, INFINITY, -INFINITY, 1e30, -1e30, 1e-30, 65504, 448, 3.0, -7.25, 100.0};
+    for (int i = 0; i < BUFN; i++) {
+        uint64_t r = rnd();
+        if (wkc_is_int(dt)) {
+            if (tame && i % 3 == 0) { wkc_store_i64(b.data(), i, dt, (long long)(r % 7) - 3); continue; }
+            if (i % 11 == 0) r = 0;
+            if (i % 13 == 0) r = ~0ull;
+            if (i % 17 == 0) r = 1ull << (8 * es - 1);
+            if (i % 19 == 0) r = (1ull << (8 * es - 1)) - 1;
+            wkc_store_i64(b.data(), i, dt, (long long)r);
+        } else {
+            double v;
+            if (i % 4 == 0) v = fspecial[(r >> 8) % 20];
+            else v = ((double)(int64_t)(r % 200001) - 100000) / (tame ? 20000.0 : 1000.0);
+            if (tame && (v != v || v > 50 || v < -50)) v = 0.75;
+            wkc_store_f64(b.data(), i, dt, v);
+        }
+    }
+    return b;
+}
+
+struct Lay { const char *name; wk_layout l; };
+static wk_layout mk(int rank, const int64_t *shape, const int64_t *stride, int64_t off) {
+    wk_layout l; memset(&l, 0, sizeof l);
+    l.rank = rank; l.offset = off;
+    for (int d = 0; d < rank; d++) { l.shape[d] = shape[d]; l.stride[d] = stride[d]; }
+    return l;
+}
+static wk_cu_view cv(const wk_layout &l) {
+    wk_cu_view v; memset(&v, 0, sizeof v);
+    v.rank = l.rank; v.offset = l.offset;
+    for (int d = 0; d < WK_MAX_RANK; d++) { v.shape[d] = l.shape[d]; v.stride[d] = l.stride[d]; }
+    return v;
+}
+
+/* groups of layouts sharing one shape */
+static std::vector<std::vector<Lay>> layout_groups() {
+    std::vector<std::vector<Lay>> g;
+    int64_t s3[3] = {3, 4, 5};
+    {
+        std::vector<Lay> v;
+        int64_t c[3] = {20, 5, 1}; v.push_back({"contig", mk(3, s3, c, 0)});
+        v.push_back({"contig+off", mk(3, s3, c, 7)});
+        int64_t t[3] = {1, 3, 12}; v.push_back({"transposed", mk(3, s3, t, 2)});
+        int64_t n[3] = {48, 8, 1}; v.push_back({"narrowed", mk(3, s3, n, 9)});
+        int64_t b1[3] = {0, 5, 1}; v.push_back({"bcast0", mk(3, s3, b1, 3)});
+        int64_t b2[3] = {5, 0, 1}; v.push_back({"bcast1", mk(3, s3, b2, 1)});
+        int64_t b3[3] = {0, 0, 0}; v.push_back({"scalar-bcast", mk(3, s3, b3, 11)});
+        int64_t st[3] = {40, 10, 2}; v.push_back({"step2", mk(3, s3, st, 5)});
+        g.push_back(v);
+    }
+    {
+        std::vector<Lay> v;
+        v.push_back({"rank0", mk(0, NULL, NULL, 0)});
+        v.push_back({"rank0+off", mk(0, NULL, NULL, 13)});
+        g.push_back(v);
+    }
+    {
+        std::vector<Lay> v;
+        int64_t s[3] = {3, 0, 2}, c[3] = {0, 2, 1};
+        v.push_back({"empty", mk(3, s, c, 0)});
+        g.push_back(v);
+    }
+    {
+        std::vector<Lay> v;
+        int64_t s[8] = {2, 1, 3, 1, 2, 2, 1, 2};
+        int64_t c[8] = {24, 24, 8, 8, 4, 2, 2, 1}; v.push_back({"r8-contig", mk(8, s, c, 0)});
+        int64_t t[8] = {1, 99, 2, 7, 6, 60, 5, 24}; v.push_back({"r8-perm", mk(8, s, t, 1)});
+        int64_t b[8] = {0, 3, 100, 0, 1, 0, 0, 300}; v.push_back({"r8-bcast", mk(8, s, b, 4)});
+        g.push_back(v);
+    }
+    {
+        std::vector<Lay> v;
+        int64_t s[2] = {1, 300}, c[2] = {300, 1}; v.push_back({"row", mk(2, s, c, 0)});
+        int64_t t[2] = {1, 3}; v.push_back({"row-step3", mk(2, s, t, 2)});
+        g.push_back(v);
+    }
+    return g;
+}
+
+static int64_t numel(const wk_layout &l) { int64_t n = 1; for (int d = 0; d < l.rank; d++) n *= l.shape[d]; return n; }
+
+/* equal up to tolerance: exact for ints; floats: both NaN, or bits equal, or within ulps */
+static bool close_elem(const unsigned char *a, const unsigned char *b, int dt, int64_t i, bool exact) {
+    int es = wkc_size(dt);
+    if (!memcmp(a + i * es, b + i * es, es)) return true;
+    if (wkc_is_int(dt)) return false;
+    double x = wkc_load_f64(a, i, dt), y = wkc_load_f64(b, i, dt);
+    if (x != x && y != y) return true;
+    if (exact) return false;
+    if (dt == WK_F32 || dt == WK_F64) {
+        double tol = dt == WK_F32 ? 4e-6 : 1e-13;
+        if (isinf(x) || isinf(y)) return x == y;
+        return fabs(x - y) <= tol * fmax(fabs(y), 1e-30) || fabs(x - y) < (dt == WK_F32 ? 1e-20 : 1e-300);
+    }
+    /* narrow: neighbouring codes */
+    int64_t ca = es == 1 ? a[i] : (a[2 * i] | a[2 * i + 1] << 8), cb = es == 1 ? b[i] : (b[2 * i] | b[2 * i + 1] << 8);
+    return llabs(ca - cb) <= 1;
+}
+
+static int compare(const char *what, const Buf &cpu, const Buf &emu,
+                   int dt, int64_t n, bool exact) {
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (!close_elem(cpu.data(), emu.data(), dt, i, exact)) {
+            if (bad < 2 && g_fail < 40)
+                printf("  %s [%lld]: cpu %.9g emu %.9g\n", what, (long long)i, wkc_load_f64(cpu.data(), i, dt), wkc_load_f64(emu.data(), i, dt));
+            bad++;
+        }
+    return bad;
+}
+
+int main() {
+#ifdef GPU_MODE
+    if (cudaMallocManaged((void **)&g_err, sizeof(int32_t)) != cudaSuccess) { printf("no CUDA device: skipped\n"); return 0; }
+#endif
+    setenv("WICK_ISA", "scalar", 1); /* CPU f32 math = libm rounded once, the closest to CUDA's */
+    test_conversions();
+    printf("conversions: %ld checks, %ld failures\n", g_checks, g_fail);
+    auto groups = layout_groups();
+    wk_cu_stream s = nullptr;
+    Buf bufs[NDT], tame[NDT];
+    for (int dt = 0; dt < NDT; dt++) { bufs[dt] = make_buf(dt, false); tame[dt] = make_buf(dt, true); }
+
+    for (auto &grp : groups)
+        for (auto &L : grp) {
+            const wk_layout &l = L.l;
+            int64_t n = numel(l);
+            wk_layout lc; wk__layout_contiguous(&lc, l.shape, l.rank, 0);
+            /* fill through the view and copy into a narrowed-ish dst view (use l as dst, contiguous as src) */
+            for (int dt = 0; dt < NDT; dt++) {
+                int es = wkc_size(dt);
+                static const double fv[] = {1.5, -3.7, 1e10, NAN, -INFINITY, 300, 65520, -0.0, 2.5};
+                for (double v : fv) {
+                    Buf a(BUFN * es, 0x5a), b(BUFN * es, 0x5a);
+                    wk__cpu_fill(NULL, a.data(), &l, (wk_dtype)dt, v);
+                    CHECK(wk__cu_fill(s, b.data(), cv(l), (wk_dtype)dt, v) == 0, "fill rc");
+                    SYNC();
+                    CHECK(a == b, "fill %s %s %g", L.name, dtn(dt), v);
+                }
+                if (grp.size() && l.stride[0] != 0 && strcmp(L.name, "r8-bcast") && strcmp(L.name, "bcast0") && strcmp(L.name, "bcast1") && strcmp(L.name, "scalar-bcast")) {
+                    Buf a(BUFN * es, 0x33), b(BUFN * es, 0x33);
+                    for (auto &S : grp) { /* src any layout of the group, dst l */
+                        wk__cpu_copy_strided(NULL, bufs[dt].data(), &S.l, a.data(), &l, (wk_dtype)dt);
+                        CHECK(wk__cu_copy_strided(s, bufs[dt].data(), cv(S.l), b.data(), cv(l), (wk_dtype)dt) == 0, "copy rc");
+                        SYNC();
+                        CHECK(a == b, "copy %s <- %s %s", L.name, S.name, dtn(dt));
+                    }
+                }
+                /* cast to every dtype */
+                for (int dd = 0; dd < NDT; dd++) {
+                    int ds = wkc_size(dd);
+                    Buf a(BUFN * ds, 0), b(BUFN * ds, 0);
+                    wk__cpu_cast(NULL, bufs[dt].data(), &l, (wk_dtype)dt, a.data(), (wk_dtype)dd);
+                    CHECK(wk__cu_cast(s, bufs[dt].data(), cv(l), (wk_dtype)dt, b.data(), (wk_dtype)dd) == 0, "cast rc");
+                    SYNC();
+                    CHECK(a == b, "cast %s %s->%s", L.name, dtn(dt), dtn(dd));
+                }
+                /* unary */
+                for (int op = 0; op < WK_UNARY_COUNT; op++) {
+                    if (wkc_is_int(dt) && !(op == WK_ABS || op == WK_NEG || op == WK_SQR || op == WK_RELU || op == WK_SIGN ||
+                                            op == WK_CEIL || op == WK_FLOOR || op == WK_ROUND))
+                        continue;
+                    bool exact = op == WK_ABS || op == WK_NEG || op == WK_SQR || op == WK_RELU || op == WK_SIGN ||
+                                 op == WK_CEIL || op == WK_FLOOR || op == WK_ROUND || op == WK_RECIP || op == WK_SQRT;
+                    Buf a(BUFN * es, 0), b(BUFN * es, 0);
+                    wk__cpu_unary(NULL, (wk_unary_op)op, bufs[dt].data(), &l, a.data(), (wk_dtype)dt);
+                    CHECK(wk__cu_unary(s, (wk_unary_op)op, bufs[dt].data(), cv(l), b.data(), (wk_dtype)dt) == 0, "unary rc");
+                    SYNC();
+                    int bad = compare(wk_unary_name((wk_unary_op)op), a, b, dt, n, exact);
+                    CHECK(bad == 0, "unary %s %s %s: %d mismatches", wk_unary_name((wk_unary_op)op), L.name, dtn(dt), bad);
+                }
+                /* param ops */
+                {
+                    struct { int op; double a, b; bool exact; const char *nm; } P[] = {
+                        {0, 1.75, -3.25, true, "affine"}, {0, -0.1, 1e3, true, "affine2"}, {0, 1e12, 5, true, "affine3"},
+                        {1, 2.0, 0, false, "powf2"}, {1, 0.5, 0, false, "powf.5"}, {1, -1.3, 0, false, "powf-1.3"},
+                        {2, 0.7, 0, false, "elu"}, {3, -2.5, 3.5, true, "clamp"}, {3, 0.5, 0.7, true, "clamp2"},
+                        {3, -1e20, 1e20, true, "clamp3"}, {3, 3, -3, true, "clamp-inv"}};
+                    for (auto &q : P) {
+                        Buf a(BUFN * es, 0), b(BUFN * es, 0);
+                        const void *src = (q.op == 1 && wkc_is_int(dt)) ? tame[dt].data() : bufs[dt].data();
+                        int rc;
+                        switch (q.op) {
+                        case 0: wk__cpu_affine(NULL, src, &l, a.data(), (wk_dtype)dt, q.a, q.b); rc = wk__cu_affine(s, src, cv(l), b.data(), (wk_dtype)dt, q.a, q.b); break;
+                        case 1: wk__cpu_powf(NULL, src, &l, a.data(), (wk_dtype)dt, q.a); rc = wk__cu_powf(s, src, cv(l), b.data(), (wk_dtype)dt, q.a); break;
+                        case 2: wk__cpu_elu(NULL, src, &l, a.data(), (wk_dtype)dt, q.a); rc = wk__cu_elu(s, src, cv(l), b.data(), (wk_dtype)dt, q.a); break;
+                        default: wk__cpu_clamp(NULL, src, &l, a.data(), (wk_dtype)dt, q.a, q.b); rc = wk__cu_clamp(s, src, cv(l), b.data(), (wk_dtype)dt, q.a, q.b); break;
+                        }
+                        SYNC();
+                        CHECK(rc == 0, "param rc");
+                        int bad = compare(q.nm, a, b, dt, n, q.exact);
+                        CHECK(bad == 0, "%s %s %s: %d mismatches", q.nm, L.name, dtn(dt), bad);
+                    }
+                }
+                /* binary, cmp, where: every pair of layouts in the group */
+                for (auto &B : grp) {
+                    for (int op = 0; op < WK_BINARY_COUNT; op++) {
+                        Buf a(BUFN * es, 0), b(BUFN * es, 0);
+                        const void *y = (op == WK_DIV && wkc_is_int(dt)) ? tame[dt].data() : bufs[dt].data();
+                        wk_status st = wk__cpu_binary(NULL, (wk_binary_op)op, bufs[dt].data(), &l, y, &B.l, a.data(), (wk_dtype)dt);
+#ifdef GPU_MODE
+                        int32_t &err = *g_err;
+#else
+                        int32_t err;
+#endif
+                        err = 0;
+                        CHECK(wk__cu_binary(s, (wk_binary_op)op, bufs[dt].data(), cv(l), y, cv(B.l), b.data(), (wk_dtype)dt, &err) == 0, "binary rc");
+                        SYNC();
+                        CHECK((st == WK_ERR_DIV_ZERO) == (err == WK_ERR_DIV_ZERO), "div zero flag %s %s %s: cpu %d emu %d", L.name, B.name, dtn(dt), (int)st, err);
+                        CHECK(err == 0 || err == WK_ERR_DIV_ZERO, "err value");
+                        int bad = compare(wk_binary_name((wk_binary_op)op), a, b, dt, n, true);
+                        CHECK(bad == 0, "binary %s %s,%s %s: %d mismatches", wk_binary_name((wk_binary_op)op), L.name, B.name, dtn(dt), bad);
+                    }
+                    for (int op = 0; op < WK_CMP_COUNT; op++) {
+                        Buf a(BUFN, 7), b(BUFN, 7);
+                        wk__cpu_cmp(NULL, (wk_cmp_op)op, bufs[dt].data(), &l, tame[dt].data(), &B.l, a.data(), (wk_dtype)dt);
+                        CHECK(wk__cu_cmp(s, (wk_cmp_op)op, bufs[dt].data(), cv(l), tame[dt].data(), cv(B.l), b.data(), (wk_dtype)dt) == 0, "cmp rc");
+                        SYNC();
+                        CHECK(a == b, "cmp %s %s,%s %s", wk_cmp_name((wk_cmp_op)op), L.name, B.name, dtn(dt));
+                    }
+                    for (auto &C : grp)
+                        for (int cdt = 0; cdt < NDT; cdt++) {
+                            if (&C != &grp[0] && cdt != WK_U8 && cdt != WK_F32 && cdt != WK_I64) continue;
+                            Buf a(BUFN * es, 1), b(BUFN * es, 1);
+                            wk__cpu_where(NULL, tame[cdt].data(), &C.l, (wk_dtype)cdt, bufs[dt].data(), &l, tame[dt].data(), &B.l, a.data(), (wk_dtype)dt);
+                            CHECK(wk__cu_where(s, tame[cdt].data(), cv(C.l), (wk_dtype)cdt, bufs[dt].data(), cv(l), tame[dt].data(), cv(B.l), b.data(), (wk_dtype)dt) == 0, "where rc");
+                            SYNC();
+                            CHECK(a == b, "where c=%s(%s) a=%s b=%s %s", C.name, dtn(cdt), L.name, B.name, dtn(dt));
+                        }
+                }
+            }
+        }
+    /* 64-bit unravel path agrees with the 32-bit one */
+    {
+        auto &grp = groups[3];
+        for (auto &L : grp) {
+            wk_layout lc; wk__layout_contiguous(&lc, L.l.shape, L.l.rank, 0);
+            wk_cu_view a = cv(lc), b = cv(L.l);
+            const wk_cu_view *v[2] = {&a, &b};
+            wkc_pack<2> p32, p64;
+            int64_t n = wkc_pack_views<2>(&p32, v);
+            p64 = p32; p64.n = (int64_t)1 << 40;
+            for (int64_t i = 0; i < n; i++) {
+                int64_t o1[2], o2[2];
+                wkc_offsets(p32, i, o1); wkc_offsets(p64, i, o2);
+                CHECK(o1[0] == o2[0] && o1[1] == o2[1] && o1[0] == i && o1[1] == wk__unravel(L.l.shape, L.l.stride, L.l.rank, i) + L.l.offset, "unravel %s %lld", L.name, (long long)i);
+            }
+        }
+    }
+    /* bad arguments */
+    {
+        wk_cu_view v = cv(groups[0][0].l);
+        CHECK(wk__cu_unary(s, (wk_unary_op)99, NULL, v, NULL, WK_F32) != 0, "bad op");
+        CHECK(wk__cu_unary(s, WK_EXP, NULL, v, NULL, (wk_dtype)99) != 0, "bad dtype");
+        CHECK(wk__cu_binary(s, (wk_binary_op)99, NULL, v, NULL, v, NULL, WK_F32, NULL) != 0, "bad binop");
+        CHECK(wk__cu_cmp(s, (wk_cmp_op)99, NULL, v, NULL, v, NULL, WK_F32) != 0, "bad cmp");
+        wk_cu_view w = v; w.rank = 9;
+        CHECK(wk__cu_fill(s, NULL, w, WK_F32, 0) != 0, "bad rank");
+        wk_cu_view x = v; x.shape[1] = 5;
+        CHECK(wk__cu_binary(s, WK_ADD, NULL, v, NULL, x, NULL, WK_F32, NULL) != 0, "shape mismatch");
+        SYNC();
+        CHECK(wk__cu_cast(s, NULL, v, WK_F32, NULL, (wk_dtype)-1) != 0, "bad cast dtype");
+    }
+    printf("total: %ld checks, %ld failures\n", g_checks, g_fail);
+    return g_fail != 0;
+}
