@@ -6,6 +6,7 @@
  * and bf16 (f16/bf16 to within one output rounding plus f32 summation
  * error); every SIMD level this CPU has (scalar, AVX2, AVX-512, which
  * each have their own micro-kernels); 1 and 2 threads bit-identical. */
+#include "cpu/cpu_cache.h"
 #include "cpu/vmath.h"
 #include "testutil.h"
 #include <math.h>
@@ -169,8 +170,25 @@ static void test_large_2048(void **state) {
     wk_tensor_free(a); wk_tensor_free(b); wk_tensor_free(c);
 }
 
+/* Block sizes derived from the cache sizes stay within the kernels' rules:
+ * kc a multiple of 8, mc of MR, nc of NR, all positive and bounded. */
+static void test_blocking(void **state) {
+    (void)state;
+    const wk_cpu_caches *c = wk__cpu_caches();
+    assert_true(c->l1d >= (16 << 10) && c->l2 >= (128 << 10) && c->l3_per_core >= c->l2);
+    const int64_t tiles[][3] = {{8, 32, 4}, {8, 16, 8}, {6, 16, 4}, {6, 8, 8}, {4, 16, 4}, {4, 8, 8}};
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
+        int64_t kc, mc, nc, mr = tiles[i][0], nr = tiles[i][1];
+        wk__gemm_blocking(mr, nr, tiles[i][2], &kc, &mc, &nc);
+        assert_true(kc >= 64 && kc <= 1024 && kc % 8 == 0);
+        assert_true(mc >= mr && mc % mr == 0 && mc <= 4096);
+        assert_true(nc >= nr && nc % nr == 0 && nc <= 8192);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_blocking),
         cmocka_unit_test(test_gemv_and_gemm),
         cmocka_unit_test(test_gemv_threads),
         cmocka_unit_test(test_odd_shapes_all_levels),
