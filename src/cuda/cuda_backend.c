@@ -323,7 +323,8 @@ static wk_status not_yet(const char *op) {
 
 static wk_status cu_reduce(wk_device *dev, wk_reduce_op op, const void *src, const wk_layout *ls, wk_dtype dt,
                            const bool *mask, void *dst) {
-    return not_yet("reduce");
+    ENTER("reduce");
+    return launched("reduce", d, wk__cu_reduce(d->stream, op, src, view_of(ls), dt, mask, dst));
 }
 static wk_status cu_index_select(wk_device *dev, const void *src, const wk_layout *ls, const void *ids,
                                  const wk_layout *lids, wk_dtype idt, int dim, void *dst, wk_dtype dt) {

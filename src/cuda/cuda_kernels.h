@@ -47,6 +47,13 @@ int wk__cu_cmp(wk_cu_stream s, wk_cmp_op op, const void *a, wk_cu_view la, const
 int wk__cu_where(wk_cu_stream s, const void *cond, wk_cu_view lc, wk_dtype cdt, const void *a, wk_cu_view la,
                  const void *b, wk_cu_view lb, void *dst, wk_dtype dt);
 
+/* Reduce the dims of ls with mask[d] set (mask: host array of ls.rank
+ * bools, read before the call returns); dst contiguous over the kept dims,
+ * in dtype dt (sum/mean/max/min/prod), u32 (argmax/argmin) or u8 (any/all).
+ * Deterministic: a fixed per-output tree, independent of timing. */
+int wk__cu_reduce(wk_cu_stream s, wk_reduce_op op, const void *src, wk_cu_view ls, wk_dtype dt, const bool *mask,
+                  void *dst);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,6 +11,7 @@
 #endif
 #include "cuda/kernels_copy.cu"
 #include "cuda/kernels_elementwise.cu"
+#include "cuda/kernels_reduce.cu"
 #include <stdio.h>
 #include <stdlib.h>
 #include <vector>
@@ -31,6 +32,7 @@ wk_status wk__cpu_clamp(wk_device *dev, const void *src, const wk_layout *ls, vo
 wk_status wk__cpu_binary(wk_device *dev, wk_binary_op op, const void *a, const wk_layout *la, const void *b, const wk_layout *lb, void *dst, wk_dtype dt);
 wk_status wk__cpu_cmp(wk_device *dev, wk_cmp_op op, const void *a, const wk_layout *la, const void *b, const wk_layout *lb, void *dst, wk_dtype dt);
 wk_status wk__cpu_where(wk_device *dev, const void *cond, const wk_layout *lc, wk_dtype cdt, const void *a, const wk_layout *la, const void *b, const wk_layout *lb, void *dst, wk_dtype dt);
+wk_status wk__cpu_reduce(wk_device *dev, wk_reduce_op op, const void *src, const wk_layout *ls, wk_dtype dt, const bool *mask, void *dst);
 }
 
 #ifdef GPU_MODE
@@ -245,6 +247,124 @@ static int compare(const char *what, const Buf &cpu, const Buf &emu,
     return bad;
 }
 
+/* ---------------- reduce ----------------
+ * wk__cu_reduce (emulation: the per-thread folds and the block tree of the
+ * kernel, run on the host) against wk__cpu_reduce. Exact for integer ops,
+ * max/min (by value: +-0 may come from either side), argmax/argmin, any/all;
+ * float sum/mean/prod within a tolerance (different summation order: f32
+ * per thread + f64 tree here, f32 lanes folded into f64 on the CPU). */
+static bool red_close(const Buf &cpu, const Buf &emu, int odt, int64_t i, int op) {
+    const unsigned char *a = cpu.data(), *b = emu.data();
+    int es = wkc_size(odt);
+    if (!memcmp(a + i * es, b + i * es, es)) return true;
+    if (wkc_is_int(odt)) return false;
+    double x = wkc_load_f64(a, i, odt), y = wkc_load_f64(b, i, odt);
+    if (x != x && y != y) return true;
+    if (op == WK_REDUCE_MAX || op == WK_REDUCE_MIN) return x == y;
+    if (isinf(x) || isinf(y)) return x == y;
+    double d = fabs(x - y), m = fmax(fabs(x), fabs(y));
+    switch (odt) {
+    case WK_F64: return d <= 1e-12 * m + 1e-12;
+    case WK_F32: return d <= 2e-6 * m + 1e-4;
+    default: {
+        if (d <= 1e-2 * m + 2e-2) return true;
+        int64_t ca = es == 1 ? a[i] : (a[2 * i] | a[2 * i + 1] << 8), cb = es == 1 ? b[i] : (b[2 * i] | b[2 * i + 1] << 8);
+        return llabs(ca - cb) <= 1;
+    }
+    }
+}
+
+static void test_reduce(const std::vector<std::vector<Lay>> &groups, Buf *bufs, Buf *tame) {
+    wk_cu_stream s = nullptr;
+    std::vector<Lay> lays;
+    for (auto &g : groups) for (auto &L : g) lays.push_back(L);
+    /* longer reductions: more elements than threads per output */
+    {
+        int64_t s1[1] = {1000}, c1[1] = {1}; lays.push_back({"long1d", mk(1, s1, c1, 3)});
+        int64_t s2[2] = {4, 250}, t2[2] = {1, 4}; lays.push_back({"long-transposed", mk(2, s2, t2, 0)});
+        int64_t s3[3] = {2, 300, 3}, c3[3] = {1, 3, 0}; lays.push_back({"long-bcast", mk(3, s3, c3, 5)});
+        int64_t s4[2] = {3, 333}, c4[2] = {1, 3}; lays.push_back({"long-narrow", mk(2, s4, c4, 1)});
+        int64_t s5[1] = {1}, c5[1] = {1}; lays.push_back({"one", mk(1, s5, c5, 17)});
+        int64_t s6[2] = {0, 4}, c6[2] = {4, 1}; lays.push_back({"empty0", mk(2, s6, c6, 0)});
+    }
+    long before = g_checks, fails = g_fail;
+    for (auto &L : lays) {
+        const wk_layout &l = L.l;
+        int r = l.rank;
+        /* masks: none, each single dim, all, and a few multi-dim patterns */
+        std::vector<unsigned> masks;
+        masks.push_back(0);
+        for (int d = 0; d < r; d++) masks.push_back(1u << d);
+        if (r > 0) masks.push_back((1u << r) - 1);
+        if (r >= 2) { masks.push_back(1u | (1u << (r - 1))); masks.push_back(((1u << r) - 1) & ~1u); }
+        if (r >= 4) { masks.push_back(0x55u & ((1u << r) - 1)); masks.push_back(0xaau & ((1u << r) - 1)); }
+        for (unsigned mk_ : masks) {
+            bool mask[WK_MAX_RANK] = {false};
+            int64_t nout = 1;
+            for (int d = 0; d < r; d++) { mask[d] = (mk_ >> d) & 1; if (!mask[d]) nout *= l.shape[d]; }
+            for (int dt = 0; dt < NDT; dt++)
+                for (int op = 0; op < WK_REDUCE_COUNT; op++) {
+                    int odt = op == WK_REDUCE_ARGMAX || op == WK_REDUCE_ARGMIN ? WK_U32
+                            : op == WK_REDUCE_ANY || op == WK_REDUCE_ALL ? WK_U8 : dt;
+                    if (op == WK_REDUCE_MEAN && wkc_is_int(dt)) continue; /* rejected by the dispatcher */
+                    bool arith = op == WK_REDUCE_SUM || op == WK_REDUCE_MEAN || op == WK_REDUCE_PROD;
+                    /* float sums/products on tame data (order-dependent overflow/cancellation otherwise) */
+                    const Buf &src = (arith && !wkc_is_int(dt)) ? tame[dt] : bufs[dt];
+                    int es = wkc_size(odt);
+                    Buf a((size_t)(nout + 1) * es, 0x5a), b((size_t)(nout + 1) * es, 0x5a);
+                    wk__cpu_reduce(NULL, (wk_reduce_op)op, src.data(), &l, (wk_dtype)dt, mask, a.data());
+                    CHECK(wk__cu_reduce(s, (wk_reduce_op)op, src.data(), cv(l), (wk_dtype)dt, mask, b.data()) == 0, "reduce rc");
+                    SYNC();
+                    int bad = 0;
+                    for (int64_t i = 0; i < nout; i++)
+                        if (!red_close(a, b, odt, i, op)) {
+                            if (bad < 2 && g_fail < 40)
+                                printf("  reduce[%lld]: cpu %.9g emu %.9g\n", (long long)i, wkc_load_f64(a.data(), i, odt), wkc_load_f64(b.data(), i, odt));
+                            bad++;
+                        }
+                    CHECK(bad == 0, "reduce op %d %s mask %#x %s: %d mismatches", op, L.name, mk_, dtn(dt), bad);
+                    CHECK(!memcmp(a.data() + nout * es, b.data() + nout * es, es), "reduce wrote past its output");
+                }
+        }
+    }
+    /* ties: argmax/argmin pick the first index, also across threads/tree */
+    {
+        for (int dt = 0; dt < NDT; dt++) {
+            int es = wkc_size(dt);
+            Buf x(1000 * es);
+            for (int i = 0; i < 1000; i++) wkc_store_f64(x.data(), i, dt, (i % 97 == 0 || i == 777) ? 3.0 : (i % 5 == 0 ? -2.0 : 1.0));
+            if (!wkc_is_int(dt)) { wkc_store_f64(x.data(), 700, dt, NAN); wkc_store_f64(x.data(), 300, dt, NAN); }
+            int64_t s1[1] = {1000}, c1[1] = {1};
+            wk_layout l = mk(1, s1, c1, 0);
+            bool mask[1] = {true};
+            for (int op = WK_REDUCE_MAX; op <= WK_REDUCE_ARGMIN; op++) {
+                int odt = op >= WK_REDUCE_ARGMAX ? WK_U32 : dt;
+                Buf a(8, 0), b(8, 0);
+                wk__cpu_reduce(NULL, (wk_reduce_op)op, x.data(), &l, (wk_dtype)dt, mask, a.data());
+                CHECK(wk__cu_reduce(s, (wk_reduce_op)op, x.data(), cv(l), (wk_dtype)dt, mask, b.data()) == 0, "reduce rc");
+                SYNC();
+                CHECK(red_close(a, b, odt, 0, op), "ties op %d %s: cpu %.9g emu %.9g", op, dtn(dt), wkc_load_f64(a.data(), 0, odt), wkc_load_f64(b.data(), 0, odt));
+            }
+            /* without NaNs the first 3.0 (index 0) / first -2.0 (index 5) */
+            if (!wkc_is_int(dt)) { wkc_store_f64(x.data(), 700, dt, 1.0); wkc_store_f64(x.data(), 300, dt, 1.0); }
+            Buf b(8, 0);
+            wk__cu_reduce(s, WK_REDUCE_ARGMAX, x.data(), cv(l), (wk_dtype)dt, mask, b.data()); SYNC();
+            CHECK(*(uint32_t *)b.data() == 0, "argmax first tie %s: %u", dtn(dt), *(uint32_t *)b.data());
+            wk__cu_reduce(s, WK_REDUCE_ARGMIN, x.data(), cv(l), (wk_dtype)dt, mask, b.data()); SYNC();
+            CHECK(*(uint32_t *)b.data() == 5, "argmin first tie %s: %u", dtn(dt), *(uint32_t *)b.data());
+        }
+    }
+    /* bad arguments */
+    {
+        wk_cu_view v = cv(groups[0][0].l);
+        bool mask[3] = {true, false, false};
+        CHECK(wk__cu_reduce(s, (wk_reduce_op)99, NULL, v, WK_F32, mask, NULL) != 0, "bad reduce op");
+        CHECK(wk__cu_reduce(s, WK_REDUCE_SUM, NULL, v, (wk_dtype)99, mask, NULL) != 0, "bad reduce dtype");
+        CHECK(wk__cu_reduce(s, WK_REDUCE_SUM, NULL, v, WK_F32, NULL, NULL) != 0, "no mask");
+    }
+    printf("reduce: %ld checks, %ld failures\n", g_checks - before, g_fail - fails);
+}
+
 int main() {
 #ifdef GPU_MODE
     if (cudaMallocManaged((void **)&g_err, sizeof(int32_t)) != cudaSuccess) { printf("no CUDA device: skipped\n"); return 0; }
@@ -366,6 +486,7 @@ int main() {
                 }
             }
         }
+    test_reduce(groups, bufs, tame);
     /* 64-bit unravel path agrees with the 32-bit one */
     {
         auto &grp = groups[3];
