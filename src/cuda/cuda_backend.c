@@ -24,6 +24,10 @@
  * f32 (TF32 only with WICK_CUDA_TF32=1 in the environment when the device is
  * opened).
  *
+ * Indexing (index_select, gather, scatter, index_add) validates the ids
+ * on the device and waits for that check before queuing the op (see the
+ * indexing section below).
+ *
  * Entries not written yet return "<op>: not implemented on the CUDA backend
  * yet" with WK_ERR_NOT_COMPILED. */
 #include "cuda/cuda_device.h"
@@ -326,21 +330,97 @@ static wk_status cu_reduce(wk_device *dev, wk_reduce_op op, const void *src, con
     ENTER("reduce");
     return launched("reduce", d, wk__cu_reduce(d->stream, op, src, view_of(ls), dt, mask, dst));
 }
+/* ---- indexing (kernels_index.cu) ----
+ * Every op first validates its ids on the device (wk__cu_index_check: the
+ * first bad row-major position lands in a pooled 8-byte slot) and WAITS for
+ * that slot (one small round trip per op), so a bad index is reported by
+ * the op itself - WK_ERR_INDEX naming the op, the index and the size, as
+ * the CPU - and scatter / index_add never write anything with bad ids. Only
+ * then is the write kernel queued (asynchronous, as every op). Messages use
+ * the CPU backend's op names. */
+
+static bool idx_dtype_ok(const char *op, wk_dtype idt) {
+    if (idt == WK_U8 || idt == WK_U32 || idt == WK_I32 || idt == WK_I64) return true;
+    wk__err(WK_ERR_DTYPE, op, "index dtype %s is not supported (u8, u32, i32, i64)", wk_dtype_name(idt));
+    return false;
+}
+
+static wk_status check_ids(const char *op, wk_cuda_dev *d, const void *ids, const wk_layout *lids, wk_dtype idt,
+                           int dim, int64_t size) {
+    if (!idx_dtype_ok(op, idt)) return WK_ERR_DTYPE;
+    int64_t n = wk__layout_numel(lids);
+    if (n == 0) return WK_OK;
+    void *slot = NULL;
+    if (wk__cupool_alloc(d->pool, sizeof(unsigned long long), &slot) != WK_OK)
+        return wk__err(WK_ERR_OOM, op, "cannot allocate the index check's slot on %s", d->base.name);
+    unsigned long long pos = ~0ull;
+    cudaError_t e = cudaMemsetAsync(slot, 0xFF, sizeof pos, d->stream);
+    int rc = 0;
+    if (e == cudaSuccess) {
+        rc = wk__cu_index_check(d->stream, ids, view_of(lids), idt, size, (unsigned long long *)slot);
+        if (rc == 0) e = cudaMemcpyAsync(&pos, slot, sizeof pos, cudaMemcpyDeviceToHost, d->stream);
+    }
+    if (e == cudaSuccess && rc == 0) e = wait_here(d);
+    wk__cupool_free(d->pool, slot, sizeof pos);
+    if (rc != 0) return launched(op, d, rc);
+    if (e != cudaSuccess) return wk__cuda_check(op, d, e);
+    if (pos == ~0ull) return WK_OK;
+    /* read the offending id itself (error path only) */
+    int64_t off = lids->offset + wk__unravel(lids->shape, lids->stride, lids->rank, (int64_t)pos);
+    size_t is = wk_dtype_size(idt);
+    unsigned char raw[8] = {0};
+    e = cudaMemcpyAsync(raw, (const char *)ids + (size_t)off * is, is, cudaMemcpyDeviceToHost, d->stream);
+    if (e == cudaSuccess) e = wait_here(d);
+    if (e != cudaSuccess) return wk__cuda_check(op, d, e);
+    long long id;
+    switch (idt) {
+    case WK_U8: id = raw[0]; break;
+    case WK_U32: { uint32_t v; memcpy(&v, raw, 4); id = v; break; }
+    case WK_I32: { int32_t v; memcpy(&v, raw, 4); id = v; break; }
+    default: { int64_t v; memcpy(&v, raw, 8); id = v; break; }
+    }
+    return wk__err(WK_ERR_INDEX, op, "index %lld is out of range for dim %d of size %lld", id, dim, (long long)size);
+}
+
 static wk_status cu_index_select(wk_device *dev, const void *src, const wk_layout *ls, const void *ids,
                                  const wk_layout *lids, wk_dtype idt, int dim, void *dst, wk_dtype dt) {
-    return not_yet("index_select");
+    const char *op = "wk_index_select";
+    ENTER(op);
+    wk_status st = check_ids(op, d, ids, lids, idt, dim, ls->shape[dim]);
+    if (st != WK_OK) return st;
+    return launched(op, d,
+                    wk__cu_index_select(d->stream, src, view_of(ls), ids, view_of(lids), idt, dim, dst, dt,
+                                        d->flag_dev));
 }
 static wk_status cu_gather(wk_device *dev, const void *src, const wk_layout *ls, const void *ids, const wk_layout *lids,
                            wk_dtype idt, int dim, void *dst, wk_dtype dt) {
-    return not_yet("gather");
+    const char *op = "wk_gather";
+    ENTER(op);
+    wk_status st = check_ids(op, d, ids, lids, idt, dim, ls->shape[dim]);
+    if (st != WK_OK) return st;
+    return launched(op, d,
+                    wk__cu_gather(d->stream, src, view_of(ls), ids, view_of(lids), idt, dim, dst, dt, d->flag_dev));
 }
 static wk_status cu_scatter(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
                             wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt, bool add) {
-    return not_yet(add ? "scatter_add" : "scatter");
+    const char *op = add ? "wk_scatter_add" : "wk_scatter";
+    ENTER(op);
+    /* validated and waited for before anything is written: never a half-written dst */
+    wk_status st = check_ids(op, d, ids, lids, idt, dim, ld->shape[dim]);
+    if (st != WK_OK) return st;
+    return launched(op, d,
+                    wk__cu_scatter(d->stream, dst, view_of(ld), ids, view_of(lids), idt, src, view_of(lsrc), dim, dt,
+                                   add, d->flag_dev));
 }
 static wk_status cu_index_add(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
                               wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt) {
-    return not_yet("index_add");
+    const char *op = "wk_index_add";
+    ENTER(op);
+    wk_status st = check_ids(op, d, ids, lids, idt, dim, ld->shape[dim]);
+    if (st != WK_OK) return st;
+    return launched(op, d,
+                    wk__cu_index_add(d->stream, dst, view_of(ld), ids, view_of(lids), idt, src, view_of(lsrc), dim,
+                                     dt, d->flag_dev));
 }
 static wk_status cu_conv1d(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
                            void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_params *p) {

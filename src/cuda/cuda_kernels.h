@@ -54,6 +54,32 @@ int wk__cu_where(wk_cu_stream s, const void *cond, wk_cu_view lc, wk_dtype cdt, 
 int wk__cu_reduce(wk_cu_stream s, wk_reduce_op op, const void *src, wk_cu_view ls, wk_dtype dt, const bool *mask,
                   void *dst);
 
+/* Indexing (kernels_index.cu). ids have an integer dtype idt (u8, u32, i32,
+ * i64). wk__cu_index_check: every element of the ids view with
+ * (unsigned)id >= size lowers *first_bad (device memory, 8 bytes, preset by
+ * the caller to ~0ull) to its row-major position in the view (atomicMin:
+ * the first bad position, independent of timing). The others check every id
+ * again: a bad one is skipped (never read or written out of bounds) and
+ * sets *err_flag = WK_ERR_INDEX; callers run wk__cu_index_check first and
+ * wait for it, so in-place ops never write with bad ids. Deterministic: no
+ * atomics on data; scatter / index_add handle the ids along dim of one
+ * position in increasing order (one thread per position of the other dims;
+ * one thread for the whole op when dst's view overlaps itself). */
+int wk__cu_index_check(wk_cu_stream s, const void *ids, wk_cu_view lids, wk_dtype idt, int64_t size,
+                       unsigned long long *first_bad);
+/* dst contiguous: src's shape with shape[dim] = numel(ids); ids 1-D */
+int wk__cu_index_select(wk_cu_stream s, const void *src, wk_cu_view ls, const void *ids, wk_cu_view lids,
+                        wk_dtype idt, int dim, void *dst, wk_dtype dt, int32_t *err_flag);
+/* dst contiguous with ids' shape */
+int wk__cu_gather(wk_cu_stream s, const void *src, wk_cu_view ls, const void *ids, wk_cu_view lids, wk_dtype idt,
+                  int dim, void *dst, wk_dtype dt, int32_t *err_flag);
+/* in place through ld: dst[.. ids[i] ..] = src[i] (or += when add) */
+int wk__cu_scatter(wk_cu_stream s, void *dst, wk_cu_view ld, const void *ids, wk_cu_view lids, wk_dtype idt,
+                   const void *src, wk_cu_view lsrc, int dim, wk_dtype dt, bool add, int32_t *err_flag);
+/* in place through ld: dst.index_select(dim, ids) += src; ids 1-D */
+int wk__cu_index_add(wk_cu_stream s, void *dst, wk_cu_view ld, const void *ids, wk_cu_view lids, wk_dtype idt,
+                     const void *src, wk_cu_view lsrc, int dim, wk_dtype dt, int32_t *err_flag);
+
 #ifdef __cplusplus
 }
 #endif

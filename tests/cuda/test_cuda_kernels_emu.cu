@@ -12,6 +12,7 @@
 #include "cuda/kernels_copy.cu"
 #include "cuda/kernels_elementwise.cu"
 #include "cuda/kernels_reduce.cu"
+#include "cuda/kernels_index.cu"
 #include <stdio.h>
 #include <stdlib.h>
 #include <vector>
@@ -33,6 +34,11 @@ wk_status wk__cpu_binary(wk_device *dev, wk_binary_op op, const void *a, const w
 wk_status wk__cpu_cmp(wk_device *dev, wk_cmp_op op, const void *a, const wk_layout *la, const void *b, const wk_layout *lb, void *dst, wk_dtype dt);
 wk_status wk__cpu_where(wk_device *dev, const void *cond, const wk_layout *lc, wk_dtype cdt, const void *a, const wk_layout *la, const void *b, const wk_layout *lb, void *dst, wk_dtype dt);
 wk_status wk__cpu_reduce(wk_device *dev, wk_reduce_op op, const void *src, const wk_layout *ls, wk_dtype dt, const bool *mask, void *dst);
+wk_status wk__cpu_index_select(wk_device *dev, const void *src, const wk_layout *ls, const void *ids, const wk_layout *lids, wk_dtype idt, int dim, void *dst, wk_dtype dt);
+wk_status wk__cpu_gather(wk_device *dev, const void *src, const wk_layout *ls, const void *ids, const wk_layout *lids, wk_dtype idt, int dim, void *dst, wk_dtype dt);
+wk_status wk__cpu_scatter(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids, wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt, bool add);
+wk_status wk__cpu_index_add(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids, wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt);
+void wk_clear_error(void);
 }
 
 #ifdef GPU_MODE
@@ -365,6 +371,214 @@ static void test_reduce(const std::vector<std::vector<Lay>> &groups, Buf *bufs, 
     printf("reduce: %ld checks, %ld failures\n", g_checks - before, g_fail - fails);
 }
 
+/* ---------------- indexing ----------------
+ * index_select / gather / scatter (set, add) / index_add against wk__cpu_*:
+ * every dtype, index dtypes u8/u32/i32/i64, every dim of a rank-3 shape,
+ * src / dst / ids contiguous, transposed, narrowed (offset, padded strides)
+ * and broadcast (a 0 stride), duplicates in the ids, empty ids; whole
+ * buffers compared bit for bit (the CUDA order equals the CPU's, additions
+ * included). Bad ids: wk__cu_index_check finds the first bad row-major
+ * position, the CPU rejects the same ids with WK_ERR_INDEX leaving dst
+ * untouched, and the write kernels run anyway skip the bad ids (no out of
+ * bounds access, err flag = WK_ERR_INDEX). */
+static const int IDTS[4] = {WK_U8, WK_U32, WK_I32, WK_I64};
+
+/* kind: 0 contiguous, 1 transposed (column-major storage), 2 narrowed
+ * (padded storage, offset), 3 broadcast (0 stride on dim bdim) */
+static wk_layout ix_view3(const int64_t *sh, int kind, int bdim) {
+    int64_t st[3], off = 0;
+    switch (kind) {
+    case 1: st[0] = 1; st[1] = sh[0]; st[2] = sh[0] * sh[1]; break;
+    case 2: st[2] = 2; st[1] = 2 * (sh[2] + 1); st[0] = st[1] * (sh[1] + 2); off = 5; break;
+    default: st[2] = 1; st[1] = sh[2]; st[0] = sh[1] * sh[2]; break;
+    }
+    if (kind == 3) st[bdim] = 0;
+    return mk(3, sh, st, off);
+}
+static wk_layout ix_view1(int64_t n, int kind) {
+    int64_t sh[1] = {n}, st[1] = {kind == 2 ? 3 : kind == 3 ? 0 : 1};
+    return mk(1, sh, st, kind == 2 ? 4 : 0);
+}
+static Buf ix_ids(int idt, int64_t size) {
+    Buf b((size_t)BUFN * wkc_size(idt));
+    for (int i = 0; i < BUFN; i++) wkc_store_i64(b.data(), i, idt, size > 0 ? (long long)(rnd() % (uint64_t)size) : 0);
+    return b;
+}
+static int32_t *ix_flag() {
+#ifdef GPU_MODE
+    return g_err;
+#else
+    static int32_t f;
+    return &f;
+#endif
+}
+static bool same_buf(const Buf &a, const Buf &b) { return a.size() == b.size() && !memcmp(a.data(), b.data(), a.size()); }
+
+static void test_index(Buf *bufs) {
+    wk_cu_stream s = nullptr;
+    const int64_t SH[3] = {4, 5, 6};
+    long before = g_checks;
+    for (int dt = 0; dt < NDT; dt++) {
+        const int es = wkc_size(dt);
+        if (es == 0) continue;
+        for (int ii = 0; ii < 4; ii++) {
+            const int idt = IDTS[ii];
+            for (int dim = 0; dim < 3; dim++) {
+                Buf ids = ix_ids(idt, SH[dim]);
+                /* index_select: src kinds x ids kinds x lengths (0, 1, 7) */
+                for (int sk = 0; sk < 4; sk++)
+                    for (int ik = 0; ik < 4; ik++)
+                        for (int64_t m : {(int64_t)0, (int64_t)1, (int64_t)7}) {
+                            wk_layout ls = ix_view3(SH, sk, (dim + 1) % 3), li = ix_view1(m, ik);
+                            int64_t osh[3] = {SH[0], SH[1], SH[2]};
+                            osh[dim] = m;
+                            int64_t n = osh[0] * osh[1] * osh[2];
+                            Buf a((size_t)BUFN * es, 0xAB), b((size_t)BUFN * es, 0xAB);
+                            wk_status cst = wk__cpu_index_select(NULL, bufs[dt].data(), &ls, ids.data(), &li, (wk_dtype)idt, dim, a.data(), (wk_dtype)dt);
+                            *ix_flag() = 0;
+                            int rc = wk__cu_index_select(s, bufs[dt].data(), cv(ls), ids.data(), cv(li), (wk_dtype)idt, dim, b.data(), (wk_dtype)dt, ix_flag());
+                            SYNC();
+                            CHECK(cst == WK_OK && rc == 0 && *ix_flag() == 0, "index_select rc %s %s dim %d sk %d ik %d", dtn(dt), dtn(idt), dim, sk, ik);
+                            CHECK(same_buf(a, b), "index_select %s %s dim %d sk %d ik %d m %lld (n %lld)", dtn(dt), dtn(idt), dim, sk, ik, (long long)m, (long long)n);
+                        }
+                /* gather: ids shape = src's with dim -> 3 and the next dim narrower */
+                for (int sk = 0; sk < 4; sk++)
+                    for (int ik = 0; ik < 4; ik++)
+                        for (int empty = 0; empty < 2; empty++) {
+                            int64_t ish[3] = {SH[0], SH[1], SH[2]};
+                            ish[dim] = empty ? 0 : 3;
+                            ish[(dim + 1) % 3] -= 1;
+                            wk_layout ls = ix_view3(SH, sk, (dim + 2) % 3), li = ix_view3(ish, ik, (dim + 1 + ik) % 3);
+                            Buf a((size_t)BUFN * es, 0xCD), b((size_t)BUFN * es, 0xCD);
+                            wk_status cst = wk__cpu_gather(NULL, bufs[dt].data(), &ls, ids.data(), &li, (wk_dtype)idt, dim, a.data(), (wk_dtype)dt);
+                            *ix_flag() = 0;
+                            int rc = wk__cu_gather(s, bufs[dt].data(), cv(ls), ids.data(), cv(li), (wk_dtype)idt, dim, b.data(), (wk_dtype)dt, ix_flag());
+                            SYNC();
+                            CHECK(cst == WK_OK && rc == 0 && *ix_flag() == 0, "gather rc %s %s dim %d", dtn(dt), dtn(idt), dim);
+                            CHECK(same_buf(a, b), "gather %s %s dim %d sk %d ik %d empty %d", dtn(dt), dtn(idt), dim, sk, ik, empty);
+                        }
+                /* scatter / scatter_add: dst kinds (broadcast dst = overlapping: one thread) x src kinds x ids kinds */
+                for (int add = 0; add < 2; add++)
+                    for (int dk = 0; dk < 4; dk++)
+                        for (int sk = 0; sk < 4; sk++)
+                            for (int ik = 0; ik < 4; ik++) {
+                                if (sk != 0 && ik != 0 && dk != 0 && sk != ik) continue; /* keep the count sane */
+                                int64_t ish[3] = {SH[0], SH[1], SH[2]};
+                                ish[dim] = 5;
+                                ish[(dim + 2) % 3] -= 1;
+                                wk_layout ld = ix_view3(SH, dk, (dim + 1) % 3);
+                                wk_layout li = ix_view3(ish, ik, (dim + 1) % 3);
+                                wk_layout lsrc = ix_view3(ish, sk, (dim + 2) % 3);
+                                Buf a = bufs[dt], b = bufs[dt];
+                                wk_status cst = wk__cpu_scatter(NULL, a.data(), &ld, ids.data(), &li, (wk_dtype)idt, bufs[dt].data() + 64 * es, &lsrc, dim, (wk_dtype)dt, add);
+                                *ix_flag() = 0;
+                                int rc = wk__cu_scatter(s, b.data(), cv(ld), ids.data(), cv(li), (wk_dtype)idt, bufs[dt].data() + 64 * es, cv(lsrc), dim, (wk_dtype)dt, add, ix_flag());
+                                SYNC();
+                                CHECK(cst == WK_OK && rc == 0 && *ix_flag() == 0, "scatter rc %s %s dim %d", dtn(dt), dtn(idt), dim);
+                                CHECK(same_buf(a, b), "scatter add %d %s %s dim %d dk %d sk %d ik %d", add, dtn(dt), dtn(idt), dim, dk, sk, ik);
+                            }
+                /* index_add: dst kinds x src kinds x ids kinds, lengths 0 and 9 (duplicates) */
+                for (int dk = 0; dk < 4; dk++)
+                    for (int sk = 0; sk < 4; sk++)
+                        for (int ik = 0; ik < 4; ik++)
+                            for (int64_t m : {(int64_t)0, (int64_t)9}) {
+                                int64_t ssh[3] = {SH[0], SH[1], SH[2]};
+                                ssh[dim] = m;
+                                wk_layout ld = ix_view3(SH, dk, (dim + 2) % 3);
+                                wk_layout lsrc = ix_view3(ssh, sk, (dim + 1) % 3);
+                                wk_layout li = ix_view1(m, ik);
+                                Buf a = bufs[dt], b = bufs[dt];
+                                wk_status cst = wk__cpu_index_add(NULL, a.data(), &ld, ids.data(), &li, (wk_dtype)idt, bufs[dt].data() + 32 * es, &lsrc, dim, (wk_dtype)dt);
+                                *ix_flag() = 0;
+                                int rc = wk__cu_index_add(s, b.data(), cv(ld), ids.data(), cv(li), (wk_dtype)idt, bufs[dt].data() + 32 * es, cv(lsrc), dim, (wk_dtype)dt, ix_flag());
+                                SYNC();
+                                CHECK(cst == WK_OK && rc == 0 && *ix_flag() == 0, "index_add rc %s %s dim %d", dtn(dt), dtn(idt), dim);
+                                CHECK(same_buf(a, b), "index_add %s %s dim %d dk %d sk %d ik %d m %lld", dtn(dt), dtn(idt), dim, dk, sk, ik, (long long)m);
+                            }
+            }
+        }
+    }
+    /* bad indices: size itself, -1 (signed), 255 (u8) at a chosen position */
+    for (int ii = 0; ii < 4; ii++) {
+        const int idt = IDTS[ii], dt = WK_F32, es = 4;
+        for (int dim = 0; dim < 3; dim++)
+            for (int ik = 0; ik < 3; ik++)
+                for (int which = 0; which < 2; which++) {
+                    long long badv = which == 0 ? SH[dim] : (idt == WK_U8 ? 255 : idt == WK_U32 ? 0xFFFFFFFFll : -1);
+                    /* 3-D ids for gather / scatter */
+                    int64_t ish[3] = {SH[0], SH[1], SH[2]};
+                    ish[dim] = 3;
+                    wk_layout li = ix_view3(ish, ik, 0);
+                    Buf ids = ix_ids(idt, SH[dim]);
+                    int64_t n = ish[0] * ish[1] * ish[2], pos = (int64_t)(rnd() % (uint64_t)n), pos2 = pos + 1 < n ? pos + 1 : pos;
+                    int64_t off = li.offset + wk__unravel(li.shape, li.stride, 3, pos);
+                    int64_t off2 = li.offset + wk__unravel(li.shape, li.stride, 3, pos2);
+                    wkc_store_i64(ids.data(), off2, idt, badv); /* a later bad one too: the first is reported */
+                    wkc_store_i64(ids.data(), off, idt, badv);
+                    Buf slot(8, 0xFF);
+                    int rc = wk__cu_index_check(s, ids.data(), cv(li), (wk_dtype)idt, SH[dim], (unsigned long long *)slot.data());
+                    SYNC();
+                    unsigned long long got;
+                    memcpy(&got, slot.data(), 8);
+                    CHECK(rc == 0 && got == (unsigned long long)pos, "index_check %s dim %d ik %d: pos %lld got %llu", dtn(idt), dim, ik, (long long)pos, got);
+                    CHECK(wkc_load_i64(ids.data(), off, idt) == badv, "bad id stored");
+                    /* the CPU rejects the ids and leaves dst untouched; the backend (check first, then write) launches nothing */
+                    wk_layout ld = ix_view3(SH, 0, 0), lsrc = ix_view3(ish, 0, 0);
+                    for (int add = 0; add < 2; add++) {
+                        Buf a = bufs[dt], b = bufs[dt];
+                        wk_clear_error();
+                        CHECK(wk__cpu_scatter(NULL, a.data(), &ld, ids.data(), &li, (wk_dtype)idt, bufs[dt].data(), &lsrc, dim, (wk_dtype)dt, add) == WK_ERR_INDEX, "cpu scatter bad");
+                        CHECK(same_buf(a, bufs[dt]), "cpu scatter bad: dst touched");
+                        /* the write kernel alone: skips the bad ids, flags them */
+                        *ix_flag() = 0;
+                        rc = wk__cu_scatter(s, b.data(), cv(ld), ids.data(), cv(li), (wk_dtype)idt, bufs[dt].data(), cv(lsrc), dim, (wk_dtype)dt, add, ix_flag());
+                        SYNC();
+                        CHECK(rc == 0 && *ix_flag() == WK_ERR_INDEX, "scatter kernel flag %s", dtn(idt));
+                    }
+                    Buf g((size_t)BUFN * es, 0);
+                    *ix_flag() = 0;
+                    rc = wk__cu_gather(s, bufs[dt].data(), cv(ld), ids.data(), cv(li), (wk_dtype)idt, dim, g.data(), (wk_dtype)dt, ix_flag());
+                    SYNC();
+                    CHECK(rc == 0 && *ix_flag() == WK_ERR_INDEX, "gather kernel flag %s", dtn(idt));
+                    CHECK(wk__cpu_gather(NULL, bufs[dt].data(), &ld, ids.data(), &li, (wk_dtype)idt, dim, g.data(), (wk_dtype)dt) == WK_ERR_INDEX, "cpu gather bad");
+                    /* 1-D ids: index_select / index_add */
+                    wk_layout l1 = ix_view1(6, ik);
+                    Buf ids1 = ix_ids(idt, SH[dim]);
+                    int64_t p1 = (int64_t)(rnd() % 6);
+                    wkc_store_i64(ids1.data(), l1.offset + p1 * l1.stride[0], idt, badv);
+                    memset(slot.data(), 0xFF, 8);
+                    rc = wk__cu_index_check(s, ids1.data(), cv(l1), (wk_dtype)idt, SH[dim], (unsigned long long *)slot.data());
+                    SYNC();
+                    memcpy(&got, slot.data(), 8);
+                    int64_t want = ik == 3 ? 0 : p1;
+                    CHECK(rc == 0 && got == (unsigned long long)want, "index_check 1-D %s ik %d: %llu want %lld", dtn(idt), ik, got, (long long)want);
+                    int64_t osh[3] = {SH[0], SH[1], SH[2]};
+                    osh[dim] = 6;
+                    wk_layout ls6 = ix_view3(osh, 0, 0);
+                    Buf a = bufs[dt], b = bufs[dt];
+                    CHECK(wk__cpu_index_add(NULL, a.data(), &ld, ids1.data(), &l1, (wk_dtype)idt, bufs[dt].data(), &ls6, dim, (wk_dtype)dt) == WK_ERR_INDEX, "cpu index_add bad");
+                    CHECK(same_buf(a, bufs[dt]), "cpu index_add bad: dst touched");
+                    *ix_flag() = 0;
+                    rc = wk__cu_index_add(s, b.data(), cv(ld), ids1.data(), cv(l1), (wk_dtype)idt, bufs[dt].data(), cv(ls6), dim, (wk_dtype)dt, ix_flag());
+                    SYNC();
+                    CHECK(rc == 0 && *ix_flag() == WK_ERR_INDEX, "index_add kernel flag");
+                    *ix_flag() = 0;
+                    rc = wk__cu_index_select(s, bufs[dt].data(), cv(ld), ids1.data(), cv(l1), (wk_dtype)idt, dim, g.data(), (wk_dtype)dt, ix_flag());
+                    SYNC();
+                    CHECK(rc == 0 && *ix_flag() == WK_ERR_INDEX, "index_select kernel flag");
+                }
+    }
+    /* bad arguments */
+    {
+        wk_layout l = ix_view3(SH, 0, 0), l1 = ix_view1(3, 0);
+        CHECK(wk__cu_index_select(s, NULL, cv(l), NULL, cv(l1), WK_F32, 0, NULL, WK_F32, NULL) != 0, "bad idt");
+        CHECK(wk__cu_gather(s, NULL, cv(l), NULL, cv(l), WK_I64, 3, NULL, WK_F32, NULL) != 0, "bad dim");
+        CHECK(wk__cu_index_check(s, NULL, cv(l1), WK_F16, 3, NULL) != 0, "bad check idt");
+    }
+    wk_clear_error();
+    printf("indexing: %ld checks\n", g_checks - before);
+}
+
 int main() {
 #ifdef GPU_MODE
     if (cudaMallocManaged((void **)&g_err, sizeof(int32_t)) != cudaSuccess) { printf("no CUDA device: skipped\n"); return 0; }
@@ -487,6 +701,7 @@ int main() {
             }
         }
     test_reduce(groups, bufs, tame);
+    test_index(bufs);
     /* 64-bit unravel path agrees with the 32-bit one */
     {
         auto &grp = groups[3];
