@@ -33,19 +33,6 @@
 #define PAR_WORK ((int64_t)1 << 16) /* elements of im2col / col2im work worth threading */
 #define PAR_MACS ((double)(1 << 18)) /* multiply-adds worth spreading tasks over threads */
 
-typedef bool (*gemm_f32_fn)(int64_t, int64_t, int64_t, const float *, int64_t, int64_t, const float *, int64_t,
-                            int64_t, float *);
-typedef bool (*gemm_f64_fn)(int64_t, int64_t, int64_t, const double *, int64_t, int64_t, const double *, int64_t,
-                            int64_t, double *);
-
-/* Same choice as cpu_matmul.c: vmath's run-time ISA (honours WICK_ISA). */
-static void pick_gemm(gemm_f32_fn *f32, gemm_f64_fn *f64) {
-    const char *isa = wk_cpu_isa();
-    if (strcmp(isa, "avx512") == 0) { *f32 = wk__gemm_f32_avx512; *f64 = wk__gemm_f64_avx512; }
-    else if (strcmp(isa, "avx2") == 0) { *f32 = wk__gemm_f32_avx2; *f64 = wk__gemm_f64_avx2; }
-    else { *f32 = wk__gemm_f32_generic; *f64 = wk__gemm_f64_generic; }
-}
-
 typedef struct conv_geo {
     wk_dtype dt;
     bool f64;                        /* compute type double (else float) */
@@ -58,8 +45,8 @@ typedef struct conv_geo {
     const void *x;
     void *dst;
     const void *wpack;               /* weight, contiguous, compute type */
-    gemm_f32_fn g32;
-    gemm_f64_fn g64;
+    wk_gemm_f32_fn g32;
+    wk_gemm_f64_fn g64;
     bool transposed;
     int64_t fwd_span;                /* forward: positions per unit (see conv_fwd_block) */
     int64_t fwd_nb, fwd_nblocks;     /* forward: positions per task, tasks per unit */
@@ -99,7 +86,9 @@ static void geo_init(conv_geo *g, const void *x, const wk_layout *lx, const wk_l
     g->xs_c = lx->stride[1];
     g->xs_h = two ? lx->stride[2] : 0;
     g->xs_w = lx->stride[lx->rank - 1];
-    pick_gemm(&g->g32, &g->g64);
+    wk_gemm_kernels kk = wk__gemm_kernels(); /* the same choice as matmul */
+    g->g32 = kk.f32;
+    g->g64 = kk.f64;
     g->fwd_gemm_only = !transposed && (dt == WK_F32 || g->f64) && g->kh == 1 && g->kw == 1 && g->sh == 1 &&
                        g->sw == 1 && g->ph == 0 && g->pw == 0 && (g->h == 1 || g->xs_h == g->w * g->xs_w);
 }

@@ -14,35 +14,6 @@
 #include "cpu/threadpool.h"
 #include "cpu/vmath.h"
 #include <stdlib.h>
-#include <string.h>
-
-typedef bool (*gemm_f32_fn)(int64_t, int64_t, int64_t, const float *, int64_t, int64_t, const float *, int64_t,
-                            int64_t, float *);
-typedef bool (*gemm_f64_fn)(int64_t, int64_t, int64_t, const double *, int64_t, int64_t, const double *, int64_t,
-                            int64_t, double *);
-
-/* The GEMM for the SIMD level in force (vmath's run-time choice, which also
- * honours WICK_ISA); looked up per call so there is no shared mutable state. */
-typedef void (*gemv_f32_fn)(int64_t, int64_t, const float *, int64_t, const float *, int64_t, int64_t, float *);
-typedef void (*gemv_f64_fn)(int64_t, int64_t, const double *, int64_t, const double *, int64_t, int64_t, double *);
-
-typedef struct {
-    gemm_f32_fn f32;
-    gemm_f64_fn f64;
-    gemv_f32_fn v32;
-    gemv_f64_fn v64;
-    bool bf16_dot; /* AVX512-BF16: bf16 products without widening */
-} kernels;
-
-static kernels pick(void) {
-    const char *isa = wk_cpu_isa();
-    if (strcmp(isa, "avx512") == 0)
-        return (kernels){wk__gemm_f32_avx512, wk__gemm_f64_avx512, wk__gemv_f32_avx512, wk__gemv_f64_avx512,
-                         wk__cpu_has_avx512bf16()};
-    if (strcmp(isa, "avx2") == 0)
-        return (kernels){wk__gemm_f32_avx2, wk__gemm_f64_avx2, wk__gemv_f32_avx2, wk__gemv_f64_avx2, false};
-    return (kernels){wk__gemm_f32_generic, wk__gemm_f64_generic, wk__gemv_f32_generic, wk__gemv_f64_generic, false};
-}
 
 /* Element offset of batch b for a layout whose last two dims are the matrix. */
 static int64_t batch_offset(const wk_layout *l, int64_t b) {
@@ -152,12 +123,13 @@ static void ngemv_piece(void *vc, int64_t j0, int64_t j1, int tid) {
 }
 
 /* y (n outputs at element yoff of dst) = x (k elements, stride xs) @ B. */
-static bool narrow_gemv(int64_t n, int64_t k, const void *xbuf, int64_t xoff, int64_t xs, const void *bbuf,
-                        int64_t boff, int64_t brs, int64_t bcs, void *dst, int64_t yoff, wk_dtype dt) {
+static bool narrow_gemv(const wk_gemm_kernels *kk, int64_t n, int64_t k, const void *xbuf, int64_t xoff, int64_t xs,
+                        const void *bbuf, int64_t boff, int64_t brs, int64_t bcs, void *dst, int64_t yoff,
+                        wk_dtype dt) {
     float *x = malloc(sizeof(float) * (size_t)(k > 0 ? k : 1));
     if (!x) return false;
     for (int64_t p = 0; p < k; p++) x[p] = wk__narrow_load(xbuf, xoff + p * xs, dt);
-    ngemv_ctx v = {n, k, x, (const uint16_t *)bbuf + boff, brs, bcs, dst, yoff, dt, strcmp(wk_cpu_isa(), "avx512") == 0};
+    ngemv_ctx v = {n, k, x, (const uint16_t *)bbuf + boff, brs, bcs, dst, yoff, dt, kk->avx512};
     wk__parallel_for(n, NGEMV_BLOCK, n * k >= (1 << 16) ? 0 : INT64_MAX, ngemv_piece, &v);
     free(x);
     return true;
@@ -165,11 +137,11 @@ static bool narrow_gemv(int64_t n, int64_t k, const void *xbuf, int64_t xoff, in
 
 /* f32 / f64 products: the system BLAS when wick was built with one and the
  * strides fit it, else wick's GEMM. */
-static bool gemm_f32(const kernels *kk, int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs,
+static bool gemm_f32(const wk_gemm_kernels *kk, int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs,
                      const float *b, int64_t brs, int64_t bcs, float *c) {
     return wk__blas_gemm_f32(m, n, k, a, ars, acs, b, brs, bcs, c) || kk->f32(m, n, k, a, ars, acs, b, brs, bcs, c);
 }
-static bool gemm_f64(const kernels *kk, int64_t m, int64_t n, int64_t k, const double *a, int64_t ars, int64_t acs,
+static bool gemm_f64(const wk_gemm_kernels *kk, int64_t m, int64_t n, int64_t k, const double *a, int64_t ars, int64_t acs,
                      const double *b, int64_t brs, int64_t bcs, double *c) {
     return wk__blas_gemm_f64(m, n, k, a, ars, acs, b, brs, bcs, c) || kk->f64(m, n, k, a, ars, acs, b, brs, bcs, c);
 }
@@ -177,7 +149,7 @@ static bool gemm_f64(const kernels *kk, int64_t m, int64_t n, int64_t k, const d
 wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, const void *b, const wk_layout *lb,
                          void *dst, wk_dtype dt) {
     (void)dev;
-    kernels kk = pick();
+    wk_gemm_kernels kk = wk__gemm_kernels();
     bool blas = wk__blas_name() != NULL;
     int r = la->rank;
     int64_t m = la->shape[r - 2], k = la->shape[r - 1], n = lb->shape[r - 1];
@@ -220,8 +192,8 @@ wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, con
     if ((m == 1 || n == 1) && (dt == WK_F16 || dt == WK_BF16)) {
         for (int64_t bi = 0; bi < nb; bi++) {
             int64_t ao = batch_offset(la, bi), bo = batch_offset(lb, bi);
-            bool ok = m == 1 ? narrow_gemv(n, k, a, ao, acs, b, bo, brs, bcs, dst, bi * m * n, dt)
-                             : narrow_gemv(m, k, b, bo, brs, a, ao, acs, ars, dst, bi * m * n, dt);
+            bool ok = m == 1 ? narrow_gemv(&kk, n, k, a, ao, acs, b, bo, brs, bcs, dst, bi * m * n, dt)
+                             : narrow_gemv(&kk, m, k, b, bo, brs, a, ao, acs, ars, dst, bi * m * n, dt);
             if (!ok) return wk__err(WK_ERR_OOM, "matmul", "cannot allocate %lld floats of scratch", (long long)k);
         }
         return WK_OK;

@@ -17,6 +17,26 @@ WK_GEMM_DECL(double, f64_avx2)
 WK_GEMM_DECL(float, f32_avx512)
 WK_GEMM_DECL(double, f64_avx512)
 
+typedef bool (*wk_gemm_f32_fn)(int64_t, int64_t, int64_t, const float *, int64_t, int64_t, const float *, int64_t,
+                               int64_t, float *);
+typedef bool (*wk_gemm_f64_fn)(int64_t, int64_t, int64_t, const double *, int64_t, int64_t, const double *, int64_t,
+                               int64_t, double *);
+typedef void (*wk_gemv_f32_fn)(int64_t, int64_t, const float *, int64_t, const float *, int64_t, int64_t, float *);
+typedef void (*wk_gemv_f64_fn)(int64_t, int64_t, const double *, int64_t, const double *, int64_t, int64_t, double *);
+
+/* The kernels for the SIMD level in force (vmath's run-time choice, which
+ * honours WICK_ISA); looked up per call so there is no shared mutable state.
+ * matmul and the convolutions both take their GEMM from here. */
+typedef struct wk_gemm_kernels {
+    wk_gemm_f32_fn f32;
+    wk_gemm_f64_fn f64;
+    wk_gemv_f32_fn v32;
+    wk_gemv_f64_fn v64;
+    bool avx512;   /* the AVX-512 level: f16/bf16 GEMV widens in registers */
+    bool bf16_dot; /* AVX512-BF16: bf16 products without widening */
+} wk_gemm_kernels;
+wk_gemm_kernels wk__gemm_kernels(void);
+
 /* bf16 x bf16 -> f32 on AVX512-BF16 (vdpbf16ps): C[m x n] (f32, contiguous,
  * row stride n) = A @ B, A and B bf16 bit patterns read through element
  * strides; products summed in f32, no rounding until the caller narrows C.

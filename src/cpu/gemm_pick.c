@@ -1,0 +1,16 @@
+/* The run-time choice of GEMM kernels (one place for matmul and conv). */
+#include "cpu/cpu_backend.h"
+#include "cpu/gemm.h"
+#include <string.h>
+
+wk_gemm_kernels wk__gemm_kernels(void) {
+    const char *isa = wk_cpu_isa();
+    if (strcmp(isa, "avx512") == 0)
+        return (wk_gemm_kernels){wk__gemm_f32_avx512, wk__gemm_f64_avx512, wk__gemv_f32_avx512, wk__gemv_f64_avx512,
+                                 true, wk__cpu_has_avx512bf16()};
+    if (strcmp(isa, "avx2") == 0)
+        return (wk_gemm_kernels){wk__gemm_f32_avx2, wk__gemm_f64_avx2, wk__gemv_f32_avx2, wk__gemv_f64_avx2, false,
+                                 false};
+    return (wk_gemm_kernels){wk__gemm_f32_generic, wk__gemm_f64_generic, wk__gemv_f32_generic, wk__gemv_f64_generic,
+                             false, false};
+}
