@@ -91,17 +91,7 @@ static void run_case(int64_t m, int64_t n, int64_t k, int64_t ars, int64_t acs, 
 /* wk_matmul through the public API (whichever GEMM serves it) against the
  * naive reference: row-major, transposed, narrowed, batched. */
 static wk_tensor *api_operand(int64_t batch, int64_t rows, int64_t cols, int variant, wk_dtype dt) {
-    int64_t s[3] = {batch, variant == 1 ? cols : rows, variant == 1 ? rows : cols + (variant == 2 ? 7 : 0)};
-    int64_t cnt = s[0] * s[1] * s[2];
-    double *v = malloc(sizeof(double) * (size_t)cnt);
-    for (int64_t i = 0; i < cnt; i++) v[i] = urand();
-    wk_tensor *t = tu_make(v, s, 3, dt), *r;
-    free(v);
-    if (variant == 1) r = wk_transpose(t, 1, 2);
-    else if (variant == 2) r = wk_narrow(t, 2, 3, cols);
-    else r = wk_tensor_retain(t);
-    wk_tensor_free(t);
-    return TU_OK(r);
+    return tu_matrix_operand(batch, rows, cols, variant, dt, urand);
 }
 
 static void api_check(int64_t batch, int64_t m, int64_t k, int64_t n, int va, int vb, wk_dtype dt) {

@@ -19,20 +19,8 @@ static double urand(void) {
     return (double)(rng >> 11) * 0x1p-53 * 2 - 1;
 }
 
-/* A (rows x cols) operand in one of three layouts: 0 row-major, 1 a
- * transposed view of a (cols x rows) tensor, 2 narrowed out of a wider one. */
 static wk_tensor *operand(int64_t batch, int64_t rows, int64_t cols, int variant, wk_dtype dt) {
-    int64_t s[3] = {batch, variant == 1 ? cols : rows, variant == 1 ? rows : cols + (variant == 2 ? 7 : 0)};
-    int64_t n = s[0] * s[1] * s[2];
-    double *v = malloc(sizeof(double) * (size_t)n);
-    for (int64_t i = 0; i < n; i++) v[i] = urand();
-    wk_tensor *t = tu_make(v, s, 3, dt), *r;
-    free(v);
-    if (variant == 1) r = wk_transpose(t, 1, 2);
-    else if (variant == 2) r = wk_narrow(t, 2, 3, cols);
-    else r = wk_tensor_retain(t);
-    wk_tensor_free(t);
-    return TU_OK(r);
+    return tu_matrix_operand(batch, rows, cols, variant, dt, urand);
 }
 
 static void check(int64_t batch, int64_t m, int64_t k, int64_t n, int va, int vb, wk_dtype dt) {

@@ -89,3 +89,18 @@ double tu_max_abs_diff(const wk_tensor *a, const wk_tensor *b) {
     free(y);
     return m;
 }
+
+wk_tensor *tu_matrix_operand(int64_t batch, int64_t rows, int64_t cols, int variant, wk_dtype dt,
+                             double (*rnd)(void)) {
+    int64_t s[3] = {batch, variant == 1 ? cols : rows, variant == 1 ? rows : cols + (variant == 2 ? 7 : 0)};
+    int64_t n = s[0] * s[1] * s[2];
+    double *v = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++) v[i] = rnd();
+    wk_tensor *t = tu_make(v, s, 3, dt), *r;
+    free(v);
+    if (variant == 1) r = wk_transpose(t, 1, 2);
+    else if (variant == 2) r = wk_narrow(t, 2, 3, cols);
+    else r = wk_tensor_retain(t);
+    wk_tensor_free(t);
+    return TU_OK(r);
+}

@@ -12,6 +12,11 @@
 wk_tensor *tu_f32(const float *v, const int64_t *shape, int rank);
 /* Any dtype from doubles (converted like wk_to_dtype from f64). */
 wk_tensor *tu_make(const double *v, const int64_t *shape, int rank, wk_dtype dt);
+/* A batch x rows x cols matmul operand with values from rnd(), in one of
+ * three layouts: 0 row-major, 1 a transposed view of a (cols x rows)
+ * tensor, 2 narrowed out of a wider one (row stride cols + 7). */
+wk_tensor *tu_matrix_operand(int64_t batch, int64_t rows, int64_t cols, int variant, wk_dtype dt,
+                             double (*rnd)(void));
 /* Assert t is non-NULL (prints wk_last_error otherwise). */
 #define TU_OK(t) tu_ok_((t), #t, __FILE__, __LINE__)
 wk_tensor *tu_ok_(wk_tensor *t, const char *expr, const char *file, int line);
