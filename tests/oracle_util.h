@@ -46,4 +46,11 @@ bool ou_close(double got, double want, double atol, double rtol);
 bool ou_close_rel(double got, double want, double tol);
 /* Same dtype, element count and bytes (both NULL counts as equal). */
 bool ou_same_bits(const wk_tensor *a, const wk_tensor *b);
+/* The device the oracle inputs are loaded on: the CPU, or the device named
+ * by WICK_ORACLE_DEVICE ("cuda", "cuda:N"), so the whole suite runs against
+ * that backend (ctest's oracle_cuda_* tests). Exits with OU_SKIP, saying why,
+ * when that device cannot be opened. */
+#define OU_SKIP 77
+wk_device *ou_device(void);
+
 #endif

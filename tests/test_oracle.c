@@ -199,17 +199,17 @@ static bool run_op(const oc_case *c, wk_tensor **in, int nin, wk_tensor **r, cha
         double step;
         if (!param_f64(c, "start", &a) || !param_f64(c, "end", &b) || !param_f64(c, "step", &step))
             return WHY("arange needs start, end, step");
-        *r = wk_arange(a, b, step, c->dt, wk_cpu());
+        *r = wk_arange(a, b, step, c->dt, ou_device());
     } else if (strcmp(op, "eye") == 0) {
         if (!param_int(c, "n", &n)) return WHY("eye needs n");
-        *r = wk_eye((int64_t)n, c->dt, wk_cpu());
+        *r = wk_eye((int64_t)n, c->dt, ou_device());
     } else if (strcmp(op, "zeros") == 0 || strcmp(op, "ones") == 0 || strcmp(op, "full") == 0) {
         int64_t shape[WK_MAX_RANK];
         int rank = param(c, "shape", buf, sizeof buf) ? ou_parse_shape(buf, shape) : -1;
         if (rank < 0) return WHY("%s needs shape", op);
-        if (op[0] == 'z') *r = wk_zeros(shape, rank, c->dt, wk_cpu());
-        else if (op[0] == 'o') *r = wk_ones(shape, rank, c->dt, wk_cpu());
-        else if (param_f64(c, "value", &a)) *r = wk_full(shape, rank, a, c->dt, wk_cpu());
+        if (op[0] == 'z') *r = wk_zeros(shape, rank, c->dt, ou_device());
+        else if (op[0] == 'o') *r = wk_ones(shape, rank, c->dt, ou_device());
+        else if (param_f64(c, "value", &a)) *r = wk_full(shape, rank, a, c->dt, ou_device());
         else return WHY("full needs value");
     } else {
         return WHY("unknown op '%s'", op);

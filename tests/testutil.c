@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 wk_tensor *tu_ok_(wk_tensor *t, const char *expr, const char *file, int line) {
     if (!t) {
@@ -103,4 +104,86 @@ wk_tensor *tu_matrix_operand(int64_t batch, int64_t rows, int64_t cols, int vari
     else r = wk_tensor_retain(t);
     wk_tensor_free(t);
     return TU_OK(r);
+}
+
+/* ---- GPU tests: skip without a device, compare with the CPU backend ---- */
+
+wk_device *tu_cuda_or_skip(void) {
+    wk_clear_error();
+    /* dry run of the GPU tests' own logic on a machine without a GPU: the
+     * "device" is the CPU, so every comparison is CPU against CPU */
+    const char *dry = getenv("WICK_TEST_GPU_AS_CPU");
+    if (dry && dry[0] == '1') return wk_cpu();
+    wk_device *d = wk_cuda(0);
+    if (!d) {
+        wk_status st = wk_last_status();
+        assert_true(st == WK_ERR_DEVICE || st == WK_ERR_NOT_COMPILED);
+        printf("skipped (no CUDA device): %s\n", wk_last_error());
+        fflush(stdout);
+        wk_clear_error();
+        skip();
+    }
+    return d;
+}
+
+/* CPU tensor of a shape with values from a formula (varied signs, fractions). */
+wk_tensor *tu_values(const int64_t *shape, int rank, wk_dtype dt, double scale, double shift) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= shape[i];
+    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    assert_non_null(v);
+    for (int64_t i = 0; i < n; i++) v[i] = shift + scale * sin((double)i * 0.731 + 0.2) * (1.0 + (double)(i % 7) / 3.0);
+    wk_tensor *t = tu_make(v, shape, rank, dt);
+    free(v);
+    return t;
+}
+
+wk_tensor *tu_to_device(const wk_tensor *t, wk_device *g) {
+    wk_tensor *r = wk_to_device(t, g);
+    if (!r) fprintf(stderr, "to_gpu: %s\n", wk_last_error());
+    assert_non_null(r);
+    assert_true(wk_same_device(wk_tensor_device(r), g));
+    return r;
+}
+
+/* Assert a GPU result equals a CPU reference within atol + rtol*|ref| (NaNs
+ * match NaNs); moves the GPU result to the CPU first. */
+void tu_assert_matches(const char *what, const wk_tensor *gpu, const wk_tensor *ref, double atol, double rtol) {
+    assert_non_null(gpu);
+    assert_non_null(ref);
+    assert_int_equal(wk_rank(gpu), wk_rank(ref));
+    for (int i = 0; i < wk_rank(ref); i++) assert_int_equal(wk_dim(gpu, i), wk_dim(ref, i));
+    assert_int_equal(wk_tensor_dtype(gpu), wk_tensor_dtype(ref));
+    wk_tensor *back = wk_to_device(gpu, wk_cpu());
+    if (!back) fprintf(stderr, "%s: readback: %s\n", what, wk_last_error());
+    assert_non_null(back);
+    int64_t n = wk_numel(ref);
+    double *x = malloc(sizeof(double) * (size_t)(n ? n : 1)), *y = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    assert_true(x && y);
+    TU_STATUS_OK(wk_to_host_f64(back, x, (size_t)n));
+    TU_STATUS_OK(wk_to_host_f64(ref, y, (size_t)n));
+    for (int64_t i = 0; i < n; i++) {
+        bool ok = (isnan(x[i]) && isnan(y[i])) || x[i] == y[i] || fabs(x[i] - y[i]) <= atol + rtol * fabs(y[i]);
+        if (!ok) {
+            fprintf(stderr, "%s (%s): element %lld: cuda %.17g, cpu %.17g\n", what,
+                    wk_dtype_name(wk_tensor_dtype(ref)), (long long)i, x[i], y[i]);
+            free(x);
+            free(y);
+            fail();
+        }
+    }
+    free(x);
+    free(y);
+    wk_tensor_free(back);
+}
+
+double tu_tol(wk_dtype dt) {
+    switch (dt) {
+    case WK_F64: return 1e-12;
+    case WK_F32: return 2e-6;
+    case WK_F16: return 2e-3;
+    case WK_BF16: return 1.6e-2;
+    case WK_F8E4M3: return 1.3e-1;
+    default: return 0.0;
+    }
 }

@@ -33,4 +33,16 @@ void tu_assert_close(const wk_tensor *t, const double *expected, int64_t n, doub
 /* Max |a-b| of two tensors of equal shape (read as f64). */
 double tu_max_abs_diff(const wk_tensor *a, const wk_tensor *b);
 
+/* wk_cuda(0), or print why there is none and skip the test (cmocka skip()). */
+wk_device *tu_cuda_or_skip(void);
+/* CPU tensor of a shape with values from a formula (varied signs, fractions). */
+wk_tensor *tu_values(const int64_t *shape, int rank, wk_dtype dt, double scale, double shift);
+/* wk_to_device that asserts success and the device. */
+wk_tensor *tu_to_device(const wk_tensor *t, wk_device *g);
+/* Assert a device result equals a CPU reference within atol + rtol*|ref|
+ * (NaN matches NaN); shapes and dtypes must agree. */
+void tu_assert_matches(const char *what, const wk_tensor *gpu, const wk_tensor *ref, double atol, double rtol);
+/* A relative tolerance per float dtype (0 for integers). */
+double tu_tol(wk_dtype dt);
+
 #endif

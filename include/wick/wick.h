@@ -459,6 +459,24 @@ void      wk_cpu_mem_stats_get(wk_cpu_mem_stats *out);
 void      wk_cpu_cache_release(void);
 wk_status wk_cpu_cache_set_limit(size_t bytes);
 
+/* Memory of any device's allocator: the CPU's buffer cache or a CUDA
+ * device's pool (both round requests to size classes wasting at most 1/8
+ * and keep freed blocks for reuse). Byte counts are class sizes. */
+#define WK_HAVE_MEMORY_STATS 1
+typedef struct wk_memory_stats {
+    size_t bytes_in_use;        /* blocks held by live storage */
+    size_t bytes_cached;        /* freed blocks kept for reuse */
+    size_t peak_bytes_in_use;   /* highest bytes_in_use so far */
+    uint64_t cache_hits;        /* allocations served from the cache */
+    uint64_t cache_misses;      /* allocations that went to the system / driver */
+    uint64_t alloc_failures;    /* driver allocations that failed (each retried once after a release) */
+} wk_memory_stats;
+wk_status wk_device_memory_stats(wk_device *dev, wk_memory_stats *out);
+/* Hand every cached block back to the system / driver (a GPU first waits for
+ * its queued work, which may still use them); *released (may be NULL) gets
+ * the bytes freed. Live tensors are untouched. */
+wk_status wk_device_release_cache(wk_device *dev, size_t *released);
+
 #ifdef __cplusplus
 }
 #endif

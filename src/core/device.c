@@ -6,6 +6,7 @@
 #include "core/tensor.h"
 #include "cuda/cuda_device.h"
 #include <stdio.h>
+#include <string.h>
 
 static wk_device g_cpu = {
     .kind = WK_DEVICE_CPU, .ordinal = 0, .instance = 0, .be = &wk__cpu_backend, .name = "cpu",
@@ -60,6 +61,50 @@ wk_status wk_device_set_seed(wk_device *dev, uint64_t seed) {
 }
 
 uint64_t wk_device_seed(const wk_device *dev) { return dev ? dev->seed : 0; }
+
+wk_status wk_device_memory_stats(wk_device *dev, wk_memory_stats *out) {
+    const char *op = "wk_device_memory_stats";
+    if (!out) return wk__err(WK_ERR_ARG, op, "NULL output");
+    memset(out, 0, sizeof *out);
+    if (!dev) return wk__err(WK_ERR_ARG, op, "NULL device");
+    if (dev->kind == WK_DEVICE_CPU) {
+        wk_cpu_mem_stats c;
+        wk_cpu_mem_stats_get(&c);
+        out->bytes_in_use = c.bytes_in_use;
+        out->bytes_cached = c.bytes_cached;
+        out->peak_bytes_in_use = c.peak_in_use;
+        out->cache_hits = c.hits;
+        out->cache_misses = c.misses;
+        return WK_OK;
+    }
+    if (dev->kind != WK_DEVICE_CUDA) return wk__err(WK_ERR_DEVICE, op, "no memory counters for %s", dev->name);
+    wk_cupool_stats s;
+    if (wk__cuda_mem_stats(dev, &s) != WK_OK) return wk_last_status();
+    out->bytes_in_use = s.bytes_in_use;
+    out->bytes_cached = s.bytes_cached;
+    out->peak_bytes_in_use = s.peak_in_use;
+    out->cache_hits = s.hits;
+    out->cache_misses = s.misses;
+    out->alloc_failures = s.failures;
+    return WK_OK;
+}
+
+wk_status wk_device_release_cache(wk_device *dev, size_t *released) {
+    const char *op = "wk_device_release_cache";
+    if (released) *released = 0;
+    if (!dev) return wk__err(WK_ERR_ARG, op, "NULL device");
+    if (dev->kind == WK_DEVICE_CPU) {
+        wk_cpu_mem_stats before, after;
+        wk_cpu_mem_stats_get(&before);
+        wk_cpu_cache_release();
+        wk_cpu_mem_stats_get(&after);
+        /* other threads may cache blocks meanwhile: never report a wrapped count */
+        if (released && before.bytes_cached > after.bytes_cached) *released = before.bytes_cached - after.bytes_cached;
+        return WK_OK;
+    }
+    if (dev->kind != WK_DEVICE_CUDA) return wk__err(WK_ERR_DEVICE, op, "no buffer cache on %s", dev->name);
+    return wk__cuda_cache_release(dev, released);
+}
 
 const char *wk_backends(void) {
 #ifdef WICK_HAVE_CUDA

@@ -1,6 +1,7 @@
 /* Readback, copies, casts, device moves and in-place writes. Readback copies
  * exactly the elements of the view (a one-element read moves one element). */
 #include "core/tensor.h"
+#include "cuda/cuda_device.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,13 +108,39 @@ wk_tensor *wk_to_dtype(const wk_tensor *t, wk_dtype dt) {
     return r;
 }
 
+/* Moves copy exactly the view's elements once where they can:
+ *  - to the CPU: the source backend's to_host gathers the view straight
+ *    into the new tensor's storage;
+ *  - from a contiguous CPU view: from_host reads the CPU buffer in place;
+ *  - CUDA to another CUDA device: a device-to-device (peer) copy, no host
+ *    round trip (wk__cuda_copy_between);
+ *  - anything else through a host staging buffer. */
 wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev) {
     const char *op = "wk_to_device";
     if (!wk__check_in(op, t)) return NULL;
     if (!dev) { wk__err(WK_ERR_ARG, op, "NULL device"); return NULL; }
-    if (dev == wk__dev(t)) return wk__tensor_view(t, &t->layout);
-    /* through host memory: gather the view, then upload contiguous bytes */
-    size_t nb = (size_t)wk_numel(t) * wk_dtype_size(t->dtype);
+    wk_device *src = wk__dev(t);
+    if (dev == src) return wk__tensor_view(t, &t->layout);
+    size_t es = wk_dtype_size(t->dtype);
+    size_t nb = (size_t)wk_numel(t) * es;
+    if (dev->kind == WK_DEVICE_CPU || (src->kind == WK_DEVICE_CPU && wk__layout_is_contiguous(&t->layout)) ||
+        (src->kind == WK_DEVICE_CUDA && dev->kind == WK_DEVICE_CUDA)) {
+        wk_tensor *r = wk__tensor_alloc(op, dev, t->dtype, t->layout.shape, t->layout.rank);
+        if (!r || nb == 0) return r;
+        wk_status st;
+        if (dev->kind == WK_DEVICE_CPU)
+            st = wk__be(t)->to_host(src, t->storage->buf, &t->layout, t->dtype, r->storage->buf);
+        else if (src->kind == WK_DEVICE_CPU)
+            st = dev->be->from_host(dev, r->storage->buf, 0, (const char *)t->storage->buf + (size_t)t->layout.offset * es,
+                                    nb);
+        else
+            st = wk__cuda_copy_between(src, t->storage->buf, &t->layout, t->dtype, dev, r->storage->buf);
+        if (st != WK_OK) {
+            wk_tensor_free(r);
+            return NULL;
+        }
+        return r;
+    }
     void *tmp = malloc(nb ? nb : 1);
     if (!tmp) { wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes of staging memory", nb); return NULL; }
     wk_tensor *r = NULL;

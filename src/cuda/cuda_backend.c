@@ -28,8 +28,8 @@
  * on the device and waits for that check before queuing the op (see the
  * indexing section below).
  *
- * Entries not written yet return "<op>: not implemented on the CUDA backend
- * yet" with WK_ERR_NOT_COMPILED. */
+ * Convolutions live in cuda_conv.c (im2col / col2im + this matmul), uploads
+ * in cuda_staging.c; the kernels of every other entry in kernels_*.cu. */
 #include "cuda/cuda_device.h"
 
 #ifdef WICK_HAVE_CUDA
@@ -37,6 +37,10 @@
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda/cuda_mm_plan.h"
+#include "cuda/kernels_rand.h"
+#include "cuda/kernels_pool.h"
+#include "cuda/cuda_conv.h"
+#include "cuda/kernels_sort.h"
 
 #define ENTER(op)                                          \
     wk_cuda_dev *d = wk__cuda_dev(dev);                    \
@@ -97,19 +101,8 @@ static void cu_free(wk_device *dev, void *buf, size_t nbytes) {
 static wk_status cu_from_host(wk_device *dev, void *buf, size_t off, const void *src, size_t nbytes) {
     const char *op = "from_host";
     ENTER(op);
-    if (nbytes == 0) return WK_OK;
-    cudaError_t e = cudaMemcpyAsync((char *)buf + off, src, nbytes, cudaMemcpyHostToDevice, d->stream);
-    if (e != cudaSuccess) return wk__cuda_check(op, d, e);
-    /* From pageable memory the call returns once src has been staged; from
-     * page-locked memory it is truly asynchronous, so wait: the caller may
-     * reuse src as soon as we return. */
-    struct cudaPointerAttributes a;
-    if (cudaPointerGetAttributes(&a, src) == cudaSuccess) {
-        if (a.type == cudaMemoryTypeHost) e = cudaStreamSynchronize(d->stream);
-    } else {
-        (void)cudaGetLastError();
-    }
-    return wk__cuda_check(op, d, e);
+    /* through pinned staging: returns without waiting for the device */
+    return wk__cuda_upload(op, d, (char *)buf + off, src, nbytes);
 }
 
 /* Wait for everything queued on the stream up to now (an event: not for
@@ -149,6 +142,53 @@ static wk_status cu_to_host(wk_device *dev, const void *src, const wk_layout *l,
     if (tmp) wk__cupool_free(d->pool, tmp, nb);
     if (e != cudaSuccess) return wk__cuda_check(op, d, e);
     return wk__cuda_take_flag(op, d);
+}
+
+/* ---- moves between two CUDA devices ---- */
+
+wk_status wk__cuda_copy_between(wk_device *sdev, const void *src, const wk_layout *ls, wk_dtype dt, wk_device *ddev,
+                                void *dst) {
+    const char *op = "wk_to_device";
+    wk_cuda_dev *s = wk__cuda_dev(sdev), *t = wk__cuda_dev(ddev);
+    int64_t n = wk__layout_numel(ls);
+    if (n == 0) return WK_OK;
+    size_t es = wk_dtype_size(dt), nb = (size_t)n * es;
+    wk_status st = wk__cuda_enter(op, s);
+    if (st != WK_OK) return st;
+    const char *from = (const char *)src + (size_t)ls->offset * es;
+    void *tmp = NULL;
+    if (!wk__layout_is_contiguous(ls)) {
+        /* gather the view on the source device first: the peer copy moves exactly n elements */
+        if (wk__cupool_alloc(s->pool, nb, &tmp) != WK_OK)
+            return wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes on %s to gather a strided view", nb,
+                           s->base.name);
+        int rc = wk__cu_copy_strided(s->stream, src, view_of(ls), tmp, contig_view(ls), dt);
+        if (rc != 0) {
+            wk__cupool_free(s->pool, tmp, nb);
+            return launched(op, s, rc);
+        }
+        from = tmp;
+    }
+    /* The copy runs on the source's stream, after (1) the source's queued
+     * work and (2) the destination's queued work (dst came from its pool and
+     * earlier work there may still use the block); later work on the
+     * destination waits for the copy. Events only: the host never waits. */
+    cudaEvent_t dst_ready = NULL, copied = NULL;
+    cudaError_t e = cudaSetDevice(t->ordinal);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&dst_ready, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(dst_ready, t->stream);
+    if (e == cudaSuccess) e = cudaSetDevice(s->ordinal);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(s->stream, dst_ready, 0);
+    if (e == cudaSuccess) e = cudaMemcpyPeerAsync(dst, t->ordinal, from, s->ordinal, nb, s->stream);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&copied, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(copied, s->stream);
+    if (e == cudaSuccess) e = cudaSetDevice(t->ordinal);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(t->stream, copied, 0);
+    /* destroying a recorded event is legal: it is released once complete */
+    if (dst_ready) cudaEventDestroy(dst_ready);
+    if (copied) cudaEventDestroy(copied);
+    if (tmp) wk__cupool_free(s->pool, tmp, nb); /* stream-ordered after the copy */
+    return wk__cuda_check(op, s, e);
 }
 
 /* ---- copies and elementwise: the launchers of cuda_kernels.h ---- */
@@ -256,9 +296,45 @@ static wk_status blas_status(const char *op, wk_cuda_dev *d, cublasStatus_t s) {
 }
 
 static wk_status cu_matmul(wk_device *dev, const void *a, const wk_layout *la, const void *b, const wk_layout *lb,
+                           void *dst, wk_dtype dt);
+
+/* f8e4m3 (no cuBLAS type without per-tensor scales): widen both operands to
+ * f32 with the cast kernel, multiply in f32, round the product once - the
+ * CPU backend's rule for narrow floats. */
+static wk_status mm_widened(wk_device *dev, wk_cuda_dev *d, const void *a, const wk_layout *la, const void *b,
+                            const wk_layout *lb, void *dst, wk_dtype dt) {
+    const char *op = "matmul";
+    wk_layout lca, lcb, lco;
+    wk__layout_contiguous(&lca, la->shape, la->rank, 0);
+    wk__layout_contiguous(&lcb, lb->shape, lb->rank, 0);
+    int64_t oshape[WK_MAX_RANK];
+    memcpy(oshape, la->shape, sizeof(int64_t) * (size_t)la->rank);
+    oshape[la->rank - 1] = lb->shape[lb->rank - 1];
+    wk__layout_contiguous(&lco, oshape, la->rank, 0);
+    size_t na = (size_t)wk__layout_numel(la) * 4, nb = (size_t)wk__layout_numel(lb) * 4,
+           no = (size_t)wk__layout_numel(&lco) * 4;
+    void *ta = NULL, *tb = NULL, *to = NULL;
+    wk_status st = WK_OK;
+    if (wk__cupool_alloc(d->pool, na, &ta) != WK_OK || wk__cupool_alloc(d->pool, nb, &tb) != WK_OK ||
+        wk__cupool_alloc(d->pool, no, &to) != WK_OK)
+        st = wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes on %s to widen %s operands", na + nb + no,
+                     d->base.name, wk_dtype_name(dt));
+    if (st == WK_OK) st = launched(op, d, wk__cu_cast(d->stream, a, view_of(la), dt, ta, WK_F32));
+    if (st == WK_OK) st = launched(op, d, wk__cu_cast(d->stream, b, view_of(lb), dt, tb, WK_F32));
+    if (st == WK_OK) st = cu_matmul(dev, ta, &lca, tb, &lcb, to, WK_F32);
+    if (st == WK_OK) st = launched(op, d, wk__cu_cast(d->stream, to, view_of(&lco), WK_F32, dst, dt));
+    /* stream-ordered frees: the kernels queued above run first */
+    if (ta) wk__cupool_free(d->pool, ta, na);
+    if (tb) wk__cupool_free(d->pool, tb, nb);
+    if (to) wk__cupool_free(d->pool, to, no);
+    return st;
+}
+
+static wk_status cu_matmul(wk_device *dev, const void *a, const wk_layout *la, const void *b, const wk_layout *lb,
                            void *dst, wk_dtype dt) {
     const char *op = "matmul";
     ENTER(op);
+    if (dt == WK_F8E4M3) return mm_widened(dev, d, a, la, b, lb, dst, dt);
     cudaDataType_t ct;
     cublasComputeType_t comp = CUBLAS_COMPUTE_32F;
     switch (dt) {
@@ -319,11 +395,6 @@ static wk_status cu_matmul(wk_device *dev, const void *a, const wk_layout *la, c
     return st;
 }
 
-/* ---- not written yet ---- */
-
-static wk_status not_yet(const char *op) {
-    return wk__err(WK_ERR_NOT_COMPILED, op, "not implemented on the CUDA backend yet");
-}
 
 static wk_status cu_reduce(wk_device *dev, wk_reduce_op op, const void *src, const wk_layout *ls, wk_dtype dt,
                            const bool *mask, void *dst) {
@@ -422,56 +493,102 @@ static wk_status cu_index_add(wk_device *dev, void *dst, const wk_layout *ld, co
                     wk__cu_index_add(d->stream, dst, view_of(ld), ids, view_of(lids), idt, src, view_of(lsrc), dim,
                                      dt, d->flag_dev));
 }
-static wk_status cu_conv1d(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
-                           void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_params *p) {
-    return not_yet("conv1d");
-}
-static wk_status cu_conv2d(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
-                           void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_params *p) {
-    return not_yet("conv2d");
-}
-static wk_status cu_conv_transpose1d(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
-                                     const wk_layout *lw, void *dst, const wk_layout *ld, wk_dtype dt,
-                                     const wk_conv_params *p) {
-    return not_yet("conv_transpose1d");
-}
-static wk_status cu_conv_transpose2d(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
-                                     const wk_layout *lw, void *dst, const wk_layout *ld, wk_dtype dt,
-                                     const wk_conv_params *p) {
-    return not_yet("conv_transpose2d");
-}
 static wk_status cu_pool2d(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
                            wk_dtype dt, const wk_pool_params *p) {
-    return not_yet(p->is_max ? "max_pool2d" : "avg_pool2d");
+    const char *op = p->is_max ? "max_pool2d" : "avg_pool2d";
+    ENTER(op);
+    return launched(op, d, wk__cu_pool2d(d->stream, x, view_of(lx), dst, contig_view(ld), dt, p));
 }
 static wk_status cu_upsample2d(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
                                wk_dtype dt, bool bilinear, bool align_corners) {
-    return not_yet(bilinear ? "upsample_bilinear2d" : "upsample_nearest2d");
+    const char *op = bilinear ? "upsample_bilinear2d" : "upsample_nearest2d";
+    ENTER(op);
+    return launched(op, d,
+                    wk__cu_upsample2d(d->stream, x, view_of(lx), dst, contig_view(ld), dt, bilinear, align_corners));
 }
+/* Scans, sort and topk take a pooled workspace sized by the kernels; it is
+ * freed right after the launches are queued (stream-ordered reuse). */
+static wk_status with_workspace(const char *op, wk_cuda_dev *d, size_t bytes, void **ws) {
+    *ws = NULL;
+    if (bytes && wk__cupool_alloc(d->pool, bytes, ws) != WK_OK)
+        return wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes of workspace on %s", bytes, d->base.name);
+    return WK_OK;
+}
+
 static wk_status cu_scan(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, int dim,
                          bool prod) {
-    return not_yet(prod ? "cumprod" : "cumsum");
+    const char *op = prod ? "wk_cumprod" : "wk_cumsum";
+    ENTER(op);
+    wk_cu_view v = view_of(ls);
+    size_t wsb = wk__cu_scan_workspace(v, dim, dt);
+    void *ws;
+    wk_status st = with_workspace(op, d, wsb, &ws);
+    if (st != WK_OK) return st;
+    int rc = wk__cu_scan(d->stream, src, v, dst, dt, dim, prod, ws);
+    if (ws) wk__cupool_free(d->pool, ws, wsb);
+    return launched(op, d, rc);
 }
 static wk_status cu_sort(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, bool descending,
                          void *values, void *indices) {
-    return not_yet("sort");
+    const char *op = "wk_sort";
+    ENTER(op);
+    wk_cu_view v = view_of(ls);
+    size_t wsb = wk__cu_sort_workspace(v, dim, dt);
+    void *ws;
+    wk_status st = with_workspace(op, d, wsb, &ws);
+    if (st != WK_OK) return st;
+    int rc = wk__cu_sort(d->stream, src, v, dt, dim, descending, values, indices, ws);
+    if (ws) wk__cupool_free(d->pool, ws, wsb);
+    return launched(op, d, rc);
 }
 static wk_status cu_topk(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, int64_t k,
                          bool largest, void *values, void *indices) {
-    return not_yet("topk");
+    const char *op = "wk_topk";
+    ENTER(op);
+    wk_cu_view v = view_of(ls);
+    size_t wsb = wk__cu_sort_workspace(v, dim, dt);
+    void *ws;
+    wk_status st = with_workspace(op, d, wsb, &ws);
+    if (st != WK_OK) return st;
+    int rc = wk__cu_topk(d->stream, src, v, dt, dim, k, largest, values, indices, ws);
+    if (ws) wk__cupool_free(d->pool, ws, wsb);
+    return launched(op, d, rc);
+}
+
+/* Philox counters: each call takes the next wk__cu_rand_counters of the
+ * device's stream under the generator lock, so values depend only on the
+ * seed and the order of the calls (never on the grid). */
+static wk_status cu_rand(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double a, double b, bool normal) {
+    const char *op = normal ? "wk_randn" : "wk_rand";
+    ENTER(op);
+    if (n <= 0) return WK_OK;
+    while (atomic_flag_test_and_set_explicit(&dev->rng_lock, memory_order_acquire)) {
+    }
+    uint64_t seed = dev->seed, off = atomic_load(&d->rng_offset);
+    atomic_store(&d->rng_offset, off + wk__cu_rand_counters(n, dt, normal));
+    atomic_flag_clear_explicit(&dev->rng_lock, memory_order_release);
+    int rc = normal ? wk__cu_rand_normal(d->stream, dst, n, dt, a, b, seed, off)
+                    : wk__cu_rand_uniform(d->stream, dst, n, dt, a, b, seed, off);
+    return launched(op, d, rc);
 }
 static wk_status cu_rand_uniform(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double lo, double hi) {
-    return not_yet("rand_uniform");
+    return cu_rand(dev, dst, n, dt, lo, hi, false);
 }
 static wk_status cu_rand_normal(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double mean, double std) {
-    return not_yet("rand_normal");
+    return cu_rand(dev, dst, n, dt, mean, std, true);
 }
 
 /* ---- device control ---- */
 
 static wk_status cu_set_seed(wk_device *dev, uint64_t seed) {
-    /* stored (and the host generator state derived) for the device's RNG */
-    return wk__cpu_set_seed(dev, seed);
+    /* the Philox stream restarts at counter 0 of the new key (the CPU's
+     * set_seed stores the seed under the same lock) */
+    wk_status st = wk__cpu_set_seed(dev, seed);
+    while (atomic_flag_test_and_set_explicit(&dev->rng_lock, memory_order_acquire)) {
+    }
+    atomic_store(&wk__cuda_dev(dev)->rng_offset, 0);
+    atomic_flag_clear_explicit(&dev->rng_lock, memory_order_release);
+    return st;
 }
 
 static wk_status cu_synchronize(wk_device *dev) {
@@ -505,10 +622,10 @@ const wk_backend wk__cuda_backend = {
     .gather = cu_gather,
     .scatter = cu_scatter,
     .index_add = cu_index_add,
-    .conv1d = cu_conv1d,
-    .conv2d = cu_conv2d,
-    .conv_transpose1d = cu_conv_transpose1d,
-    .conv_transpose2d = cu_conv_transpose2d,
+    .conv1d = wk__cuda_conv1d,
+    .conv2d = wk__cuda_conv2d,
+    .conv_transpose1d = wk__cuda_conv_transpose1d,
+    .conv_transpose2d = wk__cuda_conv_transpose2d,
     .pool2d = cu_pool2d,
     .upsample2d = cu_upsample2d,
     .scan = cu_scan,

@@ -63,6 +63,7 @@ static void pool_sync(void *ctx) {
 }
 
 static void close_partial(wk_cuda_dev *d) {
+    wk__cuda_staging_free(d);
     if (d->pool) wk__cupool_destroy(d->pool);
     if (d->flag_host) cudaFreeHost(d->flag_host);
     else if (d->flag_dev) cudaFree(d->flag_dev);
@@ -160,7 +161,7 @@ static wk_cuda_dev *open_locked(const char *op, int ordinal) {
         if (e != cudaSuccess) goto cuda_fail;
     }
     d->pool = wk__cupool_new(pool_alloc, pool_free, pool_sync, d);
-    if (!d->pool || pthread_mutex_init(&d->blas_lock, NULL) != 0) {
+    if (!d->pool || pthread_mutex_init(&d->blas_lock, NULL) != 0 || pthread_mutex_init(&d->stage_lock, NULL) != 0) {
         wk__err(WK_ERR_OOM, op, "cannot allocate the buffer pool of cuda:%d", ordinal);
         close_partial(d);
         return NULL;
@@ -194,7 +195,7 @@ wk_device *wk__cuda_open(int ordinal) {
 }
 
 wk_status wk__cuda_mem_stats(wk_device *dev, wk_cupool_stats *out) {
-    const char *op = "wk__cuda_mem_stats";
+    const char *op = "wk_device_memory_stats";
     if (!out) return wk__err(WK_ERR_ARG, op, "NULL output");
     memset(out, 0, sizeof *out);
     if (!dev || dev->kind != WK_DEVICE_CUDA)
@@ -204,7 +205,7 @@ wk_status wk__cuda_mem_stats(wk_device *dev, wk_cupool_stats *out) {
 }
 
 wk_status wk__cuda_cache_release(wk_device *dev, size_t *released) {
-    const char *op = "wk__cuda_cache_release";
+    const char *op = "wk_device_release_cache";
     if (released) *released = 0;
     if (!dev || dev->kind != WK_DEVICE_CUDA)
         return wk__err(WK_ERR_DEVICE, op, "%s is not a CUDA device", wk_device_name(dev));

@@ -14,8 +14,11 @@
 #include <cublas_v2.h>
 #include <cublasLt.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #define WK_CUDA_MAX_DEVICES 64
+#define WK_CUDA_STAGE_CHUNKS 4
+#define WK_CUDA_STAGE_BYTES ((size_t)4 << 20)
 
 typedef struct wk_cuda_dev {
     wk_device base;           /* first: a wk_device * is a wk_cuda_dev * */
@@ -31,6 +34,17 @@ typedef struct wk_cuda_dev {
     int32_t *flag_dev;
     int32_t *flag_host;       /* NULL when not mapped */
     bool tf32;                /* WICK_CUDA_TF32=1 at open: f32 matmul may use TF32 */
+    /* pinned staging chunks for uploads (cuda_staging.c), made on first use */
+    pthread_mutex_t stage_lock;
+    void *stage[WK_CUDA_STAGE_CHUNKS];
+    cudaEvent_t stage_done[WK_CUDA_STAGE_CHUNKS]; /* recorded after the last copy out of each chunk */
+    size_t stage_used;        /* bytes taken in the current chunk */
+    int stage_cur;
+    int stage_state;          /* 0 not made yet, 1 ready, -1 pinned memory unavailable */
+    /* random generator: counter-based (Philox); each call takes the next
+     * counters of the stream given by base.seed, so results depend only on
+     * the seed and the sequence of calls */
+    _Atomic uint64_t rng_offset;
     int cc_major, cc_minor;
     size_t total_mem;
     char gpu_name[256];
@@ -47,6 +61,14 @@ wk_status wk__cuda_check(const char *op, wk_cuda_dev *d, cudaError_t e);
  * WK_OK, or the recorded status with a message under op. */
 wk_status wk__cuda_take_flag(const char *op, wk_cuda_dev *d);
 
+/* Queue a copy of n host bytes to device memory dst and return without
+ * waiting for the device: src is first copied into a pinned staging chunk
+ * (so the caller may reuse src at once), and the copy runs in stream order.
+ * Falls back to a copy + wait when pinned memory is unavailable. */
+wk_status wk__cuda_upload(const char *op, wk_cuda_dev *d, void *dst, const void *src, size_t n);
+/* Free the staging chunks (device teardown). */
+void wk__cuda_staging_free(wk_cuda_dev *d);
+
 extern const wk_backend wk__cuda_backend;
 #endif
 
@@ -61,5 +83,12 @@ wk_status wk__cuda_mem_stats(wk_device *dev, wk_cupool_stats *out);
 /* Wait for the device's stream, then return every cached block to the
  * driver; *released (may be NULL) gets the bytes freed. */
 wk_status wk__cuda_cache_release(wk_device *dev, size_t *released);
+
+/* Copy the view (src, ls) of CUDA device sdev into the contiguous buffer dst
+ * of CUDA device ddev: gathered on sdev if strided, then one peer copy
+ * ordered after the work queued on both devices (events, no host wait).
+ * Only called with two different CUDA devices. */
+wk_status wk__cuda_copy_between(wk_device *sdev, const void *src, const wk_layout *ls, wk_dtype dt, wk_device *ddev,
+                                void *dst);
 
 #endif
