@@ -10,8 +10,9 @@
 #   2. configures + builds Release with -DWICK_CUDA=ON and
 #      -DCMAKE_CUDA_ARCHITECTURES=90 (only the H200's: a faster build), ninja
 #      when present, -j16;
-#   3. runs tests/test_cuda (one row per test case), the CUDA host-emulation
-#      tests (ctest -R emu), the other CUDA tests and the backend contract
+#   3. runs tests/test_cuda (one row per test case), the emulation tests
+#      rebuilt with -DGPU_MODE (the same checks with the real kernels on the
+#      GPU against the CPU backend), the CUDA host-emulation tests (ctest -R emu), the other CUDA tests and the backend contract
 #      (ctest -R 'cuda|backend_contract'), the oracle suite with its inputs on
 #      the GPU (WICK_ORACLE_DEVICE=cuda ctest -R oracle);
 #   4. runs bench/bench_gpu (full size) beside PyTorch on the same GPU;
@@ -144,6 +145,17 @@ if timeout "$t_build" cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Releas
      -DWICK_PYTHON="$(command -v "$python" || echo "$python")" "${cm_args[@]}" >>"$log" 2>&1; then
   left=$(( t_build - $(elapsed "$tb") ))
   [ $left -gt 10 ] || left=10
+  # meanwhile, the emulation tests as GPU programs (-DGPU_MODE: the same
+  # checks, the real kernels on the device), compiled beside the main build
+  mkdir -p "$dir/gpumode"
+  gm_pids=()
+  for src in tests/cuda/test_*_emu.cu; do
+    grep -q GPU_MODE "$src" || continue
+    n=$(basename "$src" .cu)
+    timeout "$left" nvcc -std=c++17 -O1 -arch=sm_"$arch" -DGPU_MODE -DWICK_HAVE_CUDA=1 -D_GNU_SOURCE -Iinclude -Isrc \
+      -c "$src" -o "$dir/gpumode/$n.o" >"$dir/gpumode/$n.log" 2>&1 &
+    gm_pids+=($!)
+  done
   if timeout "$left" cmake --build "$dir" -j"$jobs" >>"$log" 2>&1; then
     build="ok"
   fi
@@ -213,6 +225,29 @@ if [ "$build" = ok ] && [ "$tests_on" = ON ]; then
     fail=1
     [ ${#names[@]} -eq 0 ] && trow "test_cuda" "FAILED" "" "" "" "" "exit $rc$([ $rc -eq 124 ] && echo ' (timed out)')"
   fi
+  # the kernels on the GPU against the CPU backend (GPU_MODE builds)
+  for pid in "${gm_pids[@]}"; do wait "$pid"; done
+  for o in "$dir"/gpumode/*.o; do
+    [ -f "$o" ] || continue
+    n=$(basename "$o" .o)
+    say "== GPU_MODE $n"
+    if ! g++ "$o" "$dir/libwick.a" -L"$(dirname "$(command -v nvcc)")/../lib64" -lcudart_static -lcublas -lcublasLt \
+         -lz -lm -lpthread -ldl -lrt -o "$dir/gpumode/$n" >>"$dir/gpumode/$n.log" 2>&1; then
+      trow "kernels on the GPU: $n" "FAILED" "" "" "" "" "link failed: $dir/gpumode/$n.log"
+      fail=1
+      continue
+    fi
+    gout=$(timeout 60 "$dir/gpumode/$n" 2>&1)
+    grc=$?
+    printf '%s\n' "$gout" >>"$log"
+    last=$(printf '%s\n' "$gout" | grep -E 'total|skipped' | tail -n 1)
+    if [ $grc -eq 0 ] && ! printf '%s\n' "$gout" | grep -q 'No CUDA device\|no CUDA device'; then
+      trow "kernels on the GPU: $n" "ok" "" "" "" "" "$last"
+    else
+      trow "kernels on the GPU: $n" "FAILED" "" "" "" "" "exit $grc: ${last:-see the log}"
+      fail=1
+    fi
+  done
   ctest_group "CUDA host-emulation tests (ctest -R emu)" -R 'emu'
   ctest_group "ctest -R 'cuda|backend_contract' (the rest)" -R 'cuda|backend_contract' -E '^test_cuda$|emu|oracle'
   # the oracle suite on the CPU (test_oracle*) and on the GPU (oracle_cuda*:
