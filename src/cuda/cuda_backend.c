@@ -36,6 +36,7 @@
 #include <string.h>
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_kernels.h"
+#include "cuda/cuda_view.h"
 #include "cuda/cuda_mm_plan.h"
 #include "cuda/kernels_rand.h"
 #include "cuda/kernels_pool.h"
@@ -48,30 +49,6 @@
         wk_status st_ = wk__cuda_enter((op), d);           \
         if (st_ != WK_OK) return st_;                      \
     } while (0)
-
-static wk_cu_view view_of(const wk_layout *l) {
-    wk_cu_view v;
-    memset(&v, 0, sizeof v);
-    v.rank = l->rank;
-    for (int i = 0; i < l->rank; i++) {
-        v.shape[i] = l->shape[i];
-        v.stride[i] = l->stride[i];
-    }
-    v.offset = l->offset;
-    return v;
-}
-
-/* The contiguous view of l's shape (offset 0): how outputs are written. */
-static wk_cu_view contig_view(const wk_layout *l) {
-    wk_layout c;
-    wk__layout_contiguous(&c, l->shape, l->rank, 0);
-    return view_of(&c);
-}
-
-static wk_status launched(const char *op, wk_cuda_dev *d, int rc) {
-    if (rc == 0) return WK_OK;
-    return wk__cuda_check(op, d, (cudaError_t)rc);
-}
 
 /* ---- memory ---- */
 
@@ -131,10 +108,10 @@ static wk_status cu_to_host(wk_device *dev, const void *src, const wk_layout *l,
         if (wk__cupool_alloc(d->pool, nb, &tmp) != WK_OK)
             return wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes on %s to gather a strided view", nb,
                            d->base.name);
-        int rc = wk__cu_copy_strided(d->stream, src, view_of(l), tmp, contig_view(l), dt);
+        int rc = wk__cu_copy_strided(d->stream, src, wk__cu_view(l), tmp, wk__cu_contig_view(l), dt);
         if (rc != 0) {
             wk__cupool_free(d->pool, tmp, nb);
-            return launched(op, d, rc);
+            return wk__cuda_launched(op, d, rc);
         }
         e = cudaMemcpyAsync(dst, tmp, nb, cudaMemcpyDeviceToHost, d->stream);
     }
@@ -162,10 +139,10 @@ wk_status wk__cuda_copy_between(wk_device *sdev, const void *src, const wk_layou
         if (wk__cupool_alloc(s->pool, nb, &tmp) != WK_OK)
             return wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes on %s to gather a strided view", nb,
                            s->base.name);
-        int rc = wk__cu_copy_strided(s->stream, src, view_of(ls), tmp, contig_view(ls), dt);
+        int rc = wk__cu_copy_strided(s->stream, src, wk__cu_view(ls), tmp, wk__cu_contig_view(ls), dt);
         if (rc != 0) {
             wk__cupool_free(s->pool, tmp, nb);
-            return launched(op, s, rc);
+            return wk__cuda_launched(op, s, rc);
         }
         from = tmp;
     }
@@ -196,66 +173,66 @@ wk_status wk__cuda_copy_between(wk_device *sdev, const void *src, const wk_layou
 static wk_status cu_copy_strided(wk_device *dev, const void *src, const wk_layout *ls, void *dst, const wk_layout *ld,
                                  wk_dtype dt) {
     ENTER("copy_strided");
-    return launched("copy_strided", d, wk__cu_copy_strided(d->stream, src, view_of(ls), dst, view_of(ld), dt));
+    return wk__cuda_launched("copy_strided", d, wk__cu_copy_strided(d->stream, src, wk__cu_view(ls), dst, wk__cu_view(ld), dt));
 }
 
 static wk_status cu_fill(wk_device *dev, void *dst, const wk_layout *ld, wk_dtype dt, double value) {
     ENTER("fill");
-    return launched("fill", d, wk__cu_fill(d->stream, dst, view_of(ld), dt, value));
+    return wk__cuda_launched("fill", d, wk__cu_fill(d->stream, dst, wk__cu_view(ld), dt, value));
 }
 
 static wk_status cu_cast(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype sdt, void *dst, wk_dtype ddt) {
     ENTER("cast");
-    return launched("cast", d, wk__cu_cast(d->stream, src, view_of(ls), sdt, dst, ddt));
+    return wk__cuda_launched("cast", d, wk__cu_cast(d->stream, src, wk__cu_view(ls), sdt, dst, ddt));
 }
 
 static wk_status cu_unary(wk_device *dev, wk_unary_op op, const void *src, const wk_layout *ls, void *dst,
                           wk_dtype dt) {
     ENTER("unary");
-    return launched("unary", d, wk__cu_unary(d->stream, op, src, view_of(ls), dst, dt));
+    return wk__cuda_launched("unary", d, wk__cu_unary(d->stream, op, src, wk__cu_view(ls), dst, dt));
 }
 
 static wk_status cu_affine(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double mul,
                            double add) {
     ENTER("affine");
-    return launched("affine", d, wk__cu_affine(d->stream, src, view_of(ls), dst, dt, mul, add));
+    return wk__cuda_launched("affine", d, wk__cu_affine(d->stream, src, wk__cu_view(ls), dst, dt, mul, add));
 }
 
 static wk_status cu_powf(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double e) {
     ENTER("powf");
-    return launched("powf", d, wk__cu_powf(d->stream, src, view_of(ls), dst, dt, e));
+    return wk__cuda_launched("powf", d, wk__cu_powf(d->stream, src, wk__cu_view(ls), dst, dt, e));
 }
 
 static wk_status cu_elu(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double alpha) {
     ENTER("elu");
-    return launched("elu", d, wk__cu_elu(d->stream, src, view_of(ls), dst, dt, alpha));
+    return wk__cuda_launched("elu", d, wk__cu_elu(d->stream, src, wk__cu_view(ls), dst, dt, alpha));
 }
 
 static wk_status cu_clamp(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double lo,
                           double hi) {
     ENTER("clamp");
-    return launched("clamp", d, wk__cu_clamp(d->stream, src, view_of(ls), dst, dt, lo, hi));
+    return wk__cuda_launched("clamp", d, wk__cu_clamp(d->stream, src, wk__cu_view(ls), dst, dt, lo, hi));
 }
 
 static wk_status cu_binary(wk_device *dev, wk_binary_op op, const void *a, const wk_layout *la, const void *b,
                            const wk_layout *lb, void *dst, wk_dtype dt) {
     ENTER("binary");
     /* integer division by zero lands in the device's flag; reported at the next wait */
-    return launched("binary", d,
-                    wk__cu_binary(d->stream, op, a, view_of(la), b, view_of(lb), dst, dt, d->flag_dev));
+    return wk__cuda_launched("binary", d,
+                    wk__cu_binary(d->stream, op, a, wk__cu_view(la), b, wk__cu_view(lb), dst, dt, d->flag_dev));
 }
 
 static wk_status cu_cmp(wk_device *dev, wk_cmp_op op, const void *a, const wk_layout *la, const void *b,
                         const wk_layout *lb, void *dst, wk_dtype dt) {
     ENTER("cmp");
-    return launched("cmp", d, wk__cu_cmp(d->stream, op, a, view_of(la), b, view_of(lb), dst, dt));
+    return wk__cuda_launched("cmp", d, wk__cu_cmp(d->stream, op, a, wk__cu_view(la), b, wk__cu_view(lb), dst, dt));
 }
 
 static wk_status cu_where(wk_device *dev, const void *cond, const wk_layout *lc, wk_dtype cdt, const void *a,
                           const wk_layout *la, const void *b, const wk_layout *lb, void *dst, wk_dtype dt) {
     ENTER("where");
-    return launched("where", d,
-                    wk__cu_where(d->stream, cond, view_of(lc), cdt, a, view_of(la), b, view_of(lb), dst, dt));
+    return wk__cuda_launched("where", d,
+                    wk__cu_where(d->stream, cond, wk__cu_view(lc), cdt, a, wk__cu_view(la), b, wk__cu_view(lb), dst, dt));
 }
 
 /* ---- matmul through cuBLAS ---- */
@@ -277,11 +254,11 @@ static wk_status mm_copy(const char *op, wk_cuda_dev *d, wk_dtype dt, mm_operand
                        o->tmp_bytes, d->base.name);
     wk_layout lc;
     wk__layout_contiguous(&lc, o->l.shape, o->l.rank, 0);
-    int rc = wk__cu_copy_strided(d->stream, o->buf, view_of(&o->l), o->tmp, view_of(&lc), dt);
+    int rc = wk__cu_copy_strided(d->stream, o->buf, wk__cu_view(&o->l), o->tmp, wk__cu_view(&lc), dt);
     if (rc != 0) {
         wk__cupool_free(d->pool, o->tmp, o->tmp_bytes);
         o->tmp = NULL;
-        return launched(op, d, rc);
+        return wk__cuda_launched(op, d, rc);
     }
     o->buf = o->tmp;
     o->l = lc;
@@ -319,10 +296,10 @@ static wk_status mm_widened(wk_device *dev, wk_cuda_dev *d, const void *a, const
         wk__cupool_alloc(d->pool, no, &to) != WK_OK)
         st = wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes on %s to widen %s operands", na + nb + no,
                      d->base.name, wk_dtype_name(dt));
-    if (st == WK_OK) st = launched(op, d, wk__cu_cast(d->stream, a, view_of(la), dt, ta, WK_F32));
-    if (st == WK_OK) st = launched(op, d, wk__cu_cast(d->stream, b, view_of(lb), dt, tb, WK_F32));
+    if (st == WK_OK) st = wk__cuda_launched(op, d, wk__cu_cast(d->stream, a, wk__cu_view(la), dt, ta, WK_F32));
+    if (st == WK_OK) st = wk__cuda_launched(op, d, wk__cu_cast(d->stream, b, wk__cu_view(lb), dt, tb, WK_F32));
     if (st == WK_OK) st = cu_matmul(dev, ta, &lca, tb, &lcb, to, WK_F32);
-    if (st == WK_OK) st = launched(op, d, wk__cu_cast(d->stream, to, view_of(&lco), WK_F32, dst, dt));
+    if (st == WK_OK) st = wk__cuda_launched(op, d, wk__cu_cast(d->stream, to, wk__cu_view(&lco), WK_F32, dst, dt));
     /* stream-ordered frees: the kernels queued above run first */
     if (ta) wk__cupool_free(d->pool, ta, na);
     if (tb) wk__cupool_free(d->pool, tb, nb);
@@ -399,7 +376,7 @@ static wk_status cu_matmul(wk_device *dev, const void *a, const wk_layout *la, c
 static wk_status cu_reduce(wk_device *dev, wk_reduce_op op, const void *src, const wk_layout *ls, wk_dtype dt,
                            const bool *mask, void *dst) {
     ENTER("reduce");
-    return launched("reduce", d, wk__cu_reduce(d->stream, op, src, view_of(ls), dt, mask, dst));
+    return wk__cuda_launched("reduce", d, wk__cu_reduce(d->stream, op, src, wk__cu_view(ls), dt, mask, dst));
 }
 /* ---- indexing (kernels_index.cu) ----
  * Every op first validates its ids on the device (wk__cu_index_check: the
@@ -428,12 +405,12 @@ static wk_status check_ids(const char *op, wk_cuda_dev *d, const void *ids, cons
     cudaError_t e = cudaMemsetAsync(slot, 0xFF, sizeof pos, d->stream);
     int rc = 0;
     if (e == cudaSuccess) {
-        rc = wk__cu_index_check(d->stream, ids, view_of(lids), idt, size, (unsigned long long *)slot);
+        rc = wk__cu_index_check(d->stream, ids, wk__cu_view(lids), idt, size, (unsigned long long *)slot);
         if (rc == 0) e = cudaMemcpyAsync(&pos, slot, sizeof pos, cudaMemcpyDeviceToHost, d->stream);
     }
     if (e == cudaSuccess && rc == 0) e = wait_here(d);
     wk__cupool_free(d->pool, slot, sizeof pos);
-    if (rc != 0) return launched(op, d, rc);
+    if (rc != 0) return wk__cuda_launched(op, d, rc);
     if (e != cudaSuccess) return wk__cuda_check(op, d, e);
     if (pos == ~0ull) return WK_OK;
     /* read the offending id itself (error path only) */
@@ -459,8 +436,8 @@ static wk_status cu_index_select(wk_device *dev, const void *src, const wk_layou
     ENTER(op);
     wk_status st = check_ids(op, d, ids, lids, idt, dim, ls->shape[dim]);
     if (st != WK_OK) return st;
-    return launched(op, d,
-                    wk__cu_index_select(d->stream, src, view_of(ls), ids, view_of(lids), idt, dim, dst, dt,
+    return wk__cuda_launched(op, d,
+                    wk__cu_index_select(d->stream, src, wk__cu_view(ls), ids, wk__cu_view(lids), idt, dim, dst, dt,
                                         d->flag_dev));
 }
 static wk_status cu_gather(wk_device *dev, const void *src, const wk_layout *ls, const void *ids, const wk_layout *lids,
@@ -469,8 +446,8 @@ static wk_status cu_gather(wk_device *dev, const void *src, const wk_layout *ls,
     ENTER(op);
     wk_status st = check_ids(op, d, ids, lids, idt, dim, ls->shape[dim]);
     if (st != WK_OK) return st;
-    return launched(op, d,
-                    wk__cu_gather(d->stream, src, view_of(ls), ids, view_of(lids), idt, dim, dst, dt, d->flag_dev));
+    return wk__cuda_launched(op, d,
+                    wk__cu_gather(d->stream, src, wk__cu_view(ls), ids, wk__cu_view(lids), idt, dim, dst, dt, d->flag_dev));
 }
 static wk_status cu_scatter(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
                             wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt, bool add) {
@@ -479,8 +456,8 @@ static wk_status cu_scatter(wk_device *dev, void *dst, const wk_layout *ld, cons
     /* validated and waited for before anything is written: never a half-written dst */
     wk_status st = check_ids(op, d, ids, lids, idt, dim, ld->shape[dim]);
     if (st != WK_OK) return st;
-    return launched(op, d,
-                    wk__cu_scatter(d->stream, dst, view_of(ld), ids, view_of(lids), idt, src, view_of(lsrc), dim, dt,
+    return wk__cuda_launched(op, d,
+                    wk__cu_scatter(d->stream, dst, wk__cu_view(ld), ids, wk__cu_view(lids), idt, src, wk__cu_view(lsrc), dim, dt,
                                    add, d->flag_dev));
 }
 static wk_status cu_index_add(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
@@ -489,22 +466,22 @@ static wk_status cu_index_add(wk_device *dev, void *dst, const wk_layout *ld, co
     ENTER(op);
     wk_status st = check_ids(op, d, ids, lids, idt, dim, ld->shape[dim]);
     if (st != WK_OK) return st;
-    return launched(op, d,
-                    wk__cu_index_add(d->stream, dst, view_of(ld), ids, view_of(lids), idt, src, view_of(lsrc), dim,
+    return wk__cuda_launched(op, d,
+                    wk__cu_index_add(d->stream, dst, wk__cu_view(ld), ids, wk__cu_view(lids), idt, src, wk__cu_view(lsrc), dim,
                                      dt, d->flag_dev));
 }
 static wk_status cu_pool2d(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
                            wk_dtype dt, const wk_pool_params *p) {
     const char *op = p->is_max ? "max_pool2d" : "avg_pool2d";
     ENTER(op);
-    return launched(op, d, wk__cu_pool2d(d->stream, x, view_of(lx), dst, contig_view(ld), dt, p));
+    return wk__cuda_launched(op, d, wk__cu_pool2d(d->stream, x, wk__cu_view(lx), dst, wk__cu_contig_view(ld), dt, p));
 }
 static wk_status cu_upsample2d(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
                                wk_dtype dt, bool bilinear, bool align_corners) {
     const char *op = bilinear ? "upsample_bilinear2d" : "upsample_nearest2d";
     ENTER(op);
-    return launched(op, d,
-                    wk__cu_upsample2d(d->stream, x, view_of(lx), dst, contig_view(ld), dt, bilinear, align_corners));
+    return wk__cuda_launched(op, d,
+                    wk__cu_upsample2d(d->stream, x, wk__cu_view(lx), dst, wk__cu_contig_view(ld), dt, bilinear, align_corners));
 }
 /* Scans, sort and topk take a pooled workspace sized by the kernels; it is
  * freed right after the launches are queued (stream-ordered reuse). */
@@ -519,40 +496,40 @@ static wk_status cu_scan(wk_device *dev, const void *src, const wk_layout *ls, v
                          bool prod) {
     const char *op = prod ? "wk_cumprod" : "wk_cumsum";
     ENTER(op);
-    wk_cu_view v = view_of(ls);
+    wk_cu_view v = wk__cu_view(ls);
     size_t wsb = wk__cu_scan_workspace(v, dim, dt);
     void *ws;
     wk_status st = with_workspace(op, d, wsb, &ws);
     if (st != WK_OK) return st;
     int rc = wk__cu_scan(d->stream, src, v, dst, dt, dim, prod, ws);
     if (ws) wk__cupool_free(d->pool, ws, wsb);
-    return launched(op, d, rc);
+    return wk__cuda_launched(op, d, rc);
 }
 static wk_status cu_sort(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, bool descending,
                          void *values, void *indices) {
     const char *op = "wk_sort";
     ENTER(op);
-    wk_cu_view v = view_of(ls);
+    wk_cu_view v = wk__cu_view(ls);
     size_t wsb = wk__cu_sort_workspace(v, dim, dt);
     void *ws;
     wk_status st = with_workspace(op, d, wsb, &ws);
     if (st != WK_OK) return st;
     int rc = wk__cu_sort(d->stream, src, v, dt, dim, descending, values, indices, ws);
     if (ws) wk__cupool_free(d->pool, ws, wsb);
-    return launched(op, d, rc);
+    return wk__cuda_launched(op, d, rc);
 }
 static wk_status cu_topk(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, int64_t k,
                          bool largest, void *values, void *indices) {
     const char *op = "wk_topk";
     ENTER(op);
-    wk_cu_view v = view_of(ls);
+    wk_cu_view v = wk__cu_view(ls);
     size_t wsb = wk__cu_sort_workspace(v, dim, dt);
     void *ws;
     wk_status st = with_workspace(op, d, wsb, &ws);
     if (st != WK_OK) return st;
     int rc = wk__cu_topk(d->stream, src, v, dt, dim, k, largest, values, indices, ws);
     if (ws) wk__cupool_free(d->pool, ws, wsb);
-    return launched(op, d, rc);
+    return wk__cuda_launched(op, d, rc);
 }
 
 /* Philox counters: each call takes the next wk__cu_rand_counters of the
@@ -569,7 +546,7 @@ static wk_status cu_rand(wk_device *dev, void *dst, int64_t n, wk_dtype dt, doub
     atomic_flag_clear_explicit(&dev->rng_lock, memory_order_release);
     int rc = normal ? wk__cu_rand_normal(d->stream, dst, n, dt, a, b, seed, off)
                     : wk__cu_rand_uniform(d->stream, dst, n, dt, a, b, seed, off);
-    return launched(op, d, rc);
+    return wk__cuda_launched(op, d, rc);
 }
 static wk_status cu_rand_uniform(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double lo, double hi) {
     return cu_rand(dev, dst, n, dt, lo, hi, false);

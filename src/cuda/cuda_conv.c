@@ -35,18 +35,7 @@
 #include "cuda/cuda_conv.h"
 #include "cuda/cuda_conv_plan.h"
 #include "cuda/kernels_conv.h"
-
-static wk_cu_view conv_view(const wk_layout *l) {
-    wk_cu_view v;
-    memset(&v, 0, sizeof v);
-    v.rank = l->rank;
-    for (int i = 0; i < l->rank; i++) {
-        v.shape[i] = l->shape[i];
-        v.stride[i] = l->stride[i];
-    }
-    v.offset = l->offset;
-    return v;
-}
+#include "cuda/cuda_view.h"
 
 static wk_cu_conv_geo conv_geo(const wk_cuconv_plan *pl, int64_t nb) {
     wk_cu_conv_geo g = {nb,     pl->cin, pl->h,  pl->w,  pl->cout, pl->kh, pl->kw, pl->oh,
@@ -82,11 +71,6 @@ static wk_status temps_alloc(const char *op, wk_cuda_dev *d, const wk_cuconv_pla
                    pl->wpack_bytes + pl->xpack_bytes + pl->col_bytes, d->base.name);
 }
 
-static wk_status launched(const char *op, wk_cuda_dev *d, int rc) {
-    if (rc == 0) return WK_OK;
-    return wk__cuda_check(op, d, (cudaError_t)rc);
-}
-
 /* Images [b0, b0 + nb) of a forward conv: im2col (unless x is the GEMM's B
  * as it lies), then matmul straight into dst, gemm_imgs images per call. */
 static wk_status fwd_chunk(const char *op, wk_device *dev, wk_cuda_dev *d, const wk_cuconv_plan *pl,
@@ -96,7 +80,7 @@ static wk_status fwd_chunk(const char *op, wk_device *dev, wk_cuda_dev *d, const
     if (!pl->x_direct) {
         wk_layout xc;
         wk__cuconv_x_chunk(pl, lx, b0, nb, &xc);
-        wk_status st = launched(op, d, wk__cu_conv_im2col(d->stream, x, conv_view(&xc), t->col, pl->dt,
+        wk_status st = wk__cuda_launched(op, d, wk__cu_conv_im2col(d->stream, x, wk__cu_view(&xc), t->col, pl->dt,
                                                           conv_geo(pl, nb)));
         if (st != WK_OK) return st;
         bsrc = t->col;
@@ -125,7 +109,7 @@ static wk_status tr_chunk(const char *op, wk_device *dev, wk_cuda_dev *d, const 
     if (pl->x_pack) {
         wk_layout xc;
         wk__cuconv_x_chunk(pl, lx, b0, nb, &xc);
-        wk_status st = launched(op, d, wk__cu_conv_pack(d->stream, x, conv_view(&xc), pl->dt, t->x, pl->ct));
+        wk_status st = wk__cuda_launched(op, d, wk__cu_conv_pack(d->stream, x, wk__cu_view(&xc), pl->dt, t->x, pl->ct));
         if (st != WK_OK) return st;
         wk__cuconv_xpack_layout(pl, nb, &lxu);
         xb0 = 0;
@@ -142,7 +126,7 @@ static wk_status tr_chunk(const char *op, wk_device *dev, wk_cuda_dev *d, const 
     }
     size_t es = wk_dtype_size(pl->dt);
     char *out = (char *)dst + (size_t)(b0 * pl->cout * pl->oh * pl->ow) * es;
-    return launched(op, d, wk__cu_conv_col2im(d->stream, t->col, out, pl->dt, conv_geo(pl, nb)));
+    return wk__cuda_launched(op, d, wk__cu_conv_col2im(d->stream, t->col, out, pl->dt, conv_geo(pl, nb)));
 }
 
 static wk_status conv_run(const char *op, wk_device *dev, const void *x, const wk_layout *lx, const void *w,
@@ -167,7 +151,7 @@ static wk_status conv_run(const char *op, wk_device *dev, const void *x, const w
     if (pl.w_pack) {
         wk_layout w4;
         wk__cuconv_as4d(lw, &w4);
-        st = launched(op, d, wk__cu_conv_pack(d->stream, w, conv_view(&w4), dt, t.w, pl.ct));
+        st = wk__cuda_launched(op, d, wk__cu_conv_pack(d->stream, w, wk__cu_view(&w4), dt, t.w, pl.ct));
         wk__cuconv_wpack_layout(&pl, lw, &lw_used);
         wsrc = t.w;
     }

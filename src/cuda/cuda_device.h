@@ -57,6 +57,10 @@ wk_status wk__cuda_enter(const char *op, wk_cuda_dev *d);
 /* Record a CUDA error under op and return WK_ERR_DEVICE (WK_ERR_OOM for
  * cudaErrorMemoryAllocation). Clears the runtime's last error. */
 wk_status wk__cuda_check(const char *op, wk_cuda_dev *d, cudaError_t e);
+/* The status of a kernel launcher's return (0, or a cudaError_t as int). */
+static inline wk_status wk__cuda_launched(const char *op, wk_cuda_dev *d, int rc) {
+    return rc == 0 ? WK_OK : wk__cuda_check(op, d, (cudaError_t)rc);
+}
 /* Read and clear the kernels' error flag (call after waiting for the stream):
  * WK_OK, or the recorded status with a message under op. */
 wk_status wk__cuda_take_flag(const char *op, wk_cuda_dev *d);
