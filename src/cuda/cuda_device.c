@@ -228,13 +228,20 @@ wk_device *wk__cuda_open(int ordinal) {
 wk_status wk__cuda_mem_stats(wk_device *dev, wk_cupool_stats *out) {
     (void)dev;
     if (out) *out = (wk_cupool_stats){0};
-    return wk__err(WK_ERR_NOT_COMPILED, "wk__cuda_mem_stats", "wick was built without the CUDA backend");
+    return wk__err(WK_ERR_NOT_COMPILED, "wk_device_memory_stats", "wick was built without the CUDA backend");
 }
 
 wk_status wk__cuda_cache_release(wk_device *dev, size_t *released) {
     (void)dev;
     if (released) *released = 0;
-    return wk__err(WK_ERR_NOT_COMPILED, "wk__cuda_cache_release", "wick was built without the CUDA backend");
+    return wk__err(WK_ERR_NOT_COMPILED, "wk_device_release_cache", "wick was built without the CUDA backend");
+}
+
+wk_status wk__cuda_copy_between(wk_device *sdev, const void *src, const wk_layout *ls, wk_dtype dt, wk_device *ddev,
+                                void *dst) {
+    /* unreachable: no CUDA device can exist in this build */
+    (void)sdev, (void)src, (void)ls, (void)dt, (void)ddev, (void)dst;
+    return wk__err(WK_ERR_NOT_COMPILED, "wk_to_device", "wick was built without the CUDA backend");
 }
 
 #endif
