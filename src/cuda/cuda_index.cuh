@@ -16,11 +16,14 @@
  *   V apply(const P &p, L l)                the computation,
  *   void put(const P &p, int64_t doff, V v) the store;
  * one generic kernel (wkc_kernel -> wkc_body) runs them, loading several
- * elements per thread before computing (see wkc_pass).
+ * elements per thread before computing (see wkc_pass). Kernels whose work
+ * is not an elementwise pack (pooling, scans, sorts, RNG) use the second
+ * launcher here, wkc_launch_items: independent items, F::item(p, i).
  *
  * Host emulation: with WKC_HOST_EMULATION defined (a host-only test build
- * that #includes the .cu files), wkc_launch runs wkc_body on the host over
- * a small fake grid instead of launching, so the element code, the packing
+ * that #includes the .cu files), wkc_launch runs wkc_body (and
+ * wkc_launch_items runs F::item) on the host over a small fake grid
+ * (WKC_EMU_THREADS) instead of launching, so the element code, the packing
  * and the grid-stride/ILP loop are checked against the CPU backend without
  * a GPU. Nothing here needs more than sm_80. Must not be compiled with
  * --use_fast_math / -ftz / -prec-div=false: results mirror the CPU's IEEE
@@ -174,6 +177,7 @@ WKC_UNROLL
 #define WKC_ILP_STRIDED 2 /* strided and broadcast */
 #endif
 #define WKC_MAX_BLOCKS 65536
+#define WKC_EMU_THREADS 7 /* host emulation: the fake grid's thread count */
 
 /* The one kernel. Each thread first computes the offsets and loads the
  * operands of WKC_ILP elements (a grid-stride apart, so every load is
@@ -226,7 +230,7 @@ template <class Op, class P> static int wkc_launch(wk_cu_stream s, const P &p) {
     /* a small fake grid, thread by thread: covers the ILP passes, the
      * grid-stride loop and the tails */
     (void)s;
-    const int64_t step = 7;
+    const int64_t step = WKC_EMU_THREADS;
     for (int64_t tid = 0; tid < step; tid++) wkc_body<Op, P>(p, tid, step);
     return 0;
 #else
@@ -237,6 +241,46 @@ template <class Op, class P> static int wkc_launch(wk_cu_stream s, const P &p) {
     void (*k)(const P) = wkc_kernel<Op, P>;
     return (int)cudaLaunchKernel((const void *)k, dim3((unsigned)blocks), dim3(WKC_THREADS), args, 0,
                                  (cudaStream_t)s);
+#endif
+}
+
+/* ---- independent work items ----
+ * For kernels that are not "one output element of a strided pack" (pooling
+ * windows, scan lines and chunks, sort stages, RNG groups): items 0 ..
+ * items-1, each computed by F::item(p, i) with nothing shared between items,
+ * one thread per item, grid-stride. Use wkc_launch when the op maps operand
+ * elements to output elements through a wkc_pack (it adds packing, unravel
+ * and ILP); use wkc_launch_items when the op computes its own addressing
+ * from p. P travels by value as the kernel's __grid_constant__ argument. */
+
+template <class F, class P, int THREADS>
+__global__ void __launch_bounds__(THREADS) wkc_items_kernel(const __grid_constant__ P p, int64_t items) {
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < items; i += step) F::item(p, i);
+}
+
+/* Queue F::item over items 0 .. items-1 on stream s, THREADS per block.
+ * Returns the launch's own error, 0 for nothing to do. emu_threads: the
+ * fake grid size under host emulation (a test may vary it to show the
+ * result does not depend on the grid); ignored on the device. */
+template <class F, int THREADS = WKC_THREADS, class P>
+static int wkc_launch_items(wk_cu_stream s, const P &p, int64_t items, int64_t emu_threads = WKC_EMU_THREADS) {
+    if (items <= 0) return 0;
+#ifdef WKC_HOST_EMULATION
+    (void)s;
+    const int64_t step = emu_threads > 0 ? emu_threads : 1;
+    for (int64_t t = 0; t < step; t++)
+        for (int64_t i = t; i < items; i += step) F::item(p, i);
+    return 0;
+#else
+    (void)emu_threads;
+    int64_t blocks = (items + THREADS - 1) / THREADS;
+    if (blocks > WKC_MAX_BLOCKS) blocks = WKC_MAX_BLOCKS;
+    P copy = p;
+    int64_t n = items;
+    void *args[] = {&copy, &n};
+    void (*k)(const P, int64_t) = wkc_items_kernel<F, P, THREADS>;
+    return (int)cudaLaunchKernel((const void *)k, dim3((unsigned)blocks), dim3(THREADS), args, 0, (cudaStream_t)s);
 #endif
 }
 

@@ -277,30 +277,10 @@ template <int DT> struct PkBilinear {
 
 #define PK_THREADS 256
 
-template <class Op, class P> __global__ void __launch_bounds__(PK_THREADS) pk_kernel(const __grid_constant__ P p) {
-    const int64_t step = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.g.n; i += step) Op::item(p, i);
-}
-
-/* Queue Op over the p.g.n output elements; the launch's own error. */
+/* Queue Op over the p.g.n output elements (one item each); the launch's own
+ * error. */
 template <class Op> static int pk_launch(wk_cu_stream s, const typename Op::Args &p) {
-    typedef typename Op::Args P;
-    if (p.g.n <= 0) return 0;
-#ifdef WKC_HOST_EMULATION
-    (void)s;
-    const int64_t step = 7; /* a small fake grid: grid-stride loop and tails */
-    for (int64_t t = 0; t < step; t++)
-        for (int64_t i = t; i < p.g.n; i += step) Op::item(p, i);
-    return 0;
-#else
-    int64_t blocks = (p.g.n + PK_THREADS - 1) / PK_THREADS;
-    if (blocks > WKC_MAX_BLOCKS) blocks = WKC_MAX_BLOCKS;
-    P copy = p;
-    void *args[] = {&copy};
-    void (*k)(const P) = pk_kernel<Op, P>;
-    return (int)cudaLaunchKernel((const void *)k, dim3((unsigned)blocks), dim3(PK_THREADS), args, 0,
-                                 (cudaStream_t)s);
-#endif
+    return wkc_launch_items<Op, PK_THREADS>(s, p, p.g.n);
 }
 
 /* Geometry of x (NCHW, any strides) and the contiguous dst of ld's shape.

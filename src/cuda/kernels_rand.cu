@@ -35,8 +35,9 @@
  * (checked once per launch); the tail group and unaligned buffers store
  * element by element. Deterministic: no atomics, no shared state.
  *
- * Host emulation (WKC_HOST_EMULATION): the launchers run the same
- * per-thread body on the host over a fake grid of wkc_rand_emu_threads
+ * Launch: one work item per group through cuda_index.cuh's
+ * wkc_launch_items. Host emulation (WKC_HOST_EMULATION): it runs the same
+ * per-group code on the host over a fake grid of wkc_rand_emu_threads
  * threads (default 7; the test also runs 1, 3 and 64). Device and
  * emulation produce identical uniform bits (integer bit extraction, exact
  * int->float, explicit fma, RNE conversions); normal outputs can differ in
@@ -51,7 +52,10 @@
 #include <float.h>
 
 #ifdef WKC_HOST_EMULATION
-static int wkc_rand_emu_threads = 7; /* fake grid size; the test varies it */
+static int wkc_rand_emu_threads = WKC_EMU_THREADS; /* fake grid size; the test varies it */
+#define WKC_RAND_EMU_THREADS wkc_rand_emu_threads
+#else
+#define WKC_RAND_EMU_THREADS WKC_EMU_THREADS /* unused on the device */
 #endif
 
 /* ---- Philox4x32-10 ---- */
@@ -241,8 +245,9 @@ WKC_HD void wkc_normal_group_f64(const RandP &p, int64_t g) {
     wkc_rand_store<WK_F64>(p, g, v);
 }
 
-template <int DT, bool NORMAL> WKC_HD void wkc_rand_body(const RandP &p, int64_t tid, int64_t step) {
-    for (int64_t g = tid; g < p.groups; g += step) {
+/* One work item = one counter group. */
+template <int DT, bool NORMAL> struct RandGroup {
+    static WKC_HD void item(const RandP &p, int64_t g) {
         if constexpr (DT == WK_F64) {
             if constexpr (NORMAL) wkc_normal_group_f64(p, g);
             else wkc_uniform_group_f64(p, g);
@@ -251,28 +256,10 @@ template <int DT, bool NORMAL> WKC_HD void wkc_rand_body(const RandP &p, int64_t
             else wkc_uniform_group<DT>(p, g);
         }
     }
-}
-
-template <int DT, bool NORMAL>
-__global__ void __launch_bounds__(WKC_THREADS) wkc_rand_kernel(const __grid_constant__ RandP p) {
-    wkc_rand_body<DT, NORMAL>(p, (int64_t)blockIdx.x * blockDim.x + threadIdx.x, (int64_t)gridDim.x * blockDim.x);
-}
+};
 
 template <int DT, bool NORMAL> int wkc_rand_launch(wk_cu_stream s, const RandP &p) {
-#ifdef WKC_HOST_EMULATION
-    (void)s;
-    const int64_t step = wkc_rand_emu_threads > 0 ? wkc_rand_emu_threads : 1;
-    for (int64_t tid = 0; tid < step; tid++) wkc_rand_body<DT, NORMAL>(p, tid, step);
-    return 0;
-#else
-    int64_t blocks = (p.groups + WKC_THREADS - 1) / WKC_THREADS;
-    if (blocks > WKC_MAX_BLOCKS) blocks = WKC_MAX_BLOCKS;
-    RandP copy = p;
-    void *args[] = {&copy};
-    void (*k)(const RandP) = wkc_rand_kernel<DT, NORMAL>;
-    return (int)cudaLaunchKernel((const void *)k, dim3((unsigned)blocks), dim3(WKC_THREADS), args, 0,
-                                 (cudaStream_t)s);
-#endif
+    return wkc_launch_items<RandGroup<DT, NORMAL>>(s, p, p.groups, WKC_RAND_EMU_THREADS);
 }
 
 template <bool NORMAL> int wkc_rand_dispatch(wk_cu_stream s, const RandP &p, wk_dtype dt) {

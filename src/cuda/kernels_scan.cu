@@ -2,10 +2,11 @@
  * workspace size wk__cu_scan_workspace, declared in kernels_sort.h), the
  * backend's `scan` entry, mirroring src/cpu/cpu_scan.c.
  *
- * A line is the 1-D slice along dim; line L (row-major over the other dims)
- * reads src at offset + unravel(other dims, L) + j * stride[dim] and writes
- * dst (contiguous, src's shape) at (L / inner) * n * inner + L % inner +
- * j * inner, inner = product of the dims after dim.
+ * A line (cuda_lines.cuh) is the 1-D slice along dim; line L (row-major
+ * over the other dims) reads src at offset + unravel(other dims, L) +
+ * j * stride[dim] and writes dst (contiguous, src's shape) at
+ * (L / inner) * n * inner + L % inner + j * inner, inner = product of the
+ * dims after dim.
  *
  * Accumulation exactly as the CPU: f32 and f64 in double (each output is
  * the running double rounded once), bf16 / f16 / f8e4m3 in float (each
@@ -41,6 +42,7 @@
  * against wk__cpu_scan (tests/cuda/test_cuda_sort_emu.cu). Never run on a
  * GPU. */
 #include "cuda/cuda_index.cuh"
+#include "cuda/cuda_lines.cuh"
 #include "cuda/kernels_sort.h"
 
 namespace {
@@ -63,12 +65,9 @@ union ScAcc {
     unsigned long long u;
 };
 
-struct ScanP {
-    int32_t dt, prod, pass, lanes8;
-    int32_t orank;                   /* dims other than dim */
-    int64_t oshape[WK_MAX_RANK], ostride[WK_MAX_RANK];
-    int64_t offset;
-    int64_t n, sd, inner, nlines;    /* line length, its src stride, lines */
+/* the lines (cuda_lines.cuh) and the scan's plan */
+struct ScanP : wkc_lines {
+    int32_t prod, pass, lanes8;
     int64_t chunk, nchunks, items;   /* items: work items of this pass */
     const void *src;
     void *dst;
@@ -114,17 +113,6 @@ SC_NARROW(WK_F8E4M3)
 template <class A> WKC_HD A sc_identity(bool prod) { return prod ? (A)1 : (A)0; }
 template <class A> WKC_HD A sc_combine(bool prod, A a, A b) { return prod ? a * b : a + b; }
 
-WKC_HD int64_t sc_line_src(const ScanP &p, int64_t L) {
-    int64_t off = p.offset;
-    for (int d = p.orank - 1; d >= 0; d--) {
-        int64_t s = p.oshape[d], q = L / s;
-        off += (L - q * s) * p.ostride[d];
-        L = q;
-    }
-    return off;
-}
-WKC_HD int64_t sc_line_dst(const ScanP &p, int64_t L) { return (L / p.inner) * p.n * p.inner + L % p.inner; }
-
 /* Positions [j0, j1) of the line at (soff, doff) from running value a;
  * writes the outputs when `write`. Returns the running value after j1. */
 template <int DT>
@@ -160,7 +148,7 @@ template <int DT> WKC_HD void sc_item_t(const ScanP &p, int64_t i) {
     typedef typename T::A A;
     const bool prod = p.prod != 0;
     if (p.pass == SC_SEQ) {
-        sc_run<DT>(p, sc_line_src(p, i), sc_line_dst(p, i), 0, p.n, sc_identity<A>(prod), true);
+        sc_run<DT>(p, wkc_line_src(p, i), wkc_line_dst(p, i), 0, p.n, sc_identity<A>(prod), true);
         return;
     }
     if (p.pass == SC_PREFIX) { /* exclusive scan of line i's chunk totals, in place */
@@ -176,14 +164,14 @@ template <int DT> WKC_HD void sc_item_t(const ScanP &p, int64_t i) {
     /* TOTALS / RESCAN: item = chunk-major, so adjacent threads take adjacent lines */
     const int64_t c = i / p.nlines, L = i - c * p.nlines;
     const int64_t j0 = c * p.chunk, j1 = j0 + p.chunk < p.n ? j0 + p.chunk : p.n;
-    const int64_t soff = sc_line_src(p, L);
+    const int64_t soff = wkc_line_src(p, L);
     ScAcc &slot = p.ws[L * p.nchunks + c];
     if (p.pass == SC_TOTALS) {
         if (p.lanes8) slot.d = sc_total_lanes8(p, soff, j0, j1);
         else T::set(slot, sc_run<DT>(p, soff, 0, j0, j1, sc_identity<A>(prod), false));
         return;
     }
-    sc_run<DT>(p, soff, sc_line_dst(p, L), j0, j1, T::get(slot), true);
+    sc_run<DT>(p, soff, wkc_line_dst(p, L), j0, j1, T::get(slot), true);
 }
 
 WKC_HD void sc_item(const ScanP &p, int64_t i) {
@@ -203,47 +191,17 @@ WKC_HD void sc_item(const ScanP &p, int64_t i) {
 
 #define SC_THREADS 256
 
-__global__ void __launch_bounds__(SC_THREADS) sc_kernel(const __grid_constant__ ScanP p) {
-    const int64_t step = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.items; i += step) sc_item(p, i);
-}
+struct ScItem {
+    static WKC_HD void item(const ScanP &p, int64_t i) { sc_item(p, i); }
+};
 
-static int sc_launch(wk_cu_stream s, const ScanP &p) {
-    if (p.items <= 0) return 0;
-#ifdef WKC_HOST_EMULATION
-    (void)s;
-    const int64_t step = 7;
-    for (int64_t t = 0; t < step; t++)
-        for (int64_t i = t; i < p.items; i += step) sc_item(p, i);
-    return 0;
-#else
-    int64_t blocks = (p.items + SC_THREADS - 1) / SC_THREADS;
-    if (blocks > WKC_MAX_BLOCKS) blocks = WKC_MAX_BLOCKS;
-    ScanP copy = p;
-    void *args[] = {&copy};
-    return (int)cudaLaunchKernel((const void *)sc_kernel, dim3((unsigned)blocks), dim3(SC_THREADS), args, 0,
-                                 (cudaStream_t)s);
-#endif
-}
+/* Queue the p.items work items of the current pass. */
+static int sc_launch(wk_cu_stream s, const ScanP &p) { return wkc_launch_items<ScItem, SC_THREADS>(s, p, p.items); }
 
 /* The geometry and plan of a scan; false for a malformed call. */
 static bool sc_plan(ScanP &p, const wk_cu_view &ls, int dim, wk_dtype dt) {
     memset(&p, 0, sizeof p);
-    if (ls.rank < 1 || ls.rank > WK_MAX_RANK || dim < 0 || dim >= ls.rank || wkc_size(dt) == 0) return false;
-    p.dt = dt;
-    p.offset = ls.offset;
-    p.n = ls.shape[dim];
-    p.sd = ls.stride[dim];
-    p.inner = 1;
-    p.nlines = 1;
-    for (int d = 0; d < ls.rank; d++) {
-        if (ls.shape[d] < 0) return false;
-        if (d == dim) continue;
-        p.oshape[p.orank] = ls.shape[d];
-        p.ostride[p.orank++] = ls.stride[d];
-        p.nlines *= ls.shape[d];
-        if (d > dim) p.inner *= ls.shape[d];
-    }
+    if (!wkc_lines_plan(p, ls, dim, dt)) return false;
     if (p.n == 0 || p.nlines == 0) return true;
     if (p.n >= SC_CPU_CHUNK_MIN && p.nlines < SC_CPU_MAX_LINES) {
         p.chunk = SC_CPU_CHUNK;

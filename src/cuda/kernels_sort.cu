@@ -46,18 +46,16 @@
  * against wk__cpu_sort / wk__cpu_topk (tests/cuda/test_cuda_sort_emu.cu).
  * Never run on a GPU. */
 #include "cuda/cuda_index.cuh"
+#include "cuda/cuda_lines.cuh"
 #include "cuda/kernels_sort.h"
 
 namespace {
 
 enum { SO_INIT, SO_STAGE, SO_EMIT };
 
-struct SortP {
-    int32_t dt, pass, desc, logp;     /* P = 2^logp padded line length */
-    int32_t orank;                    /* dims other than dim */
-    int64_t oshape[WK_MAX_RANK], ostride[WK_MAX_RANK];
-    int64_t offset;
-    int64_t n, sd, inner, nlines;     /* line length, its src stride, lines */
+/* the lines (cuda_lines.cuh) and the sort's plan */
+struct SortP : wkc_lines {
+    int32_t pass, desc, logp;         /* P = 2^logp padded line length */
     int64_t m;                        /* output line length (n, or k) */
     int64_t items;                    /* work items of this pass */
     int64_t k, j;                     /* bitonic stage (SO_STAGE) */
@@ -113,21 +111,11 @@ WKC_HD unsigned long long so_key_mask(int dt) {
     return bytes == 8 ? ~0ull : (1ull << (8 * bytes)) - 1;
 }
 
-WKC_HD int64_t so_line_src(const SortP &p, int64_t L) {
-    int64_t off = p.offset;
-    for (int d = p.orank - 1; d >= 0; d--) {
-        int64_t s = p.oshape[d], q = L / s;
-        off += (L - q * s) * p.ostride[d];
-        L = q;
-    }
-    return off;
-}
-
 /* Pair i of the workspace: key and index of element j of line L, or padding. */
 WKC_HD void so_init(const SortP &p, int64_t i) {
     const int64_t L = i >> p.logp, j = i & ((INT64_C(1) << p.logp) - 1);
     if (j < p.n) {
-        unsigned long long b = wkc_raw_load(p.src, so_line_src(p, L) + j * p.sd, p.dt);
+        unsigned long long b = wkc_raw_load(p.src, wkc_line_src(p, L) + j * p.sd, p.dt);
         p.key[i] = so_key(p.dt, b) ^ (p.desc ? so_key_mask(p.dt) : 0ull);
     } else {
         p.key[i] = ~0ull; /* with index j >= n: after every real pair */
@@ -204,7 +192,7 @@ WKC_HD void so_emit(const SortP &p, int64_t o) {
     const long long id = p.idx[(L << p.logp) + jj];
     if (p.indices) p.indices[o] = id;
     if (p.values)
-        wkc_put_bits(p.values, o, p.dt, wkc_raw_load(p.src, so_line_src(p, L) + (int64_t)id * p.sd, p.dt));
+        wkc_put_bits(p.values, o, p.dt, wkc_raw_load(p.src, wkc_line_src(p, L) + (int64_t)id * p.sd, p.dt));
 }
 
 WKC_HD void so_item(const SortP &p, int64_t i) {
@@ -269,47 +257,17 @@ static int so_tile_launch(wk_cu_stream s, const SortP &p) {
 #endif
 }
 
-__global__ void __launch_bounds__(SO_THREADS) so_kernel(const __grid_constant__ SortP p) {
-    const int64_t step = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.items; i += step) so_item(p, i);
-}
+struct SoItem {
+    static WKC_HD void item(const SortP &p, int64_t i) { so_item(p, i); }
+};
 
-static int so_launch(wk_cu_stream s, const SortP &p) {
-    if (p.items <= 0) return 0;
-#ifdef WKC_HOST_EMULATION
-    (void)s;
-    const int64_t step = 7;
-    for (int64_t t = 0; t < step; t++)
-        for (int64_t i = t; i < p.items; i += step) so_item(p, i);
-    return 0;
-#else
-    int64_t blocks = (p.items + SO_THREADS - 1) / SO_THREADS;
-    if (blocks > WKC_MAX_BLOCKS) blocks = WKC_MAX_BLOCKS;
-    SortP copy = p;
-    void *args[] = {&copy};
-    return (int)cudaLaunchKernel((const void *)so_kernel, dim3((unsigned)blocks), dim3(SO_THREADS), args, 0,
-                                 (cudaStream_t)s);
-#endif
-}
+/* Queue the p.items work items of the current pass (not the tile kernel). */
+static int so_launch(wk_cu_stream s, const SortP &p) { return wkc_launch_items<SoItem, SO_THREADS>(s, p, p.items); }
 
 /* Geometry and padding of a sort; false for a malformed call. */
 static bool so_plan(SortP &p, const wk_cu_view &ls, int dim, wk_dtype dt) {
     memset(&p, 0, sizeof p);
-    if (ls.rank < 1 || ls.rank > WK_MAX_RANK || dim < 0 || dim >= ls.rank || wkc_size(dt) == 0) return false;
-    p.dt = dt;
-    p.offset = ls.offset;
-    p.n = ls.shape[dim];
-    p.sd = ls.stride[dim];
-    p.inner = 1;
-    p.nlines = 1;
-    for (int d = 0; d < ls.rank; d++) {
-        if (ls.shape[d] < 0) return false;
-        if (d == dim) continue;
-        p.oshape[p.orank] = ls.shape[d];
-        p.ostride[p.orank++] = ls.stride[d];
-        p.nlines *= ls.shape[d];
-        if (d > dim) p.inner *= ls.shape[d];
-    }
+    if (!wkc_lines_plan(p, ls, dim, dt)) return false;
     if (p.n > (INT64_C(1) << 40)) return false;
     while ((INT64_C(1) << p.logp) < p.n) p.logp++;
     return true;

@@ -18,54 +18,14 @@
 //   -lcudart_static -lcublas -lcublasLt -lm -lpthread -ldl -lrt
 #define WKC_HOST_EMULATION 1
 #include "cuda/kernels_conv.cu"
+#include "emu_harness.cuh"
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-#include <vector>
 
 extern "C" {
-#include "core/layout.h"
 #include "cuda/cuda_conv_plan.c" /* compiled in: the reference library may predate it */
 #include "cuda/cuda_mm_plan.h"     /* wk__cumm_plan: from libwick */
-typedef struct wk_device wk_device;
-wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, const void *b, const wk_layout *lb,
-                         void *dst, wk_dtype dt);
-wk_status wk__cpu_conv1d(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
-                         void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_params *p);
-wk_status wk__cpu_conv2d(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
-                         void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_params *p);
-wk_status wk__cpu_conv_transpose1d(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
-                                   const wk_layout *lw, void *dst, const wk_layout *ld, wk_dtype dt,
-                                   const wk_conv_params *p);
-wk_status wk__cpu_conv_transpose2d(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
-                                   const wk_layout *lw, void *dst, const wk_layout *ld, wk_dtype dt,
-                                   const wk_conv_params *p);
 }
 
-typedef std::vector<unsigned char> Buf;
-
-static long g_checks = 0, g_fail = 0;
-#define CHECK(c, ...)                                                                                                  \
-    do {                                                                                                               \
-        g_checks++;                                                                                                    \
-        if (!(c)) {                                                                                                    \
-            g_fail++;                                                                                                  \
-            if (g_fail < 40) {                                                                                         \
-                printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                            \
-                printf(__VA_ARGS__);                                                                                   \
-                printf("\n");                                                                                          \
-            }                                                                                                          \
-        }                                                                                                              \
-    } while (0)
-
-static uint64_t rs = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd() {
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return rs;
-}
 static double urand() { return (double)(rnd() >> 11) * 0x1p-53 * 2.0 - 1.0; } /* [-1, 1) */
 
 static double load(const Buf &b, int64_t i, wk_dtype dt) {
@@ -435,6 +395,5 @@ int main() {
         printf("  path %-32s %ld convs\n", path_name[i], g_paths[i]);
         CHECK(g_paths[i] > 0, "path '%s' never ran", path_name[i]);
     }
-    printf("total: %ld checks, %ld failures (%.1f s)\n", g_checks, g_fail, (double)(clock() - t0) / CLOCKS_PER_SEC);
-    return g_fail ? 1 : 0;
+    return emu_summary(t0);
 }

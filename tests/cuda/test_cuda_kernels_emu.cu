@@ -13,64 +13,19 @@
 #include "cuda/kernels_elementwise.cu"
 #include "cuda/kernels_reduce.cu"
 #include "cuda/kernels_index.cu"
-#include <stdio.h>
-#include <stdlib.h>
-#include <vector>
+#define EMU_RND_SEED 88172645463325252ull
+#include "emu_harness.cuh"
 #include <string>
 
 extern "C" {
-#include "core/layout.h"
 #include "cpu/cpu_convert.h"
-typedef struct wk_device wk_device;
-wk_status wk__cpu_copy_strided(wk_device *dev, const void *src, const wk_layout *ls, void *dst, const wk_layout *ld, wk_dtype dt);
-wk_status wk__cpu_fill(wk_device *dev, void *dst, const wk_layout *ld, wk_dtype dt, double value);
-wk_status wk__cpu_cast(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype sdt, void *dst, wk_dtype ddt);
-wk_status wk__cpu_unary(wk_device *dev, wk_unary_op op, const void *src, const wk_layout *ls, void *dst, wk_dtype dt);
-wk_status wk__cpu_affine(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double mul, double add);
-wk_status wk__cpu_powf(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double e);
-wk_status wk__cpu_elu(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double alpha);
-wk_status wk__cpu_clamp(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double lo, double hi);
-wk_status wk__cpu_binary(wk_device *dev, wk_binary_op op, const void *a, const wk_layout *la, const void *b, const wk_layout *lb, void *dst, wk_dtype dt);
-wk_status wk__cpu_cmp(wk_device *dev, wk_cmp_op op, const void *a, const wk_layout *la, const void *b, const wk_layout *lb, void *dst, wk_dtype dt);
-wk_status wk__cpu_where(wk_device *dev, const void *cond, const wk_layout *lc, wk_dtype cdt, const void *a, const wk_layout *la, const void *b, const wk_layout *lb, void *dst, wk_dtype dt);
-wk_status wk__cpu_reduce(wk_device *dev, wk_reduce_op op, const void *src, const wk_layout *ls, wk_dtype dt, const bool *mask, void *dst);
-wk_status wk__cpu_index_select(wk_device *dev, const void *src, const wk_layout *ls, const void *ids, const wk_layout *lids, wk_dtype idt, int dim, void *dst, wk_dtype dt);
-wk_status wk__cpu_gather(wk_device *dev, const void *src, const wk_layout *ls, const void *ids, const wk_layout *lids, wk_dtype idt, int dim, void *dst, wk_dtype dt);
-wk_status wk__cpu_scatter(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids, wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt, bool add);
-wk_status wk__cpu_index_add(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids, wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt);
-void wk_clear_error(void);
 }
 
 #ifdef GPU_MODE
-template <class T> struct MAlloc {
-    typedef T value_type;
-    MAlloc() {}
-    template <class U> MAlloc(const MAlloc<U> &) {}
-    T *allocate(size_t n) {
-        void *p = NULL;
-        if (cudaMallocManaged(&p, n * sizeof(T) + 16) != cudaSuccess) { printf("cudaMallocManaged failed\n"); exit(2); }
-        return (T *)p;
-    }
-    void deallocate(T *p, size_t) { cudaFree(p); }
-    template <class U> bool operator==(const MAlloc<U> &) const { return true; }
-    template <class U> bool operator!=(const MAlloc<U> &) const { return false; }
-};
-typedef std::vector<unsigned char, MAlloc<unsigned char>> Buf;
 static int32_t *g_err;
-#define SYNC() do { cudaError_t e_ = cudaDeviceSynchronize(); if (e_ != cudaSuccess) { printf("CUDA error %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(2); } } while (0)
-#else
-typedef std::vector<unsigned char> Buf;
-#define SYNC() do { } while (0)
 #endif
 
-static long g_checks = 0, g_fail = 0;
-#define CHECK(c, ...) do { g_checks++; if (!(c)) { g_fail++; if (g_fail < 40) { printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } } while (0)
-
-static uint64_t rs = 88172645463325252ull;
-static uint64_t rnd() { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return rs; }
-
 static const int NDT = WK_DTYPE_COUNT;
-static const char *dtn(int dt) { return wk_dtype_name((wk_dtype)dt); }
 
 /* ---------------- conversions ---------------- */
 static void test_conversions() {
@@ -733,6 +688,5 @@ int main() {
         SYNC();
         CHECK(wk__cu_cast(s, NULL, v, WK_F32, NULL, (wk_dtype)-1) != 0, "bad cast dtype");
     }
-    printf("total: %ld checks, %ld failures\n", g_checks, g_fail);
-    return g_fail != 0;
+    return emu_summary();
 }

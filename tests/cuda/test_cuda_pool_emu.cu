@@ -23,47 +23,8 @@
 #define WKC_HOST_EMULATION 1
 #endif
 #include "cuda/kernels_pool.cu"
-#include <stdio.h>
-#include <stdlib.h>
-#include <vector>
+#include "emu_harness.cuh"
 
-extern "C" {
-#include "core/layout.h"
-typedef struct wk_device wk_device;
-wk_status wk__cpu_pool2d(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
-                         wk_dtype dt, const wk_pool_params *p);
-wk_status wk__cpu_upsample2d(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
-                             wk_dtype dt, bool bilinear, bool align_corners);
-void wk_clear_error(void);
-}
-
-#ifdef GPU_MODE
-template <class T> struct MAlloc {
-    typedef T value_type;
-    MAlloc() {}
-    template <class U> MAlloc(const MAlloc<U> &) {}
-    T *allocate(size_t n) {
-        void *p = NULL;
-        if (cudaMallocManaged(&p, n * sizeof(T) + 16) != cudaSuccess) { printf("cudaMallocManaged failed\n"); exit(2); }
-        return (T *)p;
-    }
-    void deallocate(T *p, size_t) { cudaFree(p); }
-    template <class U> bool operator==(const MAlloc<U> &) const { return true; }
-    template <class U> bool operator!=(const MAlloc<U> &) const { return false; }
-};
-typedef std::vector<unsigned char, MAlloc<unsigned char>> Buf;
-#define SYNC() do { cudaError_t e_ = cudaDeviceSynchronize(); if (e_ != cudaSuccess) { printf("CUDA error %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(2); } } while (0)
-#else
-typedef std::vector<unsigned char> Buf;
-#define SYNC() do { } while (0)
-#endif
-
-static long g_checks = 0, g_fail = 0;
-#define CHECK(c, ...) do { g_checks++; if (!(c)) { g_fail++; if (g_fail < 40) { printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } } while (0)
-
-static uint64_t rs = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd() { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return rs; }
-static const char *dtn(int dt) { return wk_dtype_name((wk_dtype)dt); }
 static bool is_float_dt(int dt) { return !wkc_is_int(dt); }
 
 /* ------------------------------------------------------------ data */
@@ -376,16 +337,12 @@ static void test_unravel() {
 }
 
 int main() {
-#ifdef GPU_MODE
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) { printf("no CUDA device: skipped\n"); return 0; }
-#endif
+    if (emu_no_device()) return 0;
     Buf in[WK_DTYPE_COUNT];
     for (int dt = 0; dt < WK_DTYPE_COUNT; dt++) in[dt] = make_input(dt);
     test_pool(in);
     test_upsample(in);
     test_unravel();
     wk_clear_error();
-    printf("total: %ld checks, %ld failures\n", g_checks, g_fail);
-    return g_fail ? 1 : 0;
+    return emu_summary();
 }

@@ -30,33 +30,15 @@
 #define WKC_HOST_EMULATION 1
 #endif
 #include "cuda/kernels_rand.cu"
+#define EMU_OWN_BUF 1 /* Buf below: a raw, 64-byte aligned, poisoned allocation */
+#include "emu_harness.cuh"
 #include <float.h>
-#include <stdio.h>
 #include <algorithm>
 #include <cmath>
-#include <stdlib.h>
-#include <vector>
 
 extern "C" {
 #include "cpu/cpu_convert.h"
-typedef struct wk_device wk_device;
-wk_status wk__cpu_rand_uniform(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double lo, double hi);
-wk_status wk__cpu_rand_normal(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double mean, double std);
 }
-
-static long g_checks = 0, g_fail = 0;
-#define CHECK(c, ...)                                                                                           \
-    do {                                                                                                        \
-        g_checks++;                                                                                             \
-        if (!(c)) {                                                                                             \
-            g_fail++;                                                                                           \
-            if (g_fail < 40) {                                                                                  \
-                printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                     \
-                printf(__VA_ARGS__);                                                                            \
-                printf("\n");                                                                                   \
-            }                                                                                                   \
-        }                                                                                                       \
-    } while (0)
 
 /* ---------------- buffers ---------------- */
 
@@ -65,7 +47,7 @@ struct Buf {
     size_t bytes = 0;
     explicit Buf(size_t n) : bytes(n + 64) {
 #ifdef GPU_MODE
-        if (cudaMallocManaged((void **)&p, bytes) != cudaSuccess) { printf("cudaMallocManaged failed\n"); exit(2); }
+        p = (unsigned char *)emu_managed_bytes(bytes);
 #else
         p = (unsigned char *)aligned_alloc(64, (bytes + 63) / 64 * 64);
 #endif
@@ -83,14 +65,8 @@ struct Buf {
 };
 
 #ifdef GPU_MODE
-#define SYNC()                                                                                          \
-    do {                                                                                                \
-        cudaError_t e_ = cudaDeviceSynchronize();                                                       \
-        if (e_ != cudaSuccess) { printf("CUDA error %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(2); } \
-    } while (0)
 static void set_threads(int) {}
 #else
-#define SYNC() do { } while (0)
 static void set_threads(int t) { wkc_rand_emu_threads = t; }
 #endif
 
@@ -504,11 +480,7 @@ static void test_wide_f32() {
 }
 
 int main() {
-#ifdef GPU_MODE
-    void *probe = nullptr;
-    if (cudaMallocManaged(&probe, 16) != cudaSuccess) { printf("no CUDA device: skipped\n"); return 0; }
-    cudaFree(probe);
-#endif
+    if (emu_no_device()) return 0;
     long before = g_checks;
     test_philox_kat();
     test_counters();
@@ -543,6 +515,5 @@ int main() {
     }
     printf("normal: %ld checks\n", g_checks - before);
 
-    printf("total: %ld checks, %ld failures\n", g_checks, g_fail);
-    return g_fail ? 1 : 0;
+    return emu_summary();
 }

@@ -34,50 +34,8 @@
 #include "cuda/kernels_scan.cu"
 #include "cuda/kernels_sort.cu"
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-#include <vector>
+#include "emu_harness.cuh"
 
-extern "C" {
-#include "core/layout.h"
-typedef struct wk_device wk_device;
-wk_status wk__cpu_scan(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, int dim,
-                       bool prod);
-wk_status wk__cpu_sort(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, bool descending,
-                       void *values, void *indices);
-wk_status wk__cpu_topk(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, int64_t k,
-                       bool largest, void *values, void *indices);
-}
-
-#ifdef GPU_MODE
-template <class T> struct MAlloc {
-    typedef T value_type;
-    MAlloc() {}
-    template <class U> MAlloc(const MAlloc<U> &) {}
-    T *allocate(size_t n) {
-        void *p = NULL;
-        if (cudaMallocManaged(&p, n * sizeof(T) + 16) != cudaSuccess) { printf("cudaMallocManaged failed\n"); exit(2); }
-        return (T *)p;
-    }
-    void deallocate(T *p, size_t) { cudaFree(p); }
-    template <class U> bool operator==(const MAlloc<U> &) const { return true; }
-    template <class U> bool operator!=(const MAlloc<U> &) const { return false; }
-};
-typedef std::vector<unsigned char, MAlloc<unsigned char>> Buf;
-#define SYNC() do { cudaError_t e_ = cudaDeviceSynchronize(); if (e_ != cudaSuccess) { printf("CUDA error %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(2); } } while (0)
-#else
-typedef std::vector<unsigned char> Buf;
-#define SYNC() do { } while (0)
-#endif
-
-static long g_checks = 0, g_fail = 0;
-#define CHECK(c, ...) do { g_checks++; if (!(c)) { g_fail++; if (g_fail < 40) { printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } } } while (0)
-
-static uint64_t rs = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd() { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return rs; }
-
-static const char *dtn(int dt) { return wk_dtype_name((wk_dtype)dt); }
 static bool is_float(int dt) { return !wkc_is_int(dt); }
 
 /* ---------------- views ---------------- */
@@ -561,10 +519,7 @@ static void test_edges() {
 }
 
 int main() {
-#ifdef GPU_MODE
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) { printf("no CUDA device: skipped\n"); return 0; }
-#endif
+    if (emu_no_device()) return 0;
     clock_t t0 = clock();
     long c0 = g_checks;
     test_edges();
@@ -575,6 +530,5 @@ int main() {
     c0 = g_checks;
     test_scan();
     printf("scan: %ld checks (%.1f s)\n", g_checks - c0, (double)(clock() - t0) / CLOCKS_PER_SEC);
-    printf("total: %ld checks, %ld failures (%.1f s)\n", g_checks, g_fail, (double)(clock() - t0) / CLOCKS_PER_SEC);
-    return g_fail ? 1 : 0;
+    return emu_summary(t0);
 }
