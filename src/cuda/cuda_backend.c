@@ -94,6 +94,21 @@ static cudaError_t wait_here(wk_cuda_dev *d) {
     return e != cudaSuccess ? e : e2;
 }
 
+/* Gather the view (src, l) of nb bytes into a pooled contiguous temporary
+ * *tmp (queued on d's stream; the caller frees it, stream-ordered). */
+static wk_status gather(const char *op, wk_cuda_dev *d, const void *src, const wk_layout *l, wk_dtype dt, size_t nb,
+                        void **tmp) {
+    *tmp = NULL;
+    if (wk__cupool_alloc(d->pool, nb, tmp) != WK_OK)
+        return wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes on %s to gather a strided view", nb, d->base.name);
+    int rc = wk__cu_copy_strided(d->stream, src, wk__cu_view(l), *tmp, wk__cu_contig_view(l), dt);
+    if (rc != 0) {
+        wk__cupool_free(d->pool, *tmp, nb);
+        *tmp = NULL;
+    }
+    return wk__cuda_launched(op, d, rc);
+}
+
 static wk_status cu_to_host(wk_device *dev, const void *src, const wk_layout *l, wk_dtype dt, void *dst) {
     const char *op = "to_host";
     ENTER(op);
@@ -105,14 +120,8 @@ static wk_status cu_to_host(wk_device *dev, const void *src, const wk_layout *l,
     if (wk__layout_is_contiguous(l)) {
         e = cudaMemcpyAsync(dst, (const char *)src + (size_t)l->offset * es, nb, cudaMemcpyDeviceToHost, d->stream);
     } else {
-        if (wk__cupool_alloc(d->pool, nb, &tmp) != WK_OK)
-            return wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes on %s to gather a strided view", nb,
-                           d->base.name);
-        int rc = wk__cu_copy_strided(d->stream, src, wk__cu_view(l), tmp, wk__cu_contig_view(l), dt);
-        if (rc != 0) {
-            wk__cupool_free(d->pool, tmp, nb);
-            return wk__cuda_launched(op, d, rc);
-        }
+        wk_status st = gather(op, d, src, l, dt, nb, &tmp);
+        if (st != WK_OK) return st;
         e = cudaMemcpyAsync(dst, tmp, nb, cudaMemcpyDeviceToHost, d->stream);
     }
     if (e == cudaSuccess) e = wait_here(d);
@@ -136,14 +145,8 @@ wk_status wk__cuda_copy_between(wk_device *sdev, const void *src, const wk_layou
     void *tmp = NULL;
     if (!wk__layout_is_contiguous(ls)) {
         /* gather the view on the source device first: the peer copy moves exactly n elements */
-        if (wk__cupool_alloc(s->pool, nb, &tmp) != WK_OK)
-            return wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes on %s to gather a strided view", nb,
-                           s->base.name);
-        int rc = wk__cu_copy_strided(s->stream, src, wk__cu_view(ls), tmp, wk__cu_contig_view(ls), dt);
-        if (rc != 0) {
-            wk__cupool_free(s->pool, tmp, nb);
-            return wk__cuda_launched(op, s, rc);
-        }
+        st = gather(op, s, src, ls, dt, nb, &tmp);
+        if (st != WK_OK) return st;
         from = tmp;
     }
     /* The copy runs on the source's stream, after (1) the source's queued
@@ -247,19 +250,11 @@ typedef struct mm_operand {
 } mm_operand;
 
 static wk_status mm_copy(const char *op, wk_cuda_dev *d, wk_dtype dt, mm_operand *o) {
-    int64_t n = wk__layout_numel(&o->l);
-    o->tmp_bytes = (size_t)n * wk_dtype_size(dt);
-    if (wk__cupool_alloc(d->pool, o->tmp_bytes, &o->tmp) != WK_OK)
-        return wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes on %s for a contiguous copy of an operand",
-                       o->tmp_bytes, d->base.name);
+    o->tmp_bytes = (size_t)wk__layout_numel(&o->l) * wk_dtype_size(dt);
+    wk_status st = gather(op, d, o->buf, &o->l, dt, o->tmp_bytes, &o->tmp);
+    if (st != WK_OK) return st;
     wk_layout lc;
     wk__layout_contiguous(&lc, o->l.shape, o->l.rank, 0);
-    int rc = wk__cu_copy_strided(d->stream, o->buf, wk__cu_view(&o->l), o->tmp, wk__cu_view(&lc), dt);
-    if (rc != 0) {
-        wk__cupool_free(d->pool, o->tmp, o->tmp_bytes);
-        o->tmp = NULL;
-        return wk__cuda_launched(op, d, rc);
-    }
     o->buf = o->tmp;
     o->l = lc;
     return WK_OK;
