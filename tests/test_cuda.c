@@ -460,6 +460,14 @@ static void test_cuda_open_answers(void **state) {
         assert_int_equal(wk_last_status(), absent);
         printf("note: wk_cuda(0): %s\n", wk_last_error());
     }
+    /* the count agrees with what opens, and is never an error */
+    wk_clear_error();
+    int count = wk_cuda_device_count();
+    if (d) assert_true(count >= 1);
+    if (!compiled) assert_int_equal(count, 0); /* (a GPU too old to open still counts) */
+    assert_int_equal(wk_last_status(), WK_OK);
+    assert_null(wk_cuda(count)); /* one past the last ordinal */
+    wk_clear_error();
     /* opening from many threads at once gives one instance (or the same error) */
     enum { NT = 8 };
     pthread_t th[NT];

@@ -99,6 +99,9 @@ typedef enum wk_device_kind { WK_DEVICE_CPU = 0, WK_DEVICE_CUDA, WK_DEVICE_METAL
 wk_device     *wk_cpu(void);
 /* GPU devices: NULL + WK_ERR_NOT_COMPILED when the backend is not built in. */
 wk_device     *wk_cuda(int ordinal);
+/* CUDA devices usable here: 0 without the backend, a driver or a GPU (never
+ * an error; use it to choose between wk_cuda(0) and wk_cpu()). */
+int            wk_cuda_device_count(void);
 wk_device     *wk_metal(int ordinal);
 wk_device_kind wk_device_kind_of(const wk_device *dev);
 /* "cpu", "cuda:0#1" — kind, ordinal and instance id (identity is the instance). */

@@ -39,6 +39,8 @@ wk_device *wk_cuda(int ordinal) {
 #endif
 }
 
+int wk_cuda_device_count(void) { return wk__cuda_device_count(); }
+
 wk_device *wk_metal(int ordinal) {
     wk__err(WK_ERR_NOT_COMPILED, "wk_metal", "device metal:%d requested, but wick has no Metal backend on this platform",
             ordinal);

@@ -194,6 +194,15 @@ wk_device *wk__cuda_open(int ordinal) {
     return d ? &d->base : NULL;
 }
 
+int wk__cuda_device_count(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n < 0 ? 0 : n;
+}
+
 wk_status wk__cuda_mem_stats(wk_device *dev, wk_cupool_stats *out) {
     const char *op = "wk_device_memory_stats";
     if (!out) return wk__err(WK_ERR_ARG, op, "NULL output");
@@ -224,6 +233,8 @@ wk_device *wk__cuda_open(int ordinal) {
             ordinal);
     return NULL;
 }
+
+int wk__cuda_device_count(void) { return 0; }
 
 wk_status wk__cuda_mem_stats(wk_device *dev, wk_cupool_stats *out) {
     (void)dev;

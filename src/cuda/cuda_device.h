@@ -80,6 +80,8 @@ extern const wk_backend wk__cuda_backend;
  * driver, no device or a bad ordinal; NULL + WK_ERR_NOT_COMPILED without
  * WICK_HAVE_CUDA. Thread-safe. Called by wk_cuda(). */
 wk_device *wk__cuda_open(int ordinal);
+/* Devices the runtime reports (0 on any error, or without WICK_HAVE_CUDA). */
+int wk__cuda_device_count(void);
 
 /* Memory of a CUDA device's pool (pool counters; all zero for a non-CUDA
  * device). Internal until the public API grows a CUDA section. */
