@@ -8,7 +8,7 @@
  * four float dtypes with groups/stride/dilation/padding and strided inputs,
  * pooling and upsampling, cumsum/cumprod, sort/argsort/topk (indices exact),
  * random numbers for every float dtype (range, moments, seeding), f8e4m3
- * matmul, cat, uploads through the pinned staging ring (sizes across chunk
+ * matmul, cat, index_add over a long id list (the sorted path), uploads through the pinned staging ring (sizes across chunk
  * boundaries, several threads, an upload queued behind long work), the
  * memory-stats API on the device, and moves between two GPUs (skipped with
  * fewer than two). */
@@ -290,6 +290,31 @@ static void test_cuda_matmul_f8_and_cat(void **state) {
     }
 }
 
+/* index_add with a long id list over few outer positions takes the sorted
+ * path on the GPU (sort the ids, one item per run): bit-identical to the CPU. */
+static void test_cuda_index_add_long(void **state) {
+    (void)state;
+    wk_device *g = tu_cuda_or_skip();
+    const wk_dtype dts[] = {WK_F32, WK_BF16, WK_I32, WK_F64};
+    int64_t len = 5000, rows = 50, cols = 96;
+    int64_t *idv = malloc(sizeof(int64_t) * (size_t)len);
+    assert_non_null(idv);
+    for (int64_t i = 0; i < len; i++) idv[i] = (i * 7919 + (i % 13) * 31) % rows;
+    wk_tensor *ids = TU_OK(wk_from_host(idv, sizeof(int64_t) * (size_t)len, &len, 1, WK_I64, wk_cpu()));
+    wk_tensor *gids = tu_to_device(ids, g);
+    for (int di = 0; di < 4; di++) {
+        int64_t ts[2] = {rows, cols}, ss[2] = {len, cols};
+        pair t = make_pair(g, ts, 2, dts[di], 2.0, false), src = make_pair(g, ss, 2, dts[di], 3.0, di % 2 == 1);
+        check_pair("index_add (long ids)", wk_index_add(t.g, gids, src.g, 0), TU_OK(wk_index_add(t.c, ids, src.c, 0)),
+                   dts[di], 0.0);
+        free_pair(t);
+        free_pair(src);
+    }
+    wk_tensor_free(ids);
+    wk_tensor_free(gids);
+    free(idv);
+}
+
 /* Uploads through the staging ring: sizes below, at and across its chunk
  * size (4 MiB), each read back byte-exact. */
 static void upload_round_trip(wk_device *g, size_t nbytes, unsigned seed) {
@@ -405,6 +430,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_scans_and_order),
         cmocka_unit_test(test_cuda_random),
         cmocka_unit_test(test_cuda_matmul_f8_and_cat),
+        cmocka_unit_test(test_cuda_index_add_long),
         cmocka_unit_test(test_cuda_uploads),
         cmocka_unit_test(test_cuda_memory_stats),
         cmocka_unit_test(test_cuda_two_devices),

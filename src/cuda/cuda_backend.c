@@ -455,12 +455,44 @@ static wk_status cu_scatter(wk_device *dev, void *dst, const wk_layout *ld, cons
                     wk__cu_scatter(d->stream, dst, wk__cu_view(ld), ids, wk__cu_view(lids), idt, src, wk__cu_view(lsrc), dim, dt,
                                    add, d->flag_dev));
 }
+/* index_add's sorted path (kernels_index.cu): a stable ascending sort of
+ * the (validated) 1-D ids into pooled sorted ids + i64 original positions,
+ * then one work item per (sorted id, outer position). Everything is queued
+ * on d's stream; the temporaries are freed stream-ordered right after. */
+static wk_status index_add_sorted(const char *op, wk_cuda_dev *d, void *dst, const wk_layout *ld, const void *ids,
+                                  const wk_layout *lids, wk_dtype idt, const void *src, const wk_layout *lsrc, int dim,
+                                  wk_dtype dt) {
+    const wk_cu_view vids = wk__cu_view(lids);
+    const int64_t len = lids->shape[0];
+    const size_t nsorted = (size_t)len * wk_dtype_size(idt), nperm = (size_t)len * sizeof(int64_t);
+    const size_t nws = wk__cu_sort_workspace(vids, 0, idt);
+    void *sorted = NULL, *perm = NULL, *ws = NULL;
+    wk_status st;
+    if (wk__cupool_alloc(d->pool, nsorted, &sorted) != WK_OK || wk__cupool_alloc(d->pool, nperm, &perm) != WK_OK ||
+        (nws > 0 && wk__cupool_alloc(d->pool, nws, &ws) != WK_OK)) {
+        st = wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes on %s to sort the ids", nsorted + nperm + nws,
+                     d->base.name);
+    } else {
+        int rc = wk__cu_sort(d->stream, ids, vids, idt, 0, false, sorted, perm, ws);
+        if (rc == 0)
+            rc = wk__cu_index_add_sorted(d->stream, dst, wk__cu_view(ld), sorted, (const int64_t *)perm, idt, len, src,
+                                         wk__cu_view(lsrc), dim, dt, d->flag_dev);
+        st = wk__cuda_launched(op, d, rc);
+    }
+    if (sorted) wk__cupool_free(d->pool, sorted, nsorted);
+    if (perm) wk__cupool_free(d->pool, perm, nperm);
+    if (ws) wk__cupool_free(d->pool, ws, nws);
+    return st;
+}
 static wk_status cu_index_add(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
                               wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt) {
     const char *op = "wk_index_add";
     ENTER(op);
     wk_status st = check_ids(op, d, ids, lids, idt, dim, ld->shape[dim]);
     if (st != WK_OK) return st;
+    /* long id lists over few outer positions: sort the ids, same bits */
+    if (wk__cu_index_add_prefers_sorted(wk__cu_view(ld), wk__cu_view(lids), dim))
+        return index_add_sorted(op, d, dst, ld, ids, lids, idt, src, lsrc, dim, dt);
     return wk__cuda_launched(op, d,
                     wk__cu_index_add(d->stream, dst, wk__cu_view(ld), ids, wk__cu_view(lids), idt, src, wk__cu_view(lsrc), dim,
                                      dt, d->flag_dev));

@@ -79,6 +79,20 @@ int wk__cu_scatter(wk_cu_stream s, void *dst, wk_cu_view ld, const void *ids, wk
 /* in place through ld: dst.index_select(dim, ids) += src; ids 1-D */
 int wk__cu_index_add(wk_cu_stream s, void *dst, wk_cu_view ld, const void *ids, wk_cu_view lids, wk_dtype idt,
                      const void *src, wk_cu_view lsrc, int dim, wk_dtype dt, int32_t *err_flag);
+/* index_add with parallelism (unique ids) x (outer positions), same bits as
+ * wk__cu_index_add: sorted_ids (len ids of dtype idt, ascending, contiguous)
+ * and perm (len i64 original positions) are the output of a STABLE
+ * ascending sort of the 1-D ids (wk__cu_sort, dim 0); each run of equal ids
+ * is summed in sorted = original order. ld must not overlap itself
+ * (returns cudaErrorInvalidValue otherwise): call it only when
+ * wk__cu_index_add_prefers_sorted(ld, lids, dim). */
+int wk__cu_index_add_sorted(wk_cu_stream s, void *dst, wk_cu_view ld, const void *sorted_ids, const int64_t *perm,
+                            wk_dtype idt, int64_t len, const void *src, wk_cu_view lsrc, int dim, wk_dtype dt,
+                            int32_t *err_flag);
+/* Pure host decision: true when the sorted path should be used (1-D ids of
+ * 64 or more, fewer than 65536 positions of dst's dims but dim, dst not
+ * overlapping itself; see kernels_index.cu for why these thresholds). */
+bool wk__cu_index_add_prefers_sorted(wk_cu_view ld, wk_cu_view lids, int dim);
 
 #ifdef __cplusplus
 }

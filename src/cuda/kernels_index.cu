@@ -26,14 +26,35 @@
  * even aliasing writes resolve as on the CPU.
  * Cost: parallelism is the number of outer positions; a long dim with few
  * outer positions (e.g. a 1-D scatter_add of 1M ids) runs serially - correct
- * but slow; a segmented/sorted scheme is future work.
+ * but slow. index_add has a second, sorted path for that case
+ * (wk__cu_index_add_sorted; the host picks it with
+ * wk__cu_index_add_prefers_sorted): the host first sorts the ids stably
+ * with wk__cu_sort (sorted ids + i64 original positions), then one work
+ * item per (sorted position s, outer position o), o fastest (a warp shares
+ * s, so the early exit does not diverge, and dst / src accesses coalesce
+ * where o's elements are adjacent, e.g. dim 0 of a row-major dst). An item whose s starts a run of equal ids sums that run in
+ * sorted order - the stable sort keeps equal ids in their original
+ * increasing order, i.e. the CPU's order - into a register (rounded to the
+ * dtype after every addition, as add_elem) and stores once; the other
+ * items exit at once. Parallelism = unique ids x outer positions instead of
+ * outer positions; per-element additions and their order are the CPU's, so
+ * the result is still bit-identical. Only for a non-overlapping dst (the
+ * decision reuses ix_may_overlap: distinct (id, o) name distinct elements,
+ * so no two items write one element). Still serial within one run: an id
+ * repeated k times costs k dependent additions (the CPU's order demands it).
+ * Overhead: the sort (3 + ~log2(len/1024)^2/2 launches, 16 bytes of
+ * workspace per padded id, plus len * (id size + 8) bytes of sorted ids and
+ * positions) and len x outer items of which only run starts work (at most
+ * twice the plain path's item visits).
+ * Not scatter_add (its ids vary per position: a sort per line; future work).
  *
  * Additions (as the CPU's add_elem): integers wrap; f32 / f64 in their own
  * precision; bf16 / f16 / f8e4m3 as f32 sum rounded back.
  * Host emulation (WKC_HOST_EMULATION): launchers run the same per-thread
  * bodies on the host over a fake grid of 7 threads.
  * Checked: host emulation against wk__cpu_* (tests/cuda/
- * test_cuda_kernels_emu.cu). Never run on a GPU. */
+ * test_cuda_kernels_emu.cu; the sorted index_add path, sort included, in
+ * tests/cuda/test_cuda_ixadd_emu.cu). Never run on a GPU. */
 #include "cuda/cuda_index.cuh"
 
 namespace {
@@ -387,4 +408,161 @@ extern "C" int wk__cu_index_add(wk_cu_stream s, void *dst, wk_cu_view ld, const 
         return ix_launch(s, p, true);
     }
     return ix_launch(s, p, false);
+}
+
+/* ---- index_add, sorted path (see "Cost:" above) ---- */
+
+namespace {
+
+/* Thresholds of wk__cu_index_add_prefers_sorted.
+ * IX_SORTED_MIN_LEN: below 64 ids the plain path's loop per outer position
+ * is short, and the sort (>= 3 launches plus a workspace of 16 bytes per
+ * padded id) would cost more than it saves.
+ * IX_SORTED_MAX_OUTER: from 65536 outer positions on, the plain path
+ * already has 65536 threads - a quarter or more of a large GPU's resident
+ * threads, with coalesced accesses along the outer positions - so the sort
+ * buys little; below it (the embedding backward: [vocab, 4096] with a few
+ * thousand tokens) the plain path leaves most of the GPU idle while each
+ * thread walks every id, and the sorted path multiplies the parallelism by
+ * the number of unique ids. Both are performance choices only: the two
+ * paths give the same bits. */
+#define IX_SORTED_MIN_LEN 64
+#define IX_SORTED_MAX_OUTER 65536
+/* the sort's own bound on a line's length (kernels_sort.cu so_plan) */
+#define IX_SORTED_MAX_LEN (INT64_C(1) << 40)
+
+struct IxSortedP {
+    int32_t idt, dim;
+    int32_t narrow;  /* items < 2^32: 32-bit item division */
+    int64_t len;     /* ids */
+    int64_t nouter;  /* outer positions (dst's dims but dim) */
+    int64_t size;    /* dst.shape[dim], every id's bound */
+    wk_cu_view d, s; /* dst, src */
+    wk_cu_view it;   /* dst's shape with shape[dim] = 1: the outer positions */
+    const void *sorted;      /* ids sorted ascending, dtype idt, contiguous */
+    const long long *perm;   /* perm[k]: original position of sorted[k] */
+    const void *src;
+    void *dst;
+    int32_t *err;
+};
+
+/* a + b on raw element bits in dtype DT, exactly as ix_add / the CPU's
+ * add_elem: integers wrap, f32 / f64 in their own precision, bf16 / f16 /
+ * f8e4m3 as an f32 sum rounded back to the dtype (every call rounds). */
+template <int DT> WKC_HD unsigned long long ix_sum_bits(unsigned long long a, unsigned long long b) {
+    switch (DT) {
+    case WK_U8: return (uint8_t)(a + b);
+    case WK_I16: return (uint16_t)(a + b);
+    case WK_U32:
+    case WK_I32: return (uint32_t)(a + b);
+    case WK_I64: return a + b;
+    case WK_F32: return wkc_f2u(wkc_u2f((uint32_t)a) + wkc_u2f((uint32_t)b));
+    case WK_F64: return wkc_bits_f64(WK_F64, wkc_bits_to_f64(WK_F64, a) + wkc_bits_to_f64(WK_F64, b));
+    case WK_BF16: return wkc_f32_to_bf16(wkc_bf16_to_f32((uint16_t)a) + wkc_bf16_to_f32((uint16_t)b));
+    case WK_F16: return wkc_f32_to_f16(wkc_f16_to_f32((uint16_t)a) + wkc_f16_to_f32((uint16_t)b));
+    default: return wkc_f32_to_f8e4m3(wkc_f8e4m3_to_f32((uint8_t)a) + wkc_f8e4m3_to_f32((uint8_t)b));
+    }
+}
+
+/* item -> (sorted position, outer position), outer fastest */
+WKC_HD void ix_sorted_split(const IxSortedP &p, int64_t i, int64_t *k, int64_t *o) {
+    if (p.narrow) {
+        const uint32_t u = (uint32_t)i, n = (uint32_t)p.nouter, q = u / n;
+        *k = q;
+        *o = u - q * n;
+    } else {
+        *k = i / p.nouter;
+        *o = i - *k * p.nouter;
+    }
+}
+
+/* Work item i = (k, o). Only the first sorted position of a run of equal
+ * ids does work: dst[id, o] += src[perm[k'], o] for the run's k' in sorted
+ * (= original) order, accumulated in a register, stored once. */
+template <int DT> WKC_HD void ix_sorted_item(const IxSortedP &p, int64_t i) {
+    int64_t k, o;
+    ix_sorted_split(p, i, &k, &o);
+    const long long id = ix_load(p.sorted, k, p.idt);
+    if (k > 0 && ix_load(p.sorted, k - 1, p.idt) == id) return; /* not a run start */
+    if ((uint64_t)id >= (uint64_t)p.size) { /* validated by the host: defence in depth */
+        ix_err(p.err);
+        return;
+    }
+    int64_t c[WK_MAX_RANK];
+    ix_coords(p.it, o, c);
+    const int64_t di = ix_off(p.d, c, p.dim) + (int64_t)id * p.d.stride[p.dim];
+    const int64_t sb = ix_off(p.s, c, p.dim), ss = p.s.stride[p.dim];
+    unsigned long long acc = wkc_raw_load(p.dst, di, DT);
+    for (int64_t r = k; r < p.len && ix_load(p.sorted, r, p.idt) == id; r++)
+        acc = ix_sum_bits<DT>(acc, wkc_raw_load(p.src, sb + (int64_t)p.perm[r] * ss, DT));
+    wkc_put_bits(p.dst, di, DT, acc);
+}
+
+template <int DT> struct IxSortedItem {
+    static WKC_HD void item(const IxSortedP &p, int64_t i) { ix_sorted_item<DT>(p, i); }
+};
+
+template <int DT> static int ix_sorted_launch(wk_cu_stream s, const IxSortedP &p) {
+    return wkc_launch_items<IxSortedItem<DT>, IX_THREADS>(s, p, p.len * p.nouter);
+}
+
+/* outer positions of dst: the product of its dims but dim */
+static int64_t ix_outer(const wk_cu_view &ld, int dim) {
+    int64_t n = 1;
+    for (int d = 0; d < ld.rank; d++)
+        if (d != dim) n *= ld.shape[d];
+    return n;
+}
+
+} // namespace
+
+extern "C" bool wk__cu_index_add_prefers_sorted(wk_cu_view ld, wk_cu_view lids, int dim) {
+    if (!ix_view_ok(ld) || !ix_view_ok(lids) || dim < 0 || dim >= ld.rank || lids.rank != 1) return false;
+    const int64_t len = lids.shape[0], nouter = ix_outer(ld, dim);
+    if (len < IX_SORTED_MIN_LEN || len > IX_SORTED_MAX_LEN) return false;
+    if (nouter <= 0 || nouter >= IX_SORTED_MAX_OUTER) return false;
+    return !ix_may_overlap(ld); /* the plain path's serial plan: keep it */
+}
+
+extern "C" int wk__cu_index_add_sorted(wk_cu_stream s, void *dst, wk_cu_view ld, const void *sorted_ids,
+                                       const int64_t *perm, wk_dtype idt, int64_t len, const void *src,
+                                       wk_cu_view lsrc, int dim, wk_dtype dt, int32_t *err_flag) {
+    if (!ix_view_ok(ld) || !ix_view_ok(lsrc) || !ix_idt_ok(idt) || wkc_size(dt) == 0 || dim < 0 ||
+        dim >= ld.rank || lsrc.rank != ld.rank || len < 0 || len > IX_SORTED_MAX_LEN)
+        return WKC_BAD_ARG;
+    const int64_t nouter = ix_outer(ld, dim);
+    if (len == 0 || nouter == 0) return 0;
+    if (nouter > INT64_MAX / len) return WKC_BAD_ARG; /* items would overflow */
+    /* distinct (id, outer position) must name distinct elements */
+    if (ix_may_overlap(ld)) return WKC_BAD_ARG;
+    IxSortedP p;
+    memset(&p, 0, sizeof p);
+    p.idt = (int32_t)idt;
+    p.dim = dim;
+    p.len = len;
+    p.nouter = nouter;
+    p.narrow = len * nouter <= (int64_t)UINT32_MAX;
+    p.size = ld.shape[dim];
+    p.d = ld;
+    p.s = lsrc;
+    p.it = ld;
+    p.it.shape[dim] = 1;
+    p.sorted = sorted_ids;
+    p.perm = (const long long *)perm;
+    p.src = src;
+    p.dst = dst;
+    p.err = err_flag;
+    switch (dt) {
+    case WK_U8: return ix_sorted_launch<WK_U8>(s, p);
+    case WK_U32: return ix_sorted_launch<WK_U32>(s, p);
+    case WK_I16: return ix_sorted_launch<WK_I16>(s, p);
+    case WK_I32: return ix_sorted_launch<WK_I32>(s, p);
+    case WK_I64: return ix_sorted_launch<WK_I64>(s, p);
+    case WK_BF16: return ix_sorted_launch<WK_BF16>(s, p);
+    case WK_F16: return ix_sorted_launch<WK_F16>(s, p);
+    case WK_F32: return ix_sorted_launch<WK_F32>(s, p);
+    case WK_F64: return ix_sorted_launch<WK_F64>(s, p);
+    case WK_F8E4M3: return ix_sorted_launch<WK_F8E4M3>(s, p);
+    default: return WKC_BAD_ARG;
+    }
 }
