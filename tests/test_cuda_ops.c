@@ -290,9 +290,10 @@ static void test_cuda_matmul_f8_and_cat(void **state) {
     }
 }
 
-/* index_add with a long id list over few outer positions takes the sorted
- * path on the GPU (sort the ids, one item per run): bit-identical to the CPU. */
-static void test_cuda_index_add_long(void **state) {
+/* index_add with a long id list over few outer positions, and scatter /
+ * scatter_add along one long line, take the sorted paths on the GPU (sort
+ * the ids, one item per run): bit-identical to the CPU. */
+static void test_cuda_index_add_scatter_long(void **state) {
     (void)state;
     wk_device *g = tu_cuda_or_skip();
     const wk_dtype dts[] = {WK_F32, WK_BF16, WK_I32, WK_F64};
@@ -310,6 +311,22 @@ static void test_cuda_index_add_long(void **state) {
         free_pair(t);
         free_pair(src);
     }
+    /* scatter_add / scatter along one long line (1-D): the sorted path too */
+    int64_t rows1 = 37;
+    for (int64_t i = 0; i < len; i++) idv[i] %= rows1;
+    wk_tensor *ids1 = TU_OK(wk_from_host(idv, sizeof(int64_t) * (size_t)len, &len, 1, WK_I64, wk_cpu()));
+    wk_tensor *gids1 = tu_to_device(ids1, g);
+    for (int di = 0; di < 4; di++) {
+        pair t = make_pair(g, &rows1, 1, dts[di], 2.0, false), src = make_pair(g, &len, 1, dts[di], 3.0, false);
+        check_pair("scatter_add (long line)", wk_scatter_add(t.g, gids1, src.g, 0),
+                   TU_OK(wk_scatter_add(t.c, ids1, src.c, 0)), dts[di], 0.0);
+        check_pair("scatter (long line)", wk_scatter(t.g, gids1, src.g, 0), TU_OK(wk_scatter(t.c, ids1, src.c, 0)),
+                   dts[di], 0.0);
+        free_pair(t);
+        free_pair(src);
+    }
+    wk_tensor_free(ids1);
+    wk_tensor_free(gids1);
     wk_tensor_free(ids);
     wk_tensor_free(gids);
     free(idv);
@@ -430,7 +447,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_scans_and_order),
         cmocka_unit_test(test_cuda_random),
         cmocka_unit_test(test_cuda_matmul_f8_and_cat),
-        cmocka_unit_test(test_cuda_index_add_long),
+        cmocka_unit_test(test_cuda_index_add_scatter_long),
         cmocka_unit_test(test_cuda_uploads),
         cmocka_unit_test(test_cuda_memory_stats),
         cmocka_unit_test(test_cuda_two_devices),

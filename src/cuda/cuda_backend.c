@@ -444,6 +444,38 @@ static wk_status cu_gather(wk_device *dev, const void *src, const wk_layout *ls,
     return wk__cuda_launched(op, d,
                     wk__cu_gather(d->stream, src, wk__cu_view(ls), ids, wk__cu_view(lids), idt, dim, dst, dt, d->flag_dev));
 }
+/* The sorted index paths (kernels_index.cu: scatter / scatter_add over long
+ * lines, index_add over a long id list): the validated ids sorted stably
+ * along dim, every line at once, into pooled sorted ids + i64 original
+ * positions (contiguous with the ids' shape). */
+typedef struct sorted_ids {
+    void *ids, *perm, *ws;
+    size_t nids, nperm, nws;
+} sorted_ids;
+
+static void sorted_ids_free(wk_cuda_dev *d, sorted_ids *s) {
+    /* stream-ordered: the kernels queued with them run first */
+    if (s->ids) wk__cupool_free(d->pool, s->ids, s->nids);
+    if (s->perm) wk__cupool_free(d->pool, s->perm, s->nperm);
+    if (s->ws) wk__cupool_free(d->pool, s->ws, s->nws);
+}
+
+/* Queue the sort. Returns its launch rc (0 = ok), or -1 with nothing queued
+ * when the temporaries cannot be allocated: the caller then takes the plain
+ * path (same result, only slower). Free with sorted_ids_free either way. */
+static int sort_ids(wk_cuda_dev *d, const void *ids, const wk_layout *lids, wk_dtype idt, int dim, sorted_ids *s) {
+    const wk_cu_view v = wk__cu_view(lids);
+    const int64_t n = wk__layout_numel(lids);
+    memset(s, 0, sizeof *s);
+    s->nids = (size_t)n * wk_dtype_size(idt);
+    s->nperm = (size_t)n * sizeof(int64_t);
+    s->nws = wk__cu_sort_workspace(v, dim, idt);
+    if (wk__cupool_alloc(d->pool, s->nids, &s->ids) != WK_OK || wk__cupool_alloc(d->pool, s->nperm, &s->perm) != WK_OK ||
+        (s->nws > 0 && wk__cupool_alloc(d->pool, s->nws, &s->ws) != WK_OK))
+        return -1;
+    return wk__cu_sort(d->stream, ids, v, idt, dim, false, s->ids, s->perm, s->ws);
+}
+
 static wk_status cu_scatter(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
                             wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt, bool add) {
     const char *op = add ? "wk_scatter_add" : "wk_scatter";
@@ -451,38 +483,19 @@ static wk_status cu_scatter(wk_device *dev, void *dst, const wk_layout *ld, cons
     /* validated and waited for before anything is written: never a half-written dst */
     wk_status st = check_ids(op, d, ids, lids, idt, dim, ld->shape[dim]);
     if (st != WK_OK) return st;
+    /* long lines, few of them: sort the ids of every line, same bits */
+    if (wk__cu_scatter_prefers_sorted(wk__cu_view(ld), wk__cu_view(lids), dim)) {
+        sorted_ids so;
+        int rc = sort_ids(d, ids, lids, idt, dim, &so);
+        if (rc == 0)
+            rc = wk__cu_scatter_sorted(d->stream, dst, wk__cu_view(ld), so.ids, (const int64_t *)so.perm,
+                                       wk__cu_view(lids), idt, src, wk__cu_view(lsrc), dim, dt, add, d->flag_dev);
+        sorted_ids_free(d, &so);
+        if (rc >= 0) return wk__cuda_launched(op, d, rc);
+    }
     return wk__cuda_launched(op, d,
                     wk__cu_scatter(d->stream, dst, wk__cu_view(ld), ids, wk__cu_view(lids), idt, src, wk__cu_view(lsrc), dim, dt,
                                    add, d->flag_dev));
-}
-/* index_add's sorted path (kernels_index.cu): a stable ascending sort of
- * the (validated) 1-D ids into pooled sorted ids + i64 original positions,
- * then one work item per (sorted id, outer position). Everything is queued
- * on d's stream; the temporaries are freed stream-ordered right after. */
-static wk_status index_add_sorted(const char *op, wk_cuda_dev *d, void *dst, const wk_layout *ld, const void *ids,
-                                  const wk_layout *lids, wk_dtype idt, const void *src, const wk_layout *lsrc, int dim,
-                                  wk_dtype dt) {
-    const wk_cu_view vids = wk__cu_view(lids);
-    const int64_t len = lids->shape[0];
-    const size_t nsorted = (size_t)len * wk_dtype_size(idt), nperm = (size_t)len * sizeof(int64_t);
-    const size_t nws = wk__cu_sort_workspace(vids, 0, idt);
-    void *sorted = NULL, *perm = NULL, *ws = NULL;
-    wk_status st;
-    if (wk__cupool_alloc(d->pool, nsorted, &sorted) != WK_OK || wk__cupool_alloc(d->pool, nperm, &perm) != WK_OK ||
-        (nws > 0 && wk__cupool_alloc(d->pool, nws, &ws) != WK_OK)) {
-        st = wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes on %s to sort the ids", nsorted + nperm + nws,
-                     d->base.name);
-    } else {
-        int rc = wk__cu_sort(d->stream, ids, vids, idt, 0, false, sorted, perm, ws);
-        if (rc == 0)
-            rc = wk__cu_index_add_sorted(d->stream, dst, wk__cu_view(ld), sorted, (const int64_t *)perm, idt, len, src,
-                                         wk__cu_view(lsrc), dim, dt, d->flag_dev);
-        st = wk__cuda_launched(op, d, rc);
-    }
-    if (sorted) wk__cupool_free(d->pool, sorted, nsorted);
-    if (perm) wk__cupool_free(d->pool, perm, nperm);
-    if (ws) wk__cupool_free(d->pool, ws, nws);
-    return st;
 }
 static wk_status cu_index_add(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
                               wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt) {
@@ -491,8 +504,15 @@ static wk_status cu_index_add(wk_device *dev, void *dst, const wk_layout *ld, co
     wk_status st = check_ids(op, d, ids, lids, idt, dim, ld->shape[dim]);
     if (st != WK_OK) return st;
     /* long id lists over few outer positions: sort the ids, same bits */
-    if (wk__cu_index_add_prefers_sorted(wk__cu_view(ld), wk__cu_view(lids), dim))
-        return index_add_sorted(op, d, dst, ld, ids, lids, idt, src, lsrc, dim, dt);
+    if (wk__cu_index_add_prefers_sorted(wk__cu_view(ld), wk__cu_view(lids), dim)) {
+        sorted_ids so;
+        int rc = sort_ids(d, ids, lids, idt, 0, &so);
+        if (rc == 0)
+            rc = wk__cu_index_add_sorted(d->stream, dst, wk__cu_view(ld), so.ids, (const int64_t *)so.perm, idt,
+                                         lids->shape[0], src, wk__cu_view(lsrc), dim, dt, d->flag_dev);
+        sorted_ids_free(d, &so);
+        if (rc >= 0) return wk__cuda_launched(op, d, rc);
+    }
     return wk__cuda_launched(op, d,
                     wk__cu_index_add(d->stream, dst, wk__cu_view(ld), ids, wk__cu_view(lids), idt, src, wk__cu_view(lsrc), dim,
                                      dt, d->flag_dev));

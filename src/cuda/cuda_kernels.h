@@ -93,6 +93,23 @@ int wk__cu_index_add_sorted(wk_cu_stream s, void *dst, wk_cu_view ld, const void
  * 64 or more, fewer than 65536 positions of dst's dims but dim, dst not
  * overlapping itself; see kernels_index.cu for why these thresholds). */
 bool wk__cu_index_add_prefers_sorted(wk_cu_view ld, wk_cu_view lids, int dim);
+/* scatter / scatter_add (add) with parallelism numel(ids) instead of the
+ * number of lines (positions of ids' dims but dim), same bits as
+ * wk__cu_scatter: sorted_ids (dtype idt) and perm (i64 original positions
+ * along dim), both contiguous with lids' shape, are the output of a STABLE
+ * ascending sort of the ids along dim (wk__cu_sort(ids, lids, idt, dim)).
+ * Add: each run of equal ids in a line is summed into dst in sorted =
+ * original order; set: the run's last entry (the CPU's last write) is
+ * stored. dst's written positions must not overlap (returns
+ * cudaErrorInvalidValue otherwise): call it only when
+ * wk__cu_scatter_prefers_sorted(ld, lids, dim). */
+int wk__cu_scatter_sorted(wk_cu_stream s, void *dst, wk_cu_view ld, const void *sorted_ids, const int64_t *perm,
+                          wk_cu_view lids, wk_dtype idt, const void *src, wk_cu_view lsrc, int dim, wk_dtype dt,
+                          bool add, int32_t *err_flag);
+/* Pure host decision: true when the sorted scatter path should be used
+ * (64 or more ids along dim, fewer than 65536 lines, dst's written
+ * positions not overlapping; see kernels_index.cu). */
+bool wk__cu_scatter_prefers_sorted(wk_cu_view ld, wk_cu_view lids, int dim);
 
 #ifdef __cplusplus
 }

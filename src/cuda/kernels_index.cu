@@ -46,7 +46,29 @@
  * workspace per padded id, plus len * (id size + 8) bytes of sorted ids and
  * positions) and len x outer items of which only run starts work (at most
  * twice the plain path's item visits).
- * Not scatter_add (its ids vary per position: a sort per line; future work).
+ * scatter / scatter_add have the same kind of sorted path
+ * (wk__cu_scatter_sorted, chosen by wk__cu_scatter_prefers_sorted: 64 or
+ * more ids along dim, fewer than 65536 lines, the written positions of dst
+ * not overlapping - the plain path's serial plan is kept). Their ids differ
+ * per line (= per outer position), so the host sorts every line at once
+ * (wk__cu_sort along dim: sorted ids + i64 original positions, contiguous
+ * with ids' shape), then one work item per id (line, sorted position s),
+ * in the row-major order of ids' shape - so neighbouring items read
+ * neighbouring sorted ids and positions whatever dim is. scatter_add: an
+ * item whose s starts a run of equal ids in its line loads dst once, adds
+ * the run's src elements in sorted (= original, by stability) order,
+ * rounded as add_elem after each, and stores once; scatter (set): only the
+ * item whose s ENDS a run stores - its src element is the run's largest
+ * original position, the CPU's last write. Parallelism = numel(ids)
+ * instead of the number of lines (a 1-D scatter_add of 1M ids: one thread
+ * -> 1M items, one per id, of which the run starts work); the result is
+ * bit-identical for the same reason as index_add's. Overhead: the sort
+ * (per line padded to P = next power of two >= len; 16 bytes of workspace
+ * per padded id for all lines, so less than 32 bytes per id; launches as
+ * above for P) plus numel(ids) * (id size + 8) bytes of sorted ids and
+ * positions; the host falls back to the plain path when these temporaries
+ * cannot be allocated. A run of k equal ids in one line is still k
+ * dependent additions (scatter: one store).
  *
  * Additions (as the CPU's add_elem): integers wrap; f32 / f64 in their own
  * precision; bf16 / f16 / f8e4m3 as f32 sum rounded back.
@@ -54,7 +76,8 @@
  * bodies on the host over a fake grid of 7 threads.
  * Checked: host emulation against wk__cpu_* (tests/cuda/
  * test_cuda_kernels_emu.cu; the sorted index_add path, sort included, in
- * tests/cuda/test_cuda_ixadd_emu.cu). Never run on a GPU. */
+ * tests/cuda/test_cuda_ixadd_emu.cu; the sorted scatter / scatter_add path,
+ * sort included, in tests/cuda/test_cuda_scadd_emu.cu). Never run on a GPU. */
 #include "cuda/cuda_index.cuh"
 
 namespace {
@@ -563,6 +586,160 @@ extern "C" int wk__cu_index_add_sorted(wk_cu_stream s, void *dst, wk_cu_view ld,
     case WK_F32: return ix_sorted_launch<WK_F32>(s, p);
     case WK_F64: return ix_sorted_launch<WK_F64>(s, p);
     case WK_F8E4M3: return ix_sorted_launch<WK_F8E4M3>(s, p);
+    default: return WKC_BAD_ARG;
+    }
+}
+
+/* ---- scatter / scatter_add, sorted path (see "Cost:" above) ---- */
+
+namespace {
+
+/* Thresholds of wk__cu_scatter_prefers_sorted: the same reasoning, and the
+ * same numbers, as index_add's (IX_SORTED_MIN_LEN / IX_SORTED_MAX_OUTER
+ * above), with "outer positions" = lines = the positions of ids' dims but
+ * dim, each one thread of the plain path: a line shorter than 64 ids is
+ * cheaper to walk than to sort, and 65536 or more lines already keep the
+ * GPU busy on the plain path. Performance choices only: same bits. */
+#define SC_SORTED_MIN_LEN IX_SORTED_MIN_LEN
+#define SC_SORTED_MAX_LINES IX_SORTED_MAX_OUTER
+
+struct ScSortedP {
+    int32_t idt, dim;
+    int32_t narrow;  /* items < 2^32: 32-bit item division */
+    int64_t len;     /* ids along dim (a line) */
+    int64_t inner;   /* product of ids' dims after dim: the sorted arrays' stride along dim */
+    int64_t items;   /* numel(ids) */
+    int64_t size;    /* dst.shape[dim], every id's bound */
+    wk_cu_view d, s; /* dst, src */
+    wk_cu_view it;   /* ids' shape: the sorted arrays are contiguous with it */
+    const void *sorted;    /* per line ids sorted ascending (stable), dtype idt */
+    const long long *perm; /* original position along dim of each sorted id */
+    const void *src;
+    void *dst;
+    int32_t *err;
+};
+
+/* position along dim of item i (= row-major position in ids' shape) */
+WKC_HD int64_t sc_sorted_pos(const ScSortedP &p, int64_t i) {
+    if (p.narrow) {
+        const uint32_t q = (uint32_t)i / (uint32_t)p.inner, n = (uint32_t)p.len;
+        return (int64_t)(q - q / n * n);
+    }
+    const int64_t q = i / p.inner;
+    return q - q / p.len * p.len;
+}
+
+/* dst element of id at item i's line, src's line base; false (flag set) for a bad id */
+WKC_HD bool sc_sorted_addr(const ScSortedP &p, int64_t i, long long id, int64_t *di, int64_t *sb) {
+    if ((uint64_t)id >= (uint64_t)p.size) { /* validated by the host: defence in depth */
+        ix_err(p.err);
+        return false;
+    }
+    int64_t c[WK_MAX_RANK];
+    ix_coords(p.it, i, c);
+    *di = ix_off(p.d, c, p.dim) + (int64_t)id * p.d.stride[p.dim];
+    *sb = ix_off(p.s, c, p.dim);
+    return true;
+}
+
+/* scatter_add, item i: only the first sorted position of a run of equal ids
+ * in its line works: acc = dst[id]; acc += src[perm[r]] for the run's r in
+ * sorted (= original, by stability) order, rounded as add_elem each step;
+ * one store. */
+template <int DT> WKC_HD void sc_sorted_add_item(const ScSortedP &p, int64_t i) {
+    const int64_t s = sc_sorted_pos(p, i);
+    const long long id = ix_load(p.sorted, i, p.idt);
+    if (s > 0 && ix_load(p.sorted, i - p.inner, p.idt) == id) return; /* not a run start */
+    int64_t di, sb;
+    if (!sc_sorted_addr(p, i, id, &di, &sb)) return;
+    const int64_t ss = p.s.stride[p.dim];
+    unsigned long long acc = wkc_raw_load(p.dst, di, DT);
+    for (int64_t r = s, j = i; r < p.len && ix_load(p.sorted, j, p.idt) == id; r++, j += p.inner)
+        acc = ix_sum_bits<DT>(acc, wkc_raw_load(p.src, sb + (int64_t)p.perm[j] * ss, DT));
+    wkc_put_bits(p.dst, di, DT, acc);
+}
+
+/* scatter (set), item i: only the LAST sorted position of a run writes -
+ * the largest original position, i.e. the CPU's last write. */
+template <int DT> WKC_HD void sc_sorted_set_item(const ScSortedP &p, int64_t i) {
+    const int64_t s = sc_sorted_pos(p, i);
+    const long long id = ix_load(p.sorted, i, p.idt);
+    if (s + 1 < p.len && ix_load(p.sorted, i + p.inner, p.idt) == id) return; /* not a run end */
+    int64_t di, sb;
+    if (!sc_sorted_addr(p, i, id, &di, &sb)) return;
+    wkc_put_bits(p.dst, di, DT, wkc_raw_load(p.src, sb + (int64_t)p.perm[i] * p.s.stride[p.dim], DT));
+}
+
+template <int DT> struct ScSortedAdd {
+    static WKC_HD void item(const ScSortedP &p, int64_t i) { sc_sorted_add_item<DT>(p, i); }
+};
+template <int DT> struct ScSortedSet {
+    static WKC_HD void item(const ScSortedP &p, int64_t i) { sc_sorted_set_item<DT>(p, i); }
+};
+
+template <int DT> static int sc_sorted_launch(wk_cu_stream s, const ScSortedP &p, bool add) {
+    if (add) return wkc_launch_items<ScSortedAdd<DT>, IX_THREADS>(s, p, p.items);
+    return wkc_launch_items<ScSortedSet<DT>, IX_THREADS>(s, p, p.items);
+}
+
+/* the positions of dst the op writes: dst viewed with ids' shape off dim,
+ * its full extent along dim (as wk__cu_scatter's overlap test) */
+static wk_cu_view sc_written(const wk_cu_view &ld, const wk_cu_view &lids, int dim) {
+    wk_cu_view w = ld;
+    for (int d = 0; d < ld.rank; d++) w.shape[d] = d == dim ? ld.shape[d] : lids.shape[d];
+    return w;
+}
+
+} // namespace
+
+extern "C" bool wk__cu_scatter_prefers_sorted(wk_cu_view ld, wk_cu_view lids, int dim) {
+    if (!ix_view_ok(ld) || !ix_view_ok(lids) || dim < 0 || dim >= ld.rank || lids.rank != ld.rank) return false;
+    const int64_t len = lids.shape[dim], lines = ix_outer(lids, dim);
+    if (len < SC_SORTED_MIN_LEN || len > IX_SORTED_MAX_LEN) return false;
+    if (lines <= 0 || lines >= SC_SORTED_MAX_LINES) return false;
+    return !ix_may_overlap(sc_written(ld, lids, dim)); /* the plain path's serial plan: keep it */
+}
+
+extern "C" int wk__cu_scatter_sorted(wk_cu_stream s, void *dst, wk_cu_view ld, const void *sorted_ids,
+                                     const int64_t *perm, wk_cu_view lids, wk_dtype idt, const void *src,
+                                     wk_cu_view lsrc, int dim, wk_dtype dt, bool add, int32_t *err_flag) {
+    if (!ix_view_ok(ld) || !ix_view_ok(lids) || !ix_view_ok(lsrc) || !ix_idt_ok(idt) || wkc_size(dt) == 0 ||
+        dim < 0 || dim >= ld.rank || lids.rank != ld.rank || lsrc.rank != ld.rank ||
+        lids.shape[dim] > IX_SORTED_MAX_LEN)
+        return WKC_BAD_ARG;
+    const int64_t items = ix_numel(lids);
+    if (items == 0) return 0;
+    /* distinct (line, id) must name distinct elements */
+    if (ix_may_overlap(sc_written(ld, lids, dim))) return WKC_BAD_ARG;
+    ScSortedP p;
+    memset(&p, 0, sizeof p);
+    p.idt = (int32_t)idt;
+    p.dim = dim;
+    p.len = lids.shape[dim];
+    p.inner = 1;
+    for (int d = dim + 1; d < lids.rank; d++) p.inner *= lids.shape[d];
+    p.items = items;
+    p.narrow = items <= (int64_t)UINT32_MAX;
+    p.size = ld.shape[dim];
+    p.d = ld;
+    p.s = lsrc;
+    p.it = lids;
+    p.sorted = sorted_ids;
+    p.perm = (const long long *)perm;
+    p.src = src;
+    p.dst = dst;
+    p.err = err_flag;
+    switch (dt) {
+    case WK_U8: return sc_sorted_launch<WK_U8>(s, p, add);
+    case WK_U32: return sc_sorted_launch<WK_U32>(s, p, add);
+    case WK_I16: return sc_sorted_launch<WK_I16>(s, p, add);
+    case WK_I32: return sc_sorted_launch<WK_I32>(s, p, add);
+    case WK_I64: return sc_sorted_launch<WK_I64>(s, p, add);
+    case WK_BF16: return sc_sorted_launch<WK_BF16>(s, p, add);
+    case WK_F16: return sc_sorted_launch<WK_F16>(s, p, add);
+    case WK_F32: return sc_sorted_launch<WK_F32>(s, p, add);
+    case WK_F64: return sc_sorted_launch<WK_F64>(s, p, add);
+    case WK_F8E4M3: return sc_sorted_launch<WK_F8E4M3>(s, p, add);
     default: return WKC_BAD_ARG;
     }
 }
