@@ -552,31 +552,28 @@ static wk_status cu_scan(wk_device *dev, const void *src, const wk_layout *ls, v
     if (ws) wk__cupool_free(d->pool, ws, wsb);
     return wk__cuda_launched(op, d, rc);
 }
-static wk_status cu_sort(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, bool descending,
-                         void *values, void *indices) {
-    const char *op = "wk_sort";
+/* sort (k < 0: the whole dim, `first` = descending) and topk (k entries,
+ * `first` = largest) share the bitonic sort and its workspace */
+static wk_status order_op(const char *op, wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim,
+                          int64_t k, bool first, void *values, void *indices) {
     ENTER(op);
     wk_cu_view v = wk__cu_view(ls);
     size_t wsb = wk__cu_sort_workspace(v, dim, dt);
     void *ws;
     wk_status st = with_workspace(op, d, wsb, &ws);
     if (st != WK_OK) return st;
-    int rc = wk__cu_sort(d->stream, src, v, dt, dim, descending, values, indices, ws);
+    int rc = k < 0 ? wk__cu_sort(d->stream, src, v, dt, dim, first, values, indices, ws)
+                   : wk__cu_topk(d->stream, src, v, dt, dim, k, first, values, indices, ws);
     if (ws) wk__cupool_free(d->pool, ws, wsb);
     return wk__cuda_launched(op, d, rc);
 }
+static wk_status cu_sort(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, bool descending,
+                         void *values, void *indices) {
+    return order_op("wk_sort", dev, src, ls, dt, dim, -1, descending, values, indices);
+}
 static wk_status cu_topk(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, int64_t k,
                          bool largest, void *values, void *indices) {
-    const char *op = "wk_topk";
-    ENTER(op);
-    wk_cu_view v = wk__cu_view(ls);
-    size_t wsb = wk__cu_sort_workspace(v, dim, dt);
-    void *ws;
-    wk_status st = with_workspace(op, d, wsb, &ws);
-    if (st != WK_OK) return st;
-    int rc = wk__cu_topk(d->stream, src, v, dt, dim, k, largest, values, indices, ws);
-    if (ws) wk__cupool_free(d->pool, ws, wsb);
-    return wk__cuda_launched(op, d, rc);
+    return order_op("wk_topk", dev, src, ls, dt, dim, k, largest, values, indices);
 }
 
 /* Philox counters: each call takes the next wk__cu_rand_counters of the
