@@ -124,12 +124,6 @@ static wk_layout mk(int rank, const int64_t *shape, const int64_t *stride, int64
     for (int d = 0; d < rank; d++) { l.shape[d] = shape[d]; l.stride[d] = stride[d]; }
     return l;
 }
-static wk_cu_view cv(const wk_layout &l) {
-    wk_cu_view v; memset(&v, 0, sizeof v);
-    v.rank = l.rank; v.offset = l.offset;
-    for (int d = 0; d < WK_MAX_RANK; d++) { v.shape[d] = l.shape[d]; v.stride[d] = l.stride[d]; }
-    return v;
-}
 
 /* groups of layouts sharing one shape */
 static std::vector<std::vector<Lay>> layout_groups() {
@@ -175,8 +169,6 @@ static std::vector<std::vector<Lay>> layout_groups() {
     }
     return g;
 }
-
-static int64_t numel(const wk_layout &l) { int64_t n = 1; for (int d = 0; d < l.rank; d++) n *= l.shape[d]; return n; }
 
 /* equal up to tolerance: exact for ints; floats: both NaN, or bits equal, or within ulps */
 static bool close_elem(const unsigned char *a, const unsigned char *b, int dt, int64_t i, bool exact) {

@@ -62,19 +62,6 @@ static wk_layout mk4(const int64_t s[4], int64_t s0, int64_t s1, int64_t s2, int
     for (int d = 0; d < 4; d++) { l.shape[d] = s[d]; l.stride[d] = st[d]; }
     return l;
 }
-static wk_cu_view cv(const wk_layout &l) {
-    wk_cu_view v;
-    memset(&v, 0, sizeof v);
-    v.rank = l.rank;
-    v.offset = l.offset;
-    for (int d = 0; d < WK_MAX_RANK; d++) { v.shape[d] = l.shape[d]; v.stride[d] = l.stride[d]; }
-    return v;
-}
-static int64_t extent(const wk_layout &l) {
-    int64_t e = l.offset + 1;
-    for (int d = 0; d < l.rank; d++) e += (l.shape[d] - 1) * l.stride[d];
-    return e;
-}
 
 /* x layouts of NCHW shape s: every kind of view the ops may get */
 static std::vector<Lay> x_layouts(const int64_t s[4]) {
@@ -101,13 +88,9 @@ static wk_layout contig4(const int64_t s[4]) { return mk4(s, s[1] * s[2] * s[3],
  * commutes), so the sign of such a NaN differs between cpu_pool.c and this
  * build (seen for f8e4m3 avg); a GPU makes its canonical NaN anyway. */
 static int compare(const Buf &cpu, const Buf &emu, int dt, int64_t n, bool arith, const char *what) {
-    int es = wkc_size(dt), bad = 0;
+    int bad = 0;
     for (int64_t i = 0; i < n; i++) {
-        if (!memcmp(cpu.data() + i * es, emu.data() + i * es, es)) continue;
-        if (arith && is_float_dt(dt)) {
-            double a = wkc_load_f64(cpu.data(), i, dt), b = wkc_load_f64(emu.data(), i, dt);
-            if (a != a && b != b) continue;
-        }
+        if (emu_same_elem(cpu.data(), emu.data(), i, dt, arith)) continue;
         if (bad < 2 && g_fail < 40)
             printf("  %s [%lld]: cpu %.9g emu %.9g\n", what, (long long)i, wkc_load_f64(cpu.data(), i, dt),
                    wkc_load_f64(emu.data(), i, dt));
@@ -137,7 +120,7 @@ static void test_pool(Buf *in) {
     for (auto &sh : g_shapes) {
         auto lays = x_layouts(sh);
         for (auto &L : lays) {
-            CHECK(extent(L.l) <= BUFN, "buffer too small for %s", L.name);
+            CHECK(emu_need(L.l) <= BUFN, "buffer too small for %s", L.name);
             for (int kh = 1; kh <= 3; kh++)
             for (int kw = 1; kw <= 3; kw++)
             for (int sh_ = 1; sh_ <= 3; sh_++)
@@ -252,7 +235,7 @@ static void test_upsample(Buf *in) {
         const int64_t n = u.n * u.c * u.oh * u.ow;
         auto lays = x_layouts(xs);
         for (auto &L : lays) {
-            CHECK(extent(L.l) <= BUFN, "buffer too small for %s", L.name);
+            CHECK(emu_need(L.l) <= BUFN, "buffer too small for %s", L.name);
             for (int mode = 0; mode < 3; mode++) { /* nearest, bilinear, bilinear align_corners */
                 const bool bil = mode > 0, ac = mode == 2;
                 for (int dt = 0; dt < WK_DTYPE_COUNT; dt++) {

@@ -51,21 +51,18 @@ static const char *vname[V_KINDS] = {"contig", "transposed", "narrowed+off", "st
 /* A view of `shape` of kind `kind` (dim: the indexed dim); *need = elements
  * its buffer must hold. */
 static wk_layout make_view(const int64_t *shape, int rank, int kind, int dim, int64_t *need) {
-    wk_layout l;
-    memset(&l, 0, sizeof l);
-    l.rank = rank;
-    for (int d = 0; d < rank; d++) l.shape[d] = shape[d];
-    int64_t st = 1;
+    wk_layout l = emu_layout(shape, rank);
     switch (kind) {
     case V_TRANSPOSED: /* column-major storage: every dim permuted */
-        for (int d = 0; d < rank; d++) { l.stride[d] = st; st *= shape[d]; }
+        emu_col_major(l);
         l.offset = 3;
         break;
     case V_NARROWED: /* a slice of a tensor one larger in every dim */
-        for (int d = rank - 1; d >= 0; d--) { l.stride[d] = st; st *= shape[d] + 1; }
+        emu_row_major(l, 1);
         l.offset = 5;
         break;
-    case V_STEPPED: /* every other element of the innermost dim, every third of the outermost */
+    case V_STEPPED: { /* every other element of the innermost dim, every third of the outermost */
+        int64_t st = 1;
         for (int d = rank - 1; d >= 0; d--) {
             const int64_t step = d == rank - 1 ? 2 : d == 0 ? 3 : 1;
             l.stride[d] = st * step;
@@ -73,37 +70,10 @@ static wk_layout make_view(const int64_t *shape, int rank, int kind, int dim, in
         }
         l.offset = 2;
         break;
-    default:
-        for (int d = rank - 1; d >= 0; d--) { l.stride[d] = st; st *= shape[d]; }
-        break;
     }
-    if (kind == V_BCAST_DIM) l.stride[dim] = 0;
-    if (kind == V_BCAST_OTHER)
-        for (int d = 0; d < rank; d++)
-            if (d != dim && shape[d] > 1) { l.stride[d] = 0; break; }
-    int64_t hi = l.offset;
-    bool empty = false;
-    for (int d = 0; d < rank; d++) {
-        if (shape[d] == 0) empty = true;
-        else hi += (shape[d] - 1) * l.stride[d];
+    default: emu_row_major(l, 0); break;
     }
-    *need = empty ? l.offset + 1 : hi + 1;
-    return l;
-}
-
-static wk_cu_view cv(const wk_layout &l) {
-    wk_cu_view v;
-    memset(&v, 0, sizeof v);
-    v.rank = l.rank;
-    v.offset = l.offset;
-    for (int d = 0; d < WK_MAX_RANK; d++) { v.shape[d] = l.shape[d]; v.stride[d] = l.stride[d]; }
-    return v;
-}
-
-static int64_t numel(const wk_layout &l) {
-    int64_t n = 1;
-    for (int d = 0; d < l.rank; d++) n *= l.shape[d];
-    return n;
+    return emu_view_done(l, kind == V_BCAST_DIM, kind == V_BCAST_OTHER, dim, need);
 }
 
 /* coordinates of row-major element i of l's shape, and its offset in l */
@@ -117,54 +87,7 @@ static int64_t elem_off(const wk_layout &l, int64_t i) {
     return o;
 }
 
-/* ---------------- data ---------------- */
-
-/* cnt random elements of dt: integers over their full range (wrapping sums),
- * floats of mixed magnitudes (so summation order shows in the low bits) with
- * some +-0, +-inf (inf + -inf makes NaNs), huge values and, with nan_in,
- * NaN inputs */
-static Buf make_data(int64_t cnt, int dt, bool nan_in) {
-    static const double sp[] = {0.0, -0.0, INFINITY, -INFINITY, 1e30, -1e30, 65504.0, 448.0, 3e-5, NAN};
-    const int es = wkc_size(dt);
-    Buf b((size_t)(cnt > 0 ? cnt : 1) * es, 0);
-    for (int64_t i = 0; i < cnt; i++) {
-        uint64_t r = rnd();
-        if (wkc_is_int(dt)) {
-            wkc_put_bits(b.data(), i, dt, r);
-            continue;
-        }
-        double v;
-        if (r % 97 == 0) v = sp[(r >> 8) % (nan_in ? 10 : 9)];
-        else v = ((double)(int64_t)((r >> 8) % 2000001) - 1000000) / (double)(1ull << ((r >> 40) % 24));
-        wkc_store_f64(b.data(), i, dt, v);
-    }
-    return b;
-}
-
-enum { I_SET3, I_DISTINCT, I_RANDOM, I_KINDS };
-static const char *iname[I_KINDS] = {"set-of-3", "distinct", "random"};
-
-/* one line of len ids in [0, size) of kind ik */
-static void line_ids(std::vector<long long> &v, int64_t len, int64_t size, int ik) {
-    v.resize((size_t)len);
-    if (ik == I_DISTINCT) { /* the first len of a random permutation of 0 .. size-1 */
-        std::vector<long long> all((size_t)size);
-        for (int64_t i = 0; i < size; i++) all[(size_t)i] = i;
-        for (int64_t i = size - 1; i > 0; i--) {
-            int64_t j = (int64_t)(rnd() % (uint64_t)(i + 1));
-            long long t = all[(size_t)i];
-            all[(size_t)i] = all[(size_t)j];
-            all[(size_t)j] = t;
-        }
-        for (int64_t i = 0; i < len; i++) v[(size_t)i] = all[(size_t)i];
-    } else if (ik == I_SET3) {
-        long long set[3];
-        for (int k = 0; k < 3; k++) set[k] = (long long)(rnd() % (uint64_t)size);
-        for (int64_t i = 0; i < len; i++) v[(size_t)i] = set[rnd() % 3];
-    } else {
-        for (int64_t i = 0; i < len; i++) v[(size_t)i] = (long long)(rnd() % (uint64_t)size);
-    }
-}
+/* ---------------- data (make_data, line_ids: emu_harness.cuh) ---------------- */
 
 /* ids of kind ik (per line) written through view li (a 0-stride view gets
  * the values of the last line written to each element: still valid ids) */
@@ -184,29 +107,6 @@ static Buf make_ids(int idt, const wk_layout &li, int64_t need, int dim, int64_t
     return b;
 }
 
-static int32_t *err_flag() {
-    static Buf f(sizeof(int32_t), 0);
-    return (int32_t *)(void *)f.data();
-}
-
-/* a and b equal bit for bit; with nan_any (and always in GPU_MODE) a NaN
- * equals any NaN, every other element still bit for bit */
-static bool same_data(const Buf &a, const Buf &b, int dt, bool nan_any) {
-    if (a.size() != b.size()) return false;
-    if (!memcmp(a.data(), b.data(), a.size())) return true;
-#ifdef GPU_MODE
-    nan_any = true;
-#endif
-    if (!nan_any || wkc_is_int(dt)) return false;
-    const int64_t n = (int64_t)a.size() / wkc_size(dt);
-    for (int64_t i = 0; i < n; i++) {
-        double x = wkc_load_f64(a.data(), i, dt), y = wkc_load_f64(b.data(), i, dt);
-        if (x != x && y != y) continue;
-        if (wkc_raw_load(a.data(), i, dt) != wkc_raw_load(b.data(), i, dt)) return false;
-    }
-    return true;
-}
-
 /* ---------------- the host's sequence ---------------- */
 
 /* What cu_scatter queues on the sorted path: a stable ascending sort of the
@@ -214,16 +114,11 @@ static bool same_data(const Buf &a, const Buf &b, int dt, bool nan_any) {
  * ids' shape), then the sorted scatter. */
 static int run_sorted(Buf &dst, const wk_layout &ld, const Buf &ids, const wk_layout &li, int idt, const Buf &src,
                       const wk_layout &ls, int dim, int dt, bool add) {
-    wk_cu_stream s = nullptr;
-    const int64_t n = numel(li);
-    const wk_cu_view vids = cv(li);
-    Buf sorted((size_t)(n > 0 ? n : 1) * wkc_size(idt)), perm((size_t)(n > 0 ? n : 1) * 8);
-    Buf ws(wk__cu_sort_workspace(vids, dim, (wk_dtype)idt) + 1);
-    int rc = wk__cu_sort(s, ids.data(), vids, (wk_dtype)idt, dim, false, sorted.data(), perm.data(), ws.data());
-    SYNC();
-    if (rc) return rc;
-    rc = wk__cu_scatter_sorted(s, dst.data(), cv(ld), sorted.data(), (const int64_t *)(const void *)perm.data(), vids,
-                               (wk_dtype)idt, src.data(), cv(ls), dim, (wk_dtype)dt, add, err_flag());
+    SortedIds si = sort_ids(ids, li, idt, dim);
+    if (si.rc) return si.rc;
+    const int rc = wk__cu_scatter_sorted(nullptr, dst.data(), cv(ld), si.values.data(),
+                                         (const int64_t *)(const void *)si.perm.data(), cv(li), (wk_dtype)idt,
+                                         src.data(), cv(ls), dim, (wk_dtype)dt, add, err_flag());
     SYNC();
     return rc;
 }
@@ -291,7 +186,6 @@ static Case base_case(int dt, int idt, int rank, int dim, bool add, const char *
  * every dst / src / ids layout kind in rotation */
 static void test_matrix() {
     long before = g_checks, fails = g_fail;
-    static const int64_t LENS[] = {64, 65, 100, 257, 1000, 5000};
     int turn = 0;
     for (int dt = 0; dt < WK_DTYPE_COUNT; dt++)
         for (int ii = 0; ii < 4; ii++)
@@ -299,16 +193,8 @@ static void test_matrix() {
                 for (int ik = 0; ik < I_KINDS; ik++)
                     for (int rep = 0; rep < 4; rep++, turn++) {
                         Case k = base_case(dt, IDTS[ii], 3, dim, rep % 2 == 0, "matrix");
-                        int64_t len = LENS[(turn * 7 + rep) % 6];
-                        if (len == 5000 && (turn % 4)) len = 1000; /* keep the time down */
-                        int64_t size;
-                        if (ik == I_DISTINCT) {
-                            if (IDTS[ii] == WK_U8 && len > 256) len = 200;
-                            size = len + 3 + (turn % 5);
-                            if (IDTS[ii] == WK_U8 && size > 256) size = 256;
-                        } else {
-                            size = 5 + turn % 40;
-                        }
+                        int64_t len, size;
+                        matrix_len_size(turn, rep, ik, IDTS[ii], &len, &size);
                         const int64_t sh0[3] = {3, 4, 5};
                         for (int d = 0; d < 3; d++) k.dsh[d] = k.ish[d] = sh0[d];
                         k.dsh[(dim + 1) % 3] = 2 + turn % 3; /* 2..4: odd and even line counts */
@@ -469,10 +355,7 @@ static void test_decision() {
     CHECK(!wk__cu_scatter_prefers_sorted(ld, i64v, 3) && !wk__cu_scatter_prefers_sorted(ld, i64v, -1), "bad dim");
     /* overlapping dst: 0 stride off dim, or along dim, or strides that collide */
     for (int k = 0; k < 3; k++) {
-        wk_cu_view o = ld;
-        if (k == 0) o.stride[1] = 0;
-        if (k == 1) o.stride[0] = 0;
-        if (k == 2) o.stride[2] = 2; /* 5 elements step 2 reach 8 >= stride 5 of dim 1: collide */
+        const wk_cu_view o = overlapping_view(ld, k);
         CHECK(!wk__cu_scatter_prefers_sorted(o, i64v, 0), "overlapping dst %d must not prefer sorted", k);
         CHECK(wk__cu_scatter_sorted(nullptr, NULL, o, NULL, NULL, i64v, WK_I64, NULL, i64v, 0, WK_F32, true, NULL) != 0,
               "launcher must refuse overlapping dst %d", k);

@@ -45,55 +45,25 @@ static const char *vname[V_KINDS] = {"contig", "transposed", "narrowed+off", "st
 
 /* A view of kind `kind` with shape `shape`; *need = elements its buffer needs. */
 static wk_layout make_view(const int64_t *shape, int rank, int kind, int dim, int64_t *need) {
-    wk_layout l;
-    memset(&l, 0, sizeof l);
-    l.rank = rank;
-    for (int d = 0; d < rank; d++) l.shape[d] = shape[d];
-    int64_t st = 1;
+    wk_layout l = emu_layout(shape, rank);
     switch (kind) {
     case V_TRANSPOSED: /* column-major: the dims in reverse memory order */
-        for (int d = 0; d < rank; d++) { l.stride[d] = st; st *= shape[d]; }
+        emu_col_major(l);
         l.offset = 2;
         break;
     case V_NARROWED: /* a slice of a tensor two larger in every dim */
-        for (int d = rank - 1; d >= 0; d--) { l.stride[d] = st; st *= shape[d] + 2; }
+        emu_row_major(l, 2);
         l.offset = 5;
         break;
-    case V_STEP: /* every other element along dim, every third elsewhere */
+    case V_STEP: { /* every other element along dim, every third elsewhere */
+        int64_t st = 1;
         for (int d = rank - 1; d >= 0; d--) { l.stride[d] = st * (d == dim ? 2 : 3); st *= shape[d]; }
         l.offset = 1;
         break;
-    default:
-        for (int d = rank - 1; d >= 0; d--) { l.stride[d] = st; st *= shape[d]; }
-        break;
     }
-    if (kind == V_BCAST_DIM) l.stride[dim] = 0;
-    if (kind == V_BCAST_OTHER)
-        for (int d = 0; d < rank; d++)
-            if (d != dim && shape[d] > 1) { l.stride[d] = 0; break; }
-    int64_t hi = l.offset;
-    bool empty = false;
-    for (int d = 0; d < rank; d++) {
-        if (shape[d] == 0) empty = true;
-        else hi += (shape[d] - 1) * l.stride[d];
+    default: emu_row_major(l, 0); break;
     }
-    *need = empty ? l.offset + 1 : hi + 1;
-    return l;
-}
-
-static wk_cu_view cv(const wk_layout &l) {
-    wk_cu_view v;
-    memset(&v, 0, sizeof v);
-    v.rank = l.rank;
-    v.offset = l.offset;
-    for (int d = 0; d < WK_MAX_RANK; d++) { v.shape[d] = l.shape[d]; v.stride[d] = l.stride[d]; }
-    return v;
-}
-
-static int64_t numel(const wk_layout &l) {
-    int64_t n = 1;
-    for (int d = 0; d < l.rank; d++) n *= l.shape[d];
-    return n;
+    return emu_view_done(l, kind == V_BCAST_DIM, kind == V_BCAST_OTHER, dim, need);
 }
 
 /* ---------------- data ---------------- */
