@@ -142,6 +142,37 @@ WKC_HD int wkc_size(int dt) {
     }
 }
 
+/* One rounding per operation, never an FMA contraction (nvcc would fuse
+ * a * b + c): x * a + b rounded twice, as the CPU computes it. */
+WKC_HD float wkc_mul_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+WKC_HD float wkc_add_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+WKC_HD double wkc_mul_rn(double a, double b) {
+#ifdef __CUDA_ARCH__
+    return __dmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+WKC_HD double wkc_add_rn(double a, double b) {
+#ifdef __CUDA_ARCH__
+    return __dadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
 /* Runtime-dtype loads and stores, element i of p (cast, where, fill). */
 WKC_HD double wkc_load_f64(const void *p, int64_t i, int dt) {
     switch (dt) {

@@ -38,36 +38,6 @@
 
 namespace {
 
-/* no FMA contraction: x * a + b rounded twice, as the CPU computes it */
-WKC_HD float mul_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-WKC_HD float add_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-WKC_HD double mul_rn(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __dmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-WKC_HD double add_rn(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __dadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-
 /* ---------------------------------------------------------------- unary */
 
 WKC_HD float sigmoid_f(float x) {
@@ -245,7 +215,7 @@ struct ParamP {
 
 template <class F> WKC_HD F param_apply(int op, F x, F a, F b) {
     switch (op) {
-    case P_AFFINE: return add_rn(mul_rn(x, a), b);
+    case P_AFFINE: return wkc_add_rn(wkc_mul_rn(x, a), b);
     case P_POWF: return pow(x, a);
     case P_ELU: return x >= 0 ? x : a * (exp(x) - (F)1);
     default: return x < a ? a : (x > b ? b : x); /* NaN passes through */
@@ -254,7 +224,7 @@ template <class F> WKC_HD F param_apply(int op, F x, F a, F b) {
 /* float overloads: powf/expf, not the double functions */
 template <> WKC_HD float param_apply<float>(int op, float x, float a, float b) {
     switch (op) {
-    case P_AFFINE: return add_rn(mul_rn(x, a), b);
+    case P_AFFINE: return wkc_add_rn(wkc_mul_rn(x, a), b);
     case P_POWF: return powf(x, a);
     case P_ELU: return x >= 0 ? x : a * (expf(x) - 1.0f);
     default: return x < a ? a : (x > b ? b : x);
@@ -269,7 +239,7 @@ __host__ __device__ __noinline__ double param_f64_ool(int op, double x, double a
     return param_apply<double>(op, x, a, b);
 }
 template <class F> WKC_HD F param_any(int op, F x, F a, F b) {
-    if (op == P_AFFINE) return add_rn(mul_rn(x, a), b);
+    if (op == P_AFFINE) return wkc_add_rn(wkc_mul_rn(x, a), b);
     if (op == P_CLAMP) return x < a ? a : (x > b ? b : x);
     if constexpr (sizeof(F) == 4) return param_f32_ool(op, x, a, b);
     else return param_f64_ool(op, x, a, b);

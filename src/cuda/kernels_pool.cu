@@ -55,36 +55,6 @@ namespace {
 
 /* ------------------------------------------------- rounding, geometry */
 
-/* one rounding per operation, never an FMA (see the header comment) */
-WKC_HD float pk_mul(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-WKC_HD float pk_add(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-WKC_HD double pk_mul(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __dmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-WKC_HD double pk_add(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __dadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-
 /* The geometry every kernel shares: x's NCHW view, dst's plane sizes. */
 struct PkGeo {
     const void *x;
@@ -186,9 +156,9 @@ template <int DT> struct PkAvg {
         C sum = 0;
         for (int64_t ih = h0; ih < h1; ih++) {
             const int64_t row = q.plane + ih * g.xsh;
-            for (int64_t iw = w0; iw < w1; iw++) sum = pk_add(sum, T::load(g.x, row + iw * g.xsw));
+            for (int64_t iw = w0; iw < w1; iw++) sum = wkc_add_rn(sum, T::load(g.x, row + iw * g.xsw));
         }
-        const C div = a.p.count_include_pad ? pk_mul((C)a.p.k[0], (C)a.p.k[1]) : (C)((h1 - h0) * (w1 - w0));
+        const C div = a.p.count_include_pad ? wkc_mul_rn((C)a.p.k[0], (C)a.p.k[1]) : (C)((h1 - h0) * (w1 - w0));
         T::store(g.y, i, sum / div);
     }
 };
@@ -239,9 +209,9 @@ WKC_HD void pk_linear_src(int64_t o, int64_t in, int64_t out, bool ac, double sc
     }
     double src;
     if (ac) {
-        src = pk_mul(scale, (double)o);
+        src = wkc_mul_rn(scale, (double)o);
     } else {
-        src = pk_add(pk_mul(scale, pk_add((double)o, 0.5)), -0.5);
+        src = wkc_add_rn(wkc_mul_rn(scale, wkc_add_rn((double)o, 0.5)), -0.5);
         if (src < 0) src = 0;
     }
     const int64_t i0 = src >= (double)(in - 1) ? in - 1 : (int64_t)src;
@@ -267,9 +237,9 @@ template <int DT> struct PkBilinear {
         const int64_t c0 = w0 * g.xsw, c1 = w1 * g.xsw;
         const AT x00 = T::load(g.x, r0 + c0), x01 = T::load(g.x, r0 + c1);
         const AT x10 = T::load(g.x, r1 + c0), x11 = T::load(g.x, r1 + c1);
-        const AT t0 = pk_add(pk_mul(lw0, x00), pk_mul(lw1, x01));
-        const AT t1 = pk_add(pk_mul(lw0, x10), pk_mul(lw1, x11));
-        T::store(g.y, i, pk_add(pk_mul(lh0, t0), pk_mul(lh1, t1)));
+        const AT t0 = wkc_add_rn(wkc_mul_rn(lw0, x00), wkc_mul_rn(lw1, x01));
+        const AT t1 = wkc_add_rn(wkc_mul_rn(lw0, x10), wkc_mul_rn(lw1, x11));
+        T::store(g.y, i, wkc_add_rn(wkc_mul_rn(lh0, t0), wkc_mul_rn(lh1, t1)));
     }
 };
 
