@@ -55,6 +55,23 @@ wk_status wk__norm_dim(const char *op, int dim, int rank, int *out) {
     return WK_OK;
 }
 
+bool wk__layout_merged_stride(const wk_layout *l, int d0, int d1, int64_t *stride) {
+    int64_t s = 1, inner = 0;
+    for (int i = d1 - 1; i >= d0; i--) {
+        if (l->shape[i] == 1) continue;
+        if (inner == 0) {
+            s = l->stride[i];
+            inner = l->shape[i];
+        } else if (l->stride[i] != s * inner) {
+            return false;
+        } else {
+            inner *= l->shape[i];
+        }
+    }
+    *stride = s;
+    return true;
+}
+
 void wk__layout_span(const wk_layout *l, int64_t *lo, int64_t *hi) {
     int64_t a = l->offset, b = l->offset;
     for (int i = 0; i < l->rank; i++) {

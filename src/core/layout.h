@@ -25,6 +25,12 @@ wk_status wk__norm_dim(const char *op, int dim, int rank, int *out);
 /* Smallest and one-past-largest element offsets the view touches (for bounds
  * checks of views against the storage). numel 0 gives [offset, offset). */
 void    wk__layout_span(const wk_layout *l, int64_t *lo, int64_t *hi);
+/* Dims [d0, d1) of l as ONE row-major dim: true and *stride (its element
+ * stride) when each dim steps over the next one's extent exactly (size-1
+ * dims ignored; all of size 1: *stride = 1), false otherwise. How the GPU
+ * code decides whether a batch or a group of dims can be handed to cuBLAS
+ * with one stride. */
+bool    wk__layout_merged_stride(const wk_layout *l, int d0, int d1, int64_t *stride);
 /* numpy broadcasting of two shapes into out. */
 wk_status wk__broadcast_shapes(const char *op, const int64_t *a, int ra, const int64_t *b, int rb,
                                int64_t *out, int *rout);

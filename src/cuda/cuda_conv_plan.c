@@ -27,24 +27,6 @@ void wk__cuconv_as4d(const wk_layout *l, wk_layout *out) {
     out->stride[3] = l->stride[2];
 }
 
-/* Dims [d0, 4) of a 4-d layout as one dim of element stride *stride
- * (row-major; size-1 dims ignored; all size 1: stride 1). */
-static bool merged_stride(const wk_layout *l, int d0, int64_t *stride) {
-    int64_t s = 1, inner = 0;
-    for (int i = 3; i >= d0; i--) {
-        if (l->shape[i] == 1) continue;
-        if (inner == 0) {
-            s = l->stride[i];
-            inner = l->shape[i];
-        } else {
-            if (l->stride[i] != s * inner) return false;
-            inner *= l->shape[i];
-        }
-    }
-    *stride = s;
-    return true;
-}
-
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* a * b for sizes >= 0, saturating at 2^62 (a temporary that large fails
@@ -95,8 +77,8 @@ void wk__cuconv_plan(wk_cuconv_plan *pl, const wk_layout *lx, const wk_layout *l
         pl->gn = pl->h * pl->w;
     }
     int64_t st;
-    bool w_merges = merged_stride(&w4, 1, &st);
-    bool x_hw_merges = merged_stride(&x4, 2, &st);
+    bool w_merges = wk__layout_merged_stride(&w4, 1, 4, &st);
+    bool x_hw_merges = wk__layout_merged_stride(&x4, 2, 4, &st);
     pl->w_pack = !w_merges || pl->ct != dt;
     pl->x_direct = !transposed && pl->kh == 1 && pl->kw == 1 && pl->sh == 1 && pl->sw == 1 && pl->ph == 0 &&
                    pl->pw == 0 && x_hw_merges;
@@ -141,7 +123,7 @@ void wk__cuconv_gemm_layouts(const wk_cuconv_plan *pl, const wk_layout *lw_used,
     wk_layout w4;
     wk__cuconv_as4d(lw_used, &w4);
     int64_t s0 = w4.stride[0], sk = 1;
-    (void)merged_stride(&w4, 1, &sk); /* the plan packed the weight when this fails */
+    (void)wk__layout_merged_stride(&w4, 1, 4, &sk); /* the plan packed the weight when this fails */
     memset(la, 0, sizeof *la);
     la->rank = 4;
     la->shape[0] = nb;
@@ -179,7 +161,7 @@ void wk__cuconv_gemm_layouts(const wk_cuconv_plan *pl, const wk_layout *lw_used,
     wk_layout x4;
     wk__cuconv_as4d(lx_used, &x4);
     int64_t shw = 1;
-    (void)merged_stride(&x4, 2, &shw); /* the plan packed x (transposed) or did im2col (forward) when this fails */
+    (void)wk__layout_merged_stride(&x4, 2, 4, &shw); /* the plan packed x (transposed) or did im2col (forward) when this fails */
     lb->stride[0] = x4.stride[0];
     lb->stride[1] = pl->cin_g * x4.stride[1];
     lb->stride[2] = x4.stride[1];

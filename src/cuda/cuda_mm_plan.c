@@ -21,21 +21,10 @@ static bool xt_operand(int64_t r, int64_t c, int64_t sr, int64_t sc, bool *trans
     return false;
 }
 
-/* The batch dims [0, nbd) of l as one stride (flat batch index b at b * stride). */
+/* The batch dims [0, nbd) of l as one stride (flat batch index b at
+ * b * stride); cuBLAS takes no negative batch stride. */
 static bool one_batch_stride(const wk_layout *l, int nbd, int64_t *stride) {
-    int64_t s = 0, inner = 0;
-    for (int i = nbd - 1; i >= 0; i--) {
-        if (l->shape[i] == 1) continue;
-        if (inner == 0) {
-            s = l->stride[i];
-            inner = l->shape[i];
-        } else {
-            if (l->stride[i] != s * inner) return false;
-            inner *= l->shape[i];
-        }
-    }
-    *stride = s;
-    return s >= 0;
+    return wk__layout_merged_stride(l, 0, nbd, stride) && *stride >= 0;
 }
 
 bool wk__cumm_plan(const wk_layout *la, const wk_layout *lb, wk_cumm_call *c) {
