@@ -1,6 +1,6 @@
 /* Memory the process really holds beside what wick's CPU allocator counts.
  *
- *   bench_rss [--quick] [--seconds S]
+ *   bench_rss [--quick] [--seconds S] [--limit-mb M]
  *
  * A create/free loop over a pool of 48 live tensors of mixed sizes, like a
  * model's temporaries: each step frees one slot and fills it with a new f32
@@ -11,9 +11,11 @@
  * RSS minus the baseline minus that sum, i.e. memory the process holds that
  * the allocator does not account for (freed blocks kept by the C library's
  * heap). Then it frees the pool, calls wk_cpu_cache_release and prints RSS
- * beside the baseline taken before the loop. The cache limit is whatever
- * WICK_CPU_CACHE_MB says (default 1024 MiB). Sizes come from a fixed-seed
- * generator, so runs differ only in how many steps fit in the time. */
+ * beside the baseline taken before the loop. The cache limit is --limit-mb,
+ * else whatever WICK_CPU_CACHE_MB says (default 1024 MiB); --quick sets 128
+ * MiB so that its 2 s reach the limit and evict. Sizes come from a
+ * fixed-seed generator, so runs differ only in how many steps fit in the
+ * time. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,16 +71,22 @@ static void row(double t0, double base) {
 }
 
 int main(int argc, char **argv) {
-    double seconds = 60;
+    double seconds = 60, limit_mb = -1;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) seconds = 2;
-        else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
-        else {
-            fprintf(stderr, "usage: bench_rss [--quick] [--seconds S]\n");
+        if (!strcmp(argv[i], "--quick")) {
+            seconds = 2;
+            if (limit_mb < 0) limit_mb = 128;
+        } else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
+            seconds = atof(argv[++i]);
+        } else if (!strcmp(argv[i], "--limit-mb") && i + 1 < argc) {
+            limit_mb = atof(argv[++i]);
+        } else {
+            fprintf(stderr, "usage: bench_rss [--quick] [--seconds S] [--limit-mb M]\n");
             return 2;
         }
     }
     wk_device *cpu = wk_cpu();
+    if (limit_mb >= 0 && wk_cpu_cache_set_limit((size_t)(limit_mb * MiB)) != WK_OK) return 1;
     wk_tensor *pool[POOL] = {0};
     wk_cpu_mem_stats s0;
     wk_cpu_mem_stats_get(&s0);

@@ -19,6 +19,7 @@
 
 #include "cpu/cpu_alloc.h"
 
+#include <execinfo.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,13 +47,23 @@ static atomic_long g_fail_at;    /* which one fails (0: none) */
 static atomic_int g_failed;      /* it happened */
 static atomic_long g_live;       /* host blocks from the wrappers not yet freed */
 
+static void *g_site[16]; /* the call stack of the failed allocation, for messages */
+static int g_nsite;
+
 /* True when this allocation is the one to fail. */
 static int inject(void) {
     if (!atomic_load(&g_active)) return 0;
     long c = atomic_fetch_add(&g_count, 1) + 1;
     if (c != atomic_load(&g_fail_at)) return 0;
     atomic_store(&g_failed, 1);
+    g_nsite = backtrace(g_site, 16);
     return 1;
+}
+
+/* Print where the failed allocation was made (addresses: addr2line -e). */
+static void print_site(void) {
+    fprintf(stderr, "the failed allocation was made at:\n");
+    backtrace_symbols_fd(g_site, g_nsite, 2);
 }
 
 static int cpu_hook(size_t nbytes) {
@@ -87,7 +98,7 @@ void __wrap_free(void *p) {
 
 /* ---- the program ---- */
 
-#define MAXSTEPS 96
+#define MAXSTEPS 128
 #define BIG (1 << 17) /* elements: above WK_PAR_MIN_ELEMS, so the pool threads work */
 
 typedef struct {
@@ -147,7 +158,7 @@ static void program(trace *tr) {
     wk_device_set_seed(cpu, 1234);
     wk_scope_begin();
     wk_tensor *a, *r, *v, *e, *x, *ma, *mb, *mm, *cx, *cw, *cy, *c, *ids, *y, *gi, *g, *z, *sc, *sv = NULL, *si = NULL;
-    wk_tensor *cs, *h, *big, *bs, *bc, *l, *t1, *t2;
+    wk_tensor *cs, *h, *big, *bs, *bc, *l, *t1, *t2, *p, *m, *tv = NULL, *ti = NULL, *parts[2] = {0};
     T(a, wk_arange(0, 24, 1, WK_F32, cpu));
     T(a, wk_reshape(a, (int64_t[]){2, 3, 4}, 3));
     T(r, wk_rand((int64_t[]){3, 4}, 2, -1, 1, WK_F32, cpu));
@@ -186,6 +197,36 @@ static void program(trace *tr) {
     T(cs, wk_cumsum(a, 1));
     T(h, wk_to_dtype(r, WK_BF16));
     T(h, wk_to_dtype(h, WK_I32));
+    /* more of the op surface: pooling, resampling, transposed and 1-d
+     * convs, top-k, more reductions, joins, selections, paddings */
+    T(p, wk_max_pool2d(cx, 2, 2, 2, 2, 0, 0));
+    T(p, wk_avg_pool2d(cx, 3, 3, 1, 1, 1, 1, false));
+    T(p, wk_upsample_bilinear2d(cx, 7, 9, false));
+    T(p, wk_upsample_nearest2d(cx, 5, 20));
+    T(p, wk_conv_transpose2d(cy, wk_narrow(cw, 1, 0, 2), &(wk_conv_params){.stride = 2}));
+    T(p, wk_conv1d(wk_reshape(cx, (int64_t[]){1, 3, 144}, 3), wk_reshape(wk_narrow(cw, 3, 0, 1), (int64_t[]){4, 3, 3}, 3),
+                   &(wk_conv_params){.dilation = 2}));
+    S(wk_topk(wk_reshape(cx, (int64_t[]){3, 144}, 2), 5, 1, true, &tv, &ti));
+    T(tv, tv);
+    T(ti, ti);
+    T(m, wk_var(cx, (int[]){2, 3}, 2, false, true));
+    T(m, wk_max(cx, (int[]){1}, 1, true));
+    T(m, wk_argmax(cx, -1, false));
+    T(m, wk_log_sum_exp(e, (int[]){0}, 1, false));
+    T(m, wk_prod(e, (int[]){1}, 1, true));
+    S(wk_split(a, (int64_t[]){2, 2}, 2, 2, parts));
+    T(m, wk_stack(parts, 2, 1));
+    T(m, wk_where(wk_cmp_scalar(a, 10, WK_GT), a, wk_neg(a)));
+    T(m, wk_masked_fill(a, wk_cmp(a, wk_full((int64_t[]){4}, 1, 5, WK_F32, cpu), WK_LT), -1));
+    T(m, wk_embedding(ids, wk_reshape(a, (int64_t[]){6, 4}, 2)));
+    T(m, wk_index_add(a, ids, wk_ones((int64_t[]){2, 3, 4}, 3, WK_F32, cpu), 2));
+    T(m, wk_scatter_add(z, gi, g, 2));
+    T(m, wk_repeat(r, (int64_t[]){2, 1, 3}, 3));
+    T(m, wk_roll(a, -5, 2));
+    T(m, wk_pad_with_same(wk_pad_with_zeros(r, 1, 2, 1), 0, 1, 3));
+    T(m, wk_matmul(wk_to_dtype(wk_narrow(ma, 0, 0, 1), WK_BF16), wk_to_dtype(mb, WK_BF16))); /* bf16 row x matrix */
+    T(m, wk_matmul(wk_to_dtype(ma, WK_BF16), wk_to_dtype(mb, WK_BF16)));
+    T(m, wk_matmul(wk_to_dtype(ma, WK_F64), wk_to_dtype(mb, WK_F64)));
     /* a big vector: reduce, scan and sort on the pool */
     T(big, wk_rand((int64_t[]){BIG}, 1, -1, 1, WK_F32, cpu));
     T(bs, wk_sum(big, (int[]){0}, 1, true));
@@ -251,6 +292,7 @@ static void test_every_allocation_fails_cleanly(void **state) {
     snprintf(g_npy, sizeof g_npy, "%s/t.npy", dir);
     snprintf(g_npz, sizeof g_npz, "%s/t.npz", dir);
     TU_STATUS_OK(wk_set_num_threads(2));
+    g_nsite = backtrace(g_site, 16); /* loads what backtrace needs before any run */
     wk__cpu_alloc_set_fail_hook(cpu_hook);
 
     /* the clean run (twice: the first starts the pool threads and any
@@ -268,11 +310,19 @@ static void test_every_allocation_fails_cleanly(void **state) {
     assert_true(K > 50);
     print_message("%d calls, %ld allocations; failing each in turn\n", ref.n, K);
 
-    long oom_runs = 0, unreached = 0;
+    const char *verbose = getenv("WICK_ALLOCFAIL_VERBOSE");
+    long oom_runs = 0, absorbed = 0, unreached = 0;
     for (long n = 1; n <= K; n++) {
         ri = run(n, &tr);
-        if (ri.failed) {
+        if (ri.failed && tr.st == WK_OK && tr.n == ref.n) {
+            /* a kernel with a fallback for its scratch (max_pool2d's row
+             * buffer) computed the result another way: allowed, since every
+             * result is checked against the clean run below */
+            if (verbose) print_site();
+            absorbed++;
+        } else if (ri.failed) {
             /* it stopped at a call with WK_ERR_OOM */
+            if (tr.st != WK_ERR_OOM) print_site();
             if (tr.st != WK_ERR_OOM)
                 fail_msg("allocation %ld of %ld failed: call %d gave %s (%s), not WK_ERR_OOM", n, K, tr.n + 1,
                          wk_status_name(tr.st), tr.msg);
@@ -291,12 +341,15 @@ static void test_every_allocation_fails_cleanly(void **state) {
                 fail_msg("allocation %ld failed: call %d gave %.17g, the clean run %.17g", n, i + 1, tr.sum[i],
                          ref.sum[i]);
         /* and nothing stayed behind */
+        if (in_use() != used0 || atomic_load(&g_live) != live0) print_site();
         if (in_use() != used0) fail_msg("allocation %ld failed: %zu bytes of tensor memory left", n, in_use() - used0);
         if (atomic_load(&g_live) != live0)
             fail_msg("allocation %ld failed: %ld host blocks left", n, atomic_load(&g_live) - live0);
     }
-    print_message("%ld runs stopped with WK_ERR_OOM, %ld ran through\n", oom_runs, unreached);
-    assert_true(oom_runs >= K - unreached);
+    print_message("%ld runs stopped with WK_ERR_OOM, %ld absorbed the failure, %ld did not reach it\n", oom_runs,
+                  absorbed, unreached);
+    assert_int_equal(oom_runs + absorbed + unreached, K);
+    assert_true(absorbed <= 4);
     assert_true(unreached <= K / 20);
 
     /* the hook off: the program runs as before */
