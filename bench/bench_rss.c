@@ -12,10 +12,11 @@
  * the allocator does not account for (freed blocks kept by the C library's
  * heap). Then it frees the pool, calls wk_cpu_cache_release and prints RSS
  * beside the baseline taken before the loop. The cache limit is --limit-mb,
- * else whatever WICK_CPU_CACHE_MB says (default 1024 MiB); --quick sets 128
- * MiB so that its 2 s reach the limit and evict. Sizes come from a
- * fixed-seed generator, so runs differ only in how many steps fit in the
- * time. */
+ * else what WICK_CPU_CACHE_MB says (default 1024 MiB). --quick: 2 s, sizes
+ * up to 8 MiB and (unless --limit-mb) a 16 MiB limit, so that even on a
+ * loaded machine (first-touch page faults dominate) it reaches the limit and
+ * evicts. Sizes come from a fixed-seed generator, so runs differ only in how
+ * many steps fit in the time. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,9 +53,11 @@ static uint64_t next_u64(void) { /* xorshift64* */
     return g_rng * 0x2545f4914f6cdd1dull;
 }
 
-/* Element count of a log-uniform size in [64 B, 48 MiB] of f32. */
+static double g_max_log2 = 25.58; /* log2(48 MiB) */
+
+/* Element count of a log-uniform size in [64 B, 2^g_max_log2 B] of f32. */
 static int64_t random_numel(void) {
-    double lo = 6.0, hi = 25.58; /* log2(64), log2(48 MiB) */
+    double lo = 6.0, hi = g_max_log2; /* log2(64) */
     double u = (double)(next_u64() >> 11) / 9007199254740992.0;
     double bytes = __builtin_exp2(lo + u * (hi - lo));
     int64_t n = (int64_t)(bytes / 4.0);
@@ -75,7 +78,8 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
             seconds = 2;
-            if (limit_mb < 0) limit_mb = 128;
+            g_max_log2 = 23; /* 8 MiB */
+            if (limit_mb < 0) limit_mb = 16;
         } else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
             seconds = atof(argv[++i]);
         } else if (!strcmp(argv[i], "--limit-mb") && i + 1 < argc) {
@@ -97,8 +101,8 @@ int main(int argc, char **argv) {
     wk_tensor_free(warm);
     wk_cpu_cache_release();
     double base = rss_bytes();
-    printf("bench_rss: %.0f s, pool %d, sizes 64 B .. 48 MiB, cache limit %.0f MiB, baseline RSS %.1f MiB\n",
-           seconds, POOL, (double)s0.cache_limit / MiB, base / MiB);
+    printf("bench_rss: %.0f s, pool %d, sizes 64 B .. %.0f MiB, cache limit %.0f MiB, baseline RSS %.1f MiB\n",
+           seconds, POOL, __builtin_exp2(g_max_log2) / MiB, (double)s0.cache_limit / MiB, base / MiB);
     printf("%7s  %10s  %10s  %9s  %9s  %9s\n", "time_s", "rss-base", "used+cach", "in_use", "cached", "excess");
     double t0 = now(), next = t0 + seconds / 10;
     long steps = 0;
