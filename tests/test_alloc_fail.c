@@ -5,7 +5,9 @@
  * allocations it makes (K), then once for every N = 1..K with exactly the
  * N-th allocation failing. Each run must stop at the first failing call with
  * WK_ERR_OOM, every call before it having given the same result as the
- * clean run, and leave nothing behind: the CPU allocator's bytes_in_use and
+ * clean run (or, where a kernel has a fallback for its scratch buffer --
+ * max_pool2d's and upsample_bilinear2d's row buffers -- run through with
+ * every result identical), and leave nothing behind: the CPU allocator's bytes_in_use and
  * the count of live host blocks return to what they were (and, in the
  * sanitizer build, LeakSanitizer reports nothing at exit).
  *
