@@ -1,8 +1,9 @@
 /* The CPU buffer cache (src/cpu/cpu_alloc.c): size classes and reuse (the
  * hit counter rises), alignment (64 bytes; 2 MiB from 2 MiB up), the limit
  * (0 caches nothing; lowering it evicts), wk_cpu_cache_release, the
- * statistics, many threads at once, and WICK_CPU_CACHE_MB parsing (in a
- * child process of this test binary). */
+ * statistics, many threads at once, WICK_CPU_CACHE_MB parsing (in a child
+ * process of this test binary), large blocks leaving the resident set when
+ * released or evicted, and the allocation-failure hook. */
 #include "testutil.h"
 
 #include "cpu/cpu_alloc.h"
@@ -195,6 +196,138 @@ static void test_cached_at_exit(void **state) {
     assert_true(stats().bytes_cached >= 6 * class_of(200) + 3 * class_of(3 * MiB));
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+/* Resident bytes of this process (/proc/self/statm, second field). */
+static size_t rss(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    assert_non_null(f);
+    unsigned long size = 0, res = 0;
+    assert_int_equal(fscanf(f, "%lu %lu", &size, &res), 2);
+    fclose(f);
+    return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* A big block leaves the resident set when the cache lets it go: on
+ * wk_cpu_cache_release, and at once when it does not fit the limit. Under
+ * ASan large blocks come from ASan's allocator (redzones, quarantine), so
+ * RSS says nothing there. */
+static void test_big_block_leaves_rss(void **state) {
+    (void)state;
+#ifdef UNDER_ASAN
+    skip();
+#endif
+    wk_cpu_mem_stats s0 = stats();
+    wk_cpu_cache_release();
+    static const size_t sizes[] = {300 << 10, 3 * MiB, 64 * MiB};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t n = sizes[i];
+        size_t r0 = rss();
+        unsigned char *p = wk__cpu_alloc(n);
+        assert_non_null(p);
+        memset(p, 0x77, n);
+        size_t r1 = rss();
+        assert_true(r1 >= r0 + n - n / 8);
+        wk__cpu_free(p, n); /* cached: still resident */
+        assert_true(rss() + n / 8 >= r1);
+        wk_cpu_cache_release();
+        size_t r2 = rss();
+        if (r2 + n - n / 8 > r1) fail_msg("%zu bytes released: RSS %zu -> %zu", n, r1, r2);
+    }
+    /* a block that does not fit the limit goes back to the system on free */
+    TU_STATUS_OK(wk_cpu_cache_set_limit(16 * MiB));
+    size_t r0 = rss();
+    unsigned char *p = wk__cpu_alloc(64 * MiB);
+    assert_non_null(p);
+    memset(p, 1, 64 * MiB);
+    wk__cpu_free(p, 64 * MiB);
+    assert_int_equal(stats().bytes_cached, 0);
+    assert_true(rss() < r0 + 8 * MiB);
+    TU_STATUS_OK(wk_cpu_cache_set_limit(s0.cache_limit));
+}
+
+/* In a create/free loop of mixed sizes with a small cache, what the process
+ * holds stays within in_use + cached plus a little (glibc's heap used to
+ * keep evicted multi-MiB blocks: hundreds of MiB over the counts). */
+static void test_rss_bounded_by_counts(void **state) {
+    (void)state;
+#ifdef UNDER_ASAN
+    skip();
+#endif
+    wk_cpu_mem_stats s0 = stats();
+    wk_cpu_cache_release();
+    TU_STATUS_OK(wk_cpu_cache_set_limit(32 * MiB));
+    size_t base = rss();
+    enum { K = 12 };
+    unsigned char *live[K] = {0};
+    size_t sz[K] = {0};
+    unsigned seed = 12345;
+    size_t worst = 0;
+    for (int it = 0; it < 600; it++) {
+        seed = seed * 1103515245u + 12345u;
+        int k = (int)((seed >> 8) % K);
+        wk__cpu_free(live[k], sz[k]);
+        seed = seed * 1103515245u + 12345u;
+        sz[k] = ((size_t)1 << (12 + (seed >> 10) % 12)) + (seed >> 4) % 4096; /* 4 KiB .. 8 MiB */
+        live[k] = wk__cpu_alloc(sz[k]);
+        assert_non_null(live[k]);
+        memset(live[k], it & 0xff, sz[k]);
+        wk_cpu_mem_stats s = stats();
+        size_t held = rss() - base, counted = s.bytes_in_use + s.bytes_cached;
+        if (held > counted && held - counted > worst) worst = held - counted;
+    }
+    for (int k = 0; k < K; k++) wk__cpu_free(live[k], sz[k]);
+    if (worst > 6 * MiB) fail_msg("RSS ran %zu KiB above in_use + cached", worst >> 10);
+    wk_cpu_cache_release();
+    assert_true(rss() < base + 8 * MiB);
+    TU_STATUS_OK(wk_cpu_cache_set_limit(s0.cache_limit));
+}
+
+static size_t g_hook_calls, g_hook_last, g_hook_fail_at;
+static int fail_hook(size_t nbytes) {
+    g_hook_last = nbytes;
+    return ++g_hook_calls == g_hook_fail_at;
+}
+
+/* The hook sees every request and fails exactly the one it picks, cache hit
+ * or not, leaving the statistics as they were. */
+static void test_fail_hook(void **state) {
+    (void)state;
+    void *warm = wk__cpu_alloc(5000);
+    wk__cpu_free(warm, 5000); /* 5000 is now a cache hit */
+    g_hook_calls = 0;
+    g_hook_fail_at = 2;
+    wk__cpu_alloc_set_fail_hook(fail_hook);
+    void *a = wk__cpu_alloc(777);
+    assert_non_null(a);
+    assert_int_equal(g_hook_last, 777);
+    wk_cpu_mem_stats s0 = stats();
+    assert_null(wk__cpu_alloc(5000)); /* the 2nd: fails although cached */
+    assert_int_equal(g_hook_last, 5000);
+    wk_cpu_mem_stats s1 = stats();
+    assert_int_equal(s1.bytes_in_use, s0.bytes_in_use);
+    assert_int_equal(s1.bytes_cached, s0.bytes_cached);
+    assert_int_equal(s1.hits, s0.hits);
+    assert_int_equal(s1.misses, s0.misses);
+    void *b = wk__cpu_alloc(5000); /* the 3rd succeeds, from the cache */
+    assert_non_null(b);
+    assert_int_equal(stats().hits, s1.hits + 1);
+    assert_int_equal(g_hook_calls, 3);
+    wk__cpu_alloc_set_fail_hook(NULL);
+    void *c = wk__cpu_alloc(100);
+    assert_non_null(c);
+    assert_int_equal(g_hook_calls, 3); /* removed: not asked any more */
+    wk__cpu_free(a, 777);
+    wk__cpu_free(b, 5000);
+    wk__cpu_free(c, 100);
+}
+
 static char g_self[4096];
 
 /* Run this binary with WICK_CPU_CACHE_MB=value: the limit it reports, and
@@ -252,6 +385,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_env),
+        cmocka_unit_test(test_big_block_leaves_rss),
+        cmocka_unit_test(test_rss_bounded_by_counts),
+        cmocka_unit_test(test_fail_hook),
         cmocka_unit_test(test_cached_at_exit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,18 +18,21 @@ typedef struct scope_stack {
 } scope_stack;
 static _Thread_local scope_stack tl_scope;
 
-static void scope_register(wk_tensor *t) {
+/* False when the slot array cannot grow: the caller fails with WK_ERR_OOM
+ * (a tensor the scope does not own would leak in code that relies on it). */
+static bool scope_register(wk_tensor *t) {
     scope_stack *s = &tl_scope;
-    if (s->depth == 0) return;
+    if (s->depth == 0) return true;
     if (s->len == s->cap) {
         int64_t nc = s->cap ? s->cap * 2 : 64;
         wk_tensor **n = realloc(s->slots, (size_t)nc * sizeof *n);
-        if (!n) return;             /* out of memory: the tensor is simply not scope-owned */
+        if (!n) return false;
         s->slots = n;
         s->cap = nc;
     }
     t->scope_slot = s->len;
     s->slots[s->len++] = t;
+    return true;
 }
 
 /* Remove t from its scope slot if it sits in this thread's stack. */
@@ -87,7 +90,12 @@ wk_tensor *wk__tensor_new(wk_storage *s, const wk_layout *l) {
     t->layout = *l;
     t->dtype = s->dtype;
     t->scope_slot = -1;
-    scope_register(t);
+    if (!scope_register(t)) {
+        free(t);
+        wk__storage_release(s);
+        wk__err(WK_ERR_OOM, "tensor", "cannot grow the scope's slot array");
+        return NULL;
+    }
     return t;
 }
 

@@ -7,8 +7,20 @@
  *    < 1/8). Each class has a LIFO free list threaded through the cached
  *    blocks themselves (the first word holds the next pointer), guarded by
  *    one mutex; the system allocator is called outside the lock.
- *  - Blocks are 64-byte aligned (posix_memalign); classes >= 2 MiB are 2 MiB
- *    aligned and madvise(MADV_HUGEPAGE)d (failure is ignored).
+ *  - Blocks below 256 KiB come from posix_memalign (64-byte aligned). Classes
+ *    of >= 256 KiB are mmap'ed and munmap'ed when released or evicted. Why:
+ *    glibc raises its mmap threshold to the size of each mmap'ed chunk it
+ *    frees (up to 32 MiB), after which such sizes come from its heap, and
+ *    freed heap memory stays resident: in a create/free loop of mixed sizes
+ *    RSS ran 150-470 MiB above in-use + cached, so WICK_CPU_CACHE_MB did not
+ *    bound what the process held. Classes >= 2 MiB are 2 MiB aligned (the
+ *    mapping is over-reserved by 2 MiB and the ends unmapped) and
+ *    madvise(MADV_HUGEPAGE)d (failure is ignored). Under AddressSanitizer
+ *    every class comes from posix_memalign instead, so ASan's redzones and
+ *    LeakSanitizer cover large buffers too (RSS there is ASan's business).
+ *  - wk_cpu_cache_release also asks glibc (malloc_trim) to hand back the
+ *    free pages of its heap, which the small classes leave behind.
+ *  - wk__cpu_alloc_set_fail_hook (tests only) fails chosen allocations.
  *  - A freed block is cached if the cache stays within the limit
  *    (WICK_CPU_CACHE_MB, default 1024 MiB; 0 caches nothing), else returned
  *    to the system. Lowering the limit evicts the largest blocks first.
@@ -30,8 +42,12 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* malloc_trim */
+#endif
 
 #if defined(__SANITIZE_ADDRESS__)
 #define WK_ASAN 1
@@ -51,6 +67,7 @@
 
 #define MIN_CLASS ((size_t)64)
 #define HUGE_SIZE ((size_t)2 << 20)
+#define MAP_SIZE ((size_t)256 << 10) /* classes from here up are mmap'ed */
 #define NBUCKETS (1 + 8 * (64 - 6))
 #define DEFAULT_LIMIT_MB 1024
 
@@ -59,6 +76,7 @@ static void *g_free[NBUCKETS];
 static size_t g_in_use, g_cached, g_peak, g_limit;
 static uint64_t g_hits, g_misses;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static _Atomic(wk__cpu_alloc_fail_fn) g_fail_hook;
 
 static void init_limit(void) {
     size_t limit = (size_t)DEFAULT_LIMIT_MB << 20;
@@ -96,23 +114,60 @@ static int size_class(size_t n, size_t *csize) {
     return 1 + (int)(k - 6) * 8 + (j - 1);
 }
 
-static void *sys_alloc(size_t cs) {
-    void *p = NULL;
-    size_t align = cs >= HUGE_SIZE ? HUGE_SIZE : MIN_CLASS;
-    if (posix_memalign(&p, align, cs) != 0) return NULL;
+#ifdef WK_ASAN
+static int mapped(size_t cs) { return (void)cs, 0; }
+#else
+static int mapped(size_t cs) { return cs >= MAP_SIZE; }
+#endif
+
+static void advise_huge(void *p, size_t cs) {
 #ifdef MADV_HUGEPAGE
     if (cs >= HUGE_SIZE) {
         int rc = madvise(p, cs & ~(HUGE_SIZE - 1), MADV_HUGEPAGE);
         (void)rc; /* only a hint: THP may be disabled */
     }
+#else
+    (void)p, (void)cs;
 #endif
+}
+
+/* A private anonymous mapping of cs bytes (class sizes from MAP_SIZE up are
+ * multiples of 32 KiB, hence of the page); from 2 MiB up it starts on a
+ * 2 MiB boundary: 2 MiB more is reserved and the unaligned ends unmapped. */
+static void *map_block(size_t cs) {
+    size_t align = cs >= HUGE_SIZE ? HUGE_SIZE : 0;
+    size_t len = cs + align;
+    if (len < cs) return NULL;
+    char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    if (!align) return m;
+    uintptr_t a = ((uintptr_t)m + align - 1) & ~(uintptr_t)(align - 1);
+    size_t head = (size_t)(a - (uintptr_t)m), tail = len - head - cs;
+    if (head) munmap(m, head);
+    if (tail) munmap((char *)a + cs, tail);
+    return (void *)a;
+}
+
+static void *sys_alloc(size_t cs) {
+    void *p = NULL;
+    if (mapped(cs)) {
+        p = map_block(cs);
+    } else {
+        size_t align = cs >= HUGE_SIZE ? HUGE_SIZE : MIN_CLASS;
+        if (posix_memalign(&p, align, cs) != 0) p = NULL;
+    }
+    if (p) advise_huge(p, cs);
     return p;
 }
 
 static void sys_free(void *p, size_t cs) {
     UNPOISON(p, cs);
-    (void)cs;
-    free(p);
+    if (mapped(cs)) munmap(p, cs);
+    else free(p);
+}
+
+void wk__cpu_alloc_set_fail_hook(wk__cpu_alloc_fail_fn fn) {
+    atomic_store_explicit(&g_fail_hook, fn, memory_order_release);
 }
 
 /* Push/pop on a free list; called with g_mu held. */
@@ -133,6 +188,8 @@ static void *pop(int b, size_t cs) {
 }
 
 void *wk__cpu_alloc(size_t nbytes) {
+    wk__cpu_alloc_fail_fn hook = atomic_load_explicit(&g_fail_hook, memory_order_acquire);
+    if (hook && hook(nbytes)) return NULL;
     init();
     size_t cs;
     int b = size_class(nbytes, &cs);
@@ -232,6 +289,9 @@ void wk_cpu_cache_release(void) {
     void *chain = evict_to(0);
     pthread_mutex_unlock(&g_mu);
     free_chain(chain);
+#ifdef __GLIBC__
+    malloc_trim(0); /* free pages inside glibc's heap (small classes, headers) go back too */
+#endif
 }
 
 wk_status wk_cpu_cache_set_limit(size_t bytes) {
