@@ -56,6 +56,7 @@ computed in float64 from those rounded inputs, then rounded to the case dtype.
 import math
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -1424,6 +1425,7 @@ def sweep(o):
     of a gen_oracle op that no section above covered gets a case here; any
     still uncovered (a kind sweep_case does not know) fails the run."""
     added, missing = 0, []
+    warnings.simplefilter('ignore', RuntimeWarning)   # numpy's "mean of empty slice": NaN is the meaning
     for e in TABLE.values():
         if e['oracle'] != 'gen_oracle':
             continue
