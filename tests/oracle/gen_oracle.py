@@ -1396,6 +1396,65 @@ def sweep_case(o, e, dt, lay):
             b, spb = o.tensor(sb, dt, cmp_dom(dt), vb)
             o.case(name, op, dt, lay, None, [spa, spb], CMP[sub](a, b).astype(np.uint8), odt='u8')
         return True
+    if kind == 'param':
+        shape, view = SWEEP_1[lay]
+        if op == 'affine' and is_int(dt):   # computed in double, converted back truncating toward zero
+            x, spec = o.tensor(shape, dt, ('int', -20, 20) if IRANGE[dt][0] < 0 else ('int', 0, 40), view)
+            o.case(name, op, dt, lay, {'mul': fmt(0.5), 'add': fmt(3.0)}, [spec],
+                   np.trunc(x.astype(np.float64) * 0.5 + 3.0).astype(np.int64))
+        elif op == 'affine':
+            x, spec = o.tensor(shape, dt, (-4, 4), view)
+            m, a = (1.5, -0.25) if dt == 'f64' else (quant(1.5, 'f32'), quant(-0.25, 'f32'))
+            o.case(name, op, dt, lay, {'mul': fmt(1.5), 'add': fmt(-0.25)}, [spec], quant(x * m + a, dt))
+        elif op == 'powf':
+            x, spec = o.tensor(shape, dt, (0.1, 4), view)
+            o.case(name, op, dt, lay, {'e': fmt(2.5)}, [spec], quant(ref(lambda z: np.power(z, 2.5), x), dt),
+                   tol=TOL[dt] if dt != 'f32' else (1e-5, 1e-5))
+        elif op == 'elu':
+            x, spec = o.tensor(shape, dt, (-4, 4), view)
+            o.case(name, op, dt, lay, {'alpha': fmt(0.75)}, [spec],
+                   quant(np.where(x >= 0, x, 0.75 * (np.exp(x) - 1.0)), dt))
+        elif op == 'clamp' and is_int(dt):   # fractional bounds round inward
+            x, spec = o.tensor(shape, dt, ('full',), view)
+            lo, hi = (-100.5, 1000.5) if IRANGE[dt][0] < 0 else (3.5, 200.25)
+            o.case(name, op, dt, lay, {'lo': fmt(lo), 'hi': fmt(hi)}, [spec],
+                   np.clip(x, math.ceil(lo), math.floor(hi)))
+        elif op == 'clamp':
+            x, spec = o.tensor(shape, dt, ('half', -4, 4), view)
+            o.case(name, op, dt, lay, {'lo': fmt(-1.5), 'hi': fmt(2.0)}, [spec], quant(np.clip(x, -1.5, 2.0), dt),
+                   tol=EXACT)
+        else:
+            return False
+        return True
+    if kind in ('binary_scalar', 'cmp_scalar'):
+        sub = op.split('.', 1)[1]
+        shape, view = SWEEP_1[lay]
+        if kind == 'binary_scalar':
+            sc = (3 if sub != 'div' else (-3 if IRANGE[dt][0] < 0 else 3)) if is_int(dt) else \
+                (2.5 if sub != 'div' else -1.25)
+            a, spa = o.tensor(shape, dt, bin_dom(dt, sub, 0), view)
+            o.case(name, op, dt, lay, {'s': fmt(sc)}, [spa], binary_expect(sub, dt, a, np.array(sc)), tol=EXACT)
+        else:
+            sc = 1.0 if is_int(dt) else 0.5
+            a, spa = o.tensor(shape, dt, cmp_dom(dt), view)
+            o.case(name, op, dt, lay, {'s': fmt(sc)}, [spa], CMP[sub](a, sc).astype(np.uint8), odt='u8')
+        return True
+    if kind == 'where':   # the layout goes to the first value operand
+        sa, va, sb, _ = SWEEP_2[lay]
+        c, spc = o.tensor(sb, 'u8', ('int', 0, 1), 'c', store_dt='u8')
+        a, spa = o.tensor(sa, dt, ('full',) if is_int(dt) else (-10, 10), va)
+        b, spb = o.tensor(sb, dt, ('full',) if is_int(dt) else (-10, 10), 'c')
+        e = np.where(c != 0, a, b)
+        o.case(name, op, dt, lay, None, [spc, spa, spb], e if is_int(dt) else e.astype(np.float64), tol=EXACT)
+        return True
+    if kind == 'cast' and lay != 'b':   # to f64 (f32 from f64): exact from every dtype
+        shape, view = SWEEP_1[lay]
+        dst = 'f32' if dt == 'f64' else 'f64'
+        n = int(np.prod(shape)) if shape else 1
+        xv = np.resize(cast_values(dt, dst, o.rng, max(n, 8)), n).reshape(shape)
+        x, spec = o.tensor(shape, dt, None, view, x=xv)
+        o.case(name, op, dt, lay, {'to': dst}, [spec], quant(np.asarray(x, np.float64), dst), odt=dst, tol=EXACT)
+        return True
     if kind in ('reduce', 'reduce_all'):
         sub = op.split('.', 1)[1]
         shape, view = SWEEP_1[lay]
