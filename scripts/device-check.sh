@@ -10,7 +10,9 @@
 #   2. configures + builds Release with -DWICK_CUDA=ON and
 #      -DCMAKE_CUDA_ARCHITECTURES=90 (only the H200's: a faster build), ninja
 #      when present, -j16;
-#   3. runs tests/test_cuda (one row per test case), the emulation tests
+#   3. runs tests/test_cuda and tests/test_cuda_ops (one row per test case),
+#      tests/test_backend_ops (every op of the op table tests/oracle/op_table.def,
+#      each declared dtype and layout, cuda:0 against the CPU), the emulation tests
 #      rebuilt with -DGPU_MODE (the same checks with the real kernels on the
 #      GPU against the CPU backend), the CUDA host-emulation tests (ctest -R emu), the other CUDA tests and the backend contract
 #      (ctest -R 'cuda|backend_contract'), the oracle suite with its inputs on
