@@ -10,7 +10,9 @@
 #   2. configures + builds Release with -DWICK_CUDA=ON and
 #      -DCMAKE_CUDA_ARCHITECTURES=90 (only the H200's: a faster build), ninja
 #      when present, -j16;
-#   3. runs tests/test_cuda (one row per test case), the emulation tests
+#   3. runs tests/test_cuda and tests/test_cuda_ops (one row per test case),
+#      tests/test_backend_ops (every op of the op table tests/oracle/op_table.def,
+#      each declared dtype and layout, cuda:0 against the CPU), the emulation tests
 #      rebuilt with -DGPU_MODE (the same checks with the real kernels on the
 #      GPU against the CPU backend), the CUDA host-emulation tests (ctest -R emu), the other CUDA tests and the backend contract
 #      (ctest -R 'cuda|backend_contract'), the oracle suite with its inputs on
@@ -241,6 +243,7 @@ if [ "$build" = ok ] && [ "$tests_on" = ON ]; then
   }
   cmocka_rows test_cuda
   cmocka_rows test_cuda_ops
+  cmocka_rows test_backend_ops   # the op table (tests/oracle/op_table.def): every op, cuda:0 vs the CPU
   # the kernels on the GPU against the CPU backend (GPU_MODE builds)
   for pid in "${gm_pids[@]}"; do wait "$pid"; done
   for o in "$dir"/gpumode/*.o; do
@@ -265,7 +268,7 @@ if [ "$build" = ok ] && [ "$tests_on" = ON ]; then
     fi
   done
   ctest_group "CUDA host-emulation tests (ctest -R emu)" -R 'emu'
-  ctest_group "ctest -R 'cuda|backend_contract' (the rest)" -R 'cuda|backend_contract' -E '^test_cuda(_ops)?$|emu|oracle'
+  ctest_group "ctest -R 'cuda|backend_contract' (the rest)" -R 'cuda|backend_contract' -E '^test_cuda(_ops)?$|^test_backend_ops$|emu|oracle'
   # the oracle suite on the CPU (test_oracle*) and on the GPU (oracle_cuda*:
   # the same programs with WICK_ORACLE_DEVICE=cuda:0, set by tests/CMakeLists.txt)
   ctest_group "oracle suite, CPU + GPU (ctest -R oracle)" -R 'oracle'

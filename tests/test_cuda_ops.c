@@ -1,17 +1,15 @@
-/* The CUDA backend's second stage, op by op against the CPU backend (as
- * ggml's test-backend-ops checks every backend against its CPU): the same
- * inputs on both devices, the CUDA result read back and compared.
+/* The CUDA backend's device-specific checks, the ones that are not one op
+ * compared with the CPU: random numbers for every float dtype (range,
+ * moments, seeding), uploads through the pinned staging ring (sizes across
+ * chunk boundaries, several threads, an upload queued behind long work), the
+ * memory-stats API (on the CPU device too, with its argument errors), and
+ * moves between two GPUs (skipped with fewer than two). Without a CUDA device
+ * everything but the CPU memory stats skips, saying why.
  *
- * Runs here without a GPU: the public memory-stats API on the CPU device and
- * its argument errors. Everything else needs a CUDA device and skips, saying
- * why, when wk_cuda(0) does not open: convolutions (and transposed) on the
- * four float dtypes with groups/stride/dilation/padding and strided inputs,
- * pooling and upsampling, cumsum/cumprod, sort/argsort/topk (indices exact),
- * random numbers for every float dtype (range, moments, seeding), f8e4m3
- * matmul, cat, index_add over a long id list (the sorted path), uploads through the pinned staging ring (sizes across chunk
- * boundaries, several threads, an upload queued behind long work), the
- * memory-stats API on the device, and moves between two GPUs (skipped with
- * fewer than two). */
+ * The per-op GPU-vs-CPU comparisons that used to live here (convolutions,
+ * pooling / upsampling, cumsum / cumprod, sort / topk, f8e4m3 matmul, cat,
+ * index_add / scatter over long id lists) are backend cases of the op table
+ * now (tests/oracle/op_table.def), run by tests/test_backend_ops.c. */
 #include "testutil.h"
 
 #include <math.h>
@@ -19,21 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const wk_dtype float_dtypes[] = {WK_F32, WK_F64, WK_F16, WK_BF16};
-#define N_FLOAT ((int)(sizeof float_dtypes / sizeof float_dtypes[0]))
-
-/* CUDA result vs CPU result of the same op; frees both. Tolerance scaled by
- * the dtype (accumulation orders differ between cuBLAS and wick's GEMM). */
-static void check_pair(const char *what, wk_tensor *gpu, wk_tensor *cpu, wk_dtype dt, double scale) {
-    if (!gpu) fprintf(stderr, "%s: cuda: %s\n", what, wk_last_error());
-    assert_non_null(gpu);
-    assert_non_null(cpu);
-    double t = tu_tol(dt) * scale;
-    tu_assert_matches(what, gpu, cpu, t, t);
-    wk_tensor_free(gpu);
-    wk_tensor_free(cpu);
-}
 
 /* ------------------------------------------------ runs without a device */
 
@@ -59,157 +42,6 @@ static void test_memory_stats_cpu(void **state) {
 }
 
 /* ------------------------------------------------------- needs a device */
-
-/* x on both devices: the CPU tensor and its copy on g, optionally as a
- * permuted (non-contiguous) view with the same logical values. */
-typedef struct pair {
-    wk_tensor *c, *g;
-} pair;
-
-static pair make_pair(wk_device *g, const int64_t *shape, int rank, wk_dtype dt, double scale, bool strided) {
-    pair p;
-    if (!strided) {
-        p.c = tu_values(shape, rank, dt, scale, 0.0);
-        p.g = tu_to_device(p.c, g);
-        return p;
-    }
-    /* the same values stored with the last two dims swapped, viewed back */
-    int64_t sw[8];
-    memcpy(sw, shape, sizeof(int64_t) * (size_t)rank);
-    sw[rank - 1] = shape[rank - 2];
-    sw[rank - 2] = shape[rank - 1];
-    wk_tensor *base = tu_values(sw, rank, dt, scale, 0.0);
-    wk_tensor *gb = tu_to_device(base, g);
-    p.c = TU_OK(wk_transpose(base, rank - 2, rank - 1));
-    p.g = TU_OK(wk_transpose(gb, rank - 2, rank - 1));
-    wk_tensor_free(base);
-    wk_tensor_free(gb);
-    return p;
-}
-
-static void free_pair(pair p) {
-    wk_tensor_free(p.c);
-    wk_tensor_free(p.g);
-}
-
-static void test_cuda_conv(void **state) {
-    (void)state;
-    wk_device *g = tu_cuda_or_skip();
-    struct {
-        int64_t n, cin, h, w, cout, kh, kw;
-        wk_conv_params p;
-    } cases[] = {
-        {2, 4, 9, 11, 6, 3, 3, {.padding = 1}},
-        {1, 4, 8, 8, 8, 3, 3, {.padding = 1, .stride = 2, .groups = 2}},
-        {3, 6, 10, 7, 6, 3, 2, {.padding = 2, .dilation = 2, .groups = 6}},
-        {2, 3, 5, 5, 5, 1, 1, {0}},
-        {1, 16, 14, 14, 32, 3, 3, {.padding = 1}},
-    };
-    for (int di = 0; di < N_FLOAT; di++) {
-        wk_dtype dt = float_dtypes[di];
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            for (int strided = 0; strided < 2; strided++) {
-                int64_t g_ = cases[i].p.groups ? cases[i].p.groups : 1;
-                int64_t xs[4] = {cases[i].n, cases[i].cin, cases[i].h, cases[i].w};
-                int64_t ws[4] = {cases[i].cout, cases[i].cin / g_, cases[i].kh, cases[i].kw};
-                pair x = make_pair(g, xs, 4, dt, 1.0, strided);
-                pair w = make_pair(g, ws, 4, dt, 0.5, false);
-                check_pair("conv2d", wk_conv2d(x.g, w.g, &cases[i].p), TU_OK(wk_conv2d(x.c, w.c, &cases[i].p)), dt,
-                           8.0);
-                /* the 1-d version over the last dim of one row */
-                wk_tensor *x1c = TU_OK(wk_narrow(x.c, 2, 0, 1)), *x1g = TU_OK(wk_narrow(x.g, 2, 0, 1));
-                int64_t s3[3] = {xs[0], xs[1], xs[3]};
-                wk_tensor *x3c = TU_OK(wk_reshape(x1c, s3, 3)), *x3g = TU_OK(wk_reshape(x1g, s3, 3));
-                int64_t w3[3] = {ws[0], ws[1], ws[3]};
-                pair w1 = make_pair(g, w3, 3, dt, 0.5, false);
-                check_pair("conv1d", wk_conv1d(x3g, w1.g, &cases[i].p), TU_OK(wk_conv1d(x3c, w1.c, &cases[i].p)),
-                           dt, 8.0);
-                /* transposed: weight [Cin, Cout/groups, kh, kw] */
-                int64_t wt[4] = {cases[i].cin, cases[i].cout / g_, cases[i].kh, cases[i].kw};
-                pair wT = make_pair(g, wt, 4, dt, 0.5, false);
-                wk_conv_params tp = cases[i].p;
-                if ((tp.stride ? tp.stride : 1) > 1) tp.output_padding = 1;
-                check_pair("conv_transpose2d", wk_conv_transpose2d(x.g, wT.g, &tp),
-                           TU_OK(wk_conv_transpose2d(x.c, wT.c, &tp)), dt, 8.0);
-                int64_t wt3[3] = {wt[0], wt[1], wt[3]};
-                pair wT1 = make_pair(g, wt3, 3, dt, 0.5, false);
-                check_pair("conv_transpose1d", wk_conv_transpose1d(x3g, wT1.g, &tp),
-                           TU_OK(wk_conv_transpose1d(x3c, wT1.c, &tp)), dt, 8.0);
-                wk_tensor_free(x1c);
-                wk_tensor_free(x1g);
-                wk_tensor_free(x3c);
-                wk_tensor_free(x3g);
-                free_pair(x);
-                free_pair(w);
-                free_pair(w1);
-                free_pair(wT);
-                free_pair(wT1);
-            }
-        }
-    }
-}
-
-static void test_cuda_pool_upsample(void **state) {
-    (void)state;
-    wk_device *g = tu_cuda_or_skip();
-    const wk_dtype dts[] = {WK_F32, WK_F64, WK_F16, WK_BF16};
-    for (int di = 0; di < 4; di++) {
-        wk_dtype dt = dts[di];
-        for (int strided = 0; strided < 2; strided++) {
-            int64_t xs[4] = {2, 3, 9, 13};
-            pair x = make_pair(g, xs, 4, dt, 1.0, strided);
-            check_pair("max_pool2d", wk_max_pool2d(x.g, 3, 3, 2, 2, 1, 1), TU_OK(wk_max_pool2d(x.c, 3, 3, 2, 2, 1, 1)),
-                       dt, 0.0);
-            check_pair("max_pool2d 2x2", wk_max_pool2d(x.g, 2, 2, 2, 2, 0, 0),
-                       TU_OK(wk_max_pool2d(x.c, 2, 2, 2, 2, 0, 0)), dt, 0.0);
-            for (int cip = 0; cip < 2; cip++)
-                check_pair("avg_pool2d", wk_avg_pool2d(x.g, 3, 2, 1, 2, 1, 1, cip),
-                           TU_OK(wk_avg_pool2d(x.c, 3, 2, 1, 2, 1, 1, cip)), dt, 2.0);
-            check_pair("upsample_nearest2d", wk_upsample_nearest2d(x.g, 20, 7),
-                       TU_OK(wk_upsample_nearest2d(x.c, 20, 7)), dt, 0.0);
-            for (int ac = 0; ac < 2; ac++)
-                check_pair("upsample_bilinear2d", wk_upsample_bilinear2d(x.g, 17, 29, ac),
-                           TU_OK(wk_upsample_bilinear2d(x.c, 17, 29, ac)), dt, 2.0);
-            free_pair(x);
-        }
-    }
-}
-
-static void test_cuda_scans_and_order(void **state) {
-    (void)state;
-    wk_device *g = tu_cuda_or_skip();
-    const wk_dtype dts[] = {WK_F32, WK_F64, WK_F16, WK_BF16, WK_I32, WK_I64, WK_U8, WK_U32, WK_I16};
-    int64_t shapes[][2] = {{7, 300}, {3, 5000}, {1, 1}, {64, 17}, {2, 70000}};
-    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
-        wk_dtype dt = dts[di];
-        bool is_float = wk_dtype_is_float(dt);
-        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
-            for (int strided = 0; strided < 2; strided++) {
-                /* few distinct values: many ties, so the tie order is checked */
-                pair x = make_pair(g, shapes[si], 2, dt, is_float ? 3.0 : 5.0, strided);
-                for (int dim = 0; dim < 2; dim++) {
-                    double loose = is_float ? 64.0 : 0.0; /* long float scans may sum in chunks on the GPU */
-                    check_pair("cumsum", wk_cumsum(x.g, dim), TU_OK(wk_cumsum(x.c, dim)), dt, loose);
-                    if (shapes[si][dim] <= 300)
-                        check_pair("cumprod", wk_cumprod(x.g, dim), TU_OK(wk_cumprod(x.c, dim)), dt, loose);
-                    for (int desc = 0; desc < 2; desc++) {
-                        wk_tensor *vg = NULL, *ig = NULL, *vc = NULL, *ic = NULL;
-                        TU_STATUS_OK(wk_sort(x.g, dim, desc, &vg, &ig));
-                        TU_STATUS_OK(wk_sort(x.c, dim, desc, &vc, &ic));
-                        check_pair("sort values", vg, vc, dt, 0.0);
-                        check_pair("sort indices", ig, ic, WK_I64, 0.0);
-                        int64_t k = shapes[si][dim] < 5 ? shapes[si][dim] : 5;
-                        TU_STATUS_OK(wk_topk(x.g, k, dim, !desc, &vg, &ig));
-                        TU_STATUS_OK(wk_topk(x.c, k, dim, !desc, &vc, &ic));
-                        check_pair("topk values", vg, vc, dt, 0.0);
-                        check_pair("topk indices", ig, ic, WK_I64, 0.0);
-                    }
-                }
-                free_pair(x);
-            }
-        }
-    }
-}
 
 static void test_cuda_random(void **state) {
     (void)state;
@@ -259,77 +91,6 @@ static void test_cuda_random(void **state) {
     }
     /* integer dtypes are refused by the dispatcher, on every device */
     TU_FAILS(wk_rand(&n, 1, 0, 1, WK_I32, g), WK_ERR_DTYPE);
-}
-
-static void test_cuda_matmul_f8_and_cat(void **state) {
-    (void)state;
-    wk_device *g = tu_cuda_or_skip();
-    int64_t as[3] = {2, 17, 9}, bs[3] = {2, 9, 13};
-    pair a = make_pair(g, as, 3, WK_F8E4M3, 1.0, false), b = make_pair(g, bs, 3, WK_F8E4M3, 1.0, true);
-    check_pair("matmul f8e4m3", wk_matmul(a.g, b.g), TU_OK(wk_matmul(a.c, b.c)), WK_F8E4M3, 1.0);
-    free_pair(a);
-    free_pair(b);
-    const wk_dtype dts[] = {WK_U8, WK_U32, WK_I16, WK_I32, WK_I64, WK_BF16, WK_F16, WK_F32, WK_F64, WK_F8E4M3};
-    for (int di = 0; di < 10; di++) {
-        int64_t s1[2] = {5, 7}, s2[2] = {5, 3};
-        pair x = make_pair(g, s1, 2, dts[di], 4.0, true), y = make_pair(g, s2, 2, dts[di], 4.0, false);
-        for (int dim = 0; dim < 2; dim++) {
-            wk_tensor *yc = dim ? wk_tensor_retain(y.c) : TU_OK(wk_transpose(x.c, 0, 1));
-            wk_tensor *yg = dim ? wk_tensor_retain(y.g) : TU_OK(wk_transpose(x.g, 0, 1));
-            wk_tensor *xc = dim ? wk_tensor_retain(x.c) : TU_OK(wk_transpose(y.c, 0, 1));
-            wk_tensor *xg = dim ? wk_tensor_retain(x.g) : TU_OK(wk_transpose(y.g, 0, 1));
-            wk_tensor *lc[2] = {xc, yc}, *lg[2] = {xg, yg};
-            check_pair("cat", wk_cat(lg, 2, dim), TU_OK(wk_cat(lc, 2, dim)), dts[di], 0.0);
-            wk_tensor_free(xc);
-            wk_tensor_free(yc);
-            wk_tensor_free(xg);
-            wk_tensor_free(yg);
-        }
-        free_pair(x);
-        free_pair(y);
-    }
-}
-
-/* index_add with a long id list over few outer positions, and scatter /
- * scatter_add along one long line, take the sorted paths on the GPU (sort
- * the ids, one item per run): bit-identical to the CPU. */
-static void test_cuda_index_add_scatter_long(void **state) {
-    (void)state;
-    wk_device *g = tu_cuda_or_skip();
-    const wk_dtype dts[] = {WK_F32, WK_BF16, WK_I32, WK_F64};
-    int64_t len = 5000, rows = 50, cols = 96;
-    int64_t *idv = malloc(sizeof(int64_t) * (size_t)len);
-    assert_non_null(idv);
-    for (int64_t i = 0; i < len; i++) idv[i] = (i * 7919 + (i % 13) * 31) % rows;
-    wk_tensor *ids = TU_OK(wk_from_host(idv, sizeof(int64_t) * (size_t)len, &len, 1, WK_I64, wk_cpu()));
-    wk_tensor *gids = tu_to_device(ids, g);
-    for (int di = 0; di < 4; di++) {
-        int64_t ts[2] = {rows, cols}, ss[2] = {len, cols};
-        pair t = make_pair(g, ts, 2, dts[di], 2.0, false), src = make_pair(g, ss, 2, dts[di], 3.0, di % 2 == 1);
-        check_pair("index_add (long ids)", wk_index_add(t.g, gids, src.g, 0), TU_OK(wk_index_add(t.c, ids, src.c, 0)),
-                   dts[di], 0.0);
-        free_pair(t);
-        free_pair(src);
-    }
-    /* scatter_add / scatter along one long line (1-D): the sorted path too */
-    int64_t rows1 = 37;
-    for (int64_t i = 0; i < len; i++) idv[i] %= rows1;
-    wk_tensor *ids1 = TU_OK(wk_from_host(idv, sizeof(int64_t) * (size_t)len, &len, 1, WK_I64, wk_cpu()));
-    wk_tensor *gids1 = tu_to_device(ids1, g);
-    for (int di = 0; di < 4; di++) {
-        pair t = make_pair(g, &rows1, 1, dts[di], 2.0, false), src = make_pair(g, &len, 1, dts[di], 3.0, false);
-        check_pair("scatter_add (long line)", wk_scatter_add(t.g, gids1, src.g, 0),
-                   TU_OK(wk_scatter_add(t.c, ids1, src.c, 0)), dts[di], 0.0);
-        check_pair("scatter (long line)", wk_scatter(t.g, gids1, src.g, 0), TU_OK(wk_scatter(t.c, ids1, src.c, 0)),
-                   dts[di], 0.0);
-        free_pair(t);
-        free_pair(src);
-    }
-    wk_tensor_free(ids1);
-    wk_tensor_free(gids1);
-    wk_tensor_free(ids);
-    wk_tensor_free(gids);
-    free(idv);
 }
 
 /* Uploads through the staging ring: sizes below, at and across its chunk
@@ -442,12 +203,7 @@ static void test_cuda_two_devices(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memory_stats_cpu),
-        cmocka_unit_test(test_cuda_conv),
-        cmocka_unit_test(test_cuda_pool_upsample),
-        cmocka_unit_test(test_cuda_scans_and_order),
         cmocka_unit_test(test_cuda_random),
-        cmocka_unit_test(test_cuda_matmul_f8_and_cat),
-        cmocka_unit_test(test_cuda_index_add_scatter_long),
         cmocka_unit_test(test_cuda_uploads),
         cmocka_unit_test(test_cuda_memory_stats),
         cmocka_unit_test(test_cuda_two_devices),

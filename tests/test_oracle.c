@@ -13,6 +13,7 @@
  * first mismatching index; the run ends with "oracle: N cases, M failed". */
 #include "testutil.h"
 #include "oracle_util.h"
+#include "op_table.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,10 +22,11 @@
 #include <time.h>
 
 #define MAX_INPUTS 8
-#define MAX_FIELDS 10
+#define MAX_FIELDS 11 /* the 11th, the layouts the case covers, is optional */
 
 typedef struct oc_case {
     const char *id, *op, *variant, *params, *inputs, *expected;
+    int layouts; /* OT_* bits the case's inputs / result cover (manifest field 11) */
     wk_dtype dt, odt;
     double atol, rtol;
 } oc_case;
@@ -49,29 +51,6 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static bool starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
-
-/* Value of key in the case's "k=v;k=v" into out; false if absent. */
-static bool param(const oc_case *c, const char *key, char *out, size_t cap) {
-    return ou_param(c->params, key, out, cap);
-}
-
-static bool param_f64(const oc_case *c, const char *key, double *v) {
-    char buf[64];
-    if (!param(c, key, buf, sizeof buf)) return false;
-    char *end;
-    *v = strtod(buf, &end);
-    return end != buf && *end == 0;
-}
-
-static bool param_int(const oc_case *c, const char *key, long long *v) {
-    char buf[64];
-    if (!param(c, key, buf, sizeof buf)) return false;
-    char *end;
-    *v = strtoll(buf, &end, 10);
-    return end != buf && *end == 0;
-}
-
 #define SAY(...) snprintf(why, cap, __VA_ARGS__)
 #define WHY(...) (SAY(__VA_ARGS__), false)
 
@@ -84,136 +63,17 @@ static wk_tensor *load_input(const oc_case *c, const char *spec, bool *noncontig
 
 /* ---------------------------------------------------------------- the ops */
 
-static int name_index(const char *name, const char *(*fn)(int), int count) {
-    for (int i = 0; i < count; i++)
-        if (strcmp(fn(i), name) == 0) return i;
-    return -1;
-}
-static const char *unary_name_i(int i) { return wk_unary_name((wk_unary_op)i); }
-static const char *binary_name_i(int i) { return wk_binary_name((wk_binary_op)i); }
-static const char *cmp_name_i(int i) { return wk_cmp_name((wk_cmp_op)i); }
-static const char *const k_reduce_names[] = {"sum", "mean", "max", "min", "argmax", "argmin"};
-static const char *reduce_name_i(int i) { return k_reduce_names[i]; }
-
-static bool need(int have, int want, char *why, size_t cap) {
-    return have == want ? true : WHY("op needs %d inputs, the manifest gives %d", want, have);
-}
-
-/* Run the case's op. *r is NULL when the call failed (then why is empty and
- * wk_last_status() tells); false only when the case itself is malformed. */
+/* Run the case's op through the op table (tests/oracle/op_table.def). *r is
+ * NULL when the call failed (then why is empty and wk_last_status() tells);
+ * false only when the case itself is malformed. */
 static bool run_op(const oc_case *c, wk_tensor **in, int nin, wk_tensor **r, char *why, size_t cap) {
-    const char *op = c->op;
-    const char *dot = strchr(op, '.');
-    const char *sub = dot ? dot + 1 : "";
-    double a = 0, b = 0;
-    long long n = 0;
-    char buf[128];
     *r = NULL;
-    if (starts_with(op, "unary.")) {
-        int k = name_index(sub, unary_name_i, WK_UNARY_COUNT);
-        if (k < 0) return WHY("unknown unary op '%s'", sub);
-        if (!need(nin, 1, why, cap)) return false;
-        *r = wk_unary(in[0], (wk_unary_op)k);
-    } else if (strcmp(op, "affine") == 0) {
-        if (!need(nin, 1, why, cap) || !param_f64(c, "mul", &a) || !param_f64(c, "add", &b))
-            return WHY("affine needs mul, add");
-        *r = wk_affine(in[0], a, b);
-    } else if (strcmp(op, "powf") == 0) {
-        if (!need(nin, 1, why, cap) || !param_f64(c, "e", &a)) return WHY("powf needs e");
-        *r = wk_powf(in[0], a);
-    } else if (strcmp(op, "elu") == 0) {
-        if (!need(nin, 1, why, cap) || !param_f64(c, "alpha", &a)) return WHY("elu needs alpha");
-        *r = wk_elu(in[0], a);
-    } else if (strcmp(op, "clamp") == 0) {
-        if (!need(nin, 1, why, cap) || !param_f64(c, "lo", &a) || !param_f64(c, "hi", &b))
-            return WHY("clamp needs lo, hi");
-        *r = wk_clamp(in[0], a, b);
-    } else if (starts_with(op, "binary.")) {
-        int k = name_index(sub, binary_name_i, WK_BINARY_COUNT);
-        if (k < 0) return WHY("unknown binary op '%s'", sub);
-        if (!need(nin, 2, why, cap)) return false;
-        *r = wk_binary(in[0], in[1], (wk_binary_op)k);
-    } else if (starts_with(op, "binary_scalar.")) {
-        int k = name_index(sub, binary_name_i, WK_BINARY_COUNT);
-        if (k < 0) return WHY("unknown binary op '%s'", sub);
-        if (!need(nin, 1, why, cap) || !param_f64(c, "s", &a)) return WHY("binary_scalar needs s");
-        *r = wk_binary_scalar(in[0], a, (wk_binary_op)k);
-    } else if (starts_with(op, "cmp.")) {
-        int k = name_index(sub, cmp_name_i, WK_CMP_COUNT);
-        if (k < 0) return WHY("unknown comparison '%s'", sub);
-        if (!need(nin, 2, why, cap)) return false;
-        *r = wk_cmp(in[0], in[1], (wk_cmp_op)k);
-    } else if (starts_with(op, "cmp_scalar.")) {
-        int k = name_index(sub, cmp_name_i, WK_CMP_COUNT);
-        if (k < 0) return WHY("unknown comparison '%s'", sub);
-        if (!need(nin, 1, why, cap) || !param_f64(c, "s", &a)) return WHY("cmp_scalar needs s");
-        *r = wk_cmp_scalar(in[0], a, (wk_cmp_op)k);
-    } else if (strcmp(op, "where") == 0) {
-        if (!need(nin, 3, why, cap)) return false;
-        *r = wk_where(in[0], in[1], in[2]);
-    } else if (starts_with(op, "reduce.")) {
-        int k = name_index(sub, reduce_name_i, WK_REDUCE_COUNT);
-        long long dl[WK_MAX_RANK], keep = 0;
-        if (k < 0) return WHY("unknown reduction '%s'", sub);
-        if (!need(nin, 1, why, cap)) return false;
-        int nd = param(c, "dims", buf, sizeof buf) ? ou_parse_ints(buf, '|', dl, WK_MAX_RANK) : -1;
-        if (nd < 0 || !param_int(c, "keep", &keep)) return WHY("reduce needs dims, keep");
-        int dims[WK_MAX_RANK];
-        for (int i = 0; i < nd; i++) dims[i] = (int)dl[i];
-        switch ((wk_reduce_op)k) {
-        case WK_REDUCE_SUM: *r = wk_sum(in[0], dims, nd, keep != 0); break;
-        case WK_REDUCE_MEAN: *r = wk_mean(in[0], dims, nd, keep != 0); break;
-        case WK_REDUCE_MAX: *r = wk_max(in[0], dims, nd, keep != 0); break;
-        case WK_REDUCE_MIN: *r = wk_min(in[0], dims, nd, keep != 0); break;
-        case WK_REDUCE_ARGMAX:
-        case WK_REDUCE_ARGMIN:
-            if (nd == 1)
-                *r = k == WK_REDUCE_ARGMAX ? wk_argmax(in[0], dims[0], keep != 0) : wk_argmin(in[0], dims[0], keep != 0);
-            else
-                *r = wk_reduce(in[0], (wk_reduce_op)k, dims, nd, keep != 0);
-            break;
-        default: break;
-        }
-    } else if (starts_with(op, "reduce_all.")) {
-        if (!need(nin, 1, why, cap)) return false;
-        if (strcmp(sub, "sum") == 0) *r = wk_sum_all(in[0]);
-        else if (strcmp(sub, "mean") == 0) *r = wk_mean_all(in[0]);
-        else if (strcmp(sub, "max") == 0) *r = wk_max_all(in[0]);
-        else if (strcmp(sub, "min") == 0) *r = wk_min_all(in[0]);
-        else return WHY("unknown reduce_all '%s'", sub);
-    } else if (strcmp(op, "cast") == 0) {
-        wk_dtype to;
-        if (!need(nin, 1, why, cap) || !param(c, "to", buf, sizeof buf) || !wk_dtype_from_name(buf, &to))
-            return WHY("cast needs to=DTYPE");
-        *r = wk_to_dtype(in[0], to);
-    } else if (strcmp(op, "cat") == 0 || strcmp(op, "stack") == 0) {
-        if (!param_int(c, "dim", &n)) return WHY("%s needs dim", op);
-        *r = op[0] == 'c' ? wk_cat(in, nin, (int)n) : wk_stack(in, nin, (int)n);
-    } else if (strcmp(op, "matmul") == 0) {
-        if (!need(nin, 2, why, cap)) return false;
-        *r = wk_matmul(in[0], in[1]);
-    } else if (strcmp(op, "bmatmul") == 0) {
-        if (!need(nin, 2, why, cap)) return false;
-        *r = wk_broadcast_matmul(in[0], in[1]);
-    } else if (strcmp(op, "arange") == 0) {
-        double step;
-        if (!param_f64(c, "start", &a) || !param_f64(c, "end", &b) || !param_f64(c, "step", &step))
-            return WHY("arange needs start, end, step");
-        *r = wk_arange(a, b, step, c->dt, ou_device());
-    } else if (strcmp(op, "eye") == 0) {
-        if (!param_int(c, "n", &n)) return WHY("eye needs n");
-        *r = wk_eye((int64_t)n, c->dt, ou_device());
-    } else if (strcmp(op, "zeros") == 0 || strcmp(op, "ones") == 0 || strcmp(op, "full") == 0) {
-        int64_t shape[WK_MAX_RANK];
-        int rank = param(c, "shape", buf, sizeof buf) ? ou_parse_shape(buf, shape) : -1;
-        if (rank < 0) return WHY("%s needs shape", op);
-        if (op[0] == 'z') *r = wk_zeros(shape, rank, c->dt, ou_device());
-        else if (op[0] == 'o') *r = wk_ones(shape, rank, c->dt, ou_device());
-        else if (param_f64(c, "value", &a)) *r = wk_full(shape, rank, a, c->dt, ou_device());
-        else return WHY("full needs value");
-    } else {
-        return WHY("unknown op '%s'", op);
-    }
+    const ot_entry *e = ot_find(c->op);
+    if (!e) return WHY("op '%s' is not in the op table", c->op);
+    ot_ctx x = {.in = in, .nin = nin, .params = c->params, .dt = c->dt, .dev = ou_device()};
+    *r = ot_run(e, &x);
+    wk_tensor_free(x.out2); /* no manifest op here has a second result */
+    if (x.bad) return WHY("%s: %s", c->op, x.why);
     return true;
 }
 
@@ -445,7 +305,7 @@ static int parse_manifest(char *text) {
         while (*q == ' ' || *q == '\t' || *q == '\r') *q++ = 0;
         oc_case *c = &g_cases[g_ncases];
         char *end1, *end2;
-        if (nf != MAX_FIELDS || *q || !wk_dtype_from_name(f[2], &c->dt) || !wk_dtype_from_name(f[3], &c->odt)) {
+        if (nf < MAX_FIELDS - 1 || *q || !wk_dtype_from_name(f[2], &c->dt) || !wk_dtype_from_name(f[3], &c->odt)) {
             fprintf(stderr, "manifest line %d is malformed\n", lineno);
             return -1;
         }
@@ -455,6 +315,18 @@ static int parse_manifest(char *text) {
         c->params = f[5];
         c->inputs = f[6];
         c->expected = f[7];
+        c->layouts = 0;
+        if (nf == MAX_FIELDS) {
+            char lay[64];
+            snprintf(lay, sizeof lay, "%s", f[10]);
+            for (char *z = lay; *z; z++)
+                if (*z == ',') *z = ' ';
+            c->layouts = ot_parse_layouts(lay);
+            if (c->layouts < 0) {
+                fprintf(stderr, "manifest line %d: bad layouts '%s'\n", lineno, f[10]);
+                return -1;
+            }
+        }
         c->atol = strtod(f[8], &end1);
         c->rtol = strtod(f[9], &end2);
         if (*end1 || *end2) {
@@ -514,7 +386,7 @@ static int group_teardown(void **state) {
 
 typedef struct group {
     const char *name;
-    const char *const *ops; /* op prefixes; a case with variant "random" goes to the random group only */
+    const char *const *kinds; /* op-table kinds; a case with variant "random" goes to the random group only */
     bool random;
 } group;
 
@@ -522,10 +394,10 @@ static bool in_group(const group *g, const oc_case *c) {
     bool is_random = strcmp(c->variant, "random") == 0;
     if (g->random) return is_random;
     if (is_random) return false;
-    for (int i = 0; g->ops[i]; i++) {
-        size_t len = strlen(g->ops[i]);
-        if (strncmp(c->op, g->ops[i], len) == 0 && (c->op[len] == 0 || c->op[len] == '.')) return true;
-    }
+    const ot_entry *e = ot_find(c->op);
+    if (!e) return false;
+    for (int i = 0; g->kinds[i]; i++)
+        if (strcmp(e->kind, g->kinds[i]) == 0) return true;
     return false;
 }
 
@@ -541,40 +413,42 @@ static void run_group(const group *g) {
     if (failed) fail_msg("%d of %d %s cases failed (the FAIL lines above say which)", failed, total, g->name);
 }
 
-static const char *const k_unary_ops[] = {"unary", "affine", "powf", "elu", "clamp", NULL};
-static const char *const k_binary_ops[] = {"binary", "binary_scalar", NULL};
-static const char *const k_compare_ops[] = {"cmp", "cmp_scalar", "where", NULL};
-static const char *const k_reduce_ops[] = {"reduce", "reduce_all", NULL};
-static const char *const k_cast_ops[] = {"cast", NULL};
-static const char *const k_join_ops[] = {"cat", "stack", NULL};
-static const char *const k_matmul_ops[] = {"matmul", "bmatmul", NULL};
-static const char *const k_create_ops[] = {"arange", "eye", "zeros", "ones", "full", NULL};
-static const char *const k_no_ops[] = {NULL};
+static const char *const k_unary_kinds[] = {"unary", "param", NULL};
+static const char *const k_binary_kinds[] = {"binary", "binary_scalar", NULL};
+static const char *const k_compare_kinds[] = {"cmp", "cmp_scalar", "where", NULL};
+static const char *const k_reduce_kinds[] = {"reduce", "reduce_all", NULL};
+static const char *const k_cast_kinds[] = {"cast", NULL};
+static const char *const k_join_kinds[] = {"join", NULL};
+static const char *const k_matmul_kinds[] = {"matmul", NULL};
+static const char *const k_create_kinds[] = {"create", NULL};
+static const char *const k_no_kinds[] = {NULL};
 
-static void test_unary(void **state) { (void)state; run_group(&(group){"unary", k_unary_ops, false}); }
-static void test_binary(void **state) { (void)state; run_group(&(group){"binary", k_binary_ops, false}); }
-static void test_compare(void **state) { (void)state; run_group(&(group){"compare", k_compare_ops, false}); }
-static void test_reduce(void **state) { (void)state; run_group(&(group){"reduce", k_reduce_ops, false}); }
-static void test_cast(void **state) { (void)state; run_group(&(group){"cast", k_cast_ops, false}); }
-static void test_join(void **state) { (void)state; run_group(&(group){"join", k_join_ops, false}); }
-static void test_matmul(void **state) { (void)state; run_group(&(group){"matmul", k_matmul_ops, false}); }
-static void test_create(void **state) { (void)state; run_group(&(group){"create", k_create_ops, false}); }
-static void test_random(void **state) { (void)state; run_group(&(group){"random", k_no_ops, true}); }
+static const group k_groups[] = {
+    {"unary", k_unary_kinds, false},   {"binary", k_binary_kinds, false}, {"compare", k_compare_kinds, false},
+    {"reduce", k_reduce_kinds, false}, {"cast", k_cast_kinds, false},     {"join", k_join_kinds, false},
+    {"matmul", k_matmul_kinds, false}, {"create", k_create_kinds, false}, {"random", k_no_kinds, true},
+};
 
-/* Every case belongs to exactly one group (a manifest op no group knows is a failure). */
+static void test_unary(void **state) { (void)state; run_group(&k_groups[0]); }
+static void test_binary(void **state) { (void)state; run_group(&k_groups[1]); }
+static void test_compare(void **state) { (void)state; run_group(&k_groups[2]); }
+static void test_reduce(void **state) { (void)state; run_group(&k_groups[3]); }
+static void test_cast(void **state) { (void)state; run_group(&k_groups[4]); }
+static void test_join(void **state) { (void)state; run_group(&k_groups[5]); }
+static void test_matmul(void **state) { (void)state; run_group(&k_groups[6]); }
+static void test_create(void **state) { (void)state; run_group(&k_groups[7]); }
+static void test_random(void **state) { (void)state; run_group(&k_groups[8]); }
+
+/* Every case belongs to exactly one group (a manifest op the table does not know is a failure). */
 static void test_all_cases_grouped(void **state) {
     (void)state;
-    static const group groups[] = {
-        {"unary", k_unary_ops, false},   {"binary", k_binary_ops, false}, {"compare", k_compare_ops, false},
-        {"reduce", k_reduce_ops, false}, {"cast", k_cast_ops, false},     {"join", k_join_ops, false},
-        {"matmul", k_matmul_ops, false}, {"create", k_create_ops, false}, {"random", k_no_ops, true},
-    };
     int orphans = 0;
     for (int i = 0; i < g_ncases; i++) {
         int k = 0;
-        for (size_t j = 0; j < sizeof groups / sizeof groups[0]; j++) k += in_group(&groups[j], &g_cases[i]);
+        for (size_t j = 0; j < sizeof k_groups / sizeof k_groups[0]; j++) k += in_group(&k_groups[j], &g_cases[i]);
         if (k != 1) {
-            printf("FAIL %s op=%s: belongs to %d test groups\n", g_cases[i].id, g_cases[i].op, k);
+            printf("FAIL %s op=%s: belongs to %d test groups%s\n", g_cases[i].id, g_cases[i].op, k,
+                   ot_find(g_cases[i].op) ? "" : " (not in tests/oracle/op_table.def)");
             orphans++;
         }
     }
@@ -585,9 +459,96 @@ static void test_all_cases_grouped(void **state) {
     }
 }
 
-int main(void) {
+/* The manifest against the op table: a case that must succeed runs on a
+ * declared dtype, and every (op, declared dtype, declared layout) of the
+ * ops whose oracle is gen_oracle has at least one case that must succeed.
+ * So a layout or dtype added to the table without an oracle case fails here
+ * (gen_oracle.py's table sweep writes those cases). */
+static void test_table_coverage(void **state) {
+    (void)state;
+    int problems = 0, tuples = 0, with_layouts = 0;
+    for (int i = 0; i < g_ncases; i++) {
+        const oc_case *c = &g_cases[i];
+        const ot_entry *e = ot_find(c->op);
+        if (c->layouts) with_layouts++;
+        if (!e || c->expected[0] == '!') continue;
+        if (!(ot_dtype_mask(e) & (1u << c->dt))) {
+            printf("FAIL %s op=%s dtype=%s: must succeed, but the op table does not declare that dtype\n", c->id,
+                   c->op, wk_dtype_name(c->dt));
+            problems++;
+        }
+    }
+    if (with_layouts == 0) {
+        printf("FAIL the manifest has no layouts field (field 11): regenerate it with tests/oracle/gen_oracle.py\n");
+        fail_msg("manifest without layouts");
+    }
+    for (int k = 0; k < ot_count; k++) {
+        const ot_entry *e = &ot_table[k];
+        if (strcmp(e->oracle, "gen_oracle") != 0) continue;
+        unsigned dm = ot_dtype_mask(e);
+        int lm = ot_layout_mask(e);
+        if (!dm || lm < 0) {
+            printf("FAIL op table entry %s: bad dtypes '%s' or layouts '%s'\n", e->name, e->dtypes, e->layouts);
+            problems++;
+            continue;
+        }
+        for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+            if (!(dm & (1u << d))) continue;
+            int seen = 0;
+            for (int i = 0; i < g_ncases; i++) {
+                const oc_case *c = &g_cases[i];
+                if ((int)c->dt == d && c->expected[0] != '!' && strcmp(c->op, e->name) == 0) seen |= c->layouts;
+            }
+            for (int l = 0; l < OT_NLAYOUTS; l++) {
+                if (!(lm & (1 << l))) continue;
+                tuples++;
+                if (!(seen & (1 << l))) {
+                    printf("FAIL op table: %s on %s declares layout '%s' but the manifest has no such case\n", e->name,
+                           wk_dtype_name((wk_dtype)d), ot_layout_name(l));
+                    problems++;
+                }
+            }
+        }
+    }
+    printf("oracle: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples, problems);
+    if (problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)", problems);
+}
+
+/* The gradient-check hook: the ops the table marks grad-checkable, listed so
+ * the finite-difference check has its worklist; each must be defined on f64
+ * (the check differentiates in f64) or f32. */
+static void test_grad_hook(void **state) {
+    (void)state;
+    int n = 0, bad = 0;
+    char missing[512] = "";
+    printf("oracle: grad-checkable ops:");
+    for (int k = 0; k < ot_count; k++) {
+        const ot_entry *e = &ot_table[k];
+        if (!e->grad) continue;
+        n++;
+        printf(" %s", e->name);
+        if (!(ot_dtype_mask(e) & ((1u << WK_F64) | (1u << WK_F32)))) {
+            bad++;
+            size_t len = strlen(missing);
+            snprintf(missing + len, sizeof missing - len, " %s", e->name);
+        }
+    }
+    printf("\noracle: %d of %d table ops grad-checkable\n", n, ot_count);
+    if (bad) {
+        printf("FAIL marked grad-checkable but defined on neither f64 nor f32:%s\n", missing);
+        fail_msg("%d grad-checkable ops without a float dtype to differentiate in", bad);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--list") == 0) { /* the op table as JSON (tests/oracle/check_table.py) */
+        ot_print_json(stdout);
+        return 0;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_cases_grouped),
+        cmocka_unit_test(test_table_coverage),
+        cmocka_unit_test(test_grad_hook),
         cmocka_unit_test(test_unary),
         cmocka_unit_test(test_binary),
         cmocka_unit_test(test_compare),

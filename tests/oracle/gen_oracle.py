@@ -11,7 +11,7 @@ committed; the output is fully determined by SEED.
 manifest.txt: '#' lines are comments; every other line is one case with ten
 fields separated by single spaces (no field contains a space):
 
-    id op dtype odtype variant params inputs expected atol rtol
+    id op dtype odtype variant params inputs expected atol rtol layouts
 
   id        unique name, NNNN.<what>
   op        unary.<name> | affine | powf | elu | clamp | binary.<name> |
@@ -38,6 +38,15 @@ fields separated by single spaces (no field contains a space):
             (DTYPE, DIV_ZERO, SHAPE, ARG, INDEX)
   atol rtol |got - want| <= atol + rtol * |want| (NaN must match NaN, inf
             must match inf exactly). Integer results are compared exactly.
+  layouts   ','-joined layout variants the case covers (op_table.def's
+            letters: c t n b tn p e 1 0), worked out from the input views and
+            shapes; test_oracle checks the table's declared layouts against it
+
+Every case's op must be in op_table.def, and a case that must succeed must
+run on one of the op's declared dtypes. After the hand-written sections, the
+table sweep adds one case for every (op, declared dtype, declared layout) no
+section covered (ops of the kinds sweep() knows), and the run fails if any
+declared tuple is still uncovered.
 
 bf16 / f8e4m3 inputs are stored as f32 values already on the bf16 / f8 grid
 (bf16 rounding: torch; f8e4m3fn rounding: by hand in oracle_common.py, round to nearest
@@ -47,12 +56,18 @@ computed in float64 from those rounded inputs, then rounded to the case dtype.
 import math
 import os
 import sys
+import warnings
 
 import numpy as np
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle_common as oc  # noqa: E402
+import op_table  # noqa: E402
+
+# the op-test table (op_table.def): which ops exist, their dtypes, layouts,
+# tolerance class and input domain; every case below is checked against it
+TABLE = op_table.by_name(op_table.load())
 
 SEED = 0x5EED0AC1E
 
@@ -122,10 +137,14 @@ class Oracle:
         self.lines = []
         self.files = oc.NpyFiles(outdir, 'a')
         self.counts = {}
+        self.shapes = {}      # file -> stored shape (for the layouts field)
+        self.covered = set()  # (op, dtype, layout) of cases that must succeed
 
     # ---- files
     def save(self, arr):
-        return self.files.save(arr)
+        name = self.files.save(arr)
+        self.shapes[name] = tuple(np.shape(arr))
+        return name
 
     # ---- values
     def values(self, shape, dt, dom):
@@ -249,10 +268,55 @@ class Oracle:
             params = ';'.join('%s=%s' % (k, v) for k, v in params.items()) or '-'
         for f in (cid, op, params, variant):
             assert ' ' not in f and f, (cid, f)
+        entry = TABLE.get(op)
+        if entry is None:
+            raise ValueError('%s: op %s is not in op_table.def' % (cid, op))
+        if not exp.startswith('!') and dt not in entry['dtype_list']:
+            raise ValueError('%s: must succeed on %s, which op_table.def does not declare for %s' % (cid, dt, op))
+        lays = self.layouts(inputs, None if exp.startswith('!') else self.shapes[exp])
+        if not exp.startswith('!'):
+            self.covered.update((op, dt, lay) for lay in lays)
         self.lines.append(' '.join([cid, op, dt, odt, variant, params, ','.join(inputs) or '-', exp,
-                                    fmt(tol[0]), fmt(tol[1])]))
+                                    fmt(tol[0]), fmt(tol[1]), ','.join(lays)]))
         group = op.split('.')[0]
         self.counts[group] = self.counts.get(group, 0) + 1
+
+    def layouts(self, inputs, out_shape):
+        """op_table layout letters the inputs (specs) and the result cover."""
+        tags = set()
+        shapes = [] if out_shape is None else [out_shape]
+        for spec in inputs:
+            name, _, view = spec.split('#')[0].partition('@')
+            s = list(self.shapes[name])
+            toks = set()
+            for tok in (view or 'c').split('+'):
+                if tok == 't':
+                    s[-1], s[-2] = s[-2], s[-1]
+                elif tok[0] == 'n':
+                    d, _, ln = (int(v) for v in tok[1:].split(':'))
+                    s[d] = ln
+                elif tok[0] == 'b':
+                    s = [] if tok[1:] == '_' else [int(v) for v in tok[1:].split('x')]
+                elif tok[0] == 'p':
+                    s = [s[int(i)] for i in tok[1:].split(':')]
+                if tok != 'c':
+                    toks.add(tok[0])
+            tags |= toks or {'c'}
+            if {'t', 'n'} <= toks:
+                tags.add('tn')
+            shapes.append(tuple(s))
+        if not inputs:
+            tags.add('c')
+        for k, s in enumerate(shapes):
+            is_input = k > 0 or out_shape is None    # empty counts on the result too; 0 and 1 on inputs only
+            n = int(np.prod(s)) if len(s) else 1
+            if n == 0:
+                tags.add('e')
+            elif len(s) == 0 and is_input:
+                tags.add('0')
+            elif n == 1 and len(s) and is_input:
+                tags.add('1')
+        return [t for t in op_table.LAYOUTS if t in tags]
 
     def write_manifest(self):
         oc.write_manifest(self.dir, [' wick oracle manifest v1 seed=%d cases=%d' % (SEED, len(self.lines)),
@@ -292,29 +356,33 @@ def round_half_away(x):
     return np.copysign(np.where(np.isfinite(a), r, a), x)
 
 
-# name: (f64 meaning, input domain, exact?)  exact ops are compared with 0 tolerance
-UNARY = {
-    'exp': (np.exp, (-5, 5), False),
-    'log': (np.log, (0.01, 10), False),
-    'sin': (np.sin, (-6, 6), False),
-    'cos': (np.cos, (-6, 6), False),
-    'tanh': (np.tanh, (-4, 4), False),
-    'abs': (np.abs, (-10, 10), True),
-    'neg': (np.negative, (-10, 10), True),
-    'recip': (lambda x: 1.0 / x, ('recip',), True),
-    'sqr': (lambda x: x * x, (-10, 10), True),
-    'sqrt': (np.sqrt, (0, 100), True),
-    'gelu': (gelu_tanh, (-4, 4), False),
-    'gelu_erf': (gelu_erf, (-4, 4), False),
-    'erf': (erf, (-3, 3), False),
-    'relu': (lambda x: np.maximum(x, 0.0), ('half', -5, 5), True),
-    'silu': (lambda x: x * sigmoid(x), (-6, 6), False),
-    'ceil': (np.ceil, ('half', -5, 5), True),
-    'floor': (np.floor, ('half', -5, 5), True),
-    'round': (round_half_away, ('half', -5, 5), True),
-    'sign': (np.sign, ('half', -2, 2), True),
-    'sigmoid': (sigmoid, (-8, 8), False),
+# name: f64 meaning. The input domain and exactness (tol class 'exact':
+# compared with 0 tolerance) come from op_table.def.
+UNARY_F = {
+    'exp': np.exp,
+    'log': np.log,
+    'sin': np.sin,
+    'cos': np.cos,
+    'tanh': np.tanh,
+    'abs': np.abs,
+    'neg': np.negative,
+    'recip': lambda x: 1.0 / x,
+    'sqr': lambda x: x * x,
+    'sqrt': np.sqrt,
+    'gelu': gelu_tanh,
+    'gelu_erf': gelu_erf,
+    'erf': erf,
+    'relu': lambda x: np.maximum(x, 0.0),
+    'silu': lambda x: x * sigmoid(x),
+    'ceil': np.ceil,
+    'floor': np.floor,
+    'round': round_half_away,
+    'sign': np.sign,
+    'sigmoid': sigmoid,
 }
+# name: (f64 meaning, input domain, exact?)
+UNARY = {k: (f, op_table.domain(TABLE['unary.' + k]['dom']), op_table.tol_class(TABLE['unary.' + k]) == 'exact')
+         for k, f in UNARY_F.items()}
 UNARY_ORDER = ['exp', 'log', 'sin', 'cos', 'tanh', 'abs', 'neg', 'recip', 'sqr', 'sqrt', 'gelu', 'gelu_erf',
                'erf', 'relu', 'silu', 'ceil', 'floor', 'round', 'sign', 'sigmoid']
 INT_UNARY = {
@@ -1283,6 +1351,157 @@ def gen_random(o):
                np.where(c != 0, a, b), tol=EXACT)
 
 
+# ---------------------------------------------------------------- the table sweep
+
+# layout letter -> (shape, view) of the one input of a unary / reduce sweep case
+SWEEP_1 = {'c': ((3, 7), 'c'), 't': ((5, 6), 't'), 'n': ((4, 6), 'n'), 'b': ((4, 5), 'b'), 'tn': ((6, 4), 'tn'),
+           'p': ((3, 4, 5), ('p', (2, 0, 1))), 'e': ((0, 3), 'c'), '1': ((1, 1), 'c'), '0': ((), 'c')}
+# layout letter -> (a shape, a view, b shape, b view) of a binary / cmp sweep case
+SWEEP_2 = {'c': ((3, 4), 'c', (3, 4), 'c'), 't': ((4, 5), 't', (4, 5), 'c'), 'n': ((3, 6), 'n', (3, 6), 'c'),
+           'b': ((4, 5), 'b', (4, 5), 'c'), 'tn': ((2, 5, 4), 'tn', (5, 1), 'c'),
+           'p': ((3, 4, 5), ('p', (2, 0, 1)), (3, 4, 5), 'c'), 'e': ((0, 3), 'c', (1, 3), 'c'),
+           '1': ((1,), 'c', (1, 1), 'c'), '0': ((), 'c', (2, 3), 'c')}
+# layout letter -> reduced dims (one dim for argmax / argmin) and keepdim
+SWEEP_DIMS = {'c': ([1], False), 't': ([1], False), 'n': ([0], True), 'b': ([0], False), 'tn': ([1], True),
+              'p': ([1], False), 'e': ([1], False), '1': ([0], True), '0': ([], False)}
+# ('e': over the non-empty dim of a (0, 3) input, so max / min are defined)
+
+
+def sweep_case(o, e, dt, lay):
+    """One case of op e on dt in layout lay, from the table's shapes; False
+    when sweep() has no numpy meaning for e's kind."""
+    op, kind = e['name'], e['kind']
+    name = 'sweep.%s.%s.%s' % (op, dt, lay)
+    if kind == 'unary':
+        u = op.split('.', 1)[1]
+        shape, view = SWEEP_1[lay]
+        if is_int(dt):
+            x, spec = o.tensor(shape, dt, ('full',), view)
+            o.case(name, op, dt, lay, None, [spec], int_apply(INT_UNARY[u], x))
+        else:
+            f, dom, exact = UNARY[u]
+            x, spec = o.tensor(shape, dt, dom, view)
+            o.case(name, op, dt, lay, None, [spec], quant(ref(f, x), dt),
+                   tol=EXACT if exact else TRANS_F32 if dt == 'f32' else TOL[dt])
+        return True
+    if kind in ('binary', 'cmp'):
+        sub = op.split('.', 1)[1]
+        sa, va, sb, vb = SWEEP_2[lay]
+        if kind == 'binary':
+            a, spa = o.tensor(sa, dt, bin_dom(dt, sub, 0) if is_int(dt) else (-10, 10), va)
+            b, spb = o.tensor(sb, dt, bin_dom(dt, sub, 1), vb)
+            o.case(name, op, dt, lay, None, [spa, spb], binary_expect(sub, dt, a, b), tol=EXACT)
+        else:
+            a, spa = o.tensor(sa, dt, cmp_dom(dt), va)
+            b, spb = o.tensor(sb, dt, cmp_dom(dt), vb)
+            o.case(name, op, dt, lay, None, [spa, spb], CMP[sub](a, b).astype(np.uint8), odt='u8')
+        return True
+    if kind == 'param':
+        shape, view = SWEEP_1[lay]
+        if op == 'affine' and is_int(dt):   # computed in double, converted back truncating toward zero
+            x, spec = o.tensor(shape, dt, ('int', -20, 20) if IRANGE[dt][0] < 0 else ('int', 0, 40), view)
+            o.case(name, op, dt, lay, {'mul': fmt(0.5), 'add': fmt(3.0)}, [spec],
+                   np.trunc(x.astype(np.float64) * 0.5 + 3.0).astype(np.int64))
+        elif op == 'affine':
+            x, spec = o.tensor(shape, dt, (-4, 4), view)
+            m, a = (1.5, -0.25) if dt == 'f64' else (quant(1.5, 'f32'), quant(-0.25, 'f32'))
+            o.case(name, op, dt, lay, {'mul': fmt(1.5), 'add': fmt(-0.25)}, [spec], quant(x * m + a, dt))
+        elif op == 'powf':
+            x, spec = o.tensor(shape, dt, (0.1, 4), view)
+            o.case(name, op, dt, lay, {'e': fmt(2.5)}, [spec], quant(ref(lambda z: np.power(z, 2.5), x), dt),
+                   tol=TOL[dt] if dt != 'f32' else (1e-5, 1e-5))
+        elif op == 'elu':
+            x, spec = o.tensor(shape, dt, (-4, 4), view)
+            o.case(name, op, dt, lay, {'alpha': fmt(0.75)}, [spec],
+                   quant(np.where(x >= 0, x, 0.75 * (np.exp(x) - 1.0)), dt))
+        elif op == 'clamp' and is_int(dt):   # fractional bounds round inward
+            x, spec = o.tensor(shape, dt, ('full',), view)
+            lo, hi = (-100.5, 1000.5) if IRANGE[dt][0] < 0 else (3.5, 200.25)
+            o.case(name, op, dt, lay, {'lo': fmt(lo), 'hi': fmt(hi)}, [spec],
+                   np.clip(x, math.ceil(lo), math.floor(hi)))
+        elif op == 'clamp':
+            x, spec = o.tensor(shape, dt, ('half', -4, 4), view)
+            o.case(name, op, dt, lay, {'lo': fmt(-1.5), 'hi': fmt(2.0)}, [spec], quant(np.clip(x, -1.5, 2.0), dt),
+                   tol=EXACT)
+        else:
+            return False
+        return True
+    if kind in ('binary_scalar', 'cmp_scalar'):
+        sub = op.split('.', 1)[1]
+        shape, view = SWEEP_1[lay]
+        if kind == 'binary_scalar':
+            sc = (3 if sub != 'div' else (-3 if IRANGE[dt][0] < 0 else 3)) if is_int(dt) else \
+                (2.5 if sub != 'div' else -1.25)
+            a, spa = o.tensor(shape, dt, bin_dom(dt, sub, 0), view)
+            o.case(name, op, dt, lay, {'s': fmt(sc)}, [spa], binary_expect(sub, dt, a, np.array(sc)), tol=EXACT)
+        else:
+            sc = 1.0 if is_int(dt) else 0.5
+            a, spa = o.tensor(shape, dt, cmp_dom(dt), view)
+            o.case(name, op, dt, lay, {'s': fmt(sc)}, [spa], CMP[sub](a, sc).astype(np.uint8), odt='u8')
+        return True
+    if kind == 'where':   # the layout goes to the first value operand
+        sa, va, sb, _ = SWEEP_2[lay]
+        c, spc = o.tensor(sb, 'u8', ('int', 0, 1), 'c', store_dt='u8')
+        a, spa = o.tensor(sa, dt, ('full',) if is_int(dt) else (-10, 10), va)
+        b, spb = o.tensor(sb, dt, ('full',) if is_int(dt) else (-10, 10), 'c')
+        e = np.where(c != 0, a, b)
+        o.case(name, op, dt, lay, None, [spc, spa, spb], e if is_int(dt) else e.astype(np.float64), tol=EXACT)
+        return True
+    if kind == 'cast' and lay != 'b':   # to f64 (f32 from f64): exact from every dtype
+        shape, view = SWEEP_1[lay]
+        dst = 'f32' if dt == 'f64' else 'f64'
+        n = int(np.prod(shape)) if shape else 1
+        xv = np.resize(cast_values(dt, dst, o.rng, max(n, 8)), n).reshape(shape)
+        x, spec = o.tensor(shape, dt, None, view, x=xv)
+        o.case(name, op, dt, lay, {'to': dst}, [spec], quant(np.asarray(x, np.float64), dst), odt=dst, tol=EXACT)
+        return True
+    if kind in ('reduce', 'reduce_all'):
+        sub = op.split('.', 1)[1]
+        shape, view = SWEEP_1[lay]
+        if sub in ('argmax', 'argmin'):
+            dom = ('int', 0, 2) if not is_int(dt) or IRANGE[dt][0] == 0 else ('int', -1, 1)
+        elif is_int(dt):
+            dom = ('full',)
+        elif dt == 'f8e4m3':
+            dom = (-2, 2)
+        else:
+            dom = (-1, 1) if sub in ('sum', 'mean') else ('int', -20, 20)
+        x, spec = o.tensor(shape, dt, dom, view)
+        odt = 'u32' if sub.startswith('arg') else None
+        if kind == 'reduce_all':
+            o.case(name, op, dt, lay, None, [spec], red_expect(sub, dt, x, None, False), odt=odt,
+                   tol=red_tol(sub, dt, x, None))
+            return True
+        dims, keep = SWEEP_DIMS[lay]
+        o.case(name, op, dt, lay, {'dims': '|'.join(str(d) for d in dims), 'keep': int(keep)}, [spec],
+               red_expect(sub, dt, x, dims, keep), odt=odt, tol=red_tol(sub, dt, x, dims))
+        return True
+    return False
+
+
+def sweep(o):
+    """The table drives the oracle: every (op, declared dtype, declared layout)
+    of a gen_oracle op that no section above covered gets a case here; any
+    still uncovered (a kind sweep_case does not know) fails the run."""
+    added, missing = 0, []
+    warnings.simplefilter('ignore', RuntimeWarning)   # numpy's "mean of empty slice": NaN is the meaning
+    for e in TABLE.values():
+        if e['oracle'] != 'gen_oracle':
+            continue
+        for dt in e['dtype_list']:
+            for lay in e['layout_list']:
+                if (e['name'], dt, lay) in o.covered:
+                    continue
+                if sweep_case(o, e, dt, lay) and (e['name'], dt, lay) in o.covered:
+                    added += 1
+                else:
+                    missing.append('%s/%s/%s' % (e['name'], dt, lay))
+    if missing:
+        raise SystemExit('gen_oracle: op_table.def declares %d (op, dtype, layout) tuples with no case: %s'
+                         % (len(missing), ' '.join(missing)))
+    return added
+
+
 def main():
     if len(sys.argv) != 2:
         sys.stderr.write('usage: gen_oracle.py OUTDIR\n')
@@ -1296,14 +1515,15 @@ def main():
     for section in (gen_unary, gen_param, gen_binary, gen_cmp, gen_where, gen_reduce, gen_cast, gen_join,
                     gen_matmul, gen_create, gen_random):
         section(o)
+    nsweep = sweep(o)
     # files of this run were overwritten in place (cheaper than unlink + create);
     # drop only what an earlier, larger run left behind
     for f in os.listdir(outdir):
         if f.startswith('a') and f.endswith('.npy') and f[1:-4].isdigit() and int(f[1:-4]) >= o.files.nfiles:
             os.remove(os.path.join(outdir, f))
     o.write_manifest()
-    print('gen_oracle: %d cases, %d files in %s (%s)' % (
-        len(o.lines), o.files.nfiles, outdir, ', '.join('%s %d' % kv for kv in sorted(o.counts.items()))))
+    print('gen_oracle: %d cases (%d from the op-table sweep), %d files in %s (%s)' % (
+        len(o.lines), nsweep, o.files.nfiles, outdir, ', '.join('%s %d' % kv for kv in sorted(o.counts.items()))))
     return 0
 
 

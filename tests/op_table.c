@@ -1,0 +1,317 @@
+/* The op-test table compiled from tests/oracle/op_table.def; see op_table.h. */
+#include "op_table.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "oracle_util.h"
+
+static const char *const k_layouts[OT_NLAYOUTS] = {"c", "t", "n", "b", "tn", "p", "e", "1", "0"};
+
+const char *ot_layout_name(int i) { return i >= 0 && i < OT_NLAYOUTS ? k_layouts[i] : "?"; }
+
+/* Calls each space-separated token of s with fn; false when fn refuses one. */
+static bool each_token(const char *s, bool (*fn)(const char *tok, void *arg), void *arg) {
+    char tok[32];
+    while (*s) {
+        while (*s == ' ') s++;
+        size_t n = strcspn(s, " ");
+        if (!n) break;
+        if (n >= sizeof tok) return false;
+        memcpy(tok, s, n);
+        tok[n] = 0;
+        if (!fn(tok, arg)) return false;
+        s += n;
+    }
+    return true;
+}
+
+static bool layout_tok(const char *tok, void *arg) {
+    for (int i = 0; i < OT_NLAYOUTS; i++)
+        if (strcmp(tok, k_layouts[i]) == 0) {
+            *(int *)arg |= 1 << i;
+            return true;
+        }
+    return false;
+}
+
+int ot_parse_layouts(const char *s) {
+    int m = 0;
+    return each_token(s, layout_tok, &m) ? m : -1;
+}
+
+static bool dtype_tok(const char *tok, void *arg) {
+    unsigned *m = arg;
+    static const struct { const char *name, *list; } groups[] = {
+        {"FLOAT", "f32 f64 f16 bf16 f8e4m3"},
+        {"FLOAT4", "f32 f64 f16 bf16"},
+        {"INT", "u8 u32 i16 i32 i64"},
+        {"ALL", "u8 u32 i16 i32 i64 bf16 f16 f32 f64 f8e4m3"},
+    };
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
+        if (strcmp(tok, groups[i].name) == 0) return each_token(groups[i].list, dtype_tok, arg);
+    wk_dtype dt;
+    if (!wk_dtype_from_name(tok, &dt)) return false;
+    *m |= 1u << dt;
+    return true;
+}
+
+unsigned ot_dtype_mask(const ot_entry *e) {
+    unsigned m = 0;
+    return each_token(e->dtypes, dtype_tok, &m) ? m : 0;
+}
+
+int ot_layout_mask(const ot_entry *e) { return ot_parse_layouts(e->layouts); }
+
+void ot_tol_class(const ot_entry *e, char *out, size_t cap) {
+    size_t n = strcspn(e->tol, ":");
+    if (n >= cap) n = cap - 1;
+    memcpy(out, e->tol, n);
+    out[n] = 0;
+}
+
+double ot_backend_scale(const ot_entry *e) {
+    const char *colon = strchr(e->tol, ':');
+    if (colon) return atof(colon + 1);
+    char cls[16];
+    ot_tol_class(e, cls, sizeof cls);
+    if (strcmp(cls, "exact") == 0) return 0.0;
+    if (strcmp(cls, "acc") == 0) return 8.0;
+    if (strcmp(cls, "tol") == 0) return 2.0;
+    return 4.0; /* trans, pow: another libm may be a few ulp away */
+}
+
+/* ------------------------------------------------- call-side helpers */
+
+static void bad(ot_ctx *x, const char *fmt, const char *what) {
+    if (!x->bad) snprintf(x->why, sizeof x->why, fmt, what);
+    x->bad = true;
+}
+
+wk_tensor *ot_in(ot_ctx *x, int i) {
+    if (i < x->nin) return x->in[i];
+    char n[16];
+    snprintf(n, sizeof n, "%d", i + 1);
+    bad(x, "the op needs at least %s inputs", n);
+    return NULL;
+}
+
+static bool param_str(ot_ctx *x, const char *key, char *out, size_t cap) {
+    if (ou_param(x->params, key, out, cap)) return true;
+    bad(x, "parameter %s missing", key);
+    return false;
+}
+
+double ot_pf(ot_ctx *x, const char *key) {
+    char buf[64], *end;
+    if (!param_str(x, key, buf, sizeof buf)) return 0;
+    double v = strtod(buf, &end);
+    if (end == buf || *end) bad(x, "parameter %s is not a number", key);
+    return v;
+}
+
+long long ot_pi(ot_ctx *x, const char *key) {
+    char buf[64], *end;
+    if (!param_str(x, key, buf, sizeof buf)) return 0;
+    long long v = strtoll(buf, &end, 10);
+    if (end == buf || *end) bad(x, "parameter %s is not an integer", key);
+    return v;
+}
+
+/* "AxB" parameter into two integers. */
+static void pair_param(ot_ctx *x, const char *key, int64_t *a, int64_t *b) {
+    char buf[64];
+    int64_t s[WK_MAX_RANK];
+    *a = *b = 0;
+    if (!param_str(x, key, buf, sizeof buf)) return;
+    if (ou_parse_shape(buf, s) != 2) {
+        bad(x, "parameter %s is not AxB", key);
+        return;
+    }
+    *a = s[0];
+    *b = s[1];
+}
+
+wk_tensor *ot_reduce(ot_ctx *x, wk_reduce_op op) {
+    char buf[128];
+    long long dl[WK_MAX_RANK];
+    wk_tensor *t = ot_in(x, 0);
+    long long keep = ot_pi(x, "keep");
+    int nd = param_str(x, "dims", buf, sizeof buf) ? ou_parse_ints(buf, '|', dl, WK_MAX_RANK) : -1;
+    if (nd < 0) bad(x, "parameter %s is not a '|' list", "dims");
+    if (x->bad) return NULL;
+    int dims[WK_MAX_RANK];
+    for (int i = 0; i < nd; i++) dims[i] = (int)dl[i];
+    switch (op) {
+    case WK_REDUCE_SUM: return wk_sum(t, dims, nd, keep != 0);
+    case WK_REDUCE_MEAN: return wk_mean(t, dims, nd, keep != 0);
+    case WK_REDUCE_MAX: return wk_max(t, dims, nd, keep != 0);
+    case WK_REDUCE_MIN: return wk_min(t, dims, nd, keep != 0);
+    case WK_REDUCE_ARGMAX:
+    case WK_REDUCE_ARGMIN:
+        /* the one-dim entry points, and the general one for a wrong dim count */
+        if (nd == 1) return op == WK_REDUCE_ARGMAX ? wk_argmax(t, dims[0], keep != 0) : wk_argmin(t, dims[0], keep != 0);
+        return wk_reduce(t, op, dims, nd, keep != 0);
+    case WK_REDUCE_PROD:
+    case WK_REDUCE_ANY:
+    case WK_REDUCE_ALL:
+    case WK_REDUCE_COUNT: return wk_reduce(t, op, dims, nd, keep != 0);
+    }
+    return NULL;
+}
+
+wk_tensor *ot_cast(ot_ctx *x) {
+    char buf[32];
+    wk_dtype to;
+    wk_tensor *t = ot_in(x, 0);
+    if (!param_str(x, "to", buf, sizeof buf)) return NULL;
+    if (!wk_dtype_from_name(buf, &to)) {
+        bad(x, "parameter to=%s is not a dtype", buf);
+        return NULL;
+    }
+    return x->bad ? NULL : wk_to_dtype(t, to);
+}
+
+wk_tensor *ot_join(ot_ctx *x, bool stack) {
+    int dim = (int)ot_pi(x, "dim");
+    if (x->bad) return NULL;
+    wk_tensor **list = (wk_tensor **)x->in; /* wk_cat takes a non-const list it does not change */
+    return stack ? wk_stack(list, x->nin, dim) : wk_cat(list, x->nin, dim);
+}
+
+wk_tensor *ot_create(ot_ctx *x, char which) {
+    char buf[128];
+    int64_t shape[WK_MAX_RANK];
+    int rank = param_str(x, "shape", buf, sizeof buf) ? ou_parse_shape(buf, shape) : -1;
+    if (rank < 0) bad(x, "parameter %s is not a shape", "shape");
+    double v = which == 'f' ? ot_pf(x, "value") : 0;
+    if (x->bad) return NULL;
+    if (which == 'z') return wk_zeros(shape, rank, x->dt, x->dev);
+    if (which == 'o') return wk_ones(shape, rank, x->dt, x->dev);
+    return wk_full(shape, rank, v, x->dt, x->dev);
+}
+
+static int64_t opt_int(ot_ctx *x, const char *key) {
+    char buf[32];
+    return ou_param(x->params, key, buf, sizeof buf) ? ot_pi(x, key) : 0;
+}
+
+wk_tensor *ot_conv(ot_ctx *x, int dims, bool transposed) {
+    wk_conv_params p = {
+        .padding = opt_int(x, "padding"),
+        .stride = opt_int(x, "stride"),
+        .dilation = opt_int(x, "dilation"),
+        .groups = opt_int(x, "groups"),
+        .output_padding = opt_int(x, "output_padding"),
+    };
+    wk_tensor *in = ot_in(x, 0), *w = ot_in(x, 1);
+    if (x->bad) return NULL;
+    if (dims == 1) return transposed ? wk_conv_transpose1d(in, w, &p) : wk_conv1d(in, w, &p);
+    return transposed ? wk_conv_transpose2d(in, w, &p) : wk_conv2d(in, w, &p);
+}
+
+wk_tensor *ot_pool(ot_ctx *x, char which) {
+    int64_t kh, kw, sh, sw, ph, pw, oh, ow;
+    wk_tensor *in = ot_in(x, 0);
+    if (which == 'm' || which == 'a') {
+        pair_param(x, "k", &kh, &kw);
+        pair_param(x, "s", &sh, &sw);
+        pair_param(x, "p", &ph, &pw);
+        bool cip = which == 'a' && ot_pi(x, "cip") != 0;
+        if (x->bad) return NULL;
+        return which == 'm' ? wk_max_pool2d(in, kh, kw, sh, sw, ph, pw) : wk_avg_pool2d(in, kh, kw, sh, sw, ph, pw, cip);
+    }
+    pair_param(x, "size", &oh, &ow);
+    bool ac = which == 'b' && ot_pi(x, "ac") != 0;
+    if (x->bad) return NULL;
+    return which == 'n' ? wk_upsample_nearest2d(in, oh, ow) : wk_upsample_bilinear2d(in, oh, ow, ac);
+}
+
+/* Two results: the values are returned, the indices go to x->out2. */
+wk_tensor *ot_sort(ot_ctx *x) {
+    wk_tensor *t = ot_in(x, 0), *v = NULL;
+    int dim = (int)ot_pi(x, "dim");
+    bool desc = ot_pi(x, "desc") != 0;
+    if (x->bad) return NULL;
+    if (wk_sort(t, dim, desc, &v, &x->out2) != WK_OK) return NULL;
+    return v;
+}
+
+wk_tensor *ot_topk(ot_ctx *x) {
+    wk_tensor *t = ot_in(x, 0), *v = NULL;
+    int dim = (int)ot_pi(x, "dim");
+    int64_t k = ot_pi(x, "k");
+    bool largest = ot_pi(x, "largest") != 0;
+    if (x->bad) return NULL;
+    if (wk_topk(t, k, dim, largest, &v, &x->out2) != WK_OK) return NULL;
+    return v;
+}
+
+/* --------------------------------------------------------- the table */
+
+#define A(i) ot_in(X, (i))
+#define PF(k) ot_pf(X, (k))
+#define PI(k) ot_pi(X, (k))
+
+/* one call function per op: the OP's last field is its body */
+#define OP(id, name, kind, oracle, dtypes, layouts, tol, grad, dom, bk, ...) \
+    static wk_tensor *call_##id(ot_ctx *X) { return __VA_ARGS__; }
+#include "oracle/op_table.def"
+#undef OP
+
+const ot_entry ot_table[] = {
+#define OP(id, name, kind, oracle, dtypes, layouts, tol, grad, dom, bk, ...) \
+    {#id, name, kind, oracle, dtypes, layouts, tol, grad, dom, bk, call_##id},
+#include "oracle/op_table.def"
+#undef OP
+};
+const int ot_count = (int)(sizeof ot_table / sizeof ot_table[0]);
+
+const ot_entry *ot_find(const char *name) {
+    for (int i = 0; i < ot_count; i++)
+        if (strcmp(ot_table[i].name, name) == 0) return &ot_table[i];
+    return NULL;
+}
+
+wk_tensor *ot_run(const ot_entry *e, ot_ctx *x) {
+    x->bad = false;
+    x->why[0] = 0;
+    x->out2 = NULL;
+    wk_tensor *r = e->call(x);
+    if (x->bad) {
+        wk_tensor_free(r);
+        wk_tensor_free(x->out2);
+        x->out2 = NULL;
+        return NULL;
+    }
+    return r;
+}
+
+static void json_str(FILE *f, const char *key, const char *v, bool comma) {
+    fprintf(f, "\"%s\": \"", key);
+    for (const char *p = v; *p; p++) {
+        if (*p == '"' || *p == '\\') fputc('\\', f);
+        fputc(*p, f);
+    }
+    fprintf(f, "\"%s", comma ? ", " : "");
+}
+
+void ot_print_json(FILE *f) {
+    fprintf(f, "[\n");
+    for (int i = 0; i < ot_count; i++) {
+        const ot_entry *e = &ot_table[i];
+        fprintf(f, "  {");
+        json_str(f, "id", e->id, true);
+        json_str(f, "name", e->name, true);
+        json_str(f, "kind", e->kind, true);
+        json_str(f, "oracle", e->oracle, true);
+        json_str(f, "dtypes", e->dtypes, true);
+        json_str(f, "layouts", e->layouts, true);
+        json_str(f, "tol", e->tol, true);
+        fprintf(f, "\"grad\": %d, ", e->grad);
+        json_str(f, "dom", e->dom, true);
+        json_str(f, "bk", e->bk, false);
+        fprintf(f, "}%s\n", i + 1 < ot_count ? "," : "");
+    }
+    fprintf(f, "]\n");
+}

@@ -1,0 +1,81 @@
+/* The op-test table (tests/oracle/op_table.def) compiled in: one entry per
+ * op, with its dtypes, layout variants, tolerance class, gradient-check flag,
+ * input domain, backend cases and the call that runs it. tests/test_oracle.c
+ * runs numpy's cases through it; tests/test_backend_ops.c compares every
+ * other backend with the CPU through it. */
+#ifndef WICK_OP_TABLE_H
+#define WICK_OP_TABLE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "wick/wick.h"
+
+/* Layout variants (the "layouts" field). */
+enum {
+    OT_C = 1 << 0,  /* c  contiguous */
+    OT_T = 1 << 1,  /* t  transposed */
+    OT_N = 1 << 2,  /* n  narrowed */
+    OT_B = 1 << 3,  /* b  broadcast (stride 0) */
+    OT_TN = 1 << 4, /* tn transposed + narrowed */
+    OT_P = 1 << 5,  /* p  permuted */
+    OT_E = 1 << 6,  /* e  empty */
+    OT_1 = 1 << 7,  /* 1  one element */
+    OT_0 = 1 << 8,  /* 0  rank 0 */
+};
+#define OT_NLAYOUTS 9
+/* Its letters ("c", "tn", ...) of layout bit i. */
+const char *ot_layout_name(int i);
+/* "c t n" -> mask; -1 on an unknown token. */
+int ot_parse_layouts(const char *s);
+
+/* What a call sees: its inputs, its "k=v;k=v" parameters, the case dtype and
+ * device (for the creation ops), and where a second result goes (sort, topk). */
+typedef struct ot_ctx {
+    wk_tensor *const *in;
+    int nin;
+    const char *params;
+    wk_dtype dt;
+    wk_device *dev;
+    wk_tensor *out2;
+    bool bad;        /* a missing input or parameter: the case is malformed */
+    char why[160];
+} ot_ctx;
+
+typedef struct ot_entry {
+    const char *id, *name, *kind, *oracle, *dtypes, *layouts, *tol;
+    int grad;
+    const char *dom, *bk;
+    wk_tensor *(*call)(ot_ctx *x);
+} ot_entry;
+
+extern const ot_entry ot_table[];
+extern const int ot_count;
+
+const ot_entry *ot_find(const char *name);
+/* Bit (1 << dtype) per declared dtype; 0 when the string is malformed. */
+unsigned ot_dtype_mask(const ot_entry *e);
+int ot_layout_mask(const ot_entry *e);
+/* The tolerance class without its ":S" ("exact", "trans", ...). */
+void ot_tol_class(const ot_entry *e, char *out, size_t cap);
+/* tu_tol(dtype) multiplier of the backend-vs-CPU check. */
+double ot_backend_scale(const ot_entry *e);
+/* Runs the op. NULL with wick's error when the op failed; x->bad (and
+ * x->why) when the case does not fit the op (missing input / parameter). */
+wk_tensor *ot_run(const ot_entry *e, ot_ctx *x);
+/* The table as JSON (one object per op), for tests/oracle/check_table.py. */
+void ot_print_json(FILE *f);
+
+/* Used by the call expressions in op_table.def. */
+wk_tensor *ot_in(ot_ctx *x, int i);
+double ot_pf(ot_ctx *x, const char *key);
+long long ot_pi(ot_ctx *x, const char *key);
+wk_tensor *ot_reduce(ot_ctx *x, wk_reduce_op op);
+wk_tensor *ot_cast(ot_ctx *x);
+wk_tensor *ot_join(ot_ctx *x, bool stack);
+wk_tensor *ot_create(ot_ctx *x, char which);
+wk_tensor *ot_conv(ot_ctx *x, int dims, bool transposed);
+wk_tensor *ot_pool(ot_ctx *x, char which);
+wk_tensor *ot_sort(ot_ctx *x);
+wk_tensor *ot_topk(ot_ctx *x);
+
+#endif

@@ -1,0 +1,396 @@
+/* Every other backend against the CPU, op by op, from the op table
+ * (tests/oracle/op_table.def), as ggml's test-backend-ops does: for each op,
+ * each declared dtype, each declared layout variant and each of its backend
+ * cases ("bk"), the same inputs are built on the CPU and copied to the
+ * device, the same views are taken on both, the op runs on both and the
+ * device's result is compared with the CPU's: tu_tol(result dtype) times the
+ * op's backend scale (0: bit-exact), both results of sort / topk, or the
+ * same error status on both sides.
+ *
+ * The other backend is CUDA (wk_cuda(0)). Without a device the program
+ * prints why and exits 77 (ctest's SKIP_RETURN_CODE). WICK_TEST_GPU_AS_CPU=1
+ * lets the CPU stand in (ctest test_backend_ops_dry), so the table's backend
+ * cases, shapes and parameters keep running everywhere.
+ *
+ * WICK_BACKEND_OPS_LIST=FILE writes one line per check (op dtype layout
+ * shapes params), for comparing what is checked before and after a change. */
+#include "testutil.h"
+#include "oracle_util.h"
+#include "op_table.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_IN 8
+
+static wk_device *g_dev;
+static FILE *g_list;
+static int g_checks, g_errors_agreed, g_na;
+
+/* Backend cases of a kind whose table entry leaves "bk" empty. */
+static const char *default_bk(const char *kind) {
+    if (strcmp(kind, "unary") == 0) return "3x7 / 4x1000";
+    if (strcmp(kind, "binary") == 0 || strcmp(kind, "cmp") == 0) return "3x4,3x4 / 3x1x5,4x5 / 2x3,1 / 40x300,300";
+    if (strcmp(kind, "reduce") == 0) return "3x4x5|dims=1;keep=0 / 3x4x5|dims=0|2;keep=1 / 7x300|dims=1;keep=0";
+    if (strcmp(kind, "reduce_all") == 0) return "3x4x5 / 300x70";
+    return "";
+}
+
+/* Deterministic values of a domain ("u:LO:HI", "h:LO:HI", "r", "i:LO:HI"). */
+static void fill(double *v, int64_t n, const char *dom, int seed) {
+    double lo = -4, hi = 4;
+    char kind = 'u';
+    if (dom && *dom) {
+        kind = dom[0];
+        if (kind != 'r' && sscanf(dom + 1, ":%lf:%lf", &lo, &hi) != 2) kind = 'u';
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double s = sin((double)i * 0.731 + 0.2 + seed * 1.37) * (1.0 + (double)(i % 7) / 3.0) / 7.0 * 3.0; /* |s| < 1.72 */
+        double u = 0.5 + s / 3.44;                                                                      /* in (0, 1) */
+        switch (kind) {
+        case 'r': v[i] = (i % 3 == 1 ? -1.0 : 1.0) * (0.1 + 9.9 * u); break;
+        case 'i': v[i] = lo + (double)(((i * 7919) + (i % 13) * 31) % (int64_t)(hi - lo > 0 ? hi - lo : 1)); break;
+        case 'h': v[i] = lo + (hi - lo) * u; if (i % 2) v[i] = floor(v[i] * 2.0) / 2.0; break;
+        default: v[i] = lo + (hi - lo) * u; break;
+        }
+    }
+}
+
+typedef struct in_spec {
+    int64_t shape[WK_MAX_RANK];
+    int rank;
+    bool has_dt, force_t;
+    wk_dtype dt;
+    char dom[32];
+} in_spec;
+
+/* SHAPE[#DTYPE][~DOM][@t] */
+static bool parse_input(const char *s, in_spec *o) {
+    char buf[1024], *p;
+    snprintf(buf, sizeof buf, "%s", s);
+    memset(o, 0, sizeof *o);
+    if ((p = strchr(buf, '@'))) {
+        o->force_t = strcmp(p, "@t") == 0;
+        *p = 0;
+        if (!o->force_t) return false;
+    }
+    if ((p = strchr(buf, '~'))) {
+        snprintf(o->dom, sizeof o->dom, "%s", p + 1);
+        *p = 0;
+    }
+    if ((p = strchr(buf, '#'))) {
+        if (!wk_dtype_from_name(p + 1, &o->dt)) return false;
+        o->has_dt = true;
+        *p = 0;
+    }
+    o->rank = ou_parse_shape(buf, o->shape);
+    return o->rank >= 0;
+}
+
+/* One input on the CPU and the device, with layout lay applied to both.
+ * Only inputs without their own dtype (the op's operands) take layouts. */
+static bool make_input(const in_spec *sp, int idx, int lay, const int64_t *shape0, int rank0, wk_dtype dt,
+                       const char *dom, wk_tensor **c, wk_tensor **g) {
+    int64_t shape[WK_MAX_RANK], st[WK_MAX_RANK];
+    int rank = sp->rank;
+    memcpy(shape, sp->shape, sizeof shape);
+    bool operand = !sp->has_dt;
+    if (operand && lay == OT_E && rank && rank0 && shape[0] == shape0[0]) shape[0] = 0;
+    if (operand && lay == OT_1)
+        for (int i = 0; i < rank; i++) shape[i] = 1;
+    if (operand && lay == OT_0) rank = 0;
+    bool t = sp->force_t || (operand && (lay == OT_T || (lay == OT_TN && idx == 0)));
+    bool n = operand && (lay == OT_N || (lay == OT_TN && idx == 0));
+    bool b = operand && lay == OT_B && idx == 0;
+    bool p = operand && lay == OT_P && idx == 0;
+    if ((t || p) && rank < 2) return false;
+    if ((n || b) && (rank < 1 || (b && shape[0] < 2))) return false;
+    /* the stored tensor: transposed / permuted dims, a longer dim 0, or dim 0 of 1 */
+    memcpy(st, shape, sizeof st);
+    if (n) st[0] += 3;
+    if (b) st[0] = 1;
+    if (t) { int64_t z = st[rank - 1]; st[rank - 1] = st[rank - 2]; st[rank - 2] = z; }
+    if (p) for (int i = 0; i < rank; i++) st[i] = shape[rank - 1 - i];
+    int64_t cnt = 1;
+    for (int i = 0; i < rank; i++) cnt *= st[i];
+    double *v = malloc(sizeof(double) * (size_t)(cnt ? cnt : 1));
+    assert_non_null(v);
+    fill(v, cnt, sp->dom[0] ? sp->dom : dom, idx);
+    wk_tensor *h = TU_OK(wk_from_host(v, sizeof(double) * (size_t)cnt, st, rank, WK_F64, wk_cpu()));
+    free(v);
+    wk_tensor *base = TU_OK(wk_to_dtype(h, sp->has_dt ? sp->dt : dt));
+    wk_tensor_free(h);
+    wk_tensor *bases[2] = {base, TU_OK(wk_to_device(base, g_dev))};
+    wk_tensor *outs[2];
+    for (int k = 0; k < 2; k++) {
+        wk_tensor *x = bases[k], *y;
+        if (t) { y = TU_OK(wk_transpose(x, -2, -1)); wk_tensor_free(x); x = y; }
+        if (p) {
+            int perm[WK_MAX_RANK];
+            for (int i = 0; i < rank; i++) perm[i] = rank - 1 - i;
+            y = TU_OK(wk_permute(x, perm, rank)); wk_tensor_free(x); x = y;
+        }
+        if (n) { y = TU_OK(wk_narrow(x, 0, 2, shape[0])); wk_tensor_free(x); x = y; }
+        if (b) { y = TU_OK(wk_broadcast_as(x, shape, rank)); wk_tensor_free(x); x = y; }
+        outs[k] = x;
+    }
+    *c = outs[0];
+    *g = outs[1];
+    return true;
+}
+
+/* The device result against the CPU's; false (with a message) when they differ. */
+static bool same_result(const char *what, wk_tensor *g, wk_tensor *c, double scale) {
+    if (wk_tensor_dtype(g) != wk_tensor_dtype(c) || wk_rank(g) != wk_rank(c)) {
+        printf("FAIL %s: device gives %s rank %d, cpu %s rank %d\n", what, wk_dtype_name(wk_tensor_dtype(g)),
+               wk_rank(g), wk_dtype_name(wk_tensor_dtype(c)), wk_rank(c));
+        return false;
+    }
+    for (int i = 0; i < wk_rank(c); i++)
+        if (wk_dim(g, i) != wk_dim(c, i)) {
+            printf("FAIL %s: dim %d is %lld on the device, %lld on the cpu\n", what, i, (long long)wk_dim(g, i),
+                   (long long)wk_dim(c, i));
+            return false;
+        }
+    wk_tensor *back = wk_to_device(g, wk_cpu());
+    if (!back) {
+        printf("FAIL %s: reading back: %s\n", what, wk_last_error());
+        return false;
+    }
+    double tol = tu_tol(wk_tensor_dtype(c)) * scale;
+    bool ok = true;
+    if (tol == 0 && wk_dtype_is_int(wk_tensor_dtype(c))) {
+        ok = ou_same_bits(back, c);
+        if (!ok) printf("FAIL %s: integer results differ\n", what);
+    } else {
+        int64_t n = wk_numel(c);
+        double *x = malloc(sizeof(double) * (size_t)(n ? n : 1)), *y = malloc(sizeof(double) * (size_t)(n ? n : 1));
+        assert_true(x && y);
+        TU_STATUS_OK(wk_to_host_f64(back, x, (size_t)n));
+        TU_STATUS_OK(wk_to_host_f64(c, y, (size_t)n));
+        for (int64_t i = 0; i < n && ok; i++)
+            if (!ou_close(x[i], y[i], tol, tol)) {
+                printf("FAIL %s: element %lld is %.17g on the device, %.17g on the cpu (tol %g)\n", what, (long long)i,
+                       x[i], y[i], tol);
+                ok = false;
+            }
+        free(x);
+        free(y);
+    }
+    wk_tensor_free(back);
+    return ok;
+}
+
+/* One backend case of e on dt in layout lay; returns the failures. */
+static int run_one(const ot_entry *e, wk_dtype dt, int lay, const char *bkcase) {
+    char buf[1024], what[1200];
+    snprintf(buf, sizeof buf, "%s", bkcase);
+    char *bar = strchr(buf, '|');
+    const char *params = "";
+    if (bar) { *bar = 0; params = bar + 1; }
+    in_spec sp[MAX_IN];
+    int nin = 0;
+    for (char *tok = buf; *tok && nin < MAX_IN;) {
+        char *comma = strchr(tok, ',');
+        if (comma) *comma = 0;
+        if (!parse_input(tok, &sp[nin++])) {
+            printf("FAIL %s: bad backend input '%s' in op_table.def\n", e->name, tok);
+            return 1;
+        }
+        if (!comma) break;
+        tok = comma + 1;
+    }
+    if (nin == 0 && lay != OT_C) return 0; /* creation ops: no input to lay out */
+    wk_tensor *cin[MAX_IN], *gin[MAX_IN];
+    int fails = 0;
+    wk_scope_begin();
+    for (int i = 0; i < nin; i++)
+        if (!make_input(&sp[i], i, lay, sp[0].shape, sp[0].rank, dt, e->dom, &cin[i], &gin[i])) {
+            g_na++; /* this layout does not apply to these shapes */
+            wk_scope_end();
+            return 0;
+        }
+    int li = 0;
+    while (!(lay & (1 << li))) li++;
+    snprintf(what, sizeof what, "%s %s layout %s [%s|%s]", e->name, wk_dtype_name(dt), ot_layout_name(li), buf, params);
+    g_checks++;
+    ot_ctx xc = {.in = cin, .nin = nin, .params = params, .dt = dt, .dev = wk_cpu()};
+    ot_ctx xg = {.in = gin, .nin = nin, .params = params, .dt = dt, .dev = g_dev};
+    wk_clear_error();
+    wk_tensor *rc = ot_run(e, &xc);
+    wk_status sc = wk_last_status();
+    char cerr[256];
+    snprintf(cerr, sizeof cerr, "%s", wk_last_error());
+    wk_clear_error();
+    wk_tensor *rg = ot_run(e, &xg);
+    wk_status sg = wk_last_status();
+    if (g_list) { /* op dtype layout inputs|params -> the cpu result's shape (or its error) */
+        fprintf(g_list, "%s %s %s %s|%s ->", e->name, wk_dtype_name(dt), ot_layout_name(li), buf, params);
+        for (int i = 0; rc && i < wk_rank(rc); i++) fprintf(g_list, "%s%lld", i ? "x" : " ", (long long)wk_dim(rc, i));
+        fprintf(g_list, "%s\n", rc ? "" : " error");
+    }
+    if (xc.bad || xg.bad) {
+        printf("FAIL %s: the table's backend case does not fit the op: %s\n", what, xc.bad ? xc.why : xg.why);
+        fails++;
+    } else if (!rc && !rg) {
+        if (sc != sg) {
+            printf("FAIL %s: cpu fails with %s, the device with %s\n", what, wk_status_name(sc), wk_status_name(sg));
+            fails++;
+        } else if (lay == OT_C) {
+            /* a declared dtype must work on contiguous inputs */
+            printf("FAIL %s: fails on the cpu (%s) although op_table.def declares it\n", what, cerr);
+            fails++;
+        } else {
+            g_errors_agreed++;
+        }
+    } else if (!rc || !rg) {
+        printf("FAIL %s: %s fails (%s), the %s does not\n", what, rc ? "the device" : "the cpu",
+               rc ? wk_last_error() : cerr, rc ? "cpu" : "device");
+        fails++;
+    } else {
+        double scale = ot_backend_scale(e);
+        if (!same_result(what, rg, rc, scale)) fails++;
+        if (xc.out2 || xg.out2) {
+            char w2[1300];
+            snprintf(w2, sizeof w2, "%s (second result)", what);
+            if (!xc.out2 || !xg.out2 || !same_result(w2, xg.out2, xc.out2, 0.0)) fails++;
+        }
+    }
+    wk_tensor_free(xc.out2);
+    wk_tensor_free(xg.out2);
+    wk_scope_end();
+    wk_clear_error();
+    return fails;
+}
+
+/* Every entry of one kind: declared dtypes x declared layouts x backend cases. */
+static void run_kind(const char *kind) {
+    int fails = 0, before = g_checks;
+    for (int k = 0; k < ot_count; k++) {
+        const ot_entry *e = &ot_table[k];
+        if (strcmp(e->kind, kind) != 0) continue;
+        unsigned dm = ot_dtype_mask(e);
+        int lm = ot_layout_mask(e);
+        if (!dm || lm <= 0) {
+            printf("FAIL %s: bad dtypes or layouts in op_table.def\n", e->name);
+            fails++;
+            continue;
+        }
+        const char *bk = e->bk[0] ? e->bk : default_bk(kind);
+        if (!bk[0]) {
+            printf("FAIL %s: no backend cases (bk) in op_table.def and no default for kind %s\n", e->name, kind);
+            fails++;
+            continue;
+        }
+        for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+            if (!(dm & (1u << d))) continue;
+            for (int l = 0; l < OT_NLAYOUTS; l++) {
+                if (!(lm & (1 << l))) continue;
+                const char *p = bk;
+                while (*p) {
+                    const char *sep = strstr(p, " / ");
+                    size_t len = sep ? (size_t)(sep - p) : strlen(p);
+                    char one[1024];
+                    snprintf(one, sizeof one, "%.*s", (int)len, p);
+                    fails += run_one(e, (wk_dtype)d, 1 << l, one);
+                    p += len + (sep ? 3 : 0);
+                }
+            }
+        }
+    }
+    printf("backend_ops[%s]: %d checks, %d failed\n", kind, g_checks - before, fails);
+    fflush(stdout);
+    if (fails) fail_msg("%d %s backend checks failed (the FAIL lines above say which)", fails, kind);
+}
+
+#define KIND_TEST(k) \
+    static void test_##k(void **state) { (void)state; run_kind(#k); }
+KIND_TEST(unary)
+KIND_TEST(param)
+KIND_TEST(binary)
+KIND_TEST(binary_scalar)
+KIND_TEST(cmp)
+KIND_TEST(cmp_scalar)
+KIND_TEST(where)
+KIND_TEST(reduce)
+KIND_TEST(reduce_all)
+KIND_TEST(cast)
+KIND_TEST(join)
+KIND_TEST(matmul)
+KIND_TEST(create)
+KIND_TEST(conv)
+KIND_TEST(pool)
+KIND_TEST(scan)
+KIND_TEST(sort)
+KIND_TEST(index)
+
+/* Every table entry's kind has a test above (a new kind needs one). */
+static void test_every_kind_runs(void **state) {
+    (void)state;
+    static const char *const kinds[] = {"unary", "param", "binary", "binary_scalar", "cmp", "cmp_scalar",
+                                        "where", "reduce", "reduce_all", "cast", "join", "matmul",
+                                        "create", "conv", "pool", "scan", "sort", "index"};
+    int orphans = 0;
+    for (int k = 0; k < ot_count; k++) {
+        bool found = false;
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) found |= strcmp(kinds[i], ot_table[k].kind) == 0;
+        if (!found) {
+            printf("FAIL %s: kind %s has no backend test\n", ot_table[k].name, ot_table[k].kind);
+            orphans++;
+        }
+    }
+    int grad = 0;
+    for (int k = 0; k < ot_count; k++) grad += ot_table[k].grad;
+    printf("backend_ops: %d table ops, %d marked grad-checkable (the finite-difference check's worklist)\n", ot_count,
+           grad);
+    if (orphans) fail_msg("%d table ops of a kind without a backend test", orphans);
+}
+
+static int teardown(void **state) {
+    (void)state;
+    printf("backend_ops: %d checks (%d agreed on an error status, %d layouts not applicable to a case's shapes)\n",
+           g_checks, g_errors_agreed, g_na);
+    if (g_list) fclose(g_list);
+    return 0;
+}
+
+int main(void) {
+    const char *dry = getenv("WICK_TEST_GPU_AS_CPU");
+    if (dry && dry[0] == '1') {
+        g_dev = wk_cpu();
+        printf("backend_ops: dry run, the CPU stands in for the device (WICK_TEST_GPU_AS_CPU=1)\n");
+    } else {
+        g_dev = wk_cuda(0);
+        if (!g_dev) {
+            printf("skipped (no CUDA device): no backend besides the CPU opens here: %s\n", wk_last_error());
+            return OU_SKIP;
+        }
+        printf("backend_ops: cuda:0 against the CPU\n");
+    }
+    const char *list = getenv("WICK_BACKEND_OPS_LIST");
+    if (list && *list) g_list = fopen(list, "w");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_kind_runs),
+        cmocka_unit_test(test_unary),
+        cmocka_unit_test(test_param),
+        cmocka_unit_test(test_binary),
+        cmocka_unit_test(test_binary_scalar),
+        cmocka_unit_test(test_cmp),
+        cmocka_unit_test(test_cmp_scalar),
+        cmocka_unit_test(test_where),
+        cmocka_unit_test(test_reduce),
+        cmocka_unit_test(test_reduce_all),
+        cmocka_unit_test(test_cast),
+        cmocka_unit_test(test_join),
+        cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_create),
+        cmocka_unit_test(test_conv),
+        cmocka_unit_test(test_pool),
+        cmocka_unit_test(test_scan),
+        cmocka_unit_test(test_sort),
+        cmocka_unit_test(test_index),
+    };
+    return cmocka_run_group_tests_name("backend_ops", tests, NULL, teardown);
+}
