@@ -430,8 +430,8 @@ wk_tensor *wk_round_to(const wk_tensor *t, int decimals);
  * p > 0 or < 0: sum(|x|^p)^(1/p) (p = 1: sum |x|, p = 2: sqrt(sum x^2));
  * p = INFINITY: max |x|; -INFINITY: min |x|; p = 0: count of nonzero x.
  * Float dtypes; f16/bf16/f8e4m3 are computed in f32, f32 sums accumulate in
- * f32 lanes folded into f64; the result has t's dtype. +-inf over an empty
- * reduction is WK_ERR_SHAPE; p NaN is WK_ERR_ARG. */
+ * f32 lanes folded into f64; the result has t's dtype. p < 0 or +-inf over
+ * an empty reduction is WK_ERR_SHAPE (no identity); p NaN is WK_ERR_ARG. */
 wk_tensor *wk_norm(const wk_tensor *t, double p, const int *dims, int ndims, bool keepdim);
 /* (k) . (k) -> rank 0; (n, k) @ (k) -> (n). Views reshaped to matmul (the
  * matrix-vector path), so any strides; matmul's dtype rules (integer dtypes:

@@ -110,14 +110,15 @@ wk_tensor *wk_norm(const wk_tensor *t, double p, const int *dims, int ndims, boo
         if (seen[i]) red *= t->layout.shape[i];
         else kept *= t->layout.shape[i];
     }
+    /* max |x| and the negative-p norms have no identity (torch errors too) */
+    if ((p < 0 || isinf(p)) && red == 0 && kept > 0) {
+        char b[128];
+        wk__err(WK_ERR_SHAPE, op, "p = %g over an empty reduction of %s has no value", p,
+                wk__shape_str(t->layout.shape, rank, b, sizeof b));
+        return NULL;
+    }
     if (isinf(p)) {
         /* max / min |x| are exact in any dtype: no widening */
-        if (red == 0 && kept > 0) {
-            char b[128];
-            wk__err(WK_ERR_SHAPE, op, "p = %sinf over an empty reduction of %s has no value", p < 0 ? "-" : "",
-                    wk__shape_str(t->layout.shape, rank, b, sizeof b));
-            return NULL;
-        }
         wk_tensor *a = wk_abs(t);
         wk_tensor *r = a ? (p > 0 ? wk_max : wk_min)(a, all, ndims, keepdim) : NULL;
         wk_tensor_free(a);
