@@ -450,7 +450,8 @@ wk_tensor *wk_triu(const wk_tensor *t, int64_t k);
  * ts[j] ("xy" swaps the first two dims when n >= 2) and out[i][..., a_i, ...]
  * = ts[i][a_i]. The outputs are broadcast VIEWS of the inputs (stride 0 on
  * every other dim, like torch's expand): read them, or wk_contiguous them
- * before writing. out must hold n pointers; on failure all are NULL. */
+ * before writing. out must hold n pointers; on failure all n are NULL (out
+ * is not touched when n itself is out of range). */
 typedef enum wk_meshgrid_indexing { WK_MESHGRID_IJ = 0, WK_MESHGRID_XY } wk_meshgrid_indexing;
 wk_status  wk_meshgrid(wk_tensor *const *ts, int n, wk_meshgrid_indexing indexing, wk_tensor **out);
 

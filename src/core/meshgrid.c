@@ -6,9 +6,10 @@
 wk_status wk_meshgrid(wk_tensor *const *ts, int n, wk_meshgrid_indexing indexing, wk_tensor **out) {
     const char *op = "wk_meshgrid";
     if (!out) return wk__err(WK_ERR_ARG, op, "NULL output array");
-    for (int i = 0; i < n && i < WK_MAX_RANK; i++) out[i] = NULL;
-    if (!ts) return wk__err(WK_ERR_ARG, op, "NULL tensor array");
+    /* out is written only for a valid n: a bad n says nothing of its size */
     if (n < 1 || n > WK_MAX_RANK) return wk__err(WK_ERR_ARG, op, "needs 1 to %d tensors, got %d", WK_MAX_RANK, n);
+    for (int i = 0; i < n; i++) out[i] = NULL;
+    if (!ts) return wk__err(WK_ERR_ARG, op, "NULL tensor array");
     if (indexing != WK_MESHGRID_IJ && indexing != WK_MESHGRID_XY)
         return wk__err(WK_ERR_ARG, op, "invalid indexing %d", (int)indexing);
     for (int i = 0; i < n; i++) {
