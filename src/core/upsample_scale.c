@@ -178,6 +178,19 @@ static wk_tensor *linear_dim(const char *op, const wk_tensor *cur, int d, int64_
     free(ids);
     free(w);
     wk_tensor *w0 = w64a ? wk_to_dtype(w64a, at) : NULL, *w1 = w64b ? wk_to_dtype(w64b, at) : NULL;
+    if (column) {
+        /* (out, W) weight planes instead of an (out, 1) column: the products
+         * then broadcast only over N and C, the elementwise fast path (a
+         * stride-0 innermost dim measured 4x slower) */
+        int64_t plane[2] = {out, cur->layout.shape[3]};
+        wk_tensor *b0 = w0 ? wk_broadcast_as(w0, plane, 2) : NULL, *b1 = w1 ? wk_broadcast_as(w1, plane, 2) : NULL;
+        wk_tensor_free(w0);
+        wk_tensor_free(w1);
+        w0 = b0 ? wk_copy(b0) : NULL;
+        w1 = b1 ? wk_copy(b1) : NULL;
+        wk_tensor_free(b0);
+        wk_tensor_free(b1);
+    }
     wk_tensor *g0 = i0 ? wk_index_select(cur, i0, d) : NULL, *g1 = i1 ? wk_index_select(cur, i1, d) : NULL;
     wk_tensor *p0 = g0 && w0 ? wk_mul(w0, g0) : NULL, *p1 = g1 && w1 ? wk_mul(w1, g1) : NULL;
     wk_tensor *res = p0 && p1 ? wk_add(p0, p1) : NULL;
