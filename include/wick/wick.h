@@ -416,6 +416,72 @@ wk_tensor *wk_prod(const wk_tensor *t, const int *dims, int ndims, bool keepdim)
 wk_tensor *wk_any(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
 wk_tensor *wk_all(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
 
+/* ------------------- more ops (linear algebra, triangles, grids, slices)
+ * Composites of the ops above (no backend entries of their own), so they run
+ * on every backend. */
+
+/* candle's round_to: round(t * 10^decimals) * (1 / 10^decimals), round half
+ * away from zero, computed in t's dtype (float dtypes only; decimals may be
+ * negative). Where t * 10^decimals overflows the dtype the result is inf or
+ * NaN, as in candle. */
+wk_tensor *wk_round_to(const wk_tensor *t, int decimals);
+
+/* torch.linalg.vector_norm over ndims dims (dims NULL or ndims 0: all dims):
+ * p > 0 or < 0: sum(|x|^p)^(1/p) (p = 1: sum |x|, p = 2: sqrt(sum x^2));
+ * p = INFINITY: max |x|; -INFINITY: min |x|; p = 0: count of nonzero x.
+ * Float dtypes; f16/bf16/f8e4m3 are computed in f32, f32 sums accumulate in
+ * f32 lanes folded into f64; the result has t's dtype. p < 0 or +-inf over
+ * an empty reduction is WK_ERR_SHAPE (no identity); p NaN is WK_ERR_ARG. */
+wk_tensor *wk_norm(const wk_tensor *t, double p, const int *dims, int ndims, bool keepdim);
+/* (k) . (k) -> rank 0; (n, k) @ (k) -> (n). Views reshaped to matmul (the
+ * matrix-vector path), so any strides; matmul's dtype rules (integer dtypes:
+ * WK_ERR_DTYPE); no broadcasting. */
+wk_tensor *wk_dot(const wk_tensor *a, const wk_tensor *b);
+wk_tensor *wk_mv(const wk_tensor *m, const wk_tensor *v);
+
+/* torch.tril / torch.triu over the last two dims of a rank >= 2 tensor (any
+ * leading batch dims, any dtype): keep t[..., i, j] where j - i <= k (tril)
+ * or j - i >= k (triu), zeros elsewhere. A new contiguous tensor. */
+wk_tensor *wk_tril(const wk_tensor *t, int64_t k);
+wk_tensor *wk_triu(const wk_tensor *t, int64_t k);
+
+/* torch.meshgrid of n rank-0 or rank-1 tensors (same dtype and device,
+ * 1 <= n <= WK_MAX_RANK): out[i] has shape (N0, N1, ...) with Nj = numel of
+ * ts[j] ("xy" swaps the first two dims when n >= 2) and out[i][..., a_i, ...]
+ * = ts[i][a_i]. The outputs are broadcast VIEWS of the inputs (stride 0 on
+ * every other dim, like torch's expand): read them, or wk_contiguous them
+ * before writing. out must hold n pointers; on failure all n are NULL (out
+ * is not touched when n itself is out of range). */
+typedef enum wk_meshgrid_indexing { WK_MESHGRID_IJ = 0, WK_MESHGRID_XY } wk_meshgrid_indexing;
+wk_status  wk_meshgrid(wk_tensor *const *ts, int n, wk_meshgrid_indexing indexing, wk_tensor **out);
+
+/* Assignment into a multi-dim slice (numpy's t[s0:e0:k0, s1:e1:k1, ...] =
+ * src, candle's slice_assign): the first n dims (n <= rank) are sliced
+ * [starts[i], ends[i]) by steps[i] (steps NULL: all 1; a step must be >= 1),
+ * the remaining dims are taken whole. Negative starts / ends count from the
+ * end of the dim; after that 0 <= start <= end <= size is required
+ * (WK_ERR_INDEX otherwise, no clamping). src has t's dtype and device and is
+ * broadcast (numpy rules) to the slice's shape, so an exact shape, a size-1
+ * dim or a rank-0 value all work. wk_slice_assign returns a new tensor (t is
+ * unchanged, as candle); wk_slice_assign_ writes into dst's storage through
+ * its view (every view sharing it sees the change). */
+wk_tensor *wk_slice_assign(const wk_tensor *t, const int64_t *starts, const int64_t *ends, const int64_t *steps,
+                           int n, const wk_tensor *src);
+wk_status  wk_slice_assign_(wk_tensor *dst, const int64_t *starts, const int64_t *ends, const int64_t *steps, int n,
+                            const wk_tensor *src);
+
+/* Resampling by a scale factor (PyTorch's F.interpolate(scale_factor=s,
+ * recompute_scale_factor=None)): output size floor(in * s) (must be >= 1),
+ * and the coordinate mapping uses 1/s, not in/out:
+ * nearest src = min(floor(dst * (float)(1/s)), in - 1);
+ * bilinear (align_corners false) src = max((dst + 0.5) / s - 0.5, 0), with
+ * out == in the identity; align_corners true ignores s in the mapping (as
+ * torch does). s must be finite and > 0. Nearest: any dtype; bilinear:
+ * float dtypes. */
+wk_tensor *wk_upsample_nearest1d_scale(const wk_tensor *x, double scale);
+wk_tensor *wk_upsample_nearest2d_scale(const wk_tensor *x, double scale_h, double scale_w);
+wk_tensor *wk_upsample_bilinear2d_scale(const wk_tensor *x, double scale_h, double scale_w, bool align_corners);
+
 /* ------------------------------------------------------------------ scopes */
 
 /* Every tensor created on this thread between begin and end is freed at end,
