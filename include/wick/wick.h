@@ -362,7 +362,11 @@ wk_tensor *wk_min_all(const wk_tensor *t);
 wk_tensor *wk_cat(wk_tensor *const *ts, int n, int dim);
 /* All same shape; a new dim is inserted at dim. */
 wk_tensor *wk_stack(wk_tensor *const *ts, int n, int dim);
-/* In place: dst.narrow(dim, offset, src.dim(dim)) = src. dst may be any view;
+/* In-place writes (these, wk_scatter_ and wk_scatter_add_) fail with
+ * WK_ERR_ARG, writing nothing, when the destination is read-only
+ * (wk_is_read_only) or when two of its indices reach one element (a stride-0
+ * broadcast dim, as in PyTorch); only the region written counts.
+ * In place: dst.narrow(dim, offset, src.dim(dim)) = src. dst may be any view;
  * its storage is written (every view sharing it sees the change). */
 wk_status  wk_slice_set(wk_tensor *dst, const wk_tensor *src, int dim, int64_t offset);
 /* In place fill of every element of the view. */
