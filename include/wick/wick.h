@@ -198,8 +198,9 @@ wk_tensor *wk_from_host(const void *data, size_t nbytes, const int64_t *shape, i
  *    last tensor sharing this memory (the returned one and every view,
  *    reshape or wk_contiguous of it, scope-owned or not) is freed. release
  *    may be NULL (the caller then decides when the memory may go, and must
- *    keep it until every such tensor is freed). If wk_from_blob returns
- *    NULL, release is never called and data stays the caller's.
+ *    keep it until every such tensor is freed). release runs on the thread
+ *    that frees the last reference. If wk_from_blob returns NULL, release
+ *    is never called and data stays the caller's.
  *  - Writes by the caller into data are seen by the tensor and its views
  *    (after any queued op that reads them has finished; CPU ops finish
  *    before they return).

@@ -11,9 +11,13 @@ static wk_status blob_layout(const char *op, size_t nbytes, const int64_t *shape
     int64_t n;
     if (wk__check_shape(op, shape, rank, &n) != WK_OK) return wk_last_status();
     wk__layout_contiguous(l, shape, rank, 0);
-    if (strides)
-        for (int i = 0; i < rank; i++) l->stride[i] = strides[i];
+    /* The strides of size-1 dims, and all strides of an empty view, are
+     * never used to reach an element; the row-major ones are kept there so
+     * that later views (narrow, unsqueeze) never do arithmetic on a huge
+     * unchecked user value. */
     if (n == 0) return WK_OK;
+    for (int i = 0; strides && i < rank; i++)
+        if (shape[i] != 1) l->stride[i] = strides[i];
     /* highest element index reached, with overflow checks: user strides are
      * arbitrary int64 values */
     int64_t hi = 0;
