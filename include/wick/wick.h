@@ -72,7 +72,28 @@ typedef enum wk_dtype {
     WK_DTYPE_COUNT
 } wk_dtype;
 
-size_t      wk_dtype_size(wk_dtype dt);       /* bytes per element; 0 if invalid */
+/* What one dtype looks like in memory. Storage is a sequence of blocks:
+ * block_elems elements packed into block_bytes bytes. Every dtype today is
+ * an element dtype (block_elems == 1, block_bytes == the element size); block
+ * dtypes (e.g. GGML's 32 elements in 18 bytes) fit the same descriptor, so
+ * code that sizes or indexes storage through it needs no change for them.
+ * A tensor of a block dtype holds a whole number of blocks per row. */
+typedef struct wk_dtype_info {
+    const char *name;        /* "f32", ... (wk_dtype_name) */
+    uint32_t block_elems;    /* elements per block; 1 for element dtypes */
+    uint32_t block_bytes;    /* bytes per block */
+    uint32_t align;          /* byte alignment a block needs in memory */
+    bool is_float;           /* floating point values (incl. bf16, f8) */
+    bool is_int;             /* integer values */
+    bool is_signed;          /* can hold negative values */
+} wk_dtype_info;
+/* The descriptor of dt (one static table); NULL if dt is not a dtype. */
+const wk_dtype_info *wk_dtype_info_of(wk_dtype dt);
+
+/* Bytes per element of an element dtype; 0 if dt is invalid OR a block dtype
+ * (whose elements have no byte size of their own: size storage with
+ * wk_dtype_info_of's block geometry instead). */
+size_t      wk_dtype_size(wk_dtype dt);
 const char *wk_dtype_name(wk_dtype dt);       /* "f32", ...; "invalid" */
 bool        wk_dtype_is_float(wk_dtype dt);
 bool        wk_dtype_is_int(wk_dtype dt);
@@ -160,9 +181,40 @@ wk_tensor *wk_empty(const int64_t *shape, int rank, wk_dtype dt, wk_device *dev)
 wk_tensor *wk_arange(double start, double end, double step, wk_dtype dt, wk_device *dev);
 wk_tensor *wk_eye(int64_t n, wk_dtype dt, wk_device *dev);
 /* Copy `nbytes` from a host buffer laid out row-major in dtype dt. nbytes must
- * equal numel * dtype size exactly. */
+ * equal numel * dtype size exactly. One dim of shape may be -1: it is
+ * inferred from nbytes (an error if no whole size fits, if another dim is 0,
+ * or if two dims are -1). */
 wk_tensor *wk_from_host(const void *data, size_t nbytes, const int64_t *shape, int rank,
                         wk_dtype dt, wk_device *dev);
+/* Zero-copy: a tensor over memory wick did not allocate (a caller's buffer, a
+ * memory-mapped file). CPU device only (any other device: WK_ERR_DEVICE).
+ *  - data holds nbytes; the view starts at data, with the given strides in
+ *    elements (NULL: row-major contiguous). Every element the view can reach
+ *    must lie inside [data, data + nbytes) (negative strides therefore
+ *    cannot be used) and data must be aligned for dt; otherwise the call
+ *    fails (WK_ERR_ARG), it never reads out of bounds.
+ *  - Lifetime: data must stay valid, and must not be freed, until release
+ *    is called. wick calls release(ctx, data, nbytes) exactly once, when the
+ *    last tensor sharing this memory (the returned one and every view,
+ *    reshape or wk_contiguous of it, scope-owned or not) is freed. release
+ *    may be NULL (the caller then decides when the memory may go, and must
+ *    keep it until every such tensor is freed). release runs on the thread
+ *    that frees the last reference. If wk_from_blob returns NULL, release
+ *    is never called and data stays the caller's.
+ *  - Writes by the caller into data are seen by the tensor and its views
+ *    (after any queued op that reads them has finished; CPU ops finish
+ *    before they return).
+ *  - flags: WK_BLOB_READ_ONLY makes every in-place write into the tensor or
+ *    its views (wk_copy_, wk_fill_, wk_zero_, wk_one_, wk_slice_set,
+ *    wk_scatter_, wk_scatter_add_) fail with WK_ERR_ARG, leaving data
+ *    untouched; reads, copies and ops taking it as an input work. */
+#define WK_BLOB_READ_ONLY 1u
+typedef void (*wk_release_fn)(void *ctx, void *data, size_t nbytes);
+wk_tensor *wk_from_blob(void *data, size_t nbytes, const int64_t *shape, int rank, const int64_t *strides,
+                        wk_dtype dt, wk_device *dev, wk_release_fn release, void *ctx, unsigned flags);
+/* True when t's storage may not be written (wk_from_blob's WK_BLOB_READ_ONLY,
+ * read-only mapped files); false for NULL. */
+bool       wk_is_read_only(const wk_tensor *t);
 /* Uniform in [lo, hi) and normal(mean, std), float dtypes only, from the
  * device's seedable generator. */
 wk_tensor *wk_rand(const int64_t *shape, int rank, double lo, double hi, wk_dtype dt, wk_device *dev);
@@ -311,7 +363,11 @@ wk_tensor *wk_min_all(const wk_tensor *t);
 wk_tensor *wk_cat(wk_tensor *const *ts, int n, int dim);
 /* All same shape; a new dim is inserted at dim. */
 wk_tensor *wk_stack(wk_tensor *const *ts, int n, int dim);
-/* In place: dst.narrow(dim, offset, src.dim(dim)) = src. dst may be any view;
+/* In-place writes (these, wk_scatter_ and wk_scatter_add_) fail with
+ * WK_ERR_ARG, writing nothing, when the destination is read-only
+ * (wk_is_read_only) or when two of its indices reach one element (a stride-0
+ * broadcast dim, as in PyTorch); only the region written counts.
+ * In place: dst.narrow(dim, offset, src.dim(dim)) = src. dst may be any view;
  * its storage is written (every view sharing it sees the change). */
 wk_status  wk_slice_set(wk_tensor *dst, const wk_tensor *src, int dim, int64_t offset);
 /* In place fill of every element of the view. */

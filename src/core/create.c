@@ -46,7 +46,7 @@ wk_tensor *wk_arange(double start, double end, double step, wk_dtype dt, wk_devi
     if (cnt < 0) cnt = 0;
     if (cnt > 0x1p56) { wk__err(WK_ERR_SHAPE, op, "%g elements is too many", cnt); return NULL; }
     int64_t n = (int64_t)cnt;
-    if (wk_dtype_size(dt) == 0) { wk__err(WK_ERR_DTYPE, op, "invalid dtype %d", (int)dt); return NULL; }
+    if (!wk_dtype_info_of(dt)) { wk__err(WK_ERR_DTYPE, op, "invalid dtype %d", (int)dt); return NULL; }
     /* computed in f64 on the host, then cast: exact for every integer range */
     wk_tensor *t64 = wk__tensor_alloc(op, wk_cpu(), WK_F64, &n, 1);
     if (!t64) return NULL;
@@ -74,17 +74,50 @@ wk_tensor *wk_eye(int64_t n, wk_dtype dt, wk_device *dev) {
     return t;
 }
 
-wk_tensor *wk_from_host(const void *data, size_t nbytes, const int64_t *shape, int rank, wk_dtype dt, wk_device *dev) {
+/* Shape of a host buffer of nbytes with at most one -1 dim, which gets the
+ * size that makes the bytes fit exactly. */
+static wk_status infer_host_shape(const char *op, size_t nbytes, const int64_t *shape, int rank, wk_dtype dt,
+                                  int64_t *out) {
+    const wk_dtype_info *di = wk_dtype_info_of(dt);
+    if (!di) return wk__err(WK_ERR_DTYPE, op, "invalid dtype %d", (int)dt);
+    if (rank < 0 || rank > WK_MAX_RANK || (rank && !shape)) return wk__check_shape(op, shape, rank, NULL);
+    int hole = -1;
+    int64_t known = 1;
+    for (int i = 0; i < rank; i++) {
+        out[i] = shape[i];
+        if (shape[i] != -1) continue;
+        if (hole >= 0) return wk__err(WK_ERR_SHAPE, op, "dims %d and %d are both -1; at most one can be inferred", hole, i);
+        hole = i;
+        out[i] = 1;
+    }
+    if (hole < 0) return WK_OK;
+    char s[128];
+    int64_t n;
+    if (wk__check_shape(op, out, rank, &known) != WK_OK) return wk_last_status();
+    if (known == 0)
+        return wk__err(WK_ERR_SHAPE, op, "shape %s: dim %d cannot be inferred, another dim is 0 (any size fits)",
+                       wk__shape_str(shape, rank, s, sizeof s), hole);
+    if (wk__dtype_info_elems(di, nbytes, &n) != WK_OK || n % known)
+        return wk__err(WK_ERR_SHAPE, op, "%zu bytes of %s do not fill shape %s for any size of dim %d", nbytes, di->name,
+                       wk__shape_str(shape, rank, s, sizeof s), hole);
+    out[hole] = n / known;
+    return WK_OK;
+}
+
+wk_tensor *wk_from_host(const void *data, size_t nbytes, const int64_t *shape_in, int rank, wk_dtype dt,
+                        wk_device *dev) {
     const char *op = "wk_from_host";
     if (!dev) { wk__err(WK_ERR_ARG, op, "NULL device"); return NULL; }
+    int64_t shape[WK_MAX_RANK];
+    if (infer_host_shape(op, nbytes, shape_in, rank, dt, shape) != WK_OK) return NULL;
     int64_t n;
     if (wk__check_shape(op, shape, rank, &n) != WK_OK) return NULL;
-    size_t es = wk_dtype_size(dt);
-    if (!es) { wk__err(WK_ERR_DTYPE, op, "invalid dtype %d", (int)dt); return NULL; }
-    if ((uint64_t)n * es != nbytes) {
+    size_t need;
+    if (wk__dtype_bytes_for(op, dt, n, &need) != WK_OK) return NULL;
+    if (need != nbytes) {
         char s[128];
-        wk__err(WK_ERR_SHAPE, op, "%zu bytes given, shape %s of %s needs %llu", nbytes,
-                wk__shape_str(shape, rank, s, sizeof s), wk_dtype_name(dt), (unsigned long long)((uint64_t)n * es));
+        wk__err(WK_ERR_SHAPE, op, "%zu bytes given, shape %s of %s needs %zu", nbytes,
+                wk__shape_str(shape, rank, s, sizeof s), wk_dtype_name(dt), need);
         return NULL;
     }
     if (nbytes && !data) { wk__err(WK_ERR_ARG, op, "NULL data"); return NULL; }

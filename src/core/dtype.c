@@ -1,22 +1,61 @@
 /* dtype metadata and the scalar conversions of the narrow float formats.
  * All rounding is to nearest, ties to even, done in integer arithmetic so the
  * result does not depend on the FPU's rounding mode or on F16C being there. */
-#include "wick/wick.h"
+#include "core/dtype.h"
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
-static const struct { const char *name; size_t size; bool is_float; } k_dtypes[WK_DTYPE_COUNT] = {
-    [WK_U8] = {"u8", 1, false},     [WK_U32] = {"u32", 4, false},   [WK_I16] = {"i16", 2, false},
-    [WK_I32] = {"i32", 4, false},   [WK_I64] = {"i64", 8, false},   [WK_BF16] = {"bf16", 2, true},
-    [WK_F16] = {"f16", 2, true},    [WK_F32] = {"f32", 4, true},    [WK_F64] = {"f64", 8, true},
-    [WK_F8E4M3] = {"f8e4m3", 1, true},
+/* The one place the dtypes' memory geometry is defined. */
+#define ELEM(nm, sz, fl, sg) {.name = nm, .block_elems = 1, .block_bytes = sz, .align = sz, \
+                              .is_float = fl, .is_int = !(fl), .is_signed = sg}
+static const wk_dtype_info k_dtypes[] = {
+    [WK_U8] = ELEM("u8", 1, false, false),   [WK_U32] = ELEM("u32", 4, false, false),
+    [WK_I16] = ELEM("i16", 2, false, true),  [WK_I32] = ELEM("i32", 4, false, true),
+    [WK_I64] = ELEM("i64", 8, false, true),  [WK_BF16] = ELEM("bf16", 2, true, true),
+    [WK_F16] = ELEM("f16", 2, true, true),   [WK_F32] = ELEM("f32", 4, true, true),
+    [WK_F64] = ELEM("f64", 8, true, true),   [WK_F8E4M3] = ELEM("f8e4m3", 1, true, true),
 };
+#undef ELEM
+static_assert(sizeof k_dtypes / sizeof k_dtypes[0] == WK_DTYPE_COUNT, "one descriptor per dtype");
 
 static bool valid(wk_dtype dt) { return (unsigned)dt < WK_DTYPE_COUNT; }
-size_t wk_dtype_size(wk_dtype dt) { return valid(dt) ? k_dtypes[dt].size : 0; }
+const wk_dtype_info *wk_dtype_info_of(wk_dtype dt) { return valid(dt) ? &k_dtypes[dt] : NULL; }
+size_t wk_dtype_size(wk_dtype dt) {
+    return valid(dt) && k_dtypes[dt].block_elems == 1 ? k_dtypes[dt].block_bytes : 0;
+}
 const char *wk_dtype_name(wk_dtype dt) { return valid(dt) ? k_dtypes[dt].name : "invalid"; }
 bool wk_dtype_is_float(wk_dtype dt) { return valid(dt) && k_dtypes[dt].is_float; }
-bool wk_dtype_is_int(wk_dtype dt) { return valid(dt) && !k_dtypes[dt].is_float; }
+bool wk_dtype_is_int(wk_dtype dt) { return valid(dt) && k_dtypes[dt].is_int; }
+
+wk_status wk__dtype_info_bytes(const wk_dtype_info *di, int64_t numel, size_t *bytes) {
+    if (!di || !di->block_elems || !di->block_bytes) return WK_ERR_DTYPE;
+    if (numel < 0 || numel % di->block_elems) return WK_ERR_SHAPE;
+    uint64_t blocks = (uint64_t)numel / di->block_elems;
+    if (blocks > SIZE_MAX / di->block_bytes) return WK_ERR_OOM;
+    *bytes = (size_t)blocks * di->block_bytes;
+    return WK_OK;
+}
+
+wk_status wk__dtype_info_elems(const wk_dtype_info *di, size_t nbytes, int64_t *numel) {
+    if (!di || !di->block_elems || !di->block_bytes) return WK_ERR_DTYPE;
+    if (nbytes % di->block_bytes) return WK_ERR_SHAPE;
+    uint64_t blocks = nbytes / di->block_bytes;
+    if (blocks > (uint64_t)INT64_MAX / di->block_elems) return WK_ERR_SHAPE;
+    *numel = (int64_t)(blocks * di->block_elems);
+    return WK_OK;
+}
+
+wk_status wk__dtype_bytes_for(const char *op, wk_dtype dt, int64_t numel, size_t *bytes) {
+    const wk_dtype_info *di = wk_dtype_info_of(dt);
+    if (!di) return wk__err(WK_ERR_DTYPE, op, "invalid dtype %d", (int)dt);
+    wk_status st = wk__dtype_info_bytes(di, numel, bytes);
+    if (st == WK_ERR_SHAPE)
+        return wk__err(st, op, "%lld elements of %s are not a whole number of %u-element blocks", (long long)numel,
+                       di->name, (unsigned)di->block_elems);
+    if (st == WK_ERR_OOM) return wk__err(st, op, "%lld elements of %s do not fit in memory", (long long)numel, di->name);
+    return st;
+}
 
 bool wk_dtype_from_name(const char *name, wk_dtype *out) {
     if (!name) return false;

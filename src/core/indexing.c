@@ -157,6 +157,22 @@ static wk_tensor *scatter_copy(const char *op, const wk_tensor *t, const wk_tens
     return finish(r, scatter_impl(op, r, ids, src, dim, add));
 }
 
+/* The in-place forms write t's own storage: it must be writable with one
+ * element per index, and ids/src that share it are read from a copy first
+ * (as copy_ does), so the result does not depend on the write order. */
+static wk_status scatter_in_place(const char *op, wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim,
+                                  bool add) {
+    wk_status st = wk__check_writable(op, t, &t->layout);
+    if (st != WK_OK) return st;
+    wk_tensor *ids_c = ids->storage == t->storage ? wk_copy(ids) : NULL;
+    wk_tensor *src_c = src->storage == t->storage ? wk_copy(src) : NULL;
+    if ((ids->storage == t->storage && !ids_c) || (src->storage == t->storage && !src_c)) st = wk_last_status();
+    else st = scatter_impl(op, t, ids_c ? ids_c : ids, src_c ? src_c : src, dim, add);
+    wk_tensor_free(ids_c);
+    wk_tensor_free(src_c);
+    return st;
+}
+
 wk_tensor *wk_scatter(const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
     return scatter_copy("wk_scatter", t, ids, src, dim, false);
 }
@@ -166,12 +182,12 @@ wk_tensor *wk_scatter_add(const wk_tensor *t, const wk_tensor *ids, const wk_ten
 wk_status wk_scatter_(wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
     const char *op = "wk_scatter_";
     if (!wk__check_in(op, t) || !wk__check_in(op, ids) || !wk__check_in(op, src)) return wk_last_status();
-    return scatter_impl(op, t, ids, src, dim, false);
+    return scatter_in_place(op, t, ids, src, dim, false);
 }
 wk_status wk_scatter_add_(wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
     const char *op = "wk_scatter_add_";
     if (!wk__check_in(op, t) || !wk__check_in(op, ids) || !wk__check_in(op, src)) return wk_last_status();
-    return scatter_impl(op, t, ids, src, dim, true);
+    return scatter_in_place(op, t, ids, src, dim, true);
 }
 
 /* --------------------------------------------------------------- index_add */

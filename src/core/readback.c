@@ -10,7 +10,8 @@ static bool is_cpu(const wk_tensor *t) { return wk__dev(t)->kind == WK_DEVICE_CP
 wk_status wk_to_host(const wk_tensor *t, void *buf, size_t nbytes) {
     const char *op = "wk_to_host";
     if (!wk__check_in(op, t)) return wk_last_status();
-    size_t need = (size_t)wk_numel(t) * wk_dtype_size(t->dtype);
+    size_t need;
+    if (wk__dtype_bytes_for(op, t->dtype, wk_numel(t), &need) != WK_OK) return wk_last_status();
     if (nbytes < need) return wk__err(WK_ERR_ARG, op, "buffer of %zu bytes, the view needs %zu", nbytes, need);
     if (need == 0) return WK_OK;
     if (!buf) return wk__err(WK_ERR_ARG, op, "NULL buffer");
@@ -151,17 +152,22 @@ wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev) {
 
 /* ---- in-place writes (the only mutation paths, as in candle) ---- */
 
-wk_status wk_fill_(wk_tensor *t, double value) {
-    if (!wk__check_in("wk_fill_", t)) return wk_last_status();
+static wk_status fill_named(const char *op, wk_tensor *t, double value) {
+    if (!wk__check_in(op, t)) return wk_last_status();
+    wk_status st = wk__check_writable(op, t, &t->layout);
+    if (st != WK_OK) return st;
     if (wk_numel(t) == 0) return WK_OK;
     return wk__be(t)->fill(wk__dev(t), t->storage->buf, &t->layout, t->dtype, value);
 }
-wk_status wk_zero_(wk_tensor *t) { return wk_fill_(t, 0.0); }
-wk_status wk_one_(wk_tensor *t) { return wk_fill_(t, 1.0); }
+wk_status wk_fill_(wk_tensor *t, double value) { return fill_named("wk_fill_", t, value); }
+wk_status wk_zero_(wk_tensor *t) { return fill_named("wk_zero_", t, 0.0); }
+wk_status wk_one_(wk_tensor *t) { return fill_named("wk_one_", t, 1.0); }
 
 /* Overlap between src and dst views of the same storage would make the copy
  * order-dependent; copy src out first in that case. */
 static wk_status copy_into(const char *op, wk_tensor *dst, const wk_layout *ld, const wk_tensor *src) {
+    wk_status ws = wk__check_writable(op, dst, ld);
+    if (ws != WK_OK) return ws;
     if (wk__layout_numel(ld) == 0) return WK_OK;
     if (src->storage == dst->storage) {
         wk_tensor *tmp = wk_copy(src);

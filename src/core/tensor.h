@@ -3,6 +3,7 @@
 #define WICK_CORE_TENSOR_H
 #include <stdatomic.h>
 #include "backend.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/layout.h"
 
@@ -18,6 +19,12 @@ struct wk_device {
     atomic_flag rng_lock;
 };
 
+/* Who frees a storage's bytes when the last view lets go. */
+typedef enum wk_storage_owner {
+    WK_OWNER_BACKEND = 0,   /* allocated by dev->be->alloc, freed by dev->be->free */
+    WK_OWNER_EXTERNAL       /* memory wick did not allocate: release(ctx, buf, nbytes), if set */
+} wk_storage_owner;
+
 /* Reference-counted bytes on one device. */
 typedef struct wk_storage {
     atomic_int refs;
@@ -25,6 +32,10 @@ typedef struct wk_storage {
     wk_dtype dtype;
     size_t nbytes;
     void *buf;
+    wk_storage_owner owner;
+    wk_release_fn release;      /* WK_OWNER_EXTERNAL only; may be NULL */
+    void *release_ctx;
+    bool read_only;             /* in-place writes are refused (wk__check_writable) */
 } wk_storage;
 
 struct wk_tensor {
@@ -40,6 +51,20 @@ struct wk_tensor {
 /* storage.c: storage lifetime */
 wk_storage *wk__storage_new(const char *op, wk_device *dev, wk_dtype dt, int64_t numel);
 void        wk__storage_release(wk_storage *s);
+/* A storage over external memory (a caller's buffer, a mapped file): buf
+ * holds nbytes and stays valid until release(ctx, buf, nbytes) is called,
+ * once, when the last reference goes. On failure (NULL) release is NOT
+ * called: the memory stays the caller's. */
+wk_storage *wk__storage_wrap(const char *op, wk_device *dev, wk_dtype dt, void *buf, size_t nbytes,
+                             wk_release_fn release, void *ctx, bool read_only);
+/* The in-place write check (write_check.c): the view l of t's storage may be
+ * written by op. Errors (naming op): read-only storage (WK_ERR_ARG); a layout
+ * in which two indices reach one element, e.g. a stride-0 broadcast dim
+ * (WK_ERR_ARG, PyTorch's "more than one element of the written-to tensor
+ * refers to a single memory location"). */
+wk_status   wk__check_writable(const char *op, const wk_tensor *t, const wk_layout *l);
+/* True when two distinct indices of l reach the same element. */
+bool        wk__layout_self_overlaps(const wk_layout *l);
 
 /* tensor.c: wrap a storage + layout into a tensor (takes the storage
  * reference; releases it on failure). Registers in the current scope. */

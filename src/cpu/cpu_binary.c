@@ -72,7 +72,7 @@ INT_BINARY(int64_t, uint64_t, 1, INT64_MIN)
 
 static void bin_run(void *p, int64_t n, const int64_t *offs, const int64_t *st) {
     bin_ctx *c = p;
-    int64_t es = (int64_t)wk_dtype_size(c->dt);
+    int64_t es = (int64_t)wk__dtype_elem_bytes(c->dt);
     void *y = c->dst + offs[0] * es;
     const void *a = c->a + offs[1] * es, *b = c->b + offs[2] * es;
     int64_t sa = st[1], sb = st[2];
@@ -143,7 +143,7 @@ typedef struct {
 
 static void cmp_run(void *p, int64_t n, const int64_t *offs, const int64_t *st) {
     cmp_ctx *c = p;
-    int64_t es = (int64_t)wk_dtype_size(c->dt);
+    int64_t es = (int64_t)wk__dtype_elem_bytes(c->dt);
     uint8_t *y = c->dst + offs[0];
     const void *a = c->a + offs[1] * es, *b = c->b + offs[2] * es;
     int64_t sa = st[1], sb = st[2];
@@ -176,7 +176,7 @@ typedef struct {
 
 static void where_run(void *p, int64_t n, const int64_t *offs, const int64_t *st) {
     where_ctx *c = p;
-    int64_t es = (int64_t)c->es, ces = (int64_t)wk_dtype_size(c->cdt);
+    int64_t es = (int64_t)c->es, ces = (int64_t)wk__dtype_elem_bytes(c->cdt);
     char *y = c->dst + offs[0] * es;
     const char *cd = c->cond + offs[1] * ces, *a = c->a + offs[2] * es, *b = c->b + offs[3] * es;
     for (int64_t i = 0; i < n; i++) {
@@ -193,7 +193,7 @@ wk_status wk__cpu_where(wk_device *dev, const void *cond, const wk_layout *lc, w
     const wk_layout *l4[4] = {&ld, lc, la, lb};
     wk_iter it;
     wk__iter_init(&it, 4, l4);
-    where_ctx c = {cond, a, b, dst, cdt, wk_dtype_size(dt)};
+    where_ctx c = {cond, a, b, dst, cdt, wk__dtype_elem_bytes(dt)};
     wk__iter_foreach(&it, where_run, &c);
     return WK_OK;
 }

@@ -36,7 +36,7 @@ wk_status wk__cpu_copy_strided(wk_device *dev, const void *src, const wk_layout 
     const wk_layout *ls2[2] = {ld, ls};
     wk_iter it;
     wk__iter_init(&it, 2, ls2);
-    copy_ctx c = {src, dst, wk_dtype_size(dt)};
+    copy_ctx c = {src, dst, wk__dtype_elem_bytes(dt)};
     wk__iter_foreach_min(&it, copy_run, &c, WK_PAR_MIN_CHEAP);
     return WK_OK;
 }
@@ -84,7 +84,7 @@ static void fill_run(void *p, int64_t n, const int64_t *offs, const int64_t *st)
 
 wk_status wk__cpu_fill(wk_device *dev, void *dst, const wk_layout *ld, wk_dtype dt, double value) {
     (void)dev;
-    fill_ctx c = {dst, wk_dtype_size(dt), {0}};
+    fill_ctx c = {dst, wk__dtype_elem_bytes(dt), {0}};
     wk__store_f64(c.val, 0, dt, value);
     const wk_layout *ls[1] = {ld};
     wk_iter it;
@@ -101,8 +101,8 @@ typedef struct {
 
 static void cast_run(void *p, int64_t n, const int64_t *offs, const int64_t *st) {
     cast_ctx *c = p;
-    const void *s = c->src + offs[1] * (int64_t)wk_dtype_size(c->sdt);
-    void *d = c->dst + offs[0] * (int64_t)wk_dtype_size(c->ddt);
+    const void *s = c->src + offs[1] * (int64_t)wk__dtype_elem_bytes(c->sdt);
+    void *d = c->dst + offs[0] * (int64_t)wk__dtype_elem_bytes(c->ddt);
     int64_t ss = st[1], sd = st[0];
     /* hot pairs get straight loops */
     if (c->sdt == WK_F32 && c->ddt == WK_F16) {

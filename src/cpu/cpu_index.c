@@ -309,7 +309,7 @@ wk_status wk__cpu_index_select(wk_device *dev, const void *src, const wk_layout 
     int64_t outer = 1, inner = 1;
     for (int i = 0; i < dim; i++) outer *= ls->shape[i];
     for (int i = dim + 1; i < ls->rank; i++) inner *= ls->shape[i];
-    size_t es = wk_dtype_size(dt);
+    size_t es = wk__dtype_elem_bytes(dt);
     if (outer * inner == 0) { free(v); return WK_OK; }
     /* inner dims contiguous in src? */
     bool contig = true;
@@ -437,7 +437,7 @@ wk_status wk__cpu_gather(wk_device *dev, const void *src, const wk_layout *ls, c
     wk_iter it;
     wk__iter_init(&it, 3, l3);
     int64_t len = lids->shape[dim];
-    gather_ctx c = {src, dst, ids, idt, wk_dtype_size(dt), len, lout.stride[dim], ls->stride[dim], lids->stride[dim],
+    gather_ctx c = {src, dst, ids, idt, wk__dtype_elem_bytes(dt), len, lout.stride[dim], ls->stride[dim], lids->stride[dim],
                     ls->shape[dim], 0, 0};
     foreach_outer(&it, gather_run, &c, len, WK_PAR_MIN_ELEMS);
     if (atomic_load(&c.bad)) return bad_index(op, c.bad_id, dim, ls->shape[dim]);
@@ -529,7 +529,7 @@ wk_status wk__cpu_scatter(wk_device *dev, void *dst, const wk_layout *ld, const 
     wk_iter it;
     wk__iter_init(&it, 3, l3);
     int64_t len = lids->shape[dim];
-    scatter_ctx c = {dst, src, ids, idt, dt, wk_dtype_size(dt), add, len, ld->stride[dim], lsrc->stride[dim],
+    scatter_ctx c = {dst, src, ids, idt, dt, wk__dtype_elem_bytes(dt), add, len, ld->stride[dim], lsrc->stride[dim],
                      lids->stride[dim]};
     if (may_overlap(ld)) {
         /* positions off dim may alias: one thread, row-major order */

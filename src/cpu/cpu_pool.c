@@ -404,7 +404,7 @@ wk_status wk__cpu_upsample2d(wk_device *dev, const void *x, const wk_layout *lx,
     int64_t OH = c.g.OH, OW = c.g.OW, n = OH + OW;
     wk_range_fn fn = NULL;
     if (!bilinear) {
-        switch (wk_dtype_size(dt)) {
+        switch (wk__dtype_elem_bytes(dt)) {
         case 1: fn = nearest_1; break;
         case 2: fn = nearest_2; break;
         case 4: fn = nearest_4; break;

@@ -277,7 +277,7 @@ static bool reduce_by_columns(const red_plan *p, int64_t nout) {
 wk_status wk__cpu_reduce(wk_device *dev, wk_reduce_op op, const void *src, const wk_layout *ls, wk_dtype dt,
                          const bool *mask, void *dst) {
     (void)dev;
-    red_plan p = {.op = op, .dt = dt, .src = src, .es = (int64_t)wk_dtype_size(dt), .offset = ls->offset, .dst = dst};
+    red_plan p = {.op = op, .dt = dt, .src = src, .es = (int64_t)wk__dtype_elem_bytes(dt), .offset = ls->offset, .dst = dst};
     int64_t nout = 1;
     p.rcount = 1;
     for (int i = 0; i < ls->rank; i++) {

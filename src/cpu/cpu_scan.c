@@ -47,7 +47,7 @@ static void geo_init(line_geo *g, const void *src, const wk_layout *ls, wk_dtype
     memset(g, 0, sizeof *g);
     g->src = src;
     g->dt = dt;
-    g->es = (int64_t)wk_dtype_size(dt);
+    g->es = (int64_t)wk__dtype_elem_bytes(dt);
     g->n = ls->shape[dim];
     g->sd = ls->stride[dim];
     g->m = m;

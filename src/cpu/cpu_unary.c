@@ -99,7 +99,7 @@ typedef struct {
 
 static void unary_run(void *p, int64_t n, const int64_t *offs, const int64_t *st) {
     unary_ctx *c = p;
-    size_t es = wk_dtype_size(c->dt);
+    size_t es = wk__dtype_elem_bytes(c->dt);
     const void *s = c->src + offs[1] * (int64_t)es;
     void *d = c->dst + offs[0] * (int64_t)es;
     int64_t ss = st[1];
@@ -184,7 +184,7 @@ static inline float param_apply_f(param_op op, float x, float a, float b) {
 
 static void param_run(void *p, int64_t n, const int64_t *offs, const int64_t *st) {
     param_ctx *c = p;
-    size_t es = wk_dtype_size(c->dt);
+    size_t es = wk__dtype_elem_bytes(c->dt);
     const void *s = c->src + offs[1] * (int64_t)es;
     void *d = c->dst + offs[0] * (int64_t)es;
     int64_t ss = st[1];

@@ -114,7 +114,7 @@ static wk_status cu_to_host(wk_device *dev, const void *src, const wk_layout *l,
     ENTER(op);
     int64_t n = wk__layout_numel(l);
     if (n == 0) return WK_OK;
-    size_t es = wk_dtype_size(dt), nb = (size_t)n * es;
+    size_t es = wk__dtype_elem_bytes(dt), nb = (size_t)n * es;
     void *tmp = NULL;
     cudaError_t e;
     if (wk__layout_is_contiguous(l)) {
@@ -138,7 +138,7 @@ wk_status wk__cuda_copy_between(wk_device *sdev, const void *src, const wk_layou
     wk_cuda_dev *s = wk__cuda_dev(sdev), *t = wk__cuda_dev(ddev);
     int64_t n = wk__layout_numel(ls);
     if (n == 0) return WK_OK;
-    size_t es = wk_dtype_size(dt), nb = (size_t)n * es;
+    size_t es = wk__dtype_elem_bytes(dt), nb = (size_t)n * es;
     wk_status st = wk__cuda_enter(op, s);
     if (st != WK_OK) return st;
     const char *from = (const char *)src + (size_t)ls->offset * es;
@@ -250,7 +250,7 @@ typedef struct mm_operand {
 } mm_operand;
 
 static wk_status mm_copy(const char *op, wk_cuda_dev *d, wk_dtype dt, mm_operand *o) {
-    o->tmp_bytes = (size_t)wk__layout_numel(&o->l) * wk_dtype_size(dt);
+    o->tmp_bytes = (size_t)wk__layout_numel(&o->l) * wk__dtype_elem_bytes(dt);
     wk_status st = gather(op, d, o->buf, &o->l, dt, o->tmp_bytes, &o->tmp);
     if (st != WK_OK) return st;
     wk_layout lc;
@@ -317,7 +317,7 @@ static wk_status cu_matmul(wk_device *dev, const void *a, const wk_layout *la, c
     default: /* integers: the dispatcher refuses them (as on the CPU); f8e4m3 was widened above */
         return wk__err(WK_ERR_DTYPE, op, "not defined for dtype %s", wk_dtype_name(dt));
     }
-    size_t es = wk_dtype_size(dt);
+    size_t es = wk__dtype_elem_bytes(dt);
     wk_cumm_call c;
     if (!wk__cumm_plan(la, lb, &c))
         return wk__err(WK_ERR_SHAPE, op, "m=%lld n=%lld k=%lld exceed cuBLAS's 32-bit sizes",
@@ -410,7 +410,7 @@ static wk_status check_ids(const char *op, wk_cuda_dev *d, const void *ids, cons
     if (pos == ~0ull) return WK_OK;
     /* read the offending id itself (error path only) */
     int64_t off = lids->offset + wk__unravel(lids->shape, lids->stride, lids->rank, (int64_t)pos);
-    size_t is = wk_dtype_size(idt);
+    size_t is = wk__dtype_elem_bytes(idt);
     unsigned char raw[8] = {0};
     e = cudaMemcpyAsync(raw, (const char *)ids + (size_t)off * is, is, cudaMemcpyDeviceToHost, d->stream);
     if (e == cudaSuccess) e = wait_here(d);
@@ -467,7 +467,7 @@ static int sort_ids(wk_cuda_dev *d, const void *ids, const wk_layout *lids, wk_d
     const wk_cu_view v = wk__cu_view(lids);
     const int64_t n = wk__layout_numel(lids);
     memset(s, 0, sizeof *s);
-    s->nids = (size_t)n * wk_dtype_size(idt);
+    s->nids = (size_t)n * wk__dtype_elem_bytes(idt);
     s->nperm = (size_t)n * sizeof(int64_t);
     s->nws = wk__cu_sort_workspace(v, dim, idt);
     if (wk__cupool_alloc(d->pool, s->nids, &s->ids) != WK_OK || wk__cupool_alloc(d->pool, s->nperm, &s->perm) != WK_OK ||

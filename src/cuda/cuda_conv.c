@@ -85,7 +85,7 @@ static wk_status fwd_chunk(const char *op, wk_device *dev, wk_cuda_dev *d, const
         if (st != WK_OK) return st;
         bsrc = t->col;
     }
-    size_t es = wk_dtype_size(pl->dt);
+    size_t es = wk__dtype_elem_bytes(pl->dt);
     for (int64_t j = 0; j < nb; j += pl->gemm_imgs) {
         int64_t m = nb - j < pl->gemm_imgs ? nb - j : pl->gemm_imgs;
         wk_layout la, lb;
@@ -115,7 +115,7 @@ static wk_status tr_chunk(const char *op, wk_device *dev, wk_cuda_dev *d, const 
         xb0 = 0;
         xsrc = t->x;
     }
-    size_t cs = wk_dtype_size(pl->ct);
+    size_t cs = wk__dtype_elem_bytes(pl->ct);
     for (int64_t j = 0; j < nb; j += pl->gemm_imgs) {
         int64_t m = nb - j < pl->gemm_imgs ? nb - j : pl->gemm_imgs;
         wk_layout la, lb;
@@ -124,7 +124,7 @@ static wk_status tr_chunk(const char *op, wk_device *dev, wk_cuda_dev *d, const 
         wk_status st = wk__cuda_backend.matmul(dev, wsrc, &la, xsrc, &lb, cols, pl->ct);
         if (st != WK_OK) return st;
     }
-    size_t es = wk_dtype_size(pl->dt);
+    size_t es = wk__dtype_elem_bytes(pl->dt);
     char *out = (char *)dst + (size_t)(b0 * pl->cout * pl->oh * pl->ow) * es;
     return wk__cuda_launched(op, d, wk__cu_conv_col2im(d->stream, t->col, out, pl->dt, conv_geo(pl, nb)));
 }
@@ -140,7 +140,7 @@ static wk_status conv_run(const char *op, wk_device *dev, const void *x, const w
     int64_t nout = wk__layout_numel(ld);
     if (nout == 0) return WK_OK;
     if (wk__layout_numel(lx) == 0 || wk__layout_numel(lw) == 0) /* no products at all */
-        return wk__cuda_check(op, d, cudaMemsetAsync(dst, 0, (size_t)nout * wk_dtype_size(dt), d->stream));
+        return wk__cuda_check(op, d, cudaMemsetAsync(dst, 0, (size_t)nout * wk__dtype_elem_bytes(dt), d->stream));
     wk_cuconv_plan pl;
     wk__cuconv_plan(&pl, lx, lw, ld, dt, p, transposed, WK_CUCONV_COL_LIMIT);
     conv_temps t;

@@ -3,6 +3,7 @@
  * tests/cuda/test_cuda_conv_emu.cu (wk__cpu_matmul run with these exact
  * layouts against wk__cpu_conv*). */
 #include "cuda/cuda_conv_plan.h"
+#include "core/dtype.h"
 #include <string.h>
 
 void wk__cuconv_as4d(const wk_layout *l, wk_layout *out) {
@@ -83,7 +84,7 @@ void wk__cuconv_plan(wk_cuconv_plan *pl, const wk_layout *lx, const wk_layout *l
     pl->x_direct = !transposed && pl->kh == 1 && pl->kw == 1 && pl->sh == 1 && pl->sw == 1 && pl->ph == 0 &&
                    pl->pw == 0 && x_hw_merges;
     pl->x_pack = transposed && (pl->ct != dt || !x_hw_merges);
-    int64_t csz = (int64_t)wk_dtype_size(pl->ct);
+    int64_t csz = (int64_t)wk__dtype_elem_bytes(pl->ct);
     int64_t col_img = 0, xpack_img = 0;
     if (!transposed) col_img = pl->x_direct ? 0 : mul_sat(mul_sat(pl->groups * pl->gk, pl->gn), csz);
     else col_img = mul_sat(mul_sat(pl->groups * pl->gm, pl->gn), csz);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/dtype.h"
 #include "core/error.h"
 
 static const uint8_t NPY_MAGIC[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
@@ -569,10 +570,8 @@ wk_status wk__npy_tensor_bytes(const wk_tensor *t, uint8_t **out, size_t *out_le
     *out = NULL;
     *out_len = 0;
     int64_t numel = wk_numel(t);
-    size_t isz = wk_dtype_size(wk_tensor_dtype(t));
-    if (numel < 0 || isz == 0) return wk__err(WK_ERR_INTERNAL, op, "tensor has an invalid size");
-    if ((uint64_t)numel > SIZE_MAX / isz) return wk__err(WK_ERR_OOM, op, "tensor is too large");
-    size_t n = (size_t)numel * isz;
+    size_t n, isz = wk__dtype_elem_bytes(wk_tensor_dtype(t)); /* npy dtypes are element dtypes */
+    if (wk__dtype_bytes_for(op, wk_tensor_dtype(t), numel, &n) != WK_OK) return wk_last_status();
     uint8_t *b = malloc(n ? n : 1);
     if (!b) return wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes", n);
     if (n) {

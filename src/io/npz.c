@@ -21,6 +21,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "core/dtype.h"
 #include "core/error.h"
 
 #define SIG_LOCAL   0x04034b50u
@@ -444,7 +445,10 @@ wk_status wk_npz_save(const char *path, const char *const *names, wk_tensor *con
         if (st != WK_OK) goto done;
         free(pre);
         uint64_t numel = (uint64_t)wk_numel(tensors[i]);
-        uint64_t size = (uint64_t)pre_len + numel * wk_dtype_size(dt);
+        size_t data_len;
+        st = wk__dtype_bytes_for(op, dt, wk_numel(tensors[i]), &data_len);
+        if (st != WK_OK) goto done;
+        uint64_t size = (uint64_t)pre_len + data_len;
         mem[i].name_len = nl + 4;
         mem[i].offset = off;
         mem[i].size = size;
