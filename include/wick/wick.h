@@ -219,7 +219,8 @@ wk_tensor *wk_flatten_all(const wk_tensor *t);
 /* Index i of dim, dim removed. */
 wk_tensor *wk_select(const wk_tensor *t, int dim, int64_t index);
 /* Split dim into n chunks of ceil(size/n) (the last may be smaller; fewer
- * chunks when size < n). out must hold n pointers; *count receives how many. */
+ * chunks when size < n). out must hold n pointers; *count (not NULL)
+ * receives how many. */
 wk_status  wk_chunk(const wk_tensor *t, int n, int dim, wk_tensor **out, int *count);
 /* Split dim into pieces of the given sizes (must sum to the dim size). */
 wk_status  wk_split(const wk_tensor *t, const int64_t *sizes, int n, int dim, wk_tensor **out);

@@ -70,6 +70,13 @@ wk_tensor *wk_stack(wk_tensor *const *ts, int n, int dim) {
             return NULL;
         }
     }
+    /* the result's shape is checked here so that its error names wk_stack */
+    int rank = ts[0]->layout.rank, d;
+    if (rank == WK_MAX_RANK) { wk__err(WK_ERR_SHAPE, op, "rank would exceed %d", WK_MAX_RANK); return NULL; }
+    if (wk__norm_dim(op, dim, rank + 1, &d) != WK_OK) return NULL;
+    int64_t shape[WK_MAX_RANK];
+    for (int i = 0, k = 0; i <= rank; i++) shape[i] = i == d ? n : ts[0]->layout.shape[k++];
+    if (wk__check_shape(op, shape, rank + 1, NULL) != WK_OK) return NULL;
     wk_tensor *views[4096];
     wk_tensor *r = NULL;
     int k = 0;

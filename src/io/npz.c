@@ -400,6 +400,7 @@ wk_status wk_npz_load(const char *path, wk_device *dev, char ***names, wk_tensor
     *tensors = NULL;
     *count = 0;
     if (!path) return wk__err(WK_ERR_ARG, op, "path is NULL");
+    if (!dev) return wk__err(WK_ERR_ARG, op, "NULL device");
     uint8_t *buf = NULL;
     size_t len = 0;
     wk_status st = wk__read_file(path, &buf, &len, op);
