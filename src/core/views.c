@@ -1,5 +1,6 @@
 /* Views: new layouts over the same storage. Nothing here touches data except
  * reshape/flatten of a layout that cannot be expressed as a view (a copy). */
+#include "core/checked.h"
 #include "core/tensor.h"
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,10 @@ wk_tensor *wk_reshape(const wk_tensor *t, const int64_t *shape, int rank) {
             wk__err(WK_ERR_SHAPE, op, "negative size %lld in dim %d", (long long)s[i], i);
             return NULL;
         } else {
-            if (s[i] && nz > (INT64_C(1) << 56) / s[i]) { wk__err(WK_ERR_SHAPE, op, "shape too large"); return NULL; }
+            if (s[i] && nz > WK__MAX_NUMEL / s[i]) { /* keeps `known` (a product of these) from wrapping */
+                wk__err(WK_ERR_SHAPE, op, "shape too large (more than 2^56 elements)");
+                return NULL;
+            }
             if (s[i]) nz *= s[i];
             known *= s[i];
         }
