@@ -8,6 +8,8 @@
  * write past a buffer (the cat case did that in Release before the fix). */
 #include "testutil.h"
 
+#include "core/tensor.h"
+
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
@@ -496,6 +498,47 @@ static void test_deep_scopes(void **state) {
     assert_int_equal(in_use(), base);
 }
 
+/* A begin that cannot grow the stack: WK_ERR_OOM recorded, no scope opened
+ * (tensors go to the enclosing scope), and its end still balances it. */
+static void test_failed_scope_begin(void **state) {
+    (void)state;
+    size_t base = in_use();
+    const int64_t s = 16;
+    wk_clear_error();
+    wk_scope_begin(); /* outer: works */
+    wk_tensor *a = TU_OK(wk_ones(&s, 1, WK_F32, wk_cpu()));
+    wk__scope_fail_next_begin();
+    wk_scope_begin(); /* fails */
+    assert_int_equal(wk_last_status(), WK_ERR_OOM);
+    assert_non_null(strstr(wk_last_error(), "wk_scope_begin"));
+    wk_clear_error();
+    wk_scope_begin(); /* nested inside the failed one: also counted as failed */
+    wk_tensor *b = TU_OK(wk_ones(&s, 1, WK_F32, wk_cpu()));
+    wk_scope_end();
+    wk_scope_end(); /* balances the failed begin: b still alive (owned by outer) */
+    double v;
+    TU_STATUS_OK(wk_get(b, (const int64_t[1]){0}, &v));
+    TU_STATUS_OK(wk_get(a, (const int64_t[1]){0}, &v));
+    assert_true(v == 1);
+    wk_scope_end(); /* outer: frees a and b */
+    assert_int_equal(in_use(), base);
+    /* the next begin works again and owns its tensors */
+    wk_scope_begin();
+    TU_OK(wk_ones(&s, 1, WK_F32, wk_cpu()));
+    assert_true(in_use() > base);
+    wk_scope_end();
+    assert_int_equal(in_use(), base);
+    /* at depth 0 a failed begin leaves tensors to the caller */
+    wk__scope_fail_next_begin();
+    wk_scope_begin();
+    wk_clear_error();
+    wk_tensor *c = TU_OK(wk_ones(&s, 1, WK_F32, wk_cpu()));
+    wk_scope_end();
+    TU_STATUS_OK(wk_get(c, (const int64_t[1]){0}, &v));
+    wk_tensor_free(c);
+    assert_int_equal(in_use(), base);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cat_sum_overflow),
@@ -508,6 +551,7 @@ int main(void) {
         cmocka_unit_test(test_error_state_semantics),
         cmocka_unit_test(test_error_state_per_thread),
         cmocka_unit_test(test_deep_scopes),
+        cmocka_unit_test(test_failed_scope_begin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,9 @@ typedef struct scope_stack {
     int64_t failed;                 /* open begins that could not grow the stack */
 } scope_stack;
 static _Thread_local scope_stack tl_scope;
+static _Thread_local bool tl_fail_next_begin; /* test hook: wk__scope_fail_next_begin */
+
+void wk__scope_fail_next_begin(void) { tl_fail_next_begin = true; }
 
 static void scope_register(wk_tensor *t) {
     scope_stack *s = &tl_scope;
@@ -47,9 +50,10 @@ void wk_scope_begin(void) {
     scope_stack *s = &tl_scope;
     /* once a begin failed, deeper begins fail too: ends then unwind in order */
     if (s->failed) { s->failed++; return; }
-    if (s->depth == s->starts_cap) {
+    if (s->depth == s->starts_cap || tl_fail_next_begin) {
         int64_t nc = s->starts_cap ? s->starts_cap * 2 : 16;
-        int64_t *n = realloc(s->starts, (size_t)nc * sizeof *n);
+        int64_t *n = tl_fail_next_begin ? NULL : realloc(s->starts, (size_t)nc * sizeof *n);
+        tl_fail_next_begin = false;
         if (!n) {
             s->failed = 1;
             wk__err(WK_ERR_OOM, "wk_scope_begin", "cannot grow the scope stack past depth %lld; this scope owns "
