@@ -8,7 +8,7 @@
  * on 1 and 2 threads (wk_set_num_threads / torch.set_num_threads).
  * wick is called as a user calls it: y = wk_conv2d(x, w, &p); free(y) —
  * allocation included; torch runs F.conv2d(x, w, padding=1) through
- * /usr/bin/python3 (ATEN_CPU_CAPABILITY=avx512) in the same run. Timing is
+ * /usr/bin/python3 (ATEN_CPU_CAPABILITY=avx512 where the CPU has AVX-512, bench/peer.h) in the same run. Timing is
  * timeit-style: warm-up, n calls >= min-time (100 ms; 20 ms with --quick),
  * 5 repeats (2 with --quick), median per call. GFLOP/s counts 2*MACs.
  * --quick runs batch 1 only.

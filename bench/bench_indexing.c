@@ -13,7 +13,7 @@
  * call allocates its result, which is freed. Timing: one warm-up call, the
  * iteration count grows until a batch takes >= 50 ms (5 ms with --quick),
  * then the median of 5 batches. --quick shrinks every size (a few seconds).
- * torch runs under /usr/bin/python3 with ATEN_CPU_CAPABILITY=avx512; without
+ * torch runs under /usr/bin/python3 (ATEN_CPU_CAPABILITY=avx512 on AVX-512 CPUs); without
  * it the torch column says n/a. Ratio = torch time / wick time (above 1:
  * wick is faster). */
 #include <stdio.h>

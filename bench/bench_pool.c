@@ -10,7 +10,7 @@
  * --quick uses batch 1 and short timings (a few seconds in all).
  *
  * wick is called as a user calls it (result allocated and freed each call);
- * PyTorch 1.13 (/usr/bin/python3, ATEN_CPU_CAPABILITY=avx512) runs the same
+ * PyTorch 1.13 (/usr/bin/python3; ATEN_CPU_CAPABILITY=avx512 on AVX-512 CPUs) runs the same
  * calls at the same thread count (torch.set_num_threads / wk_set_num_threads)
  * in a child started with popen before wick's measurements. Timing: warm-up,
  * then n calls with n grown until they take >= min-time, then repeats; the

@@ -11,7 +11,7 @@
  * both sides alike: one warm-up call, the iteration count grown until the
  * calls take >= min_time, then the median of 5 repeats per call. Every call
  * allocates its results and frees them. PyTorch runs in /usr/bin/python3
- * with ATEN_CPU_CAPABILITY=avx512 through popen; --quick shrinks the sizes
+ * (ATEN_CPU_CAPABILITY=avx512 on AVX-512 CPUs) through popen; --quick shrinks the sizes
  * and the timing so the whole run takes a few seconds. */
 #include <stdio.h>
 #include <stdlib.h>

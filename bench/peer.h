@@ -32,10 +32,24 @@ typedef struct bench_peer {
     char path[64];      /* the script's temporary file */
 } bench_peer;
 
+/* True when this CPU runs PyTorch's AVX-512 kernels (its avx512 level needs
+ * F, BW, DQ and VL). Elsewhere forcing ATEN_CPU_CAPABILITY=avx512 makes
+ * PyTorch die with SIGILL, and every peer column would read n/a. */
+static inline bool bench_cpu_has_avx512(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#else
+    return false;
+#endif
+}
+
 /* Writes `script` to a temporary file and starts
- *   ATEN_CPU_CAPABILITY=avx512 <env> '<python>' <script file> <args>
- * (PyTorch's AVX-512 kernels: its fast setting on this machine). Returns
- * false (and p->out NULL) if it cannot start; the caller then prints n/a. */
+ *   [ATEN_CPU_CAPABILITY=avx512] <env> '<python>' <script file> <args>
+ * The capability is forced only where the CPU has AVX-512 (PyTorch's fast
+ * setting there: by default it runs its AVX2 kernels); other CPUs get
+ * PyTorch's own choice. Returns false (and p->out NULL) if it cannot start;
+ * the caller then prints n/a. */
 static inline bool bench_peer_start(bench_peer *p, const char *python, const char *script, const char *env,
                                     const char *args) {
     p->out = NULL;
@@ -49,7 +63,8 @@ static inline bool bench_peer_start(bench_peer *p, const char *python, const cha
     size_t n = 128 + strlen(python) + strlen(args) + (env ? strlen(env) : 0) + sizeof p->path;
     char *cmd = malloc(n);
     if (!cmd) return false;
-    snprintf(cmd, n, "ATEN_CPU_CAPABILITY=avx512 %s '%s' '%s' %s", env ? env : "", python, p->path, args);
+    snprintf(cmd, n, "%s%s '%s' '%s' %s", bench_cpu_has_avx512() ? "ATEN_CPU_CAPABILITY=avx512 " : "", env ? env : "",
+             python, p->path, args);
     p->out = popen(cmd, "r");
     free(cmd);
     return p->out != NULL;

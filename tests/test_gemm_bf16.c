@@ -9,6 +9,7 @@
  * AVX512-BF16. */
 #include "testutil.h"
 
+#include "core/env.h"
 #include "cpu/gemm.h"
 
 #include <math.h>
@@ -114,6 +115,7 @@ static void test_shapes(void **state) {
     static const int64_t S[] = {1, 2, 3, 17, 31, 32, 33, 255, 256, 1023};
     for (int kern = 0; kern < 2; kern++) {
         setenv("WICK_BF16_KERNEL", g_kernels[kern], 1);
+        wk__env_reload(); /* read once: re-read it */
         for (int im = 0; im < 10; im++)
             for (int in = 0; in < 10; in++)
                 for (int ik = 0; ik < 10; ik++) {
@@ -130,6 +132,7 @@ static void test_shapes(void **state) {
                 }
     }
     unsetenv("WICK_BF16_KERNEL");
+    wk__env_reload(); /* read once: re-read it */
 }
 
 static void test_layouts_and_blocks(void **state) {
@@ -137,6 +140,7 @@ static void test_layouts_and_blocks(void **state) {
     REQUIRE_BF16();
     for (int kern = 0; kern < 2; kern++) {
         setenv("WICK_BF16_KERNEL", g_kernels[kern], 1);
+        wk__env_reload(); /* read once: re-read it */
         check_layouts(1, 1, 1, g_kernels[kern]);
         check_layouts(5, 7, 1, g_kernels[kern]);        /* k == 1 */
         check_layouts(13, 29, 3, g_kernels[kern]);      /* odd k */
@@ -148,6 +152,7 @@ static void test_layouts_and_blocks(void **state) {
         check_layouts(300, 1, 600, g_kernels[kern]);    /* matrix @ column vector */
     }
     unsetenv("WICK_BF16_KERNEL");
+    wk__env_reload(); /* read once: re-read it */
 }
 
 static void test_k_zero(void **state) {
@@ -176,6 +181,7 @@ static void test_strides(void **state) {
     for (int kern = 0; kern < 2; kern++) {
         const char *w = g_kernels[kern];
         setenv("WICK_BF16_KERNEL", w, 1);
+        wk__env_reload(); /* read once: re-read it */
         /* narrowed: A = parent[5:5+37, 7:7+41], B = parent[2:2+41, 3:3+45] */
         check(37, 45, 41, pa + 5 * C + 7, C, 1, pb + 2 * C + 3, C, 1, w);
         /* narrowed and transposed */
@@ -192,6 +198,7 @@ static void test_strides(void **state) {
         check(20, 35, 50, pa, 1, 0, pb, 35, 1, w);
     }
     unsetenv("WICK_BF16_KERNEL");
+    wk__env_reload(); /* read once: re-read it */
     free(pa);
     free(pb);
 }
@@ -204,6 +211,7 @@ static void test_nonfinite_stay_local(void **state) {
     const int64_t m = 17, n = 35, k = 7;
     for (int kern = 0; kern < 2; kern++) {
         setenv("WICK_BF16_KERNEL", g_kernels[kern], 1);
+        wk__env_reload(); /* read once: re-read it */
         uint16_t a[17 * 7], b[7 * 35];
         for (int64_t i = 0; i < m * k; i++) a[i] = to_bf16(1.0f + (float)(i % 5));
         for (int64_t i = 0; i < k * n; i++) b[i] = to_bf16(0.5f + (float)(i % 3));
@@ -223,6 +231,7 @@ static void test_nonfinite_stay_local(void **state) {
             }
     }
     unsetenv("WICK_BF16_KERNEL");
+    wk__env_reload(); /* read once: re-read it */
 }
 
 /* 1 and 2 threads give bit-identical C, with the row split, the column split
@@ -234,6 +243,7 @@ static void test_threads_bit_identical(void **state) {
     int saved = wk_num_threads();
     for (int kern = 0; kern < 2; kern++) {
         setenv("WICK_BF16_KERNEL", g_kernels[kern], 1);
+        wk__env_reload(); /* read once: re-read it */
         for (int s = 0; s < 4; s++) {
             int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
             uint16_t *a = rand_buf(m * k), *b = rand_buf(k * n);
@@ -256,6 +266,7 @@ static void test_threads_bit_identical(void **state) {
         }
     }
     unsetenv("WICK_BF16_KERNEL");
+    wk__env_reload(); /* read once: re-read it */
     TU_STATUS_OK(wk_set_num_threads(saved));
 }
 

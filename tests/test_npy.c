@@ -993,6 +993,59 @@ static void test_npz_handmade_zip(void **state) {
     free(m2);
 }
 
+/* Member names the writer would refuse are refused by the reader too: two
+ * members of one name (also "a.npy" next to "a", both loaded as "a"), and a
+ * name with an embedded NUL (a C string would cut "a\0b" to "a"). */
+static void test_npz_hostile_names(void **state) {
+    (void)state;
+    size_t n1, zn;
+    const float f[4] = {1, 2, 3, 4};
+    uint8_t *m1 = make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", f, sizeof f, &n1);
+    const char *pairs[3][2] = {{"a.npy", "a.npy"}, {"a.npy", "a"}, {"x", "x"}};
+    for (int i = 0; i < 3; i++) {
+        zmember two[3] = {{pairs[i][0], m1, n1, 0, false}, {"other.npy", m1, n1, 8, false}, {pairs[i][1], m1, n1, 8, false}};
+        uint8_t *zip = build_zip(two, 3, false, &zn);
+        expect_npz_fails(zip, zn, "duplicate member names");
+        char **names;
+        wk_tensor **ts;
+        int count;
+        assert_int_equal(npz_bytes(zip, zn, &names, &ts, &count), WK_ERR_FORMAT);
+        if (!strstr(wk_last_error(), "duplicate")) fail_msg("message: %s", wk_last_error());
+        wk_clear_error();
+        free(zip);
+    }
+    /* distinct names still load (the check is not over-eager) */
+    zmember ok[2] = {{"a.npy", m1, n1, 0, false}, {"ab.npy", m1, n1, 0, false}};
+    uint8_t *zip = build_zip(ok, 2, false, &zn);
+    {
+        char **names;
+        wk_tensor **ts;
+        int count;
+        TU_STATUS_OK(npz_bytes(zip, zn, &names, &ts, &count));
+        assert_int_equal(count, 2);
+        wk_npz_free(names, ts, count);
+    }
+    free(zip);
+    /* "aXb.npy" with X patched to NUL in the local and central headers */
+    zmember nul[1] = {{"aXb.npy", m1, n1, 0, false}};
+    zip = build_zip(nul, 1, false, &zn);
+    int patched = 0;
+    for (size_t i = 0; i + 7 <= zn; i++)
+        if (memcmp(zip + i, "aXb.npy", 7) == 0) { zip[i + 1] = 0; patched++; }
+    assert_int_equal(patched, 2);
+    expect_npz_fails(zip, zn, "embedded NUL in a name");
+    {
+        char **names;
+        wk_tensor **ts;
+        int count;
+        assert_int_equal(npz_bytes(zip, zn, &names, &ts, &count), WK_ERR_FORMAT);
+        if (!strstr(wk_last_error(), "NUL")) fail_msg("message: %s", wk_last_error());
+        wk_clear_error();
+    }
+    free(zip);
+    free(m1);
+}
+
 static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 static void wr32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24); }
 static void wr16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
@@ -1324,6 +1377,7 @@ int main(void) {
         cmocka_unit_test(test_numpy_npz_files),
         cmocka_unit_test(test_npz_roundtrip),
         cmocka_unit_test(test_npz_handmade_zip),
+        cmocka_unit_test(test_npz_hostile_names),
         cmocka_unit_test(test_npz_corrupt),
         cmocka_unit_test(test_npy_missing_and_truncated),
         cmocka_unit_test(test_npy_from_pipe),

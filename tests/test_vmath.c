@@ -6,6 +6,7 @@
  * the dispatcher (forced levels, WICK_ISA). */
 #include "testutil.h"
 
+#include "core/env.h"
 #include "cpu/vmath.h"
 
 #include <float.h>
@@ -366,28 +367,35 @@ static void test_dispatch(void **state) {
         assert_int_equal(wk__vmath_level(), cur);
     }
     assert_int_equal(wk__vmath_set_level(7), -1);
-    /* WICK_ISA lowers the level, silently ignores unknown values */
+    /* WICK_ISA lowers the level; an unknown value is reported on stderr and
+     * ignored. The variable is read once: wk__env_reload re-reads it. */
     const char *old = getenv("WICK_ISA");
     char *saved = old ? strdup(old) : NULL;
     setenv("WICK_ISA", "scalar", 1);
+    wk__env_reload();
     wk__vmath_set_level(-1);
     assert_string_equal(wk__vmath_isa(), "scalar");
     assert_string_equal(wk_cpu_isa(), "scalar");
     setenv("WICK_ISA", "avx2", 1);
+    wk__env_reload();
     wk__vmath_set_level(-1);
     assert_int_equal(wk__vmath_level(), max < WK_VMATH_AVX2 ? max : WK_VMATH_AVX2);
     setenv("WICK_ISA", "no-such-isa", 1);
+    wk__env_reload();
     wk__vmath_set_level(-1);
     assert_int_equal(wk__vmath_level(), max);
     setenv("WICK_ISA", "AVX512", 1);
+    wk__env_reload();
     wk__vmath_set_level(-1);
     assert_int_equal(wk__vmath_level(), max);
     unsetenv("WICK_ISA");
+    wk__env_reload();
     wk__vmath_set_level(-1);
     assert_int_equal(wk__vmath_level(), max);
     assert_string_equal(wk__vmath_isa(), level_name(max));
     if (saved) {
         setenv("WICK_ISA", saved, 1);
+        wk__env_reload();
         free(saved);
         wk__vmath_set_level(-1);
     }

@@ -48,10 +48,20 @@ typedef enum wk_status {
     WK_ERR_INTERNAL        /* an internal invariant failed (a wick bug)      */
 } wk_status;
 
-/* Status of the last failed call on this thread (WK_OK if none since clear). */
+/* The error state is per thread and explicit (errno-like):
+ *  - a failing call records its status and message, replacing what was there;
+ *  - a successful call never changes it (it does not clear an old error);
+ *  - a call that fails only because a tensor argument is NULL records
+ *    "op: NULL tensor argument" only if nothing is pending, so the error that
+ *    produced the NULL (the first cause in an expression) is kept;
+ *  - only wk_clear_error() resets it.
+ * So: clear, evaluate an expression, check its result once; the status and
+ * message then describe the first failure in it. */
+/* Status of the error pending on this thread (WK_OK if none since the last
+ * wk_clear_error). */
 wk_status   wk_last_status(void);
-/* Message of the last failed call on this thread ("" if none). Valid until
- * the next failing call on this thread. */
+/* Message of the pending error ("" if none). Valid until the next failing
+ * call or wk_clear_error on this thread. */
 const char *wk_last_error(void);
 void        wk_clear_error(void);
 const char *wk_status_name(wk_status s);
@@ -261,7 +271,8 @@ wk_tensor *wk_flatten_all(const wk_tensor *t);
 /* Index i of dim, dim removed. */
 wk_tensor *wk_select(const wk_tensor *t, int dim, int64_t index);
 /* Split dim into n chunks of ceil(size/n) (the last may be smaller; fewer
- * chunks when size < n). out must hold n pointers; *count receives how many. */
+ * chunks when size < n). out must hold n pointers; *count (not NULL)
+ * receives how many. */
 wk_status  wk_chunk(const wk_tensor *t, int n, int dim, wk_tensor **out, int *count);
 /* Split dim into pieces of the given sizes (must sum to the dim size). */
 wk_status  wk_split(const wk_tensor *t, const int64_t *sizes, int n, int dim, wk_tensor **out);
@@ -541,7 +552,11 @@ wk_tensor *wk_upsample_bilinear2d_scale(const wk_tensor *x, double scale_h, doub
 /* ------------------------------------------------------------------ scopes */
 
 /* Every tensor created on this thread between begin and end is freed at end,
- * unless wk_keep() took it. Scopes nest. */
+ * unless wk_keep() took it. Scopes nest to any depth. If a begin cannot
+ * allocate, it records WK_ERR_OOM and opens no scope (tensors made until the
+ * matching end belong to the enclosing scope, or to the caller); the matching
+ * end is still required and balances it. An end with no open scope does
+ * nothing. */
 void       wk_scope_begin(void);
 void       wk_scope_end(void);
 /* Take t out of the innermost scope that owns it; the caller now owns it. */

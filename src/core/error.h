@@ -1,5 +1,6 @@
-/* Per-thread error state. Every failing path calls wk__err() once with the op
- * name and a message; callers return NULL / the status. */
+/* Per-thread error state (semantics in wick.h, "errors"). Every failing path
+ * calls wk__err() once with the op name and a message; callers return NULL /
+ * the status. Successful paths never touch the state. */
 #ifndef WICK_CORE_ERROR_H
 #define WICK_CORE_ERROR_H
 #include "wick/wick.h"
@@ -12,10 +13,11 @@
 
 /* Record an error ("op: message") and return the status, for `return wk__err(...)`. */
 wk_status wk__err(wk_status s, const char *op, const char *fmt, ...) WK_PRINTF(3, 4);
-/* Record an error only if none is pending since the last success; used when a
- * NULL input arrives so that the FIRST cause is kept. */
+/* Record "op: NULL tensor argument" only if no error is pending (none since
+ * the last wk_clear_error: successes do not clear); used when a NULL input
+ * arrives, so the error that produced the NULL, the FIRST cause, is kept. */
 void wk__err_null_input(const char *op);
-/* True if a call on this thread failed and nobody cleared it. */
+/* True if a call on this thread failed and wk_clear_error was not called since. */
 bool wk__err_pending(void);
 
 #endif

@@ -2,6 +2,7 @@
  * gather, scatter, index_add) or a composition of existing ops (embedding,
  * slice_scatter, flip, roll, repeat, pads, masked_fill). The backends check
  * the index values themselves. */
+#include "core/checked.h"
 #include "core/tensor.h"
 #include <inttypes.h>
 #include <stdlib.h>
@@ -289,11 +290,10 @@ wk_tensor *wk_repeat(const wk_tensor *t, const int64_t *reps, int nreps) {
     for (int i = 0; i < nreps; i++) {
         if (reps[i] < 0) { wk__err(WK_ERR_ARG, op, "repeat %d is negative (%" PRId64 ")", i, reps[i]); return NULL; }
         s[i] = i < nreps - r ? 1 : t->layout.shape[i - (nreps - r)];
-        if (s[i] != 0 && reps[i] > INT64_MAX / s[i]) {
+        if (wk__mul_overflow_i64(s[i], reps[i], &out[i])) {
             wk__err(WK_ERR_SHAPE, op, "repeated size of dim %d overflows", i);
             return NULL;
         }
-        out[i] = s[i] * reps[i];
     }
     if (wk__check_shape(op, out, nreps, &numel) != WK_OK) return NULL;
     wk_tensor *cur = wk_reshape(t, s, nreps);
@@ -336,15 +336,15 @@ static wk_tensor *pad_impl(const char *op, const wk_tensor *t, int dim, int64_t 
         wk__err(WK_ERR_ARG, op, "pads must be >= 0, got left %" PRId64 " right %" PRId64, left, right);
         return NULL;
     }
-    int64_t n = t->layout.shape[d];
-    if (left > INT64_MAX - n || right > INT64_MAX - n - left) {
+    int64_t n = t->layout.shape[d], padded;
+    if (wk__add_overflow_i64(n, left, &padded) || wk__add_overflow_i64(padded, right, &padded)) {
         wk__err(WK_ERR_SHAPE, op, "padded size overflows");
         return NULL;
     }
     int64_t shape[WK_MAX_RANK], numel;
     int r = t->layout.rank;
     for (int i = 0; i < r; i++) shape[i] = t->layout.shape[i];
-    shape[d] = n + left + right;
+    shape[d] = padded;
     if (wk__check_shape(op, shape, r, &numel) != WK_OK) return NULL;
     if (same && n == 0 && left + right > 0) {
         wk__err(WK_ERR_SHAPE, op, "cannot replicate the edge of an empty dim %d", d);

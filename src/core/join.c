@@ -1,9 +1,11 @@
 /* cat and stack: each input is copied into its slice of one output. */
+#include "core/checked.h"
 #include "core/tensor.h"
 
 wk_tensor *wk_cat(wk_tensor *const *ts, int n, int dim) {
     const char *op = "wk_cat";
-    if (n < 1 || !ts) { wk__err(WK_ERR_ARG, op, "needs at least one tensor"); return NULL; }
+    if (n < 1) { wk__err(WK_ERR_ARG, op, "needs at least one tensor, got n = %d", n); return NULL; }
+    if (!ts) { wk__err(WK_ERR_ARG, op, "NULL tensor array with n = %d", n); return NULL; }
     for (int i = 0; i < n; i++)
         if (!wk__check_same(op, ts[0], ts[i])) return NULL;
     const wk_layout *l0 = &ts[0]->layout;
@@ -23,7 +25,14 @@ wk_tensor *wk_cat(wk_tensor *const *ts, int n, int dim) {
                     wk__shape_str(l->shape, l->rank, a, sizeof a), wk__shape_str(l0->shape, l0->rank, b, sizeof b), d);
             return NULL;
         }
-        shape[d] += l->shape[d];
+        /* n stride-0 views of 2^56 elements each are legal inputs; their
+         * sum is not (257 of them wrap int64 back to a small size) */
+        if (wk__add_overflow_i64(shape[d], l->shape[d], &shape[d]) || shape[d] > WK__MAX_NUMEL) {
+            char a[128];
+            wk__err(WK_ERR_SHAPE, op, "dim %d of the result overflows: %d tensors of shape %s and more", d, k + 1,
+                    wk__shape_str(l->shape, l->rank, a, sizeof a));
+            return NULL;
+        }
     }
     wk_tensor *r = wk__tensor_alloc(op, wk__dev(ts[0]), ts[0]->dtype, shape, l0->rank);
     if (!r) return NULL;
@@ -45,7 +54,8 @@ wk_tensor *wk_cat(wk_tensor *const *ts, int n, int dim) {
 
 wk_tensor *wk_stack(wk_tensor *const *ts, int n, int dim) {
     const char *op = "wk_stack";
-    if (n < 1 || !ts) { wk__err(WK_ERR_ARG, op, "needs at least one tensor"); return NULL; }
+    if (n < 1) { wk__err(WK_ERR_ARG, op, "needs at least one tensor, got n = %d", n); return NULL; }
+    if (!ts) { wk__err(WK_ERR_ARG, op, "NULL tensor array with n = %d", n); return NULL; }
     if (n > 4096) { wk__err(WK_ERR_ARG, op, "at most 4096 tensors, got %d", n); return NULL; }
     for (int i = 0; i < n; i++)
         if (!wk__check_in(op, ts[i])) return NULL;
@@ -60,6 +70,13 @@ wk_tensor *wk_stack(wk_tensor *const *ts, int n, int dim) {
             return NULL;
         }
     }
+    /* the result's shape is checked here so that its error names wk_stack */
+    int rank = ts[0]->layout.rank, d;
+    if (rank == WK_MAX_RANK) { wk__err(WK_ERR_SHAPE, op, "rank would exceed %d", WK_MAX_RANK); return NULL; }
+    if (wk__norm_dim(op, dim, rank + 1, &d) != WK_OK) return NULL;
+    int64_t shape[WK_MAX_RANK];
+    for (int i = 0, k = 0; i <= rank; i++) shape[i] = i == d ? n : ts[0]->layout.shape[k++];
+    if (wk__check_shape(op, shape, rank + 1, NULL) != WK_OK) return NULL;
     wk_tensor *views[4096];
     wk_tensor *r = NULL;
     int k = 0;

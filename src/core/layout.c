@@ -1,4 +1,5 @@
 #include "core/layout.h"
+#include "core/checked.h"
 #include "core/error.h"
 #include <stdio.h>
 #include <string.h>
@@ -35,13 +36,15 @@ wk_status wk__check_shape(const char *op, const int64_t *shape, int rank, int64_
     if (rank < 0 || rank > WK_MAX_RANK)
         return wk__err(WK_ERR_SHAPE, op, "rank %d out of range [0, %d]", rank, WK_MAX_RANK);
     if (rank > 0 && !shape) return wk__err(WK_ERR_ARG, op, "NULL shape with rank %d", rank);
-    int64_t n = 1, nz = 1; /* nz: product of the nonzero dims, bounded so strides cannot overflow */
+    int64_t n = 1;
     for (int i = 0; i < rank; i++) {
         if (shape[i] < 0) return wk__err(WK_ERR_SHAPE, op, "negative size %lld in dim %d", (long long)shape[i], i);
-        if (shape[i] && nz > (INT64_C(1) << 56) / shape[i])
-            return wk__err(WK_ERR_SHAPE, op, "shape too large (element count overflows)");
-        if (shape[i]) nz *= shape[i];
-        n *= shape[i];
+        if (!wk__shape_fits(shape, i + 1)) {
+            char b[200];
+            return wk__err(WK_ERR_SHAPE, op, "shape %s too large (more than 2^56 elements)",
+                           wk__shape_str(shape, rank, b, sizeof b));
+        }
+        n *= shape[i]; /* <= 2^56 (or 0): the check above bounds it */
     }
     if (numel) *numel = n;
     return WK_OK;

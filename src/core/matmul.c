@@ -1,5 +1,6 @@
 /* matmul: the shape checks of candle's Tensor::matmul, then one backend call
  * that must be right for ANY strides, batch strides included (seed 002). */
+#include "core/checked.h"
 #include "core/tensor.h"
 
 static wk_tensor *matmul_checked(const char *op, const wk_tensor *a, const wk_layout *la, const wk_tensor *b,
@@ -72,6 +73,14 @@ wk_tensor *wk_broadcast_matmul(const wk_tensor *a, const wk_tensor *b) {
     sa[rbatch + 1] = a->layout.shape[ra - 1];
     sb[rbatch] = b->layout.shape[rb - 2];
     sb[rbatch + 1] = b->layout.shape[rb - 1];
+    /* the broadcast operands are views the backend iterates: batch x m x k
+     * (and batch x k x n) must stay a valid element count, like any shape */
+    if (!wk__shape_fits(sa, rbatch + 2) || !wk__shape_fits(sb, rbatch + 2)) {
+        char x[128], y[128];
+        wk__err(WK_ERR_SHAPE, op, "broadcast batch too large: lhs %s, rhs %s (an operand would exceed 2^56 elements)",
+                wk__shape_str(a->layout.shape, ra, x, sizeof x), wk__shape_str(b->layout.shape, rb, y, sizeof y));
+        return NULL;
+    }
     wk_layout la, lb;
     /* stride-0 batch dims: the backend handles them without materialising */
     if (wk__layout_broadcast(op, &a->layout, sa, rbatch + 2, &la) != WK_OK ||

@@ -7,16 +7,22 @@
 
 static atomic_uint_fast64_t g_next_id = 1;
 
-/* ---- scopes: a per-thread stack of slots; each slot owns one reference ---- */
-#define WK_MAX_SCOPE_DEPTH 64
+/* ---- scopes: a per-thread stack of slots; each slot owns one reference ----
+ * No fixed depth: the stack of scope starts grows like the slots do. A begin
+ * whose growth fails records WK_ERR_OOM and counts as a "failed" begin; the
+ * matching end only uncounts it, so begin/end stay balanced and tensors made
+ * meanwhile belong to the enclosing scope (or to the caller at depth 0). */
 typedef struct scope_stack {
     wk_tensor **slots;
     int64_t len, cap;
-    int64_t starts[WK_MAX_SCOPE_DEPTH];
-    int depth;
-    int overflow;                   /* begins past WK_MAX_SCOPE_DEPTH (ignored, balanced) */
+    int64_t *starts;                /* slot index where each open scope begins */
+    int64_t depth, starts_cap;
+    int64_t failed;                 /* open begins that could not grow the stack */
 } scope_stack;
 static _Thread_local scope_stack tl_scope;
+static _Thread_local bool tl_fail_next_begin; /* test hook: wk__scope_fail_next_begin */
+
+void wk__scope_fail_next_begin(void) { tl_fail_next_begin = true; }
 
 /* False when the slot array cannot grow: the caller fails with WK_ERR_OOM
  * (a tensor the scope does not own would leak in code that relies on it). */
@@ -45,7 +51,21 @@ static void scope_unregister(wk_tensor *t) {
 
 void wk_scope_begin(void) {
     scope_stack *s = &tl_scope;
-    if (s->depth == WK_MAX_SCOPE_DEPTH) { s->overflow++; return; }
+    /* once a begin failed, deeper begins fail too: ends then unwind in order */
+    if (s->failed) { s->failed++; return; }
+    if (s->depth == s->starts_cap || tl_fail_next_begin) {
+        int64_t nc = s->starts_cap ? s->starts_cap * 2 : 16;
+        int64_t *n = tl_fail_next_begin ? NULL : realloc(s->starts, (size_t)nc * sizeof *n);
+        tl_fail_next_begin = false;
+        if (!n) {
+            s->failed = 1;
+            wk__err(WK_ERR_OOM, "wk_scope_begin", "cannot grow the scope stack past depth %lld; this scope owns "
+                    "nothing (its tensors go to the enclosing scope)", (long long)s->depth);
+            return;
+        }
+        s->starts = n;
+        s->starts_cap = nc;
+    }
     s->starts[s->depth++] = s->len;
 }
 
@@ -53,7 +73,7 @@ static void tensor_destroy(wk_tensor *t);
 
 void wk_scope_end(void) {
     scope_stack *s = &tl_scope;
-    if (s->overflow) { s->overflow--; return; }
+    if (s->failed) { s->failed--; return; }
     if (s->depth == 0) return;
     int64_t start = s->starts[--s->depth];
     for (int64_t i = s->len - 1; i >= start; i--) {
@@ -63,10 +83,12 @@ void wk_scope_end(void) {
         if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) tensor_destroy(t);
     }
     s->len = start;
-    if (s->depth == 0) {
+    if (s->depth == 0) { /* nothing open: give the thread's memory back */
         free(s->slots);
+        free(s->starts);
         s->slots = NULL;
-        s->cap = s->len = 0;
+        s->starts = NULL;
+        s->cap = s->len = s->starts_cap = 0;
     }
 }
 

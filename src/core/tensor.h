@@ -74,6 +74,10 @@ wk_tensor *wk__tensor_view(const wk_tensor *t, const wk_layout *l);
 /* Fresh contiguous tensor of a shape (contents undefined). */
 wk_tensor *wk__tensor_alloc(const char *op, wk_device *dev, wk_dtype dt, const int64_t *shape, int rank);
 
+/* tensor.c, for tests: the next wk_scope_begin on this thread fails as if
+ * growing the scope stack ran out of memory. */
+void wk__scope_fail_next_begin(void);
+
 /* Argument checks used by every op. They record the error and return false. */
 bool wk__check_in(const char *op, const wk_tensor *t);
 bool wk__check_same(const char *op, const wk_tensor *a, const wk_tensor *b);

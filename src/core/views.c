@@ -1,5 +1,6 @@
 /* Views: new layouts over the same storage. Nothing here touches data except
  * reshape/flatten of a layout that cannot be expressed as a view (a copy). */
+#include "core/checked.h"
 #include "core/tensor.h"
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,10 @@ wk_tensor *wk_reshape(const wk_tensor *t, const int64_t *shape, int rank) {
             wk__err(WK_ERR_SHAPE, op, "negative size %lld in dim %d", (long long)s[i], i);
             return NULL;
         } else {
-            if (s[i] && nz > (INT64_C(1) << 56) / s[i]) { wk__err(WK_ERR_SHAPE, op, "shape too large"); return NULL; }
+            if (s[i] && nz > WK__MAX_NUMEL / s[i]) { /* keeps `known` (a product of these) from wrapping */
+                wk__err(WK_ERR_SHAPE, op, "shape too large (more than 2^56 elements)");
+                return NULL;
+            }
             if (s[i]) nz *= s[i];
             known *= s[i];
         }
@@ -156,6 +160,7 @@ wk_tensor *wk_broadcast_left(const wk_tensor *t, const int64_t *left, int nleft)
         wk__err(WK_ERR_SHAPE, op, "rank %d + %d exceeds %d", t->layout.rank, nleft, WK_MAX_RANK);
         return NULL;
     }
+    if (nleft > 0 && !left) { wk__err(WK_ERR_ARG, op, "NULL left dims with nleft = %d", nleft); return NULL; }
     int64_t s[WK_MAX_RANK];
     for (int i = 0; i < nleft; i++) s[i] = left[i];
     for (int i = 0; i < t->layout.rank; i++) s[nleft + i] = t->layout.shape[i];
@@ -261,6 +266,8 @@ wk_status wk_chunk(const wk_tensor *t, int n, int dim, wk_tensor **out, int *cou
     const char *op = "wk_chunk";
     if (!wk__check_in(op, t)) return wk_last_status();
     if (n < 1 || !out) return wk__err(WK_ERR_ARG, op, "need n >= 1 and an output array");
+    /* without the count the caller cannot know which outputs to free */
+    if (!count) return wk__err(WK_ERR_ARG, op, "NULL count");
     int d;
     if (wk__norm_dim(op, dim, t->layout.rank, &d) != WK_OK) return wk_last_status();
     int64_t size = t->layout.shape[d];
@@ -269,7 +276,7 @@ wk_status wk_chunk(const wk_tensor *t, int n, int dim, wk_tensor **out, int *cou
     int64_t *sizes = malloc(sizeof(int64_t) * (size_t)k);
     if (!sizes) return wk__err(WK_ERR_OOM, op, "cannot allocate %d chunk sizes", k);
     for (int i = 0; i < k; i++) sizes[i] = size == 0 ? 0 : (size - i * each < each ? size - i * each : each);
-    if (count) *count = k;
+    *count = k;
     wk_status st = wk_split(t, sizes, k, d, out);
     free(sizes);
     return st;

@@ -35,6 +35,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT, pthread_setname_np, MADV_HUGEPAGE */
 #endif
 #include "cpu/cpu_alloc.h"
+#include "core/env.h"
 
 #include "wick/wick.h"
 
@@ -80,20 +81,8 @@ static _Atomic(wk__cpu_alloc_fail_fn) g_fail_hook;
 
 static void init_limit(void) {
     size_t limit = (size_t)DEFAULT_LIMIT_MB << 20;
-    const char *e = getenv("WICK_CPU_CACHE_MB");
-    if (e && *e) {
-        char *end = NULL;
-        errno = 0;
-        unsigned long long v = strtoull(e, &end, 10);
-        while (end && (*end == ' ' || *end == '\t' || *end == '\n')) end++;
-        const char *s = e;
-        while (*s == ' ' || *s == '\t') s++;
-        if (errno || end == e || *end || *s == '-' || v > (unsigned long long)(SIZE_MAX >> 20))
-            fprintf(stderr, "wick: ignoring WICK_CPU_CACHE_MB=\"%.64s\" (expected a number of MiB >= 0); using %d\n",
-                    e, DEFAULT_LIMIT_MB);
-        else
-            limit = (size_t)v << 20;
-    }
+    int64_t mb; /* parsed and range-checked ([0, 2^40]) by core/env.c */
+    if (wk__env_get(WK_ENV_CPU_CACHE_MB, &mb) && (uint64_t)mb <= (uint64_t)(SIZE_MAX >> 20)) limit = (size_t)mb << 20;
     g_limit = limit;
 }
 

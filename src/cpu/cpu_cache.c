@@ -1,6 +1,7 @@
 /* Cache sizes from the C library (glibc reads cpuid leaf 4 / 0x8000001D) and
  * GEMM block sizes derived from them. */
 #include "cpu/cpu_cache.h"
+#include "core/env.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -14,16 +15,15 @@ static int64_t conf(int name, int64_t fallback) {
     return v > 0 ? (int64_t)v : fallback;
 }
 
-static int64_t env_pos(const char *name) {
-    const char *s = getenv(name);
-    long long x = s ? atoll(s) : 0;
-    return x > 0 && x <= (1 << 20) ? (int64_t)x : 0;
+static int64_t env_pos(wk_env_id id) {
+    int64_t x;
+    return wk__env_get(id, &x) ? x : 0; /* the range [1, 2^20] is env.c's */
 }
 
 static void detect(void) {
-    g_env_kc = env_pos("WICK_GEMM_KC");
-    g_env_mc = env_pos("WICK_GEMM_MC");
-    g_env_nc = env_pos("WICK_GEMM_NC");
+    g_env_kc = env_pos(WK_ENV_GEMM_KC);
+    g_env_mc = env_pos(WK_ENV_GEMM_MC);
+    g_env_nc = env_pos(WK_ENV_GEMM_NC);
     wk_cpu_caches c = {32 << 10, 1 << 20, 2 << 20};
 #ifdef _SC_LEVEL1_DCACHE_SIZE
     c.l1d = conf(_SC_LEVEL1_DCACHE_SIZE, c.l1d);

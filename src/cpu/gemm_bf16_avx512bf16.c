@@ -26,6 +26,7 @@
  * Products of two bf16 are exact in f32, so the only error is the f32
  * summation; the dp path also treats denormal bf16 inputs as zero and flushes
  * denormal results (vdpbf16ps is DAZ/FTZ). */
+#include "core/env.h"
 #include "cpu/gemm.h"
 #include "cpu/threadpool.h"
 #include "wick/wick.h"
@@ -389,9 +390,8 @@ static void cols_piece(void *vx, int64_t p0, int64_t p1, int tid) {
  * faster there; on other vendors' AVX512-BF16 cores (AMD Zen 4/5) vdpbf16ps
  * runs at the FMA rate and wins. WICK_BF16_KERNEL=dp|fma overrides. */
 static bool use_dp(void) {
-    const char *e = getenv("WICK_BF16_KERNEL");
-    if (e && e[0] == 'd' && e[1] == 'p' && e[2] == 0) return true;
-    if (e && e[0] == 'f' && e[1] == 'm' && e[2] == 'a' && e[3] == 0) return false;
+    int64_t kern; /* read once (env.c), not on every call */
+    if (wk__env_get(WK_ENV_BF16_KERNEL, &kern)) return kern == WK_ENV_BF16_DP;
     static atomic_int vendor_intel = -1;
     int v = atomic_load_explicit(&vendor_intel, memory_order_relaxed);
     if (v < 0) {

@@ -39,6 +39,7 @@
 #endif
 #include "cpu/threadpool.h"
 
+#include "core/env.h"
 #include "core/error.h"
 #include "wick/wick.h"
 
@@ -76,18 +77,9 @@ static int cpu_count(void) {
 static void nt_init(void) {
     int n = cpu_count();
     if (n > WK_MAX_THREADS) n = WK_MAX_THREADS;
-    const char *e = getenv("WICK_NUM_THREADS");
-    if (e && *e) {
-        char *end = NULL;
-        errno = 0;
-        long v = strtol(e, &end, 10);
-        while (end && (*end == ' ' || *end == '\t' || *end == '\n')) end++;
-        if (errno || end == e || *end || v < 1 || v > WK_MAX_THREADS)
-            fprintf(stderr, "wick: ignoring WICK_NUM_THREADS=\"%.64s\" (expected an integer in 1..%d); using %d\n",
-                    e, WK_MAX_THREADS, n);
-        else
-            n = (int)v;
-    }
+    int64_t v;
+    /* env.c checks the range [1, 1024] = [1, WK_MAX_THREADS] */
+    if (wk__env_get(WK_ENV_NUM_THREADS, &v) && v <= WK_MAX_THREADS) n = (int)v;
     atomic_store(&g_nthreads, n);
 }
 

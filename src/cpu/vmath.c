@@ -2,8 +2,9 @@
  *
  * Dispatch: the first call resolves the best level this CPU (and OS) supports
  * -- avx512 (F+BW+DQ+VL), avx2 (AVX2+FMA+F16C) or scalar -- lowered by the
- * WICK_ISA environment variable ("avx2" or "scalar"; "avx512"/"auto" or any
- * unknown value mean "the best available", silently). The choice is published
+ * WICK_ISA environment variable ("avx2" or "scalar"; "avx512"/"auto" mean
+ * "the best available"; core/env.c reports any other value on stderr and it
+ * is ignored). The choice is published
  * through an atomic pointer to a kernel table, so concurrent first calls are
  * harmless (they compute the same answer) and later calls cost one load.
  *
@@ -14,6 +15,7 @@
  * described there.
  */
 #include "cpu/vmath.h"
+#include "core/env.h"
 #include "wick/wick.h"
 
 #include <math.h>
@@ -216,22 +218,13 @@ static int detect_max_level(void) {
     return WK_VMATH_SCALAR;
 }
 
-static int ieq(const char *a, const char *b) {
-    for (; *a && *b; a++, b++) {
-        char ca = *a, cb = *b;
-        if (ca >= 'A' && ca <= 'Z') ca = (char)(ca - 'A' + 'a');
-        if (ca != cb) return 0;
-    }
-    return *a == 0 && *b == 0;
-}
-
 static int auto_level(void) {
     int max = detect_max_level();
-    const char *env = getenv("WICK_ISA");
-    if (env) {
-        if (ieq(env, "scalar")) return WK_VMATH_SCALAR;
-        if (ieq(env, "avx2")) return max < WK_VMATH_AVX2 ? max : WK_VMATH_AVX2;
-        /* "avx512", "auto" or anything else: the best available, silently. */
+    int64_t isa;
+    if (wk__env_get(WK_ENV_ISA, &isa)) {
+        if (isa == WK_ENV_ISA_SCALAR) return WK_VMATH_SCALAR;
+        if (isa == WK_ENV_ISA_AVX2) return max < WK_VMATH_AVX2 ? max : WK_VMATH_AVX2;
+        /* "avx512" or "auto": the best available (a bad word was reported) */
     }
     return max;
 }

@@ -46,7 +46,7 @@ void wk__vcvt_f32_to_f16(uint16_t *y, const float *x, int64_t n);
 void wk__vcvt_f32_to_bf16(uint16_t *y, const float *x, int64_t n);
 
 /* "avx512", "avx2" or "scalar": what the dispatcher chose (WICK_ISA env
- * may force a lower level: "avx2" or "scalar"). */
+ * may force a lower level: "avx2" or "scalar"; read once, core/env.h). */
 const char *wk__vmath_isa(void);
 
 /* ---- levels (tests and benchmarks) ---- */

@@ -1,6 +1,7 @@
 /* CUDA device objects (see cuda_device.h). Without WICK_HAVE_CUDA this file
  * only gives the "not compiled in" answers of its entry points. */
 #include "cuda/cuda_device.h"
+#include "core/env.h"
 
 #ifdef WICK_HAVE_CUDA
 #include <stdatomic.h>
@@ -129,8 +130,8 @@ static wk_cuda_dev *open_locked(const char *op, int ordinal) {
     if (e != cudaSuccess) goto cuda_fail;
     cublasStatus_t bs = cublasCreate(&d->blas);
     if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(d->blas, d->stream);
-    const char *env = getenv("WICK_CUDA_TF32");
-    d->tf32 = env && env[0] == '1';
+    int64_t tf32;
+    d->tf32 = wk__env_get(WK_ENV_CUDA_TF32, &tf32) && tf32 == 1;
     /* TF32 stays off unless asked for: f32 matmul computes in f32 */
     if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetMathMode(d->blas, CUBLAS_DEFAULT_MATH);
     if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasLtCreate(&d->blas_lt);

@@ -338,6 +338,10 @@ wk_tensor *wk__npy_make_tensor(const wk__npy_info *info, uint8_t *data, bool own
 }
 
 wk_tensor *wk__npy_from_bytes(const void *data, size_t len, wk_device *dev, const char *op, const char *what) {
+    if (!dev) {
+        wk__err(WK_ERR_ARG, op, "NULL device");
+        return NULL;
+    }
     if (!data && len) {
         wk__err(WK_ERR_ARG, op, "data is NULL");
         return NULL;
@@ -454,8 +458,8 @@ static wk_status read_stream(FILE *f, uint8_t **out, size_t n, const char *path,
 
 wk_tensor *wk_npy_load(const char *path, wk_device *dev) {
     const char *op = "wk_npy_load";
-    if (!path) {
-        wk__err(WK_ERR_ARG, op, "path is NULL");
+    if (!path || !dev) {
+        wk__err(WK_ERR_ARG, op, "%s is NULL", !path ? "path" : "device");
         return NULL;
     }
     struct stat st;

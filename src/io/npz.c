@@ -271,6 +271,25 @@ static wk_status read_entries(const uint8_t *p, size_t len, const zip_dir *dir, 
     return WK_OK;
 }
 
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The writer refuses duplicate names, so the reader does too: a second
+ * member of one name would silently shadow the first in any lookup. Sorted
+ * copy, O(n log n): a hostile archive may hold very many members. */
+static wk_status check_unique(char **names, int count, const char *op, const char *what) {
+    if (count < 2) return WK_OK;
+    char **sorted = malloc(sizeof *sorted * (size_t)count);
+    if (!sorted) return wk__err(WK_ERR_OOM, op, "cannot allocate %d names", count);
+    memcpy(sorted, names, sizeof *sorted * (size_t)count);
+    qsort(sorted, (size_t)count, sizeof *sorted, cmp_name);
+    wk_status st = WK_OK;
+    for (int i = 1; i < count && st == WK_OK; i++)
+        if (strcmp(sorted[i - 1], sorted[i]) == 0)
+            st = wk__err(WK_ERR_FORMAT, op, "%s: duplicate member name '%.64s'", what, sorted[i]);
+    free(sorted);
+    return st;
+}
+
 wk_status wk__npz_load_bytes(const void *data, size_t len, wk_device *dev, char ***names_out,
                              wk_tensor ***tensors_out, int *count_out, const char *op, const char *what) {
     if (!names_out || !tensors_out || !count_out) return wk__err(WK_ERR_ARG, op, "NULL output pointer");
@@ -302,6 +321,10 @@ wk_status wk__npz_load_bytes(const void *data, size_t len, wk_device *dev, char 
         char shown[320];
         snprintf(shown, sizeof shown, "%s: member '%.*s'", what, (int)(nl > 48 ? 48 : nl), (const char *)ze->name);
         if (nl > 0 && ze->name[nl - 1] == '/' && ze->usize == 0) continue; /* a directory */
+        if (memchr(ze->name, 0, nl)) { /* a C string would cut it short: another member's name */
+            st = wk__err(WK_ERR_FORMAT, op, "%s...: name has an embedded NUL byte", shown);
+            goto fail;
+        }
         if (ze->flags & 0x0001) {
             st = wk__err(WK_ERR_FORMAT, op, "%s is encrypted", shown);
             goto fail;
@@ -357,6 +380,9 @@ wk_status wk__npz_load_bytes(const void *data, size_t len, wk_device *dev, char 
         inflated = NULL;
     }
     free(ents);
+    ents = NULL;
+    st = check_unique(names, count, op, what);
+    if (st != WK_OK) goto fail;
     *names_out = names;
     *tensors_out = tensors;
     *count_out = count;
@@ -375,6 +401,7 @@ wk_status wk_npz_load(const char *path, wk_device *dev, char ***names, wk_tensor
     *tensors = NULL;
     *count = 0;
     if (!path) return wk__err(WK_ERR_ARG, op, "path is NULL");
+    if (!dev) return wk__err(WK_ERR_ARG, op, "NULL device");
     uint8_t *buf = NULL;
     size_t len = 0;
     wk_status st = wk__read_file(path, &buf, &len, op);
