@@ -158,7 +158,10 @@ static void program(trace *tr) {
     int count = 0, inner = 0;
     wk_clear_error();
     wk_device_set_seed(cpu, 1234);
+    /* a begin that cannot grow the scope stack records WK_ERR_OOM (it
+     * returns nothing); its end below still balances it */
     wk_scope_begin();
+    S(wk_last_status());
     wk_tensor *a, *r, *v, *e, *x, *ma, *mb, *mm, *cx, *cw, *cy, *c, *ids, *y, *gi, *g, *z, *sc, *sv = NULL, *si = NULL;
     wk_tensor *cs, *h, *big, *bs, *bc, *l, *t1, *t2, *p, *m, *tv = NULL, *ti = NULL, *parts[2] = {0};
     T(a, wk_arange(0, 24, 1, WK_F32, cpu));
@@ -248,6 +251,7 @@ static void program(trace *tr) {
     /* a nested scope: one result kept, the rest freed at its end */
     wk_scope_begin();
     inner = 1;
+    S(wk_last_status());
     T(t1, wk_mul(a, a));
     T(t2, wk_sub(t1, wk_add(a, a)));
     kept = wk_keep(t2);
