@@ -54,24 +54,25 @@
 
 /* -------------------------------------------------------------- binary
  * numpy broadcasting; same dtype and device. Integers: + - * wrap, / and
- * pow as below. X(ENUM, name, backward, cpu_f32)
+ * pow as below. X(ENUM, name, backward, exact, cpu_f32)
+ *   exact     as for unary ops (EXACT / LIBM)
  *   cpu_f32   VMATH: wk__vbinary_f32 (numbers ops as this enum);
  *             SCALAR: the scalar math (wk__op_<name>_f32) in a loop */
 #define WK_BINARY_OPS(X)                                                                \
-    X(WK_ADD,     add,     BW_ADD,     VMATH)                                           \
-    X(WK_SUB,     sub,     BW_SUB,     VMATH)                                           \
-    X(WK_MUL,     mul,     BW_MUL,     VMATH)                                           \
-    /* div: integers truncate toward zero, MIN / -1 wraps to MIN, division  */         \
+    X(WK_ADD,     add,     BW_ADD,     EXACT, VMATH)                                    \
+    X(WK_SUB,     sub,     BW_SUB,     EXACT, VMATH)                                    \
+    X(WK_MUL,     mul,     BW_MUL,     EXACT, VMATH)                                    \
+    /* div: integers truncate toward zero, MIN / -1 wraps to MIN, division   */        \
     /* by zero is WK_ERR_DIV_ZERO */                                                    \
-    X(WK_DIV,     div,     BW_DIV,     VMATH)                                           \
+    X(WK_DIV,     div,     BW_DIV,     EXACT, VMATH)                                    \
     /* maximum/minimum: NaN if either is NaN (numpy) */                                 \
-    X(WK_MAXIMUM, maximum, BW_MAXIMUM, VMATH)                                           \
-    X(WK_MINIMUM, minimum, BW_MINIMUM, VMATH)                                           \
+    X(WK_MAXIMUM, maximum, BW_MAXIMUM, EXACT, VMATH)                                    \
+    X(WK_MINIMUM, minimum, BW_MINIMUM, EXACT, VMATH)                                    \
     /* pow: a^b elementwise. Floats: C pow (bf16/f16/f8 through f32 powf).   */        \
     /* Integers: the exact power wrapping like *, 0^0 = 1; a negative        */        \
     /* exponent is WK_ERR_ARG (numpy: "Integers to negative integer powers   */        \
     /* are not allowed"), checked on the data. */                                      \
-    X(WK_POW,     pow,     BW_POW,     SCALAR)
+    X(WK_POW,     pow,     BW_POW,     LIBM,  SCALAR)
 
 /* --------------------------------------------------------- comparisons
  * -> u8 0/1, broadcasting, compared in the compute type. X(ENUM, name, C operator) */

@@ -37,7 +37,7 @@ static void bin_f64(wk_binary_op op, double *y, const double *a, int64_t sa, con
  * VMATH ops, the scalar math for the others. */
 #define VMATH_OP_VMATH 1
 #define VMATH_OP_SCALAR 0
-#define F32_CASE(e, n, bw, k) \
+#define F32_CASE(e, n, bw, ex, k) \
     case e: if (VMATH_OP_##k) wk__vbinary_f32(op, y, a, b, cnt); else for (int64_t i = 0; i < cnt; i++) y[i] = wk__op_##n##_f32(a[i], b[i]); break;
 static void bin_f32_contig(wk_binary_op op, float *y, const float *a, const float *b, int64_t cnt) {
     switch (op) {
@@ -45,7 +45,7 @@ static void bin_f32_contig(wk_binary_op op, float *y, const float *a, const floa
     case WK_BINARY_COUNT: break;
     }
 }
-#define IS_VMATH(e, n, bw, k) [e] = VMATH_OP_##k,
+#define IS_VMATH(e, n, bw, ex, k) [e] = VMATH_OP_##k,
 static const bool k_vmath_op[WK_BINARY_COUNT] = {WK_BINARY_OPS(IS_VMATH)};
 
 /* f32: contiguous and scalar-rhs cases go to vmath; others gather blocks. */

@@ -52,17 +52,16 @@ namespace {
 __host__ __device__ __noinline__ float unary_f32_ool(int op, float x) { return wk__unary_f32((wk_unary_op)op, x); }
 __host__ __device__ __noinline__ double unary_f64_ool(int op, double x) { return wk__unary_f64((wk_unary_op)op, x); }
 
-template <class F> WKC_HD F unary_exact(int op, F x) {
-    if constexpr (sizeof(F) == 4) return wk__unary_f32((wk_unary_op)op, x);
-    else return wk__unary_f64((wk_unary_op)op, x);
-}
 template <class F> WKC_HD F unary_libm(int op, F x) {
     if constexpr (sizeof(F) == 4) return unary_f32_ool(op, x);
     else return unary_f64_ool(op, x);
 }
-enum { WKC_EXACT, WKC_LIBM };
-#define WKC_UNARY_CASE(e, n, ir, bw, ex, k) \
-    case e: return WKC_##ex == WKC_EXACT ? unary_exact<F>(op, x) : unary_libm<F>(op, x);
+/* the exact column: the op's own math inline, or the out-of-line call */
+#define WKC_CALL_EXACT(n)                                          \
+    if constexpr (sizeof(F) == 4) return wk__op_##n##_f32(x);      \
+    else return wk__op_##n##_f64(x);
+#define WKC_CALL_LIBM(n) return unary_libm<F>(op, x);
+#define WKC_UNARY_CASE(e, n, ir, bw, ex, k) case e: { WKC_CALL_##ex(n) }
 template <class F> WKC_HD F unary_float(int op, F x) {
     switch ((wk_unary_op)op) {
         WK_UNARY_OPS(WKC_UNARY_CASE)
@@ -195,10 +194,29 @@ struct BinP {
     int32_t op, dt;
 };
 
-template <class F> WKC_HD F bin_float(int op, F x, F y) {
-    if constexpr (sizeof(F) == 4) return wk__binary_f32((wk_binary_op)op, x, y);
-    else return wk__binary_f64((wk_binary_op)op, x, y);
+/* As the unary ops: exact ops inline, libm-class ones (pow) out of line,
+ * so that no per-dtype kernel carries its own copy of powf. */
+__host__ __device__ __noinline__ float bin_f32_ool(int op, float x, float y) {
+    return wk__binary_f32((wk_binary_op)op, x, y);
 }
+__host__ __device__ __noinline__ double bin_f64_ool(int op, double x, double y) {
+    return wk__binary_f64((wk_binary_op)op, x, y);
+}
+#define WKC_BCALL_EXACT(n)                                         \
+    if constexpr (sizeof(F) == 4) return wk__op_##n##_f32(x, y);   \
+    else return wk__op_##n##_f64(x, y);
+#define WKC_BCALL_LIBM(n)                                          \
+    if constexpr (sizeof(F) == 4) return bin_f32_ool(op, x, y);    \
+    else return bin_f64_ool(op, x, y);
+#define WKC_BINARY_CASE(e, n, bw, ex, k) case e: { WKC_BCALL_##ex(n) }
+template <class F> WKC_HD F bin_float(int op, F x, F y) {
+    switch ((wk_binary_op)op) {
+        WK_BINARY_OPS(WKC_BINARY_CASE)
+    case WK_BINARY_COUNT: break;
+    }
+    return x;
+}
+#undef WKC_BINARY_CASE
 
 WKC_HD void set_err(int32_t *err, int32_t code) {
     if (!err) return;
