@@ -171,13 +171,18 @@ WK_HD int64_t wk__op_mul_int(int64_t x, int64_t y, int *err) {
 WK_HD double wk__op_div_f64(double x, double y) { return x / y; }
 WK_HD float wk__op_div_f32(float x, float y) { return x / y; }
 /* y == -1 only for signed dtypes (unsigned values are zero-extended):
- * MIN / -1 wraps to MIN instead of trapping. */
+ * MIN / -1 wraps to MIN instead of trapping. Values of a 32-bit (or
+ * narrower) dtype divide in 32 bits: the same quotient, and about twice as
+ * fast as a 64-bit division on x86 (and on a GPU, where both are
+ * emulated). */
 WK_HD int64_t wk__op_div_int(int64_t x, int64_t y, int *err) {
     if (y == 0) {
         *err = WK_ERR_DIV_ZERO;
         return 0;
     }
     if (y == -1) return (int64_t)(0u - (uint64_t)x);
+    if ((uint64_t)x <= 0xffffffffu && (uint64_t)y <= 0xffffffffu) return (int64_t)((uint32_t)x / (uint32_t)y);
+    if (x >= INT32_MIN && x <= INT32_MAX && y >= INT32_MIN && y <= INT32_MAX) return (int32_t)x / (int32_t)y;
     return x / y;
 }
 /* NaN if either is NaN (x + y is that NaN), else x > y ? x : y */
