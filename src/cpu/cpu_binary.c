@@ -37,8 +37,11 @@ static void bin_f64(wk_binary_op op, double *y, const double *a, int64_t sa, con
  * VMATH ops, the scalar math for the others. */
 #define VMATH_OP_VMATH 1
 #define VMATH_OP_SCALAR 0
-#define F32_CASE(e, n, bw, ex, k) \
-    case e: if (VMATH_OP_##k) wk__vbinary_f32(op, y, a, b, cnt); else for (int64_t i = 0; i < cnt; i++) y[i] = wk__op_##n##_f32(a[i], b[i]); break;
+#define F32_CASE(e, n, bw, ex, k)                                                    \
+    case e:                                                                          \
+        if (VMATH_OP_##k) wk__vbinary_f32(op, y, a, b, cnt);                         \
+        else for (int64_t i = 0; i < cnt; i++) y[i] = wk__op_##n##_f32(a[i], b[i]); \
+        break;
 static void bin_f32_contig(wk_binary_op op, float *y, const float *a, const float *b, int64_t cnt) {
     switch (op) {
         WK_BINARY_OPS(F32_CASE)
@@ -47,6 +50,9 @@ static void bin_f32_contig(wk_binary_op op, float *y, const float *a, const floa
 }
 #define IS_VMATH(e, n, bw, ex, k) [e] = VMATH_OP_##k,
 static const bool k_vmath_op[WK_BINARY_COUNT] = {WK_BINARY_OPS(IS_VMATH)};
+/* a VMATH line must be one of the six ops vmath knows */
+#define VMATH_KNOWS(e, n, bw, ex, k) _Static_assert(!VMATH_OP_##k || e <= WK_MINIMUM, #n ": not a vmath op");
+WK_BINARY_OPS(VMATH_KNOWS)
 
 /* f32: contiguous and scalar-rhs cases go to vmath; others gather blocks. */
 static void bin_f32(wk_binary_op op, float *y, const float *a, int64_t sa, const float *b, int64_t sb, int64_t n) {
@@ -66,7 +72,8 @@ static void bin_f32(wk_binary_op op, float *y, const float *a, int64_t sa, const
  * exponent) is reported, never executed. */
 #define INT_CASE(e, n, ...)                                                                      \
     case e:                                                                                      \
-        for (int64_t i = 0; i < cnt; i++) y[i] = (elem)wk__op_##n##_int((int64_t)a[i * sa], (int64_t)b[i * sb], &e_); \
+        for (int64_t i = 0; i < cnt; i++)                                                        \
+            y[i] = (elem)wk__op_##n##_int((int64_t)a[i * sa], (int64_t)b[i * sb], &e_);          \
         break;
 #define INT_BINARY(T)                                                                                          \
     static void bin_##T(wk_binary_op op, T *y, const T *a, int64_t sa, const T *b, int64_t sb, int64_t cnt,   \

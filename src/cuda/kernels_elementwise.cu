@@ -16,7 +16,7 @@
  *    round is half away from zero (C round). Exact ops (abs neg sqr relu
  *    sign ceil floor round recip sqrt, + - * /, max/min, affine, clamp,
  *    comparisons, where, every integer op) are bit-identical to the CPU;
- *    exp log sin cos tanh erf gelu gelu_erf silu sigmoid powf elu are CUDA's
+ *    exp log sin cos tanh erf gelu gelu_erf silu sigmoid powf elu pow are CUDA's
  *    libdevice functions, a few ulp from glibc / wick's SIMD polynomials
  *    (so a bf16/f16 result can differ by one unit where the f32 value sits
  *    near a rounding boundary);
