@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "wick_ops.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -279,35 +281,13 @@ wk_status  wk_split(const wk_tensor *t, const int64_t *sizes, int n, int dim, wk
 
 /* ----------------------------------------------------------- elementwise */
 
-typedef enum wk_unary_op {
-    WK_EXP = 0, WK_LOG, WK_SIN, WK_COS, WK_TANH, WK_ABS, WK_NEG, WK_RECIP, WK_SQR,
-    WK_SQRT, WK_GELU, WK_GELU_ERF, WK_ERF, WK_RELU, WK_SILU, WK_CEIL, WK_FLOOR,
-    WK_ROUND, WK_SIGN, WK_SIGMOID,
-    WK_UNARY_COUNT
-} wk_unary_op;
+/* The ops and their meanings: the lists in wick_ops.h. */
+typedef enum wk_unary_op { WK_UNARY_OPS(WK__OP_ENUM) WK_UNARY_COUNT } wk_unary_op;
 
 wk_tensor *wk_unary(const wk_tensor *t, wk_unary_op op);
 const char *wk_unary_name(wk_unary_op op);
-wk_tensor *wk_exp(const wk_tensor *t);
-wk_tensor *wk_log(const wk_tensor *t);
-wk_tensor *wk_sin(const wk_tensor *t);
-wk_tensor *wk_cos(const wk_tensor *t);
-wk_tensor *wk_tanh(const wk_tensor *t);
-wk_tensor *wk_abs(const wk_tensor *t);
-wk_tensor *wk_neg(const wk_tensor *t);
-wk_tensor *wk_recip(const wk_tensor *t);
-wk_tensor *wk_sqr(const wk_tensor *t);
-wk_tensor *wk_sqrt(const wk_tensor *t);
-wk_tensor *wk_gelu(const wk_tensor *t);      /* tanh approximation */
-wk_tensor *wk_gelu_erf(const wk_tensor *t);
-wk_tensor *wk_erf(const wk_tensor *t);
-wk_tensor *wk_relu(const wk_tensor *t);
-wk_tensor *wk_silu(const wk_tensor *t);
-wk_tensor *wk_ceil(const wk_tensor *t);
-wk_tensor *wk_floor(const wk_tensor *t);
-wk_tensor *wk_round(const wk_tensor *t);     /* half away from zero (C round) */
-wk_tensor *wk_sign(const wk_tensor *t);
-wk_tensor *wk_sigmoid(const wk_tensor *t);
+/* wk_exp(t), wk_log(t), ...: one per WK_UNARY_OPS line */
+WK_UNARY_OPS(WK__UNARY_PROTO)
 
 /* y = x * mul + add. Integer dtypes compute in double and convert back. */
 wk_tensor *wk_affine(const wk_tensor *t, double mul, double add);
@@ -315,24 +295,17 @@ wk_tensor *wk_powf(const wk_tensor *t, double e);          /* float only */
 wk_tensor *wk_elu(const wk_tensor *t, double alpha);       /* float only */
 wk_tensor *wk_clamp(const wk_tensor *t, double lo, double hi);
 
-typedef enum wk_binary_op {
-    WK_ADD = 0, WK_SUB, WK_MUL, WK_DIV, WK_MAXIMUM, WK_MINIMUM,
-    WK_BINARY_COUNT
-} wk_binary_op;
+typedef enum wk_binary_op { WK_BINARY_OPS(WK__OP_ENUM) WK_BINARY_COUNT } wk_binary_op;
 
 /* numpy broadcasting in every binary op; same dtype and device required. */
 wk_tensor *wk_binary(const wk_tensor *a, const wk_tensor *b, wk_binary_op op);
 const char *wk_binary_name(wk_binary_op op);
-wk_tensor *wk_add(const wk_tensor *a, const wk_tensor *b);
-wk_tensor *wk_sub(const wk_tensor *a, const wk_tensor *b);
-wk_tensor *wk_mul(const wk_tensor *a, const wk_tensor *b);
-wk_tensor *wk_div(const wk_tensor *a, const wk_tensor *b);  /* ints: trunc; /0 is WK_ERR_DIV_ZERO */
-wk_tensor *wk_maximum(const wk_tensor *a, const wk_tensor *b);
-wk_tensor *wk_minimum(const wk_tensor *a, const wk_tensor *b);
+/* wk_add(a, b), ..., wk_pow(a, b): one per WK_BINARY_OPS line */
+WK_BINARY_OPS(WK__BINARY_PROTO)
 /* Scalar right-hand side (converted to a's dtype first). */
 wk_tensor *wk_binary_scalar(const wk_tensor *a, double s, wk_binary_op op);
 
-typedef enum wk_cmp_op { WK_EQ = 0, WK_NE, WK_LT, WK_LE, WK_GT, WK_GE, WK_CMP_COUNT } wk_cmp_op;
+typedef enum wk_cmp_op { WK_CMP_OPS(WK__OP_ENUM) WK_CMP_COUNT } wk_cmp_op;
 
 /* -> u8 (0/1), with broadcasting. */
 wk_tensor *wk_cmp(const wk_tensor *a, const wk_tensor *b, wk_cmp_op op);
@@ -343,12 +316,7 @@ wk_tensor *wk_where(const wk_tensor *cond, const wk_tensor *a, const wk_tensor *
 
 /* -------------------------------------------------------------- reductions */
 
-typedef enum wk_reduce_op {
-    WK_REDUCE_SUM = 0, WK_REDUCE_MEAN, WK_REDUCE_MAX, WK_REDUCE_MIN,
-    WK_REDUCE_ARGMAX, WK_REDUCE_ARGMIN,
-    WK_REDUCE_PROD, WK_REDUCE_ANY, WK_REDUCE_ALL,   /* any/all return u8 */
-    WK_REDUCE_COUNT
-} wk_reduce_op;
+typedef enum wk_reduce_op { WK_REDUCE_OPS(WK__OP_ENUM) WK_REDUCE_COUNT } wk_reduce_op;
 
 /* Reduce over ndims dims (any order, no repeats). keepdim keeps them as size 1.
  * sum/mean of f16/bf16 accumulate in f32; of ints accumulate in i64/u64 and
@@ -356,17 +324,9 @@ typedef enum wk_reduce_op {
  * dtype is an error. argmax/argmin take exactly one dim and return u32; ties
  * give the first index. max/min of an empty reduction is an error. */
 wk_tensor *wk_reduce(const wk_tensor *t, wk_reduce_op op, const int *dims, int ndims, bool keepdim);
-wk_tensor *wk_sum(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
-wk_tensor *wk_mean(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
-wk_tensor *wk_max(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
-wk_tensor *wk_min(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
-wk_tensor *wk_argmax(const wk_tensor *t, int dim, bool keepdim);
-wk_tensor *wk_argmin(const wk_tensor *t, int dim, bool keepdim);
-/* Over every element, result of rank 0. */
-wk_tensor *wk_sum_all(const wk_tensor *t);
-wk_tensor *wk_mean_all(const wk_tensor *t);
-wk_tensor *wk_max_all(const wk_tensor *t);
-wk_tensor *wk_min_all(const wk_tensor *t);
+/* wk_sum, wk_mean, wk_max, wk_min (dims list) with their _all forms over every
+ * element (rank-0 result), wk_argmax and wk_argmin (one dim): the list's form column. */
+WK_REDUCE_OPS(WK__REDUCE_PROTO)
 
 /* ---------------------------------------------------- joining and filling */
 

@@ -4,12 +4,32 @@
 #include "ops.h"
 #include <math.h>
 
-#define NAME_ENTRY(e, n, ...) [e] = n,
+#define NAME_ENTRY(e, n, ...) [e] = #n,
 static const char *const k_unary_names[] = {WK_UNARY_OPS(NAME_ENTRY)};
 static const char *const k_binary_names[] = {WK_BINARY_OPS(NAME_ENTRY)};
 static const char *const k_cmp_names[] = {WK_CMP_OPS(NAME_ENTRY)};
-#define RULE_ENTRY(e, n, r) [e] = r,
+#define RULE_ENTRY(e, n, r, ...) [e] = r,
 const int wk__unary_int_rule[] = {WK_UNARY_OPS(RULE_ENTRY)};
+#define UNARY_BW_ENTRY(e, n, r, bw, ...) [e] = bw,
+const wk__backward_rule wk__unary_backward[WK_UNARY_COUNT] = {WK_UNARY_OPS(UNARY_BW_ENTRY)};
+#define BINARY_BW_ENTRY(e, n, bw, ...) [e] = bw,
+const wk__backward_rule wk__binary_backward[WK_BINARY_COUNT] = {WK_BINARY_OPS(BINARY_BW_ENTRY)};
+#define FORMULA_ENTRY(e, f) [e] = f,
+const char *const wk__backward_formula[WK__BW_COUNT] = {WK_BACKWARD_RULES(FORMULA_ENTRY)};
+
+/* One entry per op in every table: an op added to a list without its
+ * columns fails here (or at the X macro's arity) rather than at run time.
+ * The backward tables have their size fixed by the declaration, so these
+ * count the lines instead. */
+#define COUNT_ONE(...) +1
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+_Static_assert(ARRAY_LEN(k_unary_names) == WK_UNARY_COUNT, "one name per unary op");
+_Static_assert(ARRAY_LEN(k_binary_names) == WK_BINARY_COUNT, "one name per binary op");
+_Static_assert(ARRAY_LEN(k_cmp_names) == WK_CMP_COUNT, "one name per comparison");
+_Static_assert(ARRAY_LEN(wk__unary_int_rule) == WK_UNARY_COUNT, "one integer rule per unary op");
+_Static_assert(0 WK_UNARY_OPS(COUNT_ONE) == WK_UNARY_COUNT, "one backward rule per unary op");
+_Static_assert(0 WK_BINARY_OPS(COUNT_ONE) == WK_BINARY_COUNT, "one backward rule per binary op");
+_Static_assert(0 WK_BACKWARD_RULES(COUNT_ONE) == WK__BW_COUNT, "one formula per backward rule");
 
 const char *wk_unary_name(wk_unary_op op) { return (unsigned)op < WK_UNARY_COUNT ? k_unary_names[op] : "invalid"; }
 const char *wk_binary_name(wk_binary_op op) { return (unsigned)op < WK_BINARY_COUNT ? k_binary_names[op] : "invalid"; }
@@ -41,28 +61,10 @@ wk_tensor *wk_unary(const wk_tensor *t, wk_unary_op op) {
     return finish(r, wk__be(t)->unary(wk__dev(t), op, t->storage->buf, &t->layout, r->storage->buf, t->dtype));
 }
 
-#define UNARY_FN(e, n, r) \
+/* wk_exp(t), ...: one per list line, as declared by wick.h */
+#define UNARY_FN(e, n, ...) \
     wk_tensor *wk_##n(const wk_tensor *t) { return wk_unary(t, e); }
-UNARY_FN(WK_EXP, exp, 0)
-UNARY_FN(WK_LOG, log, 0)
-UNARY_FN(WK_SIN, sin, 0)
-UNARY_FN(WK_COS, cos, 0)
-UNARY_FN(WK_TANH, tanh, 0)
-UNARY_FN(WK_ABS, abs, 0)
-UNARY_FN(WK_NEG, neg, 0)
-UNARY_FN(WK_RECIP, recip, 0)
-UNARY_FN(WK_SQR, sqr, 0)
-UNARY_FN(WK_SQRT, sqrt, 0)
-UNARY_FN(WK_GELU, gelu, 0)
-UNARY_FN(WK_GELU_ERF, gelu_erf, 0)
-UNARY_FN(WK_ERF, erf, 0)
-UNARY_FN(WK_RELU, relu, 0)
-UNARY_FN(WK_SILU, silu, 0)
-UNARY_FN(WK_CEIL, ceil, 0)
-UNARY_FN(WK_FLOOR, floor, 0)
-UNARY_FN(WK_ROUND, round, 0)
-UNARY_FN(WK_SIGN, sign, 0)
-UNARY_FN(WK_SIGMOID, sigmoid, 0)
+WK_UNARY_OPS(UNARY_FN)
 
 wk_tensor *wk_affine(const wk_tensor *t, double mul, double add) {
     const char *op = "wk_affine";
@@ -130,12 +132,10 @@ wk_tensor *wk_binary(const wk_tensor *a, const wk_tensor *b, wk_binary_op op) {
                                        a->dtype));
 }
 
-wk_tensor *wk_add(const wk_tensor *a, const wk_tensor *b) { return wk_binary(a, b, WK_ADD); }
-wk_tensor *wk_sub(const wk_tensor *a, const wk_tensor *b) { return wk_binary(a, b, WK_SUB); }
-wk_tensor *wk_mul(const wk_tensor *a, const wk_tensor *b) { return wk_binary(a, b, WK_MUL); }
-wk_tensor *wk_div(const wk_tensor *a, const wk_tensor *b) { return wk_binary(a, b, WK_DIV); }
-wk_tensor *wk_maximum(const wk_tensor *a, const wk_tensor *b) { return wk_binary(a, b, WK_MAXIMUM); }
-wk_tensor *wk_minimum(const wk_tensor *a, const wk_tensor *b) { return wk_binary(a, b, WK_MINIMUM); }
+/* wk_add(a, b), ...: one per list line, as declared by wick.h */
+#define BINARY_FN(e, n, ...) \
+    wk_tensor *wk_##n(const wk_tensor *a, const wk_tensor *b) { return wk_binary(a, b, e); }
+WK_BINARY_OPS(BINARY_FN)
 
 /* A rank-0 tensor holding s in t's dtype on t's device. */
 static wk_tensor *scalar_like(const char *op, const wk_tensor *t, double s) {

@@ -2,8 +2,9 @@
 #include "core/tensor.h"
 #include "ops.h"
 
-#define NAME_ENTRY(e, n) [e] = n,
+#define NAME_ENTRY(e, n, ...) [e] = #n,
 static const char *const k_reduce_names[] = {WK_REDUCE_OPS(NAME_ENTRY)};
+_Static_assert(sizeof k_reduce_names / sizeof k_reduce_names[0] == WK_REDUCE_COUNT, "one name per reduce op");
 
 wk_tensor *wk_reduce(const wk_tensor *t, wk_reduce_op op, const int *dims, int ndims, bool keepdim) {
     if ((unsigned)op >= WK_REDUCE_COUNT) { wk__err(WK_ERR_ARG, "wk_reduce", "invalid reduce op %d", (int)op); return NULL; }
@@ -51,20 +52,19 @@ wk_tensor *wk_reduce(const wk_tensor *t, wk_reduce_op op, const int *dims, int n
     return r;
 }
 
-wk_tensor *wk_sum(const wk_tensor *t, const int *d, int n, bool k) { return wk_reduce(t, WK_REDUCE_SUM, d, n, k); }
-wk_tensor *wk_mean(const wk_tensor *t, const int *d, int n, bool k) { return wk_reduce(t, WK_REDUCE_MEAN, d, n, k); }
-wk_tensor *wk_max(const wk_tensor *t, const int *d, int n, bool k) { return wk_reduce(t, WK_REDUCE_MAX, d, n, k); }
-wk_tensor *wk_min(const wk_tensor *t, const int *d, int n, bool k) { return wk_reduce(t, WK_REDUCE_MIN, d, n, k); }
-wk_tensor *wk_argmax(const wk_tensor *t, int d, bool k) { return wk_reduce(t, WK_REDUCE_ARGMAX, &d, 1, k); }
-wk_tensor *wk_argmin(const wk_tensor *t, int d, bool k) { return wk_reduce(t, WK_REDUCE_ARGMIN, &d, 1, k); }
-
 static wk_tensor *reduce_all(const wk_tensor *t, wk_reduce_op op) {
     if (!wk__check_in(k_reduce_names[op], t)) return NULL;
     int dims[WK_MAX_RANK];
     for (int i = 0; i < t->layout.rank; i++) dims[i] = i;
     return wk_reduce(t, op, dims, t->layout.rank, false);
 }
-wk_tensor *wk_sum_all(const wk_tensor *t) { return reduce_all(t, WK_REDUCE_SUM); }
-wk_tensor *wk_mean_all(const wk_tensor *t) { return reduce_all(t, WK_REDUCE_MEAN); }
-wk_tensor *wk_max_all(const wk_tensor *t) { return reduce_all(t, WK_REDUCE_MAX); }
-wk_tensor *wk_min_all(const wk_tensor *t) { return reduce_all(t, WK_REDUCE_MIN); }
+
+/* The one-op functions wick.h declares, by the list's form column. */
+#define REDUCE_FN(e, n, form) REDUCE_FN_##form(e, n)
+#define REDUCE_FN_DIMS(e, n)                                                                                    \
+    wk_tensor *wk_##n(const wk_tensor *t, const int *d, int nd, bool k) { return wk_reduce(t, e, d, nd, k); } \
+    wk_tensor *wk_##n##_all(const wk_tensor *t) { return reduce_all(t, e); }
+#define REDUCE_FN_ARG(e, n) \
+    wk_tensor *wk_##n(const wk_tensor *t, int d, bool k) { return wk_reduce(t, e, &d, 1, k); }
+#define REDUCE_FN_ONLY(e, n)
+WK_REDUCE_OPS(REDUCE_FN)

@@ -173,7 +173,8 @@ static void store(const red_plan *p, int64_t o, const red_state *s) {
         break;
     case WK_REDUCE_ANY: ((uint8_t *)p->dst)[o] = s->isum != 0; break;
     case WK_REDUCE_ALL: ((uint8_t *)p->dst)[o] = s->ibest == 0; break;
-    default: ((uint32_t *)p->dst)[o] = (uint32_t)s->idx; break;
+    case WK_REDUCE_ARGMAX: case WK_REDUCE_ARGMIN: ((uint32_t *)p->dst)[o] = (uint32_t)s->idx; break;
+    case WK_REDUCE_COUNT: break; /* rejected by wk_reduce */
     }
 }
 

@@ -1,7 +1,9 @@
 /* CPU unary kernels, affine, powf, elu and clamp. f32 runs on the vectorized
  * math of vmath.c; bf16/f16/f8e4m3 go through f32 in blocks; f64 uses libm;
- * integers have the meanings listed in ops.h. */
+ * integers have the meanings of the op list (include/wick/wick_ops.h); the
+ * scalar math is src/core/op_math.h, shared with the CUDA kernels. */
 #include "core/tensor.h"
+#include "core/op_math.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_convert.h"
 #include "cpu/cpu_iter.h"
@@ -10,85 +12,36 @@
 
 #define BLOCK 256
 
-static inline float signf_(float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; }
-static inline double sign_(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
-
-/* y[i] = op(x[i]) on contiguous f32 (y == x allowed). */
-static void unary_f32(wk_unary_op op, float *y, const float *x, int64_t n) {
+/* y[i] = op(x[i]) on contiguous f32 (y == x allowed): the list's cpu_f32
+ * column picks vmath's SIMD kernel or the shared scalar math. */
+#define F32_VMATH(n) wk__v##n##_f32(y, x, n_)
+#define F32_SCALAR(n) for (int64_t i = 0; i < n_; i++) y[i] = wk__op_##n##_f32(x[i])
+#define F32_CASE(e, n, ir, bw, ex, k) case e: F32_##k(n); break;
+static void unary_f32(wk_unary_op op, float *y, const float *x, int64_t n_) {
     switch (op) {
-    case WK_EXP: wk__vexp_f32(y, x, n); break;
-    case WK_LOG: wk__vlog_f32(y, x, n); break;
-    case WK_SIN: for (int64_t i = 0; i < n; i++) y[i] = sinf(x[i]); break;
-    case WK_COS: for (int64_t i = 0; i < n; i++) y[i] = cosf(x[i]); break;
-    case WK_TANH: wk__vtanh_f32(y, x, n); break;
-    case WK_ABS: for (int64_t i = 0; i < n; i++) y[i] = fabsf(x[i]); break;
-    case WK_NEG: for (int64_t i = 0; i < n; i++) y[i] = -x[i]; break;
-    case WK_RECIP: for (int64_t i = 0; i < n; i++) y[i] = 1.0f / x[i]; break;
-    case WK_SQR: for (int64_t i = 0; i < n; i++) y[i] = x[i] * x[i]; break;
-    case WK_SQRT: for (int64_t i = 0; i < n; i++) y[i] = sqrtf(x[i]); break;
-    case WK_GELU: wk__vgelu_f32(y, x, n); break;
-    case WK_GELU_ERF: wk__vgelu_erf_f32(y, x, n); break;
-    case WK_ERF: wk__verf_f32(y, x, n); break;
-    case WK_RELU: for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0 ? 0.0f : x[i]; break;
-    case WK_SILU: wk__vsilu_f32(y, x, n); break;
-    case WK_CEIL: for (int64_t i = 0; i < n; i++) y[i] = ceilf(x[i]); break;
-    case WK_FLOOR: for (int64_t i = 0; i < n; i++) y[i] = floorf(x[i]); break;
-    case WK_ROUND: for (int64_t i = 0; i < n; i++) y[i] = roundf(x[i]); break;
-    case WK_SIGN: for (int64_t i = 0; i < n; i++) y[i] = signf_(x[i]); break;
-    case WK_SIGMOID: wk__vsigmoid_f32(y, x, n); break;
-    default: break;
+        WK_UNARY_OPS(F32_CASE)
+    case WK_UNARY_COUNT: break; /* rejected by wk_unary */
     }
 }
 
-static double unary_f64_1(wk_unary_op op, double x) {
-    switch (op) {
-    case WK_EXP: return exp(x);
-    case WK_LOG: return log(x);
-    case WK_SIN: return sin(x);
-    case WK_COS: return cos(x);
-    case WK_TANH: return tanh(x);
-    case WK_ABS: return fabs(x);
-    case WK_NEG: return -x;
-    case WK_RECIP: return 1.0 / x;
-    case WK_SQR: return x * x;
-    case WK_SQRT: return sqrt(x);
-    case WK_GELU: return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    case WK_GELU_ERF: return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
-    case WK_ERF: return erf(x);
-    case WK_RELU: return x < 0 ? 0.0 : x;
-    case WK_SILU: return x / (1.0 + exp(-x));
-    case WK_CEIL: return ceil(x);
-    case WK_FLOOR: return floor(x);
-    case WK_ROUND: return round(x);
-    case WK_SIGN: return sign_(x);
-    case WK_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    default: return x;
+/* Integer meanings (op_math.h) on values extended to 64 bits, truncated
+ * back: the dtype's own wrap-around (abs/neg of the minimum value wrap to
+ * itself, like numpy). One loop per op so the loop has no switch. */
+#define INT_CASE(e, name, ir, ...) \
+    case e: for (int64_t i = 0; i < cnt; i++) y[i] = (elem)WK__INT_##ir(name, (int64_t)x[i * sx]); break;
+#define INT_UNARY(T)                                                               \
+    static void unary_##T(wk_unary_op op, T *y, const T *x, int64_t cnt, int64_t sx) { \
+        typedef T elem;                                                            \
+        switch (op) {                                                              \
+            WK_UNARY_OPS(INT_CASE)                                                 \
+        case WK_UNARY_COUNT: break;                                                \
+        }                                                                          \
     }
-}
-
-static inline bool is_neg(int64_t v) { return v < 0; }
-
-/* Integer meanings, computed in the unsigned type so that wrap-around is
- * defined (abs/neg of the minimum value wrap to itself, like numpy). */
-#define INT_UNARY(T, UT, SIGNED)                                                                              \
-    static void unary_##T(wk_unary_op op, T *y, const T *x, int64_t n, int64_t sx) {                          \
-        for (int64_t i = 0; i < n; i++) {                                                                     \
-            T v = x[i * sx];                                                                                  \
-            switch (op) {                                                                                     \
-            case WK_ABS: y[i] = (SIGNED && is_neg((int64_t)v)) ? (T)(0u - (UT)v) : v; break;                               \
-            case WK_NEG: y[i] = (T)(0u - (UT)v); break;                                                       \
-            case WK_SQR: y[i] = (T)((UT)v * (UT)v); break;                                                    \
-            case WK_RELU: y[i] = (SIGNED && is_neg((int64_t)v)) ? (T)0 : v; break;                                         \
-            case WK_SIGN: y[i] = (T)(v > 0 ? 1 : ((SIGNED && is_neg((int64_t)v)) ? (T)-1 : 0)); break;                     \
-            default: y[i] = v; break; /* ceil, floor, round: identity on integers */                          \
-            }                                                                                                 \
-        }                                                                                                     \
-    }
-INT_UNARY(uint8_t, uint32_t, 0)
-INT_UNARY(uint32_t, uint32_t, 0)
-INT_UNARY(int16_t, uint32_t, 1)
-INT_UNARY(int32_t, uint32_t, 1)
-INT_UNARY(int64_t, uint64_t, 1)
+INT_UNARY(uint8_t)
+INT_UNARY(uint32_t)
+INT_UNARY(int16_t)
+INT_UNARY(int32_t)
+INT_UNARY(int64_t)
 
 typedef struct {
     wk_unary_op op;
@@ -115,7 +68,7 @@ static void unary_run(void *p, int64_t n, const int64_t *offs, const int64_t *st
         break;
     }
     case WK_F64:
-        for (int64_t i = 0; i < n; i++) ((double *)d)[i] = unary_f64_1(c->op, ((const double *)s)[i * ss]);
+        for (int64_t i = 0; i < n; i++) ((double *)d)[i] = wk__unary_f64(c->op, ((const double *)s)[i * ss]);
         break;
     case WK_BF16: case WK_F16: case WK_F8E4M3: {
         float buf[BLOCK];
@@ -132,7 +85,7 @@ static void unary_run(void *p, int64_t n, const int64_t *offs, const int64_t *st
     case WK_I16: unary_int16_t(c->op, d, s, n, ss); break;
     case WK_I32: unary_int32_t(c->op, d, s, n, ss); break;
     case WK_I64: unary_int64_t(c->op, d, s, n, ss); break;
-    default: break;
+    case WK_DTYPE_COUNT: break;
     }
 }
 
@@ -167,19 +120,21 @@ typedef struct {
 static inline double param_apply(param_op op, double x, double a, double b) {
     switch (op) {
     case P_AFFINE: return x * a + b;
-    case P_POWF: return pow(x, a);
+    case P_POWF: return wk__op_pow_f64(x, a);
     case P_ELU: return x >= 0 ? x : a * (exp(x) - 1.0);
-    default: return x < a ? a : (x > b ? b : x); /* NaN passes through */
+    case P_CLAMP: break;
     }
+    return x < a ? a : (x > b ? b : x); /* clamp; NaN passes through */
 }
 
 static inline float param_apply_f(param_op op, float x, float a, float b) {
     switch (op) {
     case P_AFFINE: return x * a + b;
-    case P_POWF: return powf(x, a);
+    case P_POWF: return wk__op_pow_f32(x, a);
     case P_ELU: return x >= 0 ? x : a * (expf(x) - 1.0f);
-    default: return x < a ? a : (x > b ? b : x);
+    case P_CLAMP: break;
     }
+    return x < a ? a : (x > b ? b : x);
 }
 
 static void param_run(void *p, int64_t n, const int64_t *offs, const int64_t *st) {

@@ -1,7 +1,8 @@
-/* Element conversions for the CUDA kernels: the same rules as the CPU
- * (src/core/dtype.c, src/cpu/cpu_convert.h), ported line by line as
- * __host__ __device__ functions so that the device computes bit-identical
- * conversions and the host can check them against the C originals:
+/* Element conversions for the CUDA kernels: the same rules as the CPU.
+ * The narrow-float conversions of src/core/dtype.c are ported line by line
+ * as __host__ __device__ functions (the host checks them against the C
+ * originals); the runtime-dtype loads and stores are the CPU's own code,
+ * core/dtype_convert.inc, instantiated here over those conversions:
  *  - into f16/bf16: round to nearest even in integer arithmetic (NaN stays
  *    NaN with wick's payload rule); into f8e4m3: saturating to +-448;
  *  - f64 into a narrow float: first to f32 rounded to odd, then RNE;
@@ -116,19 +117,32 @@ WKC_HD float wkc_f8e4m3_to_f32(uint8_t v) {
 
 /* ---- cpu_convert.h ---- */
 
-WKC_HD double wkc_sat(double v, double lo, double hi) {
-    if (v != v) return 0;
-    v = trunc(v);
-    return v < lo ? lo : v > hi ? hi : v;
-}
-
-/* f64 -> f32 rounded to odd (see cpu_convert.h). */
-WKC_HD float wkc_f64_to_f32_odd(double v) {
-    float f = (float)v;
-    if ((double)f == v || v != v) return f;
-    if (fabs((double)f) > fabs(v)) f = nextafterf(f, 0.0f);
-    return wkc_u2f(wkc_f2u(f) | 1u);
-}
+/* wkc_sat, wkc_load_f64, wkc_load_i64, wkc_store_i64, wkc_f64_to_f32_odd,
+ * wkc_store_f64: the CPU's own code (core/dtype_convert.inc) over the
+ * conversions above, instantiated for the device. */
+#define WKCV(name) wkc_##name
+#define WKCV_HD WKC_HD
+#define WKCV_DT int
+#define WKCV_F2U wkc_f2u
+#define WKCV_U2F wkc_u2f
+#define WKCV_BF16_TO_F32 wkc_bf16_to_f32
+#define WKCV_F32_TO_BF16 wkc_f32_to_bf16
+#define WKCV_F16_TO_F32 wkc_f16_to_f32
+#define WKCV_F32_TO_F16 wkc_f32_to_f16
+#define WKCV_F8_TO_F32 wkc_f8e4m3_to_f32
+#define WKCV_F32_TO_F8 wkc_f32_to_f8e4m3
+#include "core/dtype_convert.inc"
+#undef WKCV
+#undef WKCV_HD
+#undef WKCV_DT
+#undef WKCV_F2U
+#undef WKCV_U2F
+#undef WKCV_BF16_TO_F32
+#undef WKCV_F32_TO_BF16
+#undef WKCV_F16_TO_F32
+#undef WKCV_F32_TO_F16
+#undef WKCV_F8_TO_F32
+#undef WKCV_F32_TO_F8
 
 WKC_HD bool wkc_is_int(int dt) { return dt == WK_U8 || dt == WK_U32 || dt == WK_I16 || dt == WK_I32 || dt == WK_I64; }
 
@@ -171,63 +185,6 @@ WKC_HD double wkc_add_rn(double a, double b) {
 #else
     return a + b;
 #endif
-}
-
-/* Runtime-dtype loads and stores, element i of p (cast, where, fill). */
-WKC_HD double wkc_load_f64(const void *p, int64_t i, int dt) {
-    switch (dt) {
-    case WK_U8: return ((const uint8_t *)p)[i];
-    case WK_U32: return ((const uint32_t *)p)[i];
-    case WK_I16: return ((const int16_t *)p)[i];
-    case WK_I32: return ((const int32_t *)p)[i];
-    case WK_I64: return (double)((const long long *)p)[i];
-    case WK_BF16: return wkc_bf16_to_f32(((const uint16_t *)p)[i]);
-    case WK_F16: return wkc_f16_to_f32(((const uint16_t *)p)[i]);
-    case WK_F32: return ((const float *)p)[i];
-    case WK_F64: return ((const double *)p)[i];
-    case WK_F8E4M3: return wkc_f8e4m3_to_f32(((const uint8_t *)p)[i]);
-    default: return 0;
-    }
-}
-
-WKC_HD long long wkc_load_i64(const void *p, int64_t i, int dt) {
-    switch (dt) {
-    case WK_U8: return ((const uint8_t *)p)[i];
-    case WK_U32: return ((const uint32_t *)p)[i];
-    case WK_I16: return ((const int16_t *)p)[i];
-    case WK_I32: return ((const int32_t *)p)[i];
-    case WK_I64: return ((const long long *)p)[i];
-    default: return (long long)wkc_sat(wkc_load_f64(p, i, dt), -0x1p63, 0x1p63 - 1024);
-    }
-}
-
-WKC_HD void wkc_store_i64(void *p, int64_t i, int dt, long long v) {
-    switch (dt) {
-    case WK_U8: ((uint8_t *)p)[i] = (uint8_t)(unsigned long long)v; break;
-    case WK_U32: ((uint32_t *)p)[i] = (uint32_t)(unsigned long long)v; break;
-    case WK_I16: ((int16_t *)p)[i] = (int16_t)(uint16_t)(unsigned long long)v; break;
-    case WK_I32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(unsigned long long)v; break;
-    case WK_I64: ((long long *)p)[i] = v; break;
-    default: break;
-    }
-}
-
-WKC_HD void wkc_store_f64(void *p, int64_t i, int dt, double v) {
-    switch (dt) {
-    case WK_U8: ((uint8_t *)p)[i] = (uint8_t)wkc_sat(v, 0, 255); break;
-    case WK_U32: ((uint32_t *)p)[i] = (uint32_t)wkc_sat(v, 0, 4294967295.0); break;
-    case WK_I16: ((int16_t *)p)[i] = (int16_t)wkc_sat(v, -32768, 32767); break;
-    case WK_I32: ((int32_t *)p)[i] = (int32_t)wkc_sat(v, -2147483648.0, 2147483647.0); break;
-    case WK_I64:
-        ((long long *)p)[i] = v >= 0x1p63 ? (long long)INT64_MAX : (long long)wkc_sat(v, -0x1p63, 0x1p63 - 1024);
-        break;
-    case WK_BF16: ((uint16_t *)p)[i] = wkc_f32_to_bf16(wkc_f64_to_f32_odd(v)); break;
-    case WK_F16: ((uint16_t *)p)[i] = wkc_f32_to_f16(wkc_f64_to_f32_odd(v)); break;
-    case WK_F32: ((float *)p)[i] = (float)v; break;
-    case WK_F64: ((double *)p)[i] = v; break;
-    case WK_F8E4M3: ((uint8_t *)p)[i] = wkc_f32_to_f8e4m3(wkc_f64_to_f32_odd(v)); break;
-    default: break;
-    }
 }
 
 /* The same conversions returning the element's bits (low bytes of the

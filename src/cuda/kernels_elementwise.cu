@@ -11,11 +11,12 @@
  *  - f32 ops use the forms of vmath.c's reference level: sigmoid, silu and
  *    gelu (tanh form, as x*sigmoid(2u)) through exp(-|x|), gelu_erf as
  *    0.5x*erfc(-x/sqrt2), silu/gelu/gelu_erf(-inf) = -0; f64 uses the
- *    formulas of cpu_unary.c's unary_f64_1 (0.5x(1+tanh u) etc.);
+ *    textbook formulas (0.5x(1+tanh u) etc.): all of it the one copy in
+ *    core/op_math.h that the CPU kernels include too;
  *    round is half away from zero (C round). Exact ops (abs neg sqr relu
  *    sign ceil floor round recip sqrt, + - * /, max/min, affine, clamp,
  *    comparisons, where, every integer op) are bit-identical to the CPU;
- *    exp log sin cos tanh erf gelu gelu_erf silu sigmoid powf elu are CUDA's
+ *    exp log sin cos tanh erf gelu gelu_erf silu sigmoid powf elu pow are CUDA's
  *    libdevice functions, a few ulp from glibc / wick's SIMD polynomials
  *    (so a bf16/f16 result can differ by one unit where the f32 value sits
  *    near a rounding boundary);
@@ -23,6 +24,8 @@
  *    identity; + - * wrap; division truncates, MIN / -1 wraps, division by
  *    zero writes 0 and sets *err_flag = WK_ERR_DIV_ZERO;
  *  - maximum/minimum: NaN if either is NaN, else a > b ? a : b (b on ties);
+ *  - pow: C pow / powf; integers: the exact power wrapping, a negative
+ *    exponent writes 0 and sets *err_flag = WK_ERR_ARG;
  *  - affine is mul then add, each rounded (no FMA contraction, as the CPU);
  *    integer affine/powf/elu compute in double and store saturating; integer
  *    clamp compares exactly with bounds rounded inward;
@@ -35,134 +38,43 @@
  * layout kind (contiguous, offset, transposed, narrowed, stepped,
  * broadcast, rank 0, rank 8, empty). Never run on a GPU. */
 #include "cuda/cuda_index.cuh"
+#include "core/op_math.h"
 
 namespace {
 
 /* ---------------------------------------------------------------- unary */
 
-WKC_HD float sigmoid_f(float x) {
-    if (x != x) return x;
-    float e = expf(-fabsf(x));
-    return (x >= 0 ? 1.0f : e) / (1.0f + e);
-}
-WKC_HD float silu_f(float x) {
-    if (x != x) return x;
-    if (isinf(x)) return x > 0 ? x : -0.0f;
-    float e = expf(-fabsf(x));
-    return x * (x >= 0 ? 1.0f : e) / (1.0f + e);
-}
-WKC_HD float gelu_f(float x) {
-    if (x != x) return x;
-    if (isinf(x)) return x > 0 ? x : -0.0f;
-    const float k0 = 1.5957691216057308f, k1 = 1.5957691216057308f * 0.044715f;
-    float s = x * (k0 + k1 * x * x); /* 2u */
-    float e = expf(-fabsf(s));
-    return x * (s >= 0 ? 1.0f : e) / (1.0f + e);
-}
-WKC_HD float gelu_erf_f(float x) {
-    if (x != x) return x;
-    if (isinf(x)) return x > 0 ? x : -0.0f;
-    return 0.5f * x * erfcf(-x * 0.70710678118654752440f);
-}
+/* The scalar math is core/op_math.h, shared with the CPU. The list's exact
+ * column decides what inlines: the exact ops (abs, neg, ..., sqrt) inline;
+ * the libm-class ones run out of line, one copy of the f32 (f64) math per
+ * file instead of one per dtype and unrolled element (compile time and code
+ * size; a call is cheap next to expf/erff). */
+__host__ __device__ __noinline__ float unary_f32_ool(int op, float x) { return wk__unary_f32((wk_unary_op)op, x); }
+__host__ __device__ __noinline__ double unary_f64_ool(int op, double x) { return wk__unary_f64((wk_unary_op)op, x); }
 
-WKC_HD float unary_f32(int op, float x) {
-    switch (op) {
-    case WK_EXP: return expf(x);
-    case WK_LOG: return logf(x);
-    case WK_SIN: return sinf(x);
-    case WK_COS: return cosf(x);
-    case WK_TANH: return tanhf(x);
-    case WK_ABS: return fabsf(x);
-    case WK_NEG: return -x;
-    case WK_RECIP: return 1.0f / x;
-    case WK_SQR: return x * x;
-    case WK_SQRT: return sqrtf(x);
-    case WK_GELU: return gelu_f(x);
-    case WK_GELU_ERF: return gelu_erf_f(x);
-    case WK_ERF: return erff(x);
-    case WK_RELU: return x < 0 ? 0.0f : x;
-    case WK_SILU: return silu_f(x);
-    case WK_CEIL: return ceilf(x);
-    case WK_FLOOR: return floorf(x);
-    case WK_ROUND: return roundf(x);
-    case WK_SIGN: return x > 0 ? 1.0f : x < 0 ? -1.0f : x;
-    case WK_SIGMOID: return sigmoid_f(x);
-    default: return x;
-    }
-}
-
-WKC_HD double unary_f64(int op, double x) {
-    switch (op) {
-    case WK_EXP: return exp(x);
-    case WK_LOG: return log(x);
-    case WK_SIN: return sin(x);
-    case WK_COS: return cos(x);
-    case WK_TANH: return tanh(x);
-    case WK_ABS: return fabs(x);
-    case WK_NEG: return -x;
-    case WK_RECIP: return 1.0 / x;
-    case WK_SQR: return x * x;
-    case WK_SQRT: return sqrt(x);
-    case WK_GELU: return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    case WK_GELU_ERF: return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
-    case WK_ERF: return erf(x);
-    case WK_RELU: return x < 0 ? 0.0 : x;
-    case WK_SILU: return x / (1.0 + exp(-x));
-    case WK_CEIL: return ceil(x);
-    case WK_FLOOR: return floor(x);
-    case WK_ROUND: return round(x);
-    case WK_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
-    case WK_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    default: return x;
-    }
-}
-
-/* The transcendental ops run out of line: one copy of the f32 (f64) math
- * per file instead of one per dtype and unrolled element (compile time and
- * code size; a call is cheap next to expf/erff). The cheap ops inline. */
-__host__ __device__ __noinline__ float unary_f32_ool(int op, float x) { return unary_f32(op, x); }
-__host__ __device__ __noinline__ double unary_f64_ool(int op, double x) { return unary_f64(op, x); }
-
-WKC_HD bool unary_cheap(int op) {
-    return op == WK_ABS || op == WK_NEG || op == WK_SQR || op == WK_RELU || op == WK_SIGN || op == WK_CEIL ||
-           op == WK_FLOOR || op == WK_ROUND || op == WK_RECIP || op == WK_SQRT;
-}
-template <class F> WKC_HD F unary_float(int op, F x) {
-    if (unary_cheap(op)) {
-        switch (op) {
-        case WK_ABS: return fabs(x);
-        case WK_NEG: return -x;
-        case WK_SQR: return x * x;
-        case WK_RELU: return x < 0 ? (F)0 : x;
-        case WK_SIGN: return x > 0 ? (F)1 : x < 0 ? (F)-1 : x;
-        case WK_CEIL: return ceil(x);
-        case WK_FLOOR: return floor(x);
-        case WK_ROUND: return round(x);
-        case WK_RECIP: return (F)1 / x;
-        default: return sqrt(x);
-        }
-    }
+template <class F> WKC_HD F unary_libm(int op, F x) {
     if constexpr (sizeof(F) == 4) return unary_f32_ool(op, x);
     else return unary_f64_ool(op, x);
 }
+/* the exact column: the op's own math inline, or the out-of-line call */
+#define WKC_CALL_EXACT(n)                                          \
+    if constexpr (sizeof(F) == 4) return wk__op_##n##_f32(x);      \
+    else return wk__op_##n##_f64(x);
+#define WKC_CALL_LIBM(n) return unary_libm<F>(op, x);
+#define WKC_UNARY_CASE(e, n, ir, bw, ex, k) case e: { WKC_CALL_##ex(n) }
+template <class F> WKC_HD F unary_float(int op, F x) {
+    switch ((wk_unary_op)op) {
+        WK_UNARY_OPS(WKC_UNARY_CASE)
+    case WK_UNARY_COUNT: break;
+    }
+    return x;
+}
+#undef WKC_UNARY_CASE
 
 /* ---- integers: one kernel per family for all five integer dtypes ----
  * Elements are loaded as raw bits, sign- or zero-extended to 64 bits, the
- * op computed in 64 bits and the result truncated to the dtype's width.
- * That is the CPU's per-type arithmetic exactly: + - * and neg/abs/sqr wrap
- * to the same low bits; division and comparisons of extended values equal
- * the narrow ones; MIN / -1 and abs(MIN) wrap to MIN. */
-WKC_HD long long unary_i64(int op, long long v) {
-    unsigned long long u = (unsigned long long)v;
-    switch (op) {
-    case WK_ABS: return v < 0 ? (long long)(0ull - u) : v;
-    case WK_NEG: return (long long)(0ull - u);
-    case WK_SQR: return (long long)(u * u);
-    case WK_RELU: return v < 0 ? 0 : v;
-    case WK_SIGN: return v > 0 ? 1 : v < 0 ? -1 : 0;
-    default: return v; /* ceil, floor, round: identity */
-    }
-}
+ * op computed in 64 bits (op_math.h) and the result truncated to the
+ * dtype's width: the CPU's arithmetic exactly (the CPU does the same). */
 
 /* Trait for the merged integer kernels: raw bits in, raw bits out. */
 #define WKC_ANY_INT 100
@@ -195,7 +107,7 @@ template <int DT> struct UnaryOp {
     typedef typename el::C V;
     static WKC_HD L load(const UnaryP &p, const int64_t *off) { return el::load(p.src, off[1], p.dt); }
     static WKC_HD V apply(const UnaryP &p, L l) {
-        if constexpr (DT == WKC_ANY_INT) return wkc_bits_i64(p.dt, unary_i64(p.op, wkc_int_ext(p.dt, l)));
+        if constexpr (DT == WKC_ANY_INT) return wkc_bits_i64(p.dt, wk__unary_int((wk_unary_op)p.op, wkc_int_ext(p.dt, l)));
         else return unary_float<V>(p.op, el::val(l));
     }
     static WKC_HD void put(const UnaryP &p, int64_t o, V v) { el::store(p.dst, o, p.dt, v); }
@@ -203,7 +115,7 @@ template <int DT> struct UnaryOp {
 
 /* ------------------------------------------- affine, powf, elu, clamp */
 
-enum { P_AFFINE, P_POWF, P_ELU, P_CLAMP };
+enum param_op { P_AFFINE, P_POWF, P_ELU, P_CLAMP };
 
 struct ParamP {
     wkc_pack<2> pk;
@@ -214,21 +126,23 @@ struct ParamP {
 };
 
 template <class F> WKC_HD F param_apply(int op, F x, F a, F b) {
-    switch (op) {
+    switch ((param_op)op) {
     case P_AFFINE: return wkc_add_rn(wkc_mul_rn(x, a), b);
     case P_POWF: return pow(x, a);
     case P_ELU: return x >= 0 ? x : a * (exp(x) - (F)1);
-    default: return x < a ? a : (x > b ? b : x); /* NaN passes through */
+    case P_CLAMP: break;
     }
+    return x < a ? a : (x > b ? b : x); /* clamp; NaN passes through */
 }
 /* float overloads: powf/expf, not the double functions */
 template <> WKC_HD float param_apply<float>(int op, float x, float a, float b) {
-    switch (op) {
+    switch ((param_op)op) {
     case P_AFFINE: return wkc_add_rn(wkc_mul_rn(x, a), b);
     case P_POWF: return powf(x, a);
     case P_ELU: return x >= 0 ? x : a * (expf(x) - 1.0f);
-    default: return x < a ? a : (x > b ? b : x);
+    case P_CLAMP: break;
     }
+    return x < a ? a : (x > b ? b : x);
 }
 
 /* out of line (powf/expf/pow/exp), as the unary math */
@@ -280,16 +194,29 @@ struct BinP {
     int32_t op, dt;
 };
 
-template <class F> WKC_HD F bin_float(int op, F x, F y) {
-    switch (op) {
-    case WK_ADD: return x + y;
-    case WK_SUB: return x - y;
-    case WK_MUL: return x * y;
-    case WK_DIV: return x / y;
-    case WK_MAXIMUM: return (x != x || y != y) ? x + y : (x > y ? x : y);
-    default: return (x != x || y != y) ? x + y : (x < y ? x : y);
-    }
+/* As the unary ops: exact ops inline, libm-class ones (pow) out of line,
+ * so that no per-dtype kernel carries its own copy of powf. */
+__host__ __device__ __noinline__ float bin_f32_ool(int op, float x, float y) {
+    return wk__binary_f32((wk_binary_op)op, x, y);
 }
+__host__ __device__ __noinline__ double bin_f64_ool(int op, double x, double y) {
+    return wk__binary_f64((wk_binary_op)op, x, y);
+}
+#define WKC_BCALL_EXACT(n)                                         \
+    if constexpr (sizeof(F) == 4) return wk__op_##n##_f32(x, y);   \
+    else return wk__op_##n##_f64(x, y);
+#define WKC_BCALL_LIBM(n)                                          \
+    if constexpr (sizeof(F) == 4) return bin_f32_ool(op, x, y);    \
+    else return bin_f64_ool(op, x, y);
+#define WKC_BINARY_CASE(e, n, bw, ex, k) case e: { WKC_BCALL_##ex(n) }
+template <class F> WKC_HD F bin_float(int op, F x, F y) {
+    switch ((wk_binary_op)op) {
+        WK_BINARY_OPS(WKC_BINARY_CASE)
+    case WK_BINARY_COUNT: break;
+    }
+    return x;
+}
+#undef WKC_BINARY_CASE
 
 WKC_HD void set_err(int32_t *err, int32_t code) {
     if (!err) return;
@@ -311,26 +238,9 @@ template <int DT> struct BinOp {
     }
     static WKC_HD V apply(const BinP &p, L l) {
         if constexpr (DT == WKC_ANY_INT) {
-            long long x = wkc_int_ext(p.dt, l.a), y = wkc_int_ext(p.dt, l.b);
-            unsigned long long ux = (unsigned long long)x, uy = (unsigned long long)y;
-            long long r;
-            switch (p.op) {
-            case WK_ADD: r = (long long)(ux + uy); break;
-            case WK_SUB: r = (long long)(ux - uy); break;
-            case WK_MUL: r = (long long)(ux * uy); break;
-            case WK_DIV:
-                if (y == 0) {
-                    set_err(p.err, WK_ERR_DIV_ZERO);
-                    r = 0;
-                } else if (y == -1) { /* signed only: unsigned values are zero-extended */
-                    r = (long long)(0ull - ux);
-                } else {
-                    r = x / y;
-                }
-                break;
-            case WK_MAXIMUM: r = x > y ? x : y; break;
-            default: r = x < y ? x : y; break;
-            }
+            int e = 0;
+            long long r = wk__binary_int((wk_binary_op)p.op, wkc_int_ext(p.dt, l.a), wkc_int_ext(p.dt, l.b), &e);
+            if (e) set_err(p.err, e); /* division by zero, negative power: the result is 0 */
             return wkc_bits_i64(p.dt, r);
         } else {
             return bin_float<V>(p.op, el::val(l.a), el::val(l.b));
@@ -348,18 +258,9 @@ struct CmpP {
     int32_t op, dt;
 };
 
-template <class T> WKC_HD uint8_t cmp_vals(int op, T x, T y) {
-    bool r;
-    switch (op) {
-    case WK_EQ: r = x == y; break;
-    case WK_NE: r = x != y; break;
-    case WK_LT: r = x < y; break;
-    case WK_LE: r = x <= y; break;
-    case WK_GT: r = x > y; break;
-    default: r = x >= y; break;
-    }
-    return r ? 1 : 0;
-}
+WKC_HD uint8_t cmp_vals(int op, long long x, long long y) { return wk__cmp_int((wk_cmp_op)op, x, y) ? 1 : 0; }
+WKC_HD uint8_t cmp_vals(int op, float x, float y) { return wk__cmp_f32((wk_cmp_op)op, x, y) ? 1 : 0; }
+WKC_HD uint8_t cmp_vals(int op, double x, double y) { return wk__cmp_f64((wk_cmp_op)op, x, y) ? 1 : 0; }
 
 template <int DT> struct CmpOp {
     typedef wkc_el<DT> el;
@@ -372,9 +273,9 @@ template <int DT> struct CmpOp {
     }
     static WKC_HD V apply(const CmpP &p, L l) {
         if constexpr (DT == WKC_ANY_INT)
-            return cmp_vals<long long>(p.op, wkc_int_ext(p.dt, l.a), wkc_int_ext(p.dt, l.b));
+            return cmp_vals(p.op, wkc_int_ext(p.dt, l.a), wkc_int_ext(p.dt, l.b));
         else
-            return cmp_vals<typename el::C>(p.op, el::val(l.a), el::val(l.b));
+            return cmp_vals(p.op, el::val(l.a), el::val(l.b));
     }
     static WKC_HD void put(const CmpP &p, int64_t o, V v) { p.dst[o] = v; }
 };

@@ -186,7 +186,7 @@ WKC_HD void red_combine(const RedP &p, RedSt &a, const RedSt &b) {
 WKC_HD void red_store(const RedP &p, int64_t o, const RedSt &s) {
     const int dt = p.dt;
     const bool isint = wkc_is_int(dt);
-    switch (p.op) {
+    switch ((wk_reduce_op)p.op) {
     case WK_REDUCE_SUM: case WK_REDUCE_PROD:
         if (isint) wkc_store_i64(p.dst, o, dt, (long long)s.i);
         else wkc_store_f64(p.dst, o, dt, s.f);
@@ -198,7 +198,8 @@ WKC_HD void red_store(const RedP &p, int64_t o, const RedSt &s) {
         break;
     case WK_REDUCE_ANY: ((uint8_t *)p.dst)[o] = (s.any & 1) != 0; break;
     case WK_REDUCE_ALL: ((uint8_t *)p.dst)[o] = (s.any & 2) == 0; break;
-    default: ((uint32_t *)p.dst)[o] = (uint32_t)s.idx; break;
+    case WK_REDUCE_ARGMAX: case WK_REDUCE_ARGMIN: ((uint32_t *)p.dst)[o] = (uint32_t)s.idx; break;
+    case WK_REDUCE_COUNT: break; /* rejected by the launcher */
     }
 }
 

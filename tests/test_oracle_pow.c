@@ -1,0 +1,202 @@
+/* Oracle suite for the binary op pow: every case of
+ * $WICK_ORACLE_DIR/pow/manifest.txt (written by tests/oracle/gen_pow.py from
+ * numpy; the format is described there) runs wk_pow(a, b) through the
+ * public API and is compared with numpy's answer. Each case also runs with
+ * 2 threads, and as wk_binary(a, b, WK_POW): both must give the same bits.
+ * Every failing case prints its id and the first mismatch; the run ends with
+ * "oracle_pow: N cases, M failed". */
+#include "testutil.h"
+#include "oracle_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char g_dir[4096];
+static int g_total, g_failed;
+
+/* got against the expected file: the shape, then every element (integers
+ * exactly through i64, floats within tol). NULL or the reason. */
+static const char *compare(const wk_tensor *got, const char *file, double tol, bool exact_int, char *msg, size_t cap) {
+    wk_tensor *want = ou_load(g_dir, file);
+    if (!want) { snprintf(msg, cap, "cannot load %s: %s", file, wk_last_error()); return msg; }
+    const char *res = NULL;
+    int rank = wk_rank(want);
+    if (wk_rank(got) != rank) { snprintf(msg, cap, "rank %d, want %d", wk_rank(got), rank); res = msg; goto done; }
+    for (int d = 0; d < rank; d++)
+        if (wk_dim(got, d) != wk_dim(want, d)) {
+            snprintf(msg, cap, "dim %d is %lld, want %lld", d, (long long)wk_dim(got, d), (long long)wk_dim(want, d));
+            res = msg;
+            goto done;
+        }
+    int64_t n = wk_numel(want);
+    if (exact_int) {
+        wk_tensor *g64 = wk_to_dtype(got, WK_I64);
+        int64_t *a = malloc(sizeof(int64_t) * (size_t)(n + 1)), *b = malloc(sizeof(int64_t) * (size_t)(n + 1));
+        if (!g64 || !a || !b || wk_to_host(g64, a, (size_t)n * 8) != WK_OK || wk_to_host(want, b, (size_t)n * 8) != WK_OK) {
+            snprintf(msg, cap, "readback failed: %s", wk_last_error());
+            res = msg;
+        } else {
+            for (int64_t k = 0; k < n; k++)
+                if (a[k] != b[k]) {
+                    snprintf(msg, cap, "element %lld: got %lld want %lld", (long long)k, (long long)a[k], (long long)b[k]);
+                    res = msg;
+                    break;
+                }
+        }
+        free(a);
+        free(b);
+        wk_tensor_free(g64);
+    } else {
+        double *a = malloc(sizeof(double) * (size_t)(n + 1)), *b = malloc(sizeof(double) * (size_t)(n + 1));
+        if (!a || !b || wk_to_host_f64(got, a, (size_t)n) != WK_OK || wk_to_host_f64(want, b, (size_t)n) != WK_OK) {
+            snprintf(msg, cap, "readback failed: %s", wk_last_error());
+            res = msg;
+        } else {
+            for (int64_t k = 0; k < n; k++)
+                if (!ou_close_rel(a[k], b[k], tol)) {
+                    snprintf(msg, cap, "element %lld: got %.9g want %.9g (tol %g)", (long long)k, a[k], b[k], tol);
+                    res = msg;
+                    break;
+                }
+        }
+        free(a);
+        free(b);
+    }
+done:
+    wk_tensor_free(want);
+    return res;
+}
+
+/* A kernel on an asynchronous device (CUDA) reports a data-dependent error
+ * (a negative integer exponent) when the stream is next waited for, as
+ * integer division by zero: the call returns a tensor and the readback
+ * fails. True when t really succeeded; else the error is the last status. */
+static bool really_succeeded(const wk_tensor *t) {
+    int64_t n = wk_numel(t);
+    double *buf = malloc(sizeof(double) * (size_t)(n + 1));
+    bool ok = buf && wk_to_host_f64(t, buf, (size_t)n) == WK_OK;
+    free(buf);
+    return ok;
+}
+
+/* One manifest line; inputs live in a scope (ou_load_input's contract). */
+static void run_case(char *line) {
+    char *f[6];
+    int nf = 0;
+    for (char *tok = strtok(line, " \n"); tok && nf < 6; tok = strtok(NULL, " \n")) f[nf++] = tok;
+    if (nf != 6) return;
+    const char *id = f[0], *dts = f[1], *as = f[2], *bs = f[3], *want = f[4];
+    double tol = strtod(f[5], NULL);
+    g_total++;
+    char msg[512], why[256];
+    const char *err = NULL;
+    wk_dtype dt;
+    bool noncontig = false;
+    wk_scope_begin();
+    wk_tensor *a = NULL, *b = NULL, *r1 = NULL, *r2 = NULL, *r3 = NULL;
+    if (!wk_dtype_from_name(dts, &dt)) {
+        snprintf(msg, sizeof msg, "unknown dtype %s", dts);
+        err = msg;
+        goto report;
+    }
+    a = ou_load_input(g_dir, as, dt, &noncontig, why, sizeof why);
+    b = a ? ou_load_input(g_dir, bs, dt, &noncontig, why, sizeof why) : NULL;
+    if (!a || !b) { snprintf(msg, sizeof msg, "input setup failed: %s", why); err = msg; goto report; }
+    wk_set_num_threads(1);
+    r1 = wk_pow(a, b);
+    if (want[0] == '!') {
+        wk_status st;
+        if (!ou_status_from_name(want + 1, &st)) {
+            snprintf(msg, sizeof msg, "bad expected status %s", want);
+            err = msg;
+        } else if (r1 && really_succeeded(r1)) {
+            snprintf(msg, sizeof msg, "succeeded, expected %s", want + 1);
+            err = msg;
+        } else if (wk_last_status() != st) {
+            snprintf(msg, sizeof msg, "failed with %s (%s), expected %s", wk_status_name(wk_last_status()),
+                     wk_last_error(), want + 1);
+            err = msg;
+        }
+        wk_clear_error();
+        goto report;
+    }
+    if (!r1) { snprintf(msg, sizeof msg, "failed: %s", wk_last_error()); err = msg; goto report; }
+    if (wk_tensor_dtype(r1) != dt) {
+        snprintf(msg, sizeof msg, "result dtype %s", wk_dtype_name(wk_tensor_dtype(r1)));
+        err = msg;
+        goto report;
+    }
+    err = compare(r1, want, tol, wk_dtype_is_int(dt), msg, sizeof msg);
+    if (err) goto report;
+    wk_set_num_threads(2);
+    r2 = wk_pow(a, b);
+    wk_set_num_threads(1);
+    r3 = wk_binary(a, b, WK_POW);
+    if (!ou_same_bits(r1, r2)) { snprintf(msg, sizeof msg, "2 threads differ from 1 thread"); err = msg; }
+    else if (!ou_same_bits(r1, r3)) { snprintf(msg, sizeof msg, "wk_binary(WK_POW) differs from wk_pow"); err = msg; }
+report:
+    wk_scope_end();
+    if (err) {
+        g_failed++;
+        if (g_failed <= 40) fprintf(stderr, "FAIL %s (%s %s %s%s): %s\n", id, dts, as, bs, noncontig ? " noncontig" : "", err);
+    }
+}
+
+static void test_oracle_pow(void **state) {
+    (void)state;
+    if (!ou_dir("pow", g_dir, sizeof g_dir)) {
+        print_message("WICK_ORACLE_DIR not set: skipping\n");
+        skip();
+    }
+    char path[8192];
+    FILE *fp = ou_open_manifest(g_dir, path, sizeof path);
+    if (!fp) {
+        fprintf(stderr, "cannot open %s (run tests/oracle/gen_pow.py first)\n", path);
+        fail();
+    }
+    int saved_threads = wk_num_threads();
+    char line[2048];
+    while (ou_next_line(fp, line, sizeof line)) run_case(line);
+    fclose(fp);
+    wk_set_num_threads(saved_threads);
+    printf("oracle_pow: %d cases, %d failed\n", g_total, g_failed);
+    assert_true(g_total > 0);
+    assert_int_equal(g_failed, 0);
+}
+
+/* Not from the manifest: the op list's pieces for pow are there. */
+static void test_pow_list(void **state) {
+    (void)state;
+    assert_string_equal(wk_binary_name(WK_POW), "pow");
+    assert_int_equal(WK_POW, WK_BINARY_COUNT - 1); /* appended: the older values keep their numbers */
+    assert_int_equal(WK_MINIMUM, 5);
+    /* NULL propagates, and the error names the op */
+    wk_clear_error();
+    assert_null(wk_pow(NULL, NULL));
+    /* a scalar exponent through wk_binary_scalar */
+    wk_scope_begin();
+    float xs[4] = {-2.0f, 0.5f, 3.0f, -0.0f};
+    wk_tensor *x = wk_from_host(xs, sizeof xs, (int64_t[]){4}, 1, WK_F32, ou_device());
+    wk_tensor *y = wk_binary_scalar(x, 3.0, WK_POW);
+    assert_non_null(y);
+    float ys[4];
+    assert_int_equal(wk_to_host(y, ys, sizeof ys), WK_OK);
+    assert_true(ys[0] == -8.0f && ys[1] == 0.125f && ys[2] == 27.0f && ys[3] == 0.0f && signbit(ys[3]));
+    /* integer negative exponent: WK_ERR_ARG naming pow */
+    int32_t is[3] = {2, 3, 4}, es[3] = {1, -2, 0};
+    wk_tensor *i = wk_from_host(is, sizeof is, (int64_t[]){3}, 1, WK_I32, ou_device());
+    wk_tensor *e = wk_from_host(es, sizeof es, (int64_t[]){3}, 1, WK_I32, ou_device());
+    wk_tensor *p = wk_pow(i, e);
+    if (p) assert_false(really_succeeded(p)); /* an asynchronous device: at the readback */
+    assert_int_equal(wk_last_status(), WK_ERR_ARG);
+    if (!p) assert_non_null(strstr(wk_last_error(), "pow"));
+    wk_clear_error();
+    wk_scope_end();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_pow), cmocka_unit_test(test_pow_list)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
