@@ -3,6 +3,7 @@
 #include "core/tensor.h"
 #include "cpu/cpu_alloc.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_rng.h"
 #include "cpu/cpu_convert.h"
 #include "cpu/vmath.h"
 

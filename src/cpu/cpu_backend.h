@@ -2,7 +2,6 @@
 #ifndef WICK_CPU_BACKEND_H
 #define WICK_CPU_BACKEND_H
 #include "backend.h"
-#include <stdatomic.h>
 
 extern const wk_backend wk__cpu_backend;
 extern const wk_backend_desc wk__cpu_backend_desc; /* cpu_device.c */
@@ -69,14 +68,6 @@ wk_status wk__cpu_topk(wk_device *dev, const void *src, const wk_layout *ls, wk_
 wk_status wk__cpu_rand_uniform(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double lo, double hi);
 wk_status wk__cpu_rand_normal(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double mean, double std);
 wk_status wk__cpu_set_seed(wk_device *dev, uint64_t seed);
-
-/* The CPU device's private state (wk_device.priv): its generator,
- * xoshiro256** seeded through splitmix64, behind a spin lock. */
-typedef struct wk_cpu_rng {
-    uint64_t s[4];
-    atomic_flag lock;
-} wk_cpu_rng;
-void wk__cpu_rng_init(wk_cpu_rng *r, uint64_t seed);
 
 /* cpu_nn.c: fused optional entries */
 wk_status wk__cpu_softmax(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, void *dst);

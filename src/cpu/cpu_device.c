@@ -3,6 +3,7 @@
  * and cache release. The device's private state is its generator. */
 #include "core/tensor.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_rng.h"
 #include <pthread.h>
 #include <string.h>
 

@@ -1,8 +1,9 @@
 /* The CPU backend's fused optional entries: softmax / log_softmax along any
  * dim, rms_norm and layer_norm over the last dim. Each output row is one
- * pass over a row gathered from the (strided) input: f32 rows are read in
- * place when contiguous, f16 / bf16 / f8 rows go through an f32 row, f64
- * computes in f64. Sums accumulate in double. The dispatcher
+ * pass over a row gathered from the (strided) input: f32 / f64 rows along
+ * the last dim are gathered straight into the output row and computed
+ * there; other rows (and f16 / bf16 / f8, through f32) use a row buffer.
+ * f64 computes in f64. Sums accumulate in double. The dispatcher
  * (src/core/nn.c) has checked dtypes and shapes; a NULL entry there means
  * the composite of required entries, which these must match. */
 #include "core/tensor.h"
@@ -83,7 +84,7 @@ typedef struct nn_ctx {
 } nn_ctx;
 
 /* The row kernels, once per compute type T (float or double). */
-#define NN_ROW_KERNELS(T, SFX, EXP, LOG, SQRT)                                                                     \
+#define NN_ROW_KERNELS(T, SFX, NATIVE, EXP)                                                                         \
     static void softmax_row_##SFX(T *x, int64_t n, bool logp) {                                                     \
         T mx = -INFINITY;                                                                                           \
         for (int64_t j = 0; j < n; j++) mx = x[j] > mx || isnan(x[j]) ? x[j] : mx;                                  \
@@ -124,24 +125,27 @@ typedef struct nn_ctx {
         (void)tid;                                                                                                  \
         nn_ctx *c = vc;                                                                                             \
         const nn_rows *r = &c->rows;                                                                                \
-        T *row = malloc((size_t)r->n * sizeof(T) + 1);                                                              \
-        if (!row) {                                                                                                 \
+        /* f32 / f64 rows along the last dim are computed in the output row */                                    \
+        bool direct = c->dt == NATIVE && r->s_dst == 1;                                                             \
+        T *buf = direct ? NULL : malloc((size_t)r->n * sizeof(T) + 1);                                              \
+        if (!direct && !buf) {                                                                                      \
             atomic_store(&c->failed, 1);                                                                            \
             return;                                                                                                 \
         }                                                                                                           \
         for (int64_t i = begin; i < end; i++) {                                                                     \
+            T *row = direct ? (T *)c->dst + row_dst(r, i) : buf;                                                    \
             load_##SFX(c->src, c->dt, row_src(r, i), r->s_src, r->n, row);                                          \
             if (c->kind == NN_SOFTMAX || c->kind == NN_LOG_SOFTMAX)                                                 \
                 softmax_row_##SFX(row, r->n, c->kind == NN_LOG_SOFTMAX);                                            \
             else                                                                                                    \
                 norm_row_##SFX(row, r->n, c->kind == NN_RMS, c->eps, c->wf, c->bf);                                 \
-            store_##SFX(c->dst, c->dt, row_dst(r, i), r->s_dst, r->n, row);                                         \
+            if (!direct) store_##SFX(c->dst, c->dt, row_dst(r, i), r->s_dst, r->n, row);                            \
         }                                                                                                           \
-        free(row);                                                                                                  \
+        free(buf);                                                                                                  \
     }
 
-NN_ROW_KERNELS(float, f, expf, logf, sqrtf)
-NN_ROW_KERNELS(double, d, exp, log, sqrt)
+NN_ROW_KERNELS(float, f, WK_F32, expf)
+NN_ROW_KERNELS(double, d, WK_F64, exp)
 
 static wk_status nn_run(const char *op, nn_ctx *c, const wk_layout *ls, int dim, const void *w, const wk_layout *lw,
                         const void *b, const wk_layout *lb) {
