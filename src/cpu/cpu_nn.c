@@ -3,16 +3,20 @@
  * pass over a row gathered from the (strided) input: f32 / f64 rows along
  * the last dim are gathered straight into the output row and computed
  * there; other rows (and f16 / bf16 / f8, through f32) use a row buffer.
- * f64 computes in f64. Sums accumulate in double. The dispatcher
+ * f64 computes in f64 (scalar, double sums); f32 rows use the vectorized
+ * kernels of vmath.h (fixed-order float sums, so results do not depend on
+ * the thread count). The dispatcher
  * (src/core/nn.c) has checked dtypes and shapes; a NULL entry there means
  * the composite of required entries, which these must match. */
 #include "core/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_convert.h"
 #include "cpu/threadpool.h"
+#include "cpu/vmath.h"
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Rows along dim d of a layout, and where each lands in a contiguous dst of
  * the same shape. */
@@ -50,13 +54,18 @@ static inline int64_t row_dst(const nn_rows *r, int64_t i) { return wk__unravel(
 
 /* one row (or a 1-D weight) as float / double values */
 static void load_f(const void *p, wk_dtype dt, int64_t off, int64_t s, int64_t n, float *out) {
-    if (dt == WK_F32)
+    if (s == 1 && dt == WK_F32) memcpy(out, (const float *)p + off, sizeof(float) * (size_t)n);
+    else if (s == 1 && dt == WK_F16) wk__vcvt_f16_to_f32(out, (const uint16_t *)p + off, n);
+    else if (s == 1 && dt == WK_BF16) wk__vcvt_bf16_to_f32(out, (const uint16_t *)p + off, n);
+    else if (dt == WK_F32)
         for (int64_t j = 0; j < n; j++) out[j] = ((const float *)p)[off + j * s];
     else
         for (int64_t j = 0; j < n; j++) out[j] = wk__narrow_load(p, off + j * s, dt);
 }
 static void store_f(void *p, wk_dtype dt, int64_t off, int64_t s, int64_t n, const float *v) {
-    if (dt == WK_F32)
+    if (s == 1 && dt == WK_F16) wk__vcvt_f32_to_f16((uint16_t *)p + off, v, n);
+    else if (s == 1 && dt == WK_BF16) wk__vcvt_f32_to_bf16((uint16_t *)p + off, v, n);
+    else if (dt == WK_F32)
         for (int64_t j = 0; j < n; j++) ((float *)p)[off + j * s] = v[j];
     else
         for (int64_t j = 0; j < n; j++) wk__narrow_store(p, off + j * s, dt, v[j]);
@@ -83,52 +92,73 @@ typedef struct nn_ctx {
     atomic_int failed;
 } nn_ctx;
 
-/* The row kernels, once per compute type T (float or double). */
-#define NN_ROW_KERNELS(T, SFX, NATIVE, EXP)                                                                         \
-    static void softmax_row_##SFX(T *x, int64_t n, bool logp) {                                                     \
-        T mx = -INFINITY;                                                                                           \
-        for (int64_t j = 0; j < n; j++) mx = x[j] > mx || isnan(x[j]) ? x[j] : mx;                                  \
-        double sum = 0;                                                                                             \
-        if (logp) {                                                                                                 \
-            for (int64_t j = 0; j < n; j++) sum += (double)EXP(x[j] - mx);                                          \
-            T lse = (T)log(sum);                                                                                    \
-            for (int64_t j = 0; j < n; j++) x[j] = (x[j] - mx) - lse;                                               \
-        } else {                                                                                                    \
-            for (int64_t j = 0; j < n; j++) {                                                                       \
-                x[j] = EXP(x[j] - mx);                                                                              \
-                sum += (double)x[j];                                                                                \
-            }                                                                                                       \
-            T s = (T)sum;                                                                                           \
-            for (int64_t j = 0; j < n; j++) x[j] = x[j] / s;                                                        \
-        }                                                                                                           \
-    }                                                                                                               \
-    static void norm_row_##SFX(T *x, int64_t n, bool rms, double eps, const T *w, const T *b) {                    \
-        double mean = 0, acc = 0;                                                                                   \
-        if (!rms) {                                                                                                 \
-            for (int64_t j = 0; j < n; j++) mean += (double)x[j];                                                   \
-            mean /= (double)n;                                                                                      \
-        }                                                                                                           \
-        for (int64_t j = 0; j < n; j++) {                                                                           \
-            double c = (double)x[j] - mean;                                                                         \
-            acc += c * c;                                                                                           \
-        }                                                                                                           \
-        T inv = (T)(1.0 / sqrt(acc / (double)n + eps));                                                             \
-        T m = (T)mean;                                                                                              \
-        for (int64_t j = 0; j < n; j++) {                                                                           \
-            T v = (x[j] - m) * inv;                                                                                 \
-            if (w) v = v * w[j];                                                                                    \
-            if (b) v = v + b[j];                                                                                    \
-            x[j] = v;                                                                                               \
-        }                                                                                                           \
-    }                                                                                                               \
+/* Softmax rows. f32 uses the vectorized kernels (vmath.h: max, x - max,
+ * exp, a fixed-order sum, one division), the same steps as the composite;
+ * f64 is scalar libm with a double sum. tmp has n elements (log_softmax). */
+static void softmax_row_f(float *x, int64_t n, bool logp, float *tmp) {
+    float mx = wk__vmaxmin_f32(x, n, 0); /* NaN if any is NaN */
+    wk__vbinary_scalar_f32(WK_SUB, x, x, mx, n);
+    if (logp) {
+        wk__vexp_f32(tmp, x, n);
+        wk__vbinary_scalar_f32(WK_SUB, x, x, logf(wk__vsum_f32(tmp, n)), n);
+    } else {
+        wk__vexp_f32(x, x, n);
+        wk__vbinary_scalar_f32(WK_DIV, x, x, wk__vsum_f32(x, n), n);
+    }
+}
+static void softmax_row_d(double *x, int64_t n, bool logp, double *tmp) {
+    (void)tmp;
+    double mx = -INFINITY;
+    for (int64_t j = 0; j < n; j++) mx = x[j] > mx || isnan(x[j]) ? x[j] : mx;
+    double sum = 0;
+    for (int64_t j = 0; j < n; j++) sum += exp(x[j] - mx);
+    if (logp) {
+        double lse = log(sum);
+        for (int64_t j = 0; j < n; j++) x[j] = (x[j] - mx) - lse;
+    } else {
+        for (int64_t j = 0; j < n; j++) x[j] = exp(x[j] - mx) / sum;
+    }
+}
+
+/* Norm rows: rms (no centering) or layer (centered, biased variance), then
+ * the optional weight and bias. f32 vectorized (fixed-order float sums),
+ * f64 scalar. tmp has n elements. */
+static void norm_row_f(float *x, int64_t n, bool rms, double eps, const float *w, const float *b, float *tmp) {
+    if (!rms) wk__vbinary_scalar_f32(WK_SUB, x, x, wk__vsum_f32(x, n) / (float)n, n);
+    wk__vbinary_f32(WK_MUL, tmp, x, x, n);
+    float inv = (float)(1.0 / sqrt((double)wk__vsum_f32(tmp, n) / (double)n + eps));
+    wk__vbinary_scalar_f32(WK_MUL, x, x, inv, n);
+    if (w) wk__vbinary_f32(WK_MUL, x, x, w, n);
+    if (b) wk__vbinary_f32(WK_ADD, x, x, b, n);
+}
+static void norm_row_d(double *x, int64_t n, bool rms, double eps, const double *w, const double *b, double *tmp) {
+    (void)tmp;
+    double mean = 0, acc = 0;
+    if (!rms) {
+        for (int64_t j = 0; j < n; j++) mean += x[j];
+        mean /= (double)n;
+    }
+    for (int64_t j = 0; j < n; j++) acc += (x[j] - mean) * (x[j] - mean);
+    double inv = 1.0 / sqrt(acc / (double)n + eps);
+    for (int64_t j = 0; j < n; j++) {
+        double v = (x[j] - mean) * inv;
+        if (w) v = v * w[j];
+        if (b) v = v + b[j];
+        x[j] = v;
+    }
+}
+
+/* The row loop, once per compute type T. */
+#define NN_ROW_KERNELS(T, SFX, NATIVE)                                                                              \
     static void nn_range_##SFX(void *vc, int64_t begin, int64_t end, int tid) {                                     \
         (void)tid;                                                                                                  \
         nn_ctx *c = vc;                                                                                             \
         const nn_rows *r = &c->rows;                                                                                \
         /* f32 / f64 rows along the last dim are computed in the output row */                                    \
         bool direct = c->dt == NATIVE && r->s_dst == 1;                                                             \
-        T *buf = direct ? NULL : malloc((size_t)r->n * sizeof(T) + 1);                                              \
-        if (!direct && !buf) {                                                                                      \
+        /* [row buffer unless direct][scratch row]                  */                                              \
+        T *buf = malloc((size_t)r->n * sizeof(T) * 2 + 1);                                                          \
+        if (!buf) {                                                                                                 \
             atomic_store(&c->failed, 1);                                                                            \
             return;                                                                                                 \
         }                                                                                                           \
@@ -136,16 +166,16 @@ typedef struct nn_ctx {
             T *row = direct ? (T *)c->dst + row_dst(r, i) : buf;                                                    \
             load_##SFX(c->src, c->dt, row_src(r, i), r->s_src, r->n, row);                                          \
             if (c->kind == NN_SOFTMAX || c->kind == NN_LOG_SOFTMAX)                                                 \
-                softmax_row_##SFX(row, r->n, c->kind == NN_LOG_SOFTMAX);                                            \
+                softmax_row_##SFX(row, r->n, c->kind == NN_LOG_SOFTMAX, buf + r->n);                                \
             else                                                                                                    \
-                norm_row_##SFX(row, r->n, c->kind == NN_RMS, c->eps, c->wf, c->bf);                                 \
+                norm_row_##SFX(row, r->n, c->kind == NN_RMS, c->eps, c->wf, c->bf, buf + r->n);                     \
             if (!direct) store_##SFX(c->dst, c->dt, row_dst(r, i), r->s_dst, r->n, row);                            \
         }                                                                                                           \
         free(buf);                                                                                                  \
     }
 
-NN_ROW_KERNELS(float, f, WK_F32, expf)
-NN_ROW_KERNELS(double, d, WK_F64, exp)
+NN_ROW_KERNELS(float, f, WK_F32)
+NN_ROW_KERNELS(double, d, WK_F64)
 
 static wk_status nn_run(const char *op, nn_ctx *c, const wk_layout *ls, int dim, const void *w, const wk_layout *lw,
                         const void *b, const wk_layout *lb) {
