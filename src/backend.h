@@ -1,6 +1,12 @@
 /* The backend contract: the C counterpart of candle's BackendStorage +
- * BackendDevice. One table of function pointers per backend; every entry is
- * required (tests/test_backend_contract.c fails if one is NULL).
+ * BackendDevice. One table of function pointers per backend, in two parts:
+ *  - required entries (tests/test_backend_contract.c fails if one is NULL):
+ *    with these alone a new backend runs every op of the library;
+ *  - optional entries (after `synchronize`) for fused, quantized and
+ *    device-to-device work: NULL means the dispatch layer runs a composite
+ *    of required entries instead (src/core/nn.c), or moves through the host.
+ * Each backend also registers a wk_backend_desc (devices, memory counters)
+ * with the registry (src/core/registry.c); the core never names a backend.
  *
  * Rules every entry follows:
  *  - The dispatch layer (src/core/storage.c) has already checked devices,
@@ -18,6 +24,25 @@
 #ifndef WICK_BACKEND_H
 #define WICK_BACKEND_H
 #include "core/layout.h"
+#include <stddef.h>
+
+/* Convolution after validation: spatial rank 1 (N, C, L) or 2 (N, C, H, W),
+ * forward or transposed, parameters normalized (stride / dilation / groups
+ * >= 1). One entry serves the four public convolutions. */
+typedef struct wk_conv_args {
+    wk_conv_params p;
+    int spatial;      /* 1 or 2 */
+    bool transposed;
+} wk_conv_args;
+
+/* Scaled dot-product attention after validation: q (..., Lq, D), k (..., Lk,
+ * D), v (..., Lk, Dv), all with the same batch dims (already broadcast);
+ * mask NULL or an additive mask of q's dtype broadcast to (..., Lq, Lk);
+ * causal keeps key j <= query i (top-left aligned, as torch's is_causal). */
+typedef struct wk_attention_args {
+    double scale;
+    bool causal;
+} wk_attention_args;
 
 /* Pooling parameters after validation: kernel, stride, padding per spatial
  * dim (H, W). */
@@ -86,17 +111,9 @@ typedef struct wk_backend {
     wk_status (*index_add)(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
                            wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt);
 
-    /* ---- convolutions; dst contiguous, shape computed by the dispatcher ---- */
-    wk_status (*conv1d)(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
-                        void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_params *p);
-    wk_status (*conv2d)(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
-                        void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_params *p);
-    wk_status (*conv_transpose1d)(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
-                                  const wk_layout *lw, void *dst, const wk_layout *ld, wk_dtype dt,
-                                  const wk_conv_params *p);
-    wk_status (*conv_transpose2d)(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
-                                  const wk_layout *lw, void *dst, const wk_layout *ld, wk_dtype dt,
-                                  const wk_conv_params *p);
+    /* ---- convolution; dst contiguous, shape computed by the dispatcher ---- */
+    wk_status (*conv)(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
+                      void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_args *a);
 
     /* ---- pooling and resampling (NCHW; 1-d ops arrive with H = 1) ---- */
     wk_status (*pool2d)(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
@@ -118,11 +135,74 @@ typedef struct wk_backend {
     wk_status (*rand_normal)(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double mean, double std);
     wk_status (*set_seed)(wk_device *dev, uint64_t seed);
     wk_status (*synchronize)(wk_device *dev);
+
+    /* ======== optional entries: NULL => the dispatcher's fallback ======== */
+
+    /* (log-)softmax along dim; dst contiguous with src's shape. Float dtypes.
+     * Fallback: max, sub, exp, sum, div / log (src/core/nn.c). */
+    wk_status (*softmax)(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, void *dst);
+    wk_status (*log_softmax)(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, void *dst);
+    /* Normalize over the last dim; w (and b) 1-D of that size or NULL
+     * (scale 1, shift 0). rms: x / sqrt(mean(x^2) + eps) * w;
+     * layer: (x - mean) / sqrt(var + eps) * w + b (biased variance). */
+    wk_status (*rms_norm)(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
+                          wk_dtype dt, double eps, void *dst);
+    wk_status (*layer_norm)(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
+                            const void *b, const wk_layout *lb, wk_dtype dt, double eps, void *dst);
+    /* Rotary embedding of x (B, H, T, D) with cos / sin (T, D/2): halves
+     * (x[i], x[i + D/2]) or, interleaved, pairs (x[2i], x[2i+1]) rotate by
+     * angle (t, i). dst contiguous (B, H, T, D). */
+    wk_status (*rope)(wk_device *dev, const void *x, const wk_layout *lx, const void *cos, const wk_layout *lc,
+                      const void *sin, const wk_layout *lsn, wk_dtype dt, bool interleaved, void *dst);
+    /* softmax(q k^T * scale + mask [causal]) v; dst contiguous (..., Lq, Dv) */
+    wk_status (*attention)(wk_device *dev, const void *q, const wk_layout *lq, const void *k, const wk_layout *lk,
+                           const void *v, const wk_layout *lv, const void *mask, const wk_layout *lm, wk_dtype dt,
+                           const wk_attention_args *a, void *dst);
+    /* Block-quantized work (the dtypes arrive with a later issue): x (..., K)
+     * in dtype xdt times quantized w (N, K) in wdt -> dst (..., N) in xdt;
+     * dequantize w (wdt) into dst (ddt, contiguous). No composite exists:
+     * with NULL entries the dispatcher answers WK_ERR_DTYPE / NOT_COMPILED. */
+    wk_status (*qmatmul)(wk_device *dev, const void *x, const wk_layout *lx, wk_dtype xdt, const void *w,
+                         const wk_layout *lw, wk_dtype wdt, void *dst);
+    wk_status (*dequantize)(wk_device *dev, const void *w, const wk_layout *lw, wk_dtype wdt, void *dst,
+                            wk_dtype ddt);
+    /* Copy the view (src, ls) of sdev into the contiguous buffer dst of ddev,
+     * a device of the same backend (peer copy). NULL => through the host. */
+    wk_status (*copy_between)(wk_device *sdev, const void *src, const wk_layout *ls, wk_dtype dt, wk_device *ddev,
+                              void *dst);
 } wk_backend;
 
-/* Number of entries after `name`, for the contract test. */
+/* Entry counts, for the contract test: all entries after `name`, the
+ * required ones (up to synchronize) and the optional rest. */
 #define WK_BACKEND_NUM_ENTRIES ((sizeof(wk_backend) - sizeof(const char *)) / sizeof(void (*)(void)))
+#define WK_BACKEND_NUM_REQUIRED \
+    ((offsetof(wk_backend, synchronize) + sizeof(void (*)(void)) - sizeof(const char *)) / sizeof(void (*)(void)))
 
-extern const wk_backend wk__cpu_backend;
+/* ---- the backend registry (src/core/registry.c) ----
+ * Each backend describes itself once. The list of built-in descriptors is a
+ * table generated by CMake (wick_backends.c in the build tree) from the
+ * backends in the build, so the core never names one. */
+typedef struct wk_backend_desc {
+    const char *name;                /* "cpu", "cuda": wk_backends() lists these */
+    wk_device_kind kind;
+    const wk_backend *ops;
+    /* the cached device of an ordinal (opened on first call; thread-safe),
+     * or NULL with a recorded error */
+    wk_device *(*open)(int ordinal);
+    int (*device_count)(void);       /* 0 on any error */
+    /* optional (NULL: "no counters" / "no cache" errors) */
+    wk_status (*memory_stats)(wk_device *dev, wk_memory_stats *out);
+    wk_status (*release_cache)(wk_device *dev, size_t *released);
+} wk_backend_desc;
+
+/* Add a backend (built-ins are added on first use). WK_ERR_ARG if the
+ * descriptor lacks a required field or names a registered backend. */
+wk_status wk__backend_register(const wk_backend_desc *d);
+/* The registered backend of a name or of a device kind (first registered),
+ * or NULL (no error recorded). */
+const wk_backend_desc *wk__backend_find(const char *name);
+const wk_backend_desc *wk__backend_of_kind(wk_device_kind kind);
+/* Registered backends in order; NULL past the end. */
+const wk_backend_desc *wk__backend_at(int i);
 
 #endif

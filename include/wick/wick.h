@@ -580,4 +580,6 @@ wk_status wk_device_release_cache(wk_device *dev, size_t *released);
 #ifdef __cplusplus
 }
 #endif
+
+#include "wick/nn.h"
 #endif /* WICK_WICK_H */

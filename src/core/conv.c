@@ -121,9 +121,6 @@ static bool conv_check(const char *op, const wk_tensor *x, const wk_tensor *w, c
     return true;
 }
 
-typedef wk_status (*conv_entry)(wk_device *, const void *, const wk_layout *, const void *, const wk_layout *,
-                                void *, const wk_layout *, wk_dtype, const wk_conv_params *);
-
 static wk_tensor *conv_run(const char *op, const wk_tensor *x, const wk_tensor *w, const wk_conv_params *pin, int sp,
                            bool transposed) {
     wk_conv_params p;
@@ -137,10 +134,9 @@ static wk_tensor *conv_run(const char *op, const wk_tensor *x, const wk_tensor *
         /* no products at all (zero input channels or an empty spatial input) */
         st = be->fill(wk__dev(x), out->storage->buf, &out->layout, x->dtype, 0.0);
     } else {
-        conv_entry e = sp == 1 ? (transposed ? be->conv_transpose1d : be->conv1d)
-                               : (transposed ? be->conv_transpose2d : be->conv2d);
-        st = e(wk__dev(x), x->storage->buf, &x->layout, w->storage->buf, &w->layout, out->storage->buf, &out->layout,
-               x->dtype, &p);
+        wk_conv_args a = {.p = p, .spatial = sp, .transposed = transposed};
+        st = be->conv(wk__dev(x), x->storage->buf, &x->layout, w->storage->buf, &w->layout, out->storage->buf,
+                      &out->layout, x->dtype, &a);
     }
     if (st != WK_OK) {
         wk_tensor_free(out);

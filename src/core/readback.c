@@ -1,7 +1,6 @@
 /* Readback, copies, casts, device moves and in-place writes. Readback copies
  * exactly the elements of the view (a one-element read moves one element). */
 #include "core/tensor.h"
-#include "cuda/cuda_device.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +23,8 @@ static wk_status to_host_as(const char *op, const wk_tensor *t, void *buf, size_
     if (count < (size_t)n) return wk__err(WK_ERR_ARG, op, "buffer of %zu elements, the view has %lld", count, (long long)n);
     if (n == 0) return WK_OK;
     if (!buf) return wk__err(WK_ERR_ARG, op, "NULL buffer");
-    if (is_cpu(t)) return wk__cpu_backend.cast(wk__dev(t), t->storage->buf, &t->layout, t->dtype, buf, dt);
+    /* a CPU-kind device's buffers are host memory: its own cast writes buf */
+    if (is_cpu(t)) return wk__be(t)->cast(wk__dev(t), t->storage->buf, &t->layout, t->dtype, buf, dt);
     wk_tensor *c = wk_to_dtype(t, dt);
     if (!c) return wk_last_status();
     wk_status st = wk_to_host(c, buf, (size_t)n * wk_dtype_size(dt));
@@ -46,7 +46,9 @@ static wk_status read_one(const char *op, const wk_tensor *t, int64_t off, doubl
     wk_status st = wk__be(t)->to_host(wk__dev(t), t->storage->buf, &one, t->dtype, raw);
     if (st != WK_OK) return st;
     wk_layout host = {.rank = 0, .offset = 0};
-    return wk__cpu_backend.cast(wk_cpu(), raw, &host, t->dtype, out, WK_F64);
+    wk_device *cpu = wk_cpu(); /* the host's backend converts the raw element */
+    if (!cpu) return wk_last_status();
+    return cpu->be->cast(cpu, raw, &host, t->dtype, out, WK_F64);
 }
 
 wk_status wk_item(const wk_tensor *t, double *out) {
@@ -113,9 +115,10 @@ wk_tensor *wk_to_dtype(const wk_tensor *t, wk_dtype dt) {
  *  - to the CPU: the source backend's to_host gathers the view straight
  *    into the new tensor's storage;
  *  - from a contiguous CPU view: from_host reads the CPU buffer in place;
- *  - CUDA to another CUDA device: a device-to-device (peer) copy, no host
- *    round trip (wk__cuda_copy_between);
- *  - anything else through a host staging buffer. */
+ *  - between two devices of one backend that has the optional copy_between
+ *    entry (CUDA to CUDA): a device-to-device (peer) copy, no host round trip;
+ *  - anything else through a host staging buffer.
+ * Every step is a contract entry of the backends involved. */
 wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev) {
     const char *op = "wk_to_device";
     if (!wk__check_in(op, t)) return NULL;
@@ -125,7 +128,7 @@ wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev) {
     size_t es = wk_dtype_size(t->dtype);
     size_t nb = (size_t)wk_numel(t) * es;
     if (dev->kind == WK_DEVICE_CPU || (src->kind == WK_DEVICE_CPU && wk__layout_is_contiguous(&t->layout)) ||
-        (src->kind == WK_DEVICE_CUDA && dev->kind == WK_DEVICE_CUDA)) {
+        (src->be == dev->be && src->be->copy_between)) {
         wk_tensor *r = wk__tensor_alloc(op, dev, t->dtype, t->layout.shape, t->layout.rank);
         if (!r || nb == 0) return r;
         wk_status st;
@@ -135,7 +138,7 @@ wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev) {
             st = dev->be->from_host(dev, r->storage->buf, 0, (const char *)t->storage->buf + (size_t)t->layout.offset * es,
                                     nb);
         else
-            st = wk__cuda_copy_between(src, t->storage->buf, &t->layout, t->dtype, dev, r->storage->buf);
+            st = src->be->copy_between(src, t->storage->buf, &t->layout, t->dtype, dev, r->storage->buf);
         if (st != WK_OK) {
             wk_tensor_free(r);
             return NULL;

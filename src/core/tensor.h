@@ -12,11 +12,13 @@ struct wk_device {
     int ordinal;
     uint64_t instance;          /* identity: two opens of one GPU differ */
     const wk_backend *be;
+    const wk_backend_desc *desc; /* the registered backend that opened it */
     char name[48];
-    /* random generator state (xoshiro256**), seeded by set_seed */
+    /* the seed of the device's generator: written by the backend's set_seed
+     * (under the backend's own lock), read by wk_device_seed */
     uint64_t seed;
-    uint64_t rng[4];
-    atomic_flag rng_lock;
+    /* backend-private state (the CPU's generator, ...), owned by the backend */
+    void *priv;
 };
 
 /* Who frees a storage's bytes when the last view lets go. */

@@ -1,7 +1,9 @@
-/* The CPU backend table, memory entries and the seedable generator. */
+/* The CPU backend table, memory entries and the seedable generator (its
+ * state is the CPU device's private state, see cpu_device.c). */
 #include "core/tensor.h"
 #include "cpu/cpu_alloc.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_rng.h"
 #include "cpu/cpu_convert.h"
 #include "cpu/vmath.h"
 
@@ -30,10 +32,9 @@ static uint64_t splitmix64(uint64_t *x) {
     return z ^ (z >> 31);
 }
 
-void wk__rng_seed(wk_device *dev, uint64_t seed) {
+void wk__cpu_rng_init(wk_cpu_rng *r, uint64_t seed) {
     uint64_t x = seed;
-    dev->seed = seed;
-    for (int i = 0; i < 4; i++) dev->rng[i] = splitmix64(&x);
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
 }
 
 static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
@@ -47,38 +48,44 @@ static inline uint64_t next_u64(uint64_t *s) {
 /* uniform double in [0, 1) with 53 random bits */
 static inline double next_unit(uint64_t *s) { return (double)(next_u64(s) >> 11) * 0x1p-53; }
 
-static void rng_lock(wk_device *d) { while (atomic_flag_test_and_set_explicit(&d->rng_lock, memory_order_acquire)) {} }
-static void rng_unlock(wk_device *d) { atomic_flag_clear_explicit(&d->rng_lock, memory_order_release); }
+/* The generator is the device's private state (wk_device.priv). */
+static wk_cpu_rng *rng_lock(wk_device *d) {
+    wk_cpu_rng *r = d->priv;
+    while (atomic_flag_test_and_set_explicit(&r->lock, memory_order_acquire)) {}
+    return r;
+}
+static void rng_unlock(wk_cpu_rng *r) { atomic_flag_clear_explicit(&r->lock, memory_order_release); }
 
 wk_status wk__cpu_set_seed(wk_device *dev, uint64_t seed) {
-    rng_lock(dev);
-    wk__rng_seed(dev, seed);
-    rng_unlock(dev);
+    wk_cpu_rng *r = rng_lock(dev);
+    wk__cpu_rng_init(r, seed);
+    dev->seed = seed;
+    rng_unlock(r);
     return WK_OK;
 }
 
 wk_status wk__cpu_rand_uniform(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double lo, double hi) {
-    rng_lock(dev);
+    wk_cpu_rng *r = rng_lock(dev);
     for (int64_t i = 0; i < n; i++) {
-        double v = lo + (hi - lo) * next_unit(dev->rng);
+        double v = lo + (hi - lo) * next_unit(r->s);
         wk__store_f64(dst, i, dt, v);
         /* rounding to a narrow dtype can land on hi; keep the interval half-open */
         if (dt != WK_F64 && hi > lo && wk__load_f64(dst, i, dt) >= hi) wk__store_f64(dst, i, dt, lo);
     }
-    rng_unlock(dev);
+    rng_unlock(r);
     return WK_OK;
 }
 
 wk_status wk__cpu_rand_normal(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double mean, double std) {
-    rng_lock(dev);
+    wk_cpu_rng *r = rng_lock(dev);
     /* Box-Muller, both outputs used */
     for (int64_t i = 0; i < n; i += 2) {
-        double u1 = 1.0 - next_unit(dev->rng), u2 = next_unit(dev->rng);
+        double u1 = 1.0 - next_unit(r->s), u2 = next_unit(r->s);
         double rad = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
         wk__store_f64(dst, i, dt, mean + std * rad * cos(th));
         if (i + 1 < n) wk__store_f64(dst, i + 1, dt, mean + std * rad * sin(th));
     }
-    rng_unlock(dev);
+    rng_unlock(r);
     return WK_OK;
 }
 
@@ -107,10 +114,7 @@ const wk_backend wk__cpu_backend = {
     .gather = wk__cpu_gather,
     .scatter = wk__cpu_scatter,
     .index_add = wk__cpu_index_add,
-    .conv1d = wk__cpu_conv1d,
-    .conv2d = wk__cpu_conv2d,
-    .conv_transpose1d = wk__cpu_conv_transpose1d,
-    .conv_transpose2d = wk__cpu_conv_transpose2d,
+    .conv = wk__cpu_conv,
     .pool2d = wk__cpu_pool2d,
     .upsample2d = wk__cpu_upsample2d,
     .scan = wk__cpu_scan,
@@ -120,4 +124,9 @@ const wk_backend wk__cpu_backend = {
     .rand_normal = wk__cpu_rand_normal,
     .set_seed = wk__cpu_set_seed,
     .synchronize = cpu_synchronize,
+    /* optional: fused kernels in cpu_nn.c; the rest run as composites */
+    .softmax = wk__cpu_softmax,
+    .log_softmax = wk__cpu_log_softmax,
+    .rms_norm = wk__cpu_rms_norm,
+    .layer_norm = wk__cpu_layer_norm,
 };

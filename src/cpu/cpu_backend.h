@@ -3,6 +3,9 @@
 #define WICK_CPU_BACKEND_H
 #include "backend.h"
 
+extern const wk_backend wk__cpu_backend;
+extern const wk_backend_desc wk__cpu_backend_desc; /* cpu_device.c */
+
 wk_status wk__cpu_copy_strided(wk_device *dev, const void *src, const wk_layout *ls, void *dst, const wk_layout *ld,
                                wk_dtype dt);
 wk_status wk__cpu_to_host(wk_device *dev, const void *src, const wk_layout *l, wk_dtype dt, void *dst);
@@ -37,6 +40,9 @@ wk_status wk__cpu_scatter(wk_device *dev, void *dst, const wk_layout *ld, const 
 wk_status wk__cpu_index_add(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
                             wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt);
 /* cpu_conv.c */
+wk_status wk__cpu_conv(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
+                       void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_args *a);
+/* the four shapes of conv, also called directly by tests/cuda/test_cuda_conv_emu.cu */
 wk_status wk__cpu_conv1d(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
                          void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_params *p);
 wk_status wk__cpu_conv2d(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
@@ -62,5 +68,13 @@ wk_status wk__cpu_topk(wk_device *dev, const void *src, const wk_layout *ls, wk_
 wk_status wk__cpu_rand_uniform(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double lo, double hi);
 wk_status wk__cpu_rand_normal(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double mean, double std);
 wk_status wk__cpu_set_seed(wk_device *dev, uint64_t seed);
+
+/* cpu_nn.c: fused optional entries */
+wk_status wk__cpu_softmax(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, void *dst);
+wk_status wk__cpu_log_softmax(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, void *dst);
+wk_status wk__cpu_rms_norm(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
+                           wk_dtype dt, double eps, void *dst);
+wk_status wk__cpu_layer_norm(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
+                             const void *b, const wk_layout *lb, wk_dtype dt, double eps, void *dst);
 
 #endif

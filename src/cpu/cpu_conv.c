@@ -537,3 +537,18 @@ wk_status wk__cpu_conv_transpose2d(wk_device *dev, const void *x, const wk_layou
     (void)dev;
     return conv_run("conv_transpose2d", x, lx, w, lw, dst, ld, dt, p, true);
 }
+
+/* The backend table's one conv entry: the spatial rank and direction come
+ * in the arguments, the layouts already have rank spatial + 2. */
+static const char *conv_name(const wk_conv_args *a) {
+    if (a->spatial == 1) return a->transposed ? "conv_transpose1d" : "conv1d";
+    return a->transposed ? "conv_transpose2d" : "conv2d";
+}
+wk_status wk__cpu_conv(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
+                       void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_args *a) {
+    (void)dev;
+    if ((a->spatial != 1 && a->spatial != 2) || lx->rank != a->spatial + 2)
+        return wk__err(WK_ERR_ARG, conv_name(a), "spatial rank %d does not match a rank-%d input", a->spatial,
+                       lx->rank);
+    return conv_run(conv_name(a), x, lx, w, lw, dst, ld, dt, &a->p, a->transposed);
+}

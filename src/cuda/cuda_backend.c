@@ -34,7 +34,6 @@
 
 #ifdef WICK_HAVE_CUDA
 #include <string.h>
-#include "cpu/cpu_backend.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda/cuda_view.h"
 #include "cuda/cuda_mm_plan.h"
@@ -583,11 +582,11 @@ static wk_status cu_rand(wk_device *dev, void *dst, int64_t n, wk_dtype dt, doub
     const char *op = normal ? "wk_randn" : "wk_rand";
     ENTER(op);
     if (n <= 0) return WK_OK;
-    while (atomic_flag_test_and_set_explicit(&dev->rng_lock, memory_order_acquire)) {
+    while (atomic_flag_test_and_set_explicit(&d->rng_lock, memory_order_acquire)) {
     }
     uint64_t seed = dev->seed, off = atomic_load(&d->rng_offset);
     atomic_store(&d->rng_offset, off + wk__cu_rand_counters(n, dt, normal));
-    atomic_flag_clear_explicit(&dev->rng_lock, memory_order_release);
+    atomic_flag_clear_explicit(&d->rng_lock, memory_order_release);
     int rc = normal ? wk__cu_rand_normal(d->stream, dst, n, dt, a, b, seed, off)
                     : wk__cu_rand_uniform(d->stream, dst, n, dt, a, b, seed, off);
     return wk__cuda_launched(op, d, rc);
@@ -602,14 +601,15 @@ static wk_status cu_rand_normal(wk_device *dev, void *dst, int64_t n, wk_dtype d
 /* ---- device control ---- */
 
 static wk_status cu_set_seed(wk_device *dev, uint64_t seed) {
-    /* the Philox stream restarts at counter 0 of the new key (the CPU's
-     * set_seed stores the seed under the same lock) */
-    wk_status st = wk__cpu_set_seed(dev, seed);
-    while (atomic_flag_test_and_set_explicit(&dev->rng_lock, memory_order_acquire)) {
+    /* the Philox stream restarts at counter 0 of the new key; seed and
+     * offset change together under the device's generator lock */
+    wk_cuda_dev *d = wk__cuda_dev(dev);
+    while (atomic_flag_test_and_set_explicit(&d->rng_lock, memory_order_acquire)) {
     }
-    atomic_store(&wk__cuda_dev(dev)->rng_offset, 0);
-    atomic_flag_clear_explicit(&dev->rng_lock, memory_order_release);
-    return st;
+    dev->seed = seed;
+    atomic_store(&d->rng_offset, 0);
+    atomic_flag_clear_explicit(&d->rng_lock, memory_order_release);
+    return WK_OK;
 }
 
 static wk_status cu_synchronize(wk_device *dev) {
@@ -643,10 +643,7 @@ const wk_backend wk__cuda_backend = {
     .gather = cu_gather,
     .scatter = cu_scatter,
     .index_add = cu_index_add,
-    .conv1d = wk__cuda_conv1d,
-    .conv2d = wk__cuda_conv2d,
-    .conv_transpose1d = wk__cuda_conv_transpose1d,
-    .conv_transpose2d = wk__cuda_conv_transpose2d,
+    .conv = wk__cuda_conv,
     .pool2d = cu_pool2d,
     .upsample2d = cu_upsample2d,
     .scan = cu_scan,
@@ -656,6 +653,8 @@ const wk_backend wk__cuda_backend = {
     .rand_normal = cu_rand_normal,
     .set_seed = cu_set_seed,
     .synchronize = cu_synchronize,
+    /* optional: fused ops run as composites; peer copies between GPUs */
+    .copy_between = wk__cuda_copy_between,
 };
 
 #else

@@ -165,23 +165,15 @@ static wk_status conv_run(const char *op, wk_device *dev, const void *x, const w
     return st;
 }
 
-wk_status wk__cuda_conv1d(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
-                          void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_params *p) {
-    return conv_run("conv1d", dev, x, lx, w, lw, dst, ld, dt, p, false);
-}
-wk_status wk__cuda_conv2d(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
-                          void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_params *p) {
-    return conv_run("conv2d", dev, x, lx, w, lw, dst, ld, dt, p, false);
-}
-wk_status wk__cuda_conv_transpose1d(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
-                                    const wk_layout *lw, void *dst, const wk_layout *ld, wk_dtype dt,
-                                    const wk_conv_params *p) {
-    return conv_run("conv_transpose1d", dev, x, lx, w, lw, dst, ld, dt, p, true);
-}
-wk_status wk__cuda_conv_transpose2d(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
-                                    const wk_layout *lw, void *dst, const wk_layout *ld, wk_dtype dt,
-                                    const wk_conv_params *p) {
-    return conv_run("conv_transpose2d", dev, x, lx, w, lw, dst, ld, dt, p, true);
+/* The backend table's one conv entry (spatial rank and direction in the
+ * arguments; 1-d convs run as 2-d convs with H = 1 inside conv_run). */
+wk_status wk__cuda_conv(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
+                        void *dst, const wk_layout *ld, wk_dtype dt, const wk_conv_args *a) {
+    const char *op = a->spatial == 1 ? (a->transposed ? "conv_transpose1d" : "conv1d")
+                                     : (a->transposed ? "conv_transpose2d" : "conv2d");
+    if ((a->spatial != 1 && a->spatial != 2) || lx->rank != a->spatial + 2)
+        return wk__err(WK_ERR_ARG, op, "spatial rank %d does not match a rank-%d input", a->spatial, lx->rank);
+    return conv_run(op, dev, x, lx, w, lw, dst, ld, dt, &a->p, a->transposed);
 }
 
 #else

@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void wk__rng_seed(wk_device *dev, uint64_t seed); /* src/cpu/cpu_backend.c */
-
 static pthread_mutex_t g_open_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(wk_cuda_dev *) g_devs[WK_CUDA_MAX_DEVICES];
 static atomic_uint_fast64_t g_next_instance = 1; /* the CPU device is instance 0 */
@@ -123,8 +121,9 @@ static wk_cuda_dev *open_locked(const char *op, int ordinal) {
     d->base.instance = inst;
     d->base.be = &wk__cuda_backend;
     snprintf(d->base.name, sizeof d->base.name, "cuda:%d#%llu", ordinal, (unsigned long long)inst);
-    atomic_flag_clear(&d->base.rng_lock);
-    wk__rng_seed(&d->base, 0x5eed5eed5eedULL);
+    d->base.desc = &wk__cuda_backend_desc;
+    atomic_flag_clear(&d->rng_lock);
+    d->base.seed = 0x5eed5eed5eedULL; /* Philox key; counters start at 0 */
     const char *what = "cudaStreamCreateWithFlags";
     e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) goto cuda_fail;
@@ -226,6 +225,28 @@ wk_status wk__cuda_cache_release(wk_device *dev, size_t *released) {
     if (released) *released = r;
     return WK_OK;
 }
+
+static wk_status cuda_memory_stats(wk_device *dev, wk_memory_stats *out) {
+    wk_cupool_stats s;
+    if (wk__cuda_mem_stats(dev, &s) != WK_OK) return wk_last_status();
+    out->bytes_in_use = s.bytes_in_use;
+    out->bytes_cached = s.bytes_cached;
+    out->peak_bytes_in_use = s.peak_in_use;
+    out->cache_hits = s.hits;
+    out->cache_misses = s.misses;
+    out->alloc_failures = s.failures;
+    return WK_OK;
+}
+
+const wk_backend_desc wk__cuda_backend_desc = {
+    .name = "cuda",
+    .kind = WK_DEVICE_CUDA,
+    .ops = &wk__cuda_backend,
+    .open = wk__cuda_open,
+    .device_count = wk__cuda_device_count,
+    .memory_stats = cuda_memory_stats,
+    .release_cache = wk__cuda_cache_release,
+};
 
 #else /* !WICK_HAVE_CUDA */
 

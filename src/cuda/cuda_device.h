@@ -3,7 +3,8 @@
  * Each holds its own non-blocking stream (every op of the device queues on
  * it, from any host thread), a buffer pool, a cuBLAS handle (plus a cuBLASLt
  * handle), an error flag the kernels set (integer division by zero) and the
- * seed of its random generator. Only built with WICK_HAVE_CUDA. */
+ * seed of its random generator. Only built with WICK_HAVE_CUDA. The core
+ * reaches all of it through wk__cuda_backend_desc (registry) and the table. */
 #ifndef WICK_CUDA_DEVICE_H
 #define WICK_CUDA_DEVICE_H
 #include "core/tensor.h"
@@ -45,6 +46,7 @@ typedef struct wk_cuda_dev {
      * counters of the stream given by base.seed, so results depend only on
      * the seed and the sequence of calls */
     _Atomic uint64_t rng_offset;
+    atomic_flag rng_lock;     /* guards base.seed + rng_offset */
     int cc_major, cc_minor;
     size_t total_mem;
     char gpu_name[256];
@@ -75,6 +77,9 @@ void wk__cuda_staging_free(wk_cuda_dev *d);
 
 extern const wk_backend wk__cuda_backend;
 #endif
+/* The registry descriptor (cuda_device.c); listed in the generated backend
+ * table only in builds with WICK_HAVE_CUDA. */
+extern const wk_backend_desc wk__cuda_backend_desc;
 
 /* Open (once) and return CUDA device `ordinal`; NULL + WK_ERR_DEVICE when no
  * driver, no device or a bad ordinal; NULL + WK_ERR_NOT_COMPILED without
@@ -93,7 +98,7 @@ wk_status wk__cuda_cache_release(wk_device *dev, size_t *released);
 /* Copy the view (src, ls) of CUDA device sdev into the contiguous buffer dst
  * of CUDA device ddev: gathered on sdev if strided, then one peer copy
  * ordered after the work queued on both devices (events, no host wait).
- * Only called with two different CUDA devices. */
+ * Only called with two different CUDA devices (the table's copy_between). */
 wk_status wk__cuda_copy_between(wk_device *sdev, const void *src, const wk_layout *ls, wk_dtype dt, wk_device *ddev,
                                 void *dst);
 

@@ -1,0 +1,51 @@
+/* Fused neural-network ops (included from wick.h). Each runs as one backend
+ * kernel where the backend has the optional entry (src/backend.h), else as
+ * a composite of the required entries with the same results up to rounding;
+ * f16 / bf16 / f8 inputs compute through f32 either way. Float dtypes only;
+ * errors as everywhere (NULL + wk_last_error). */
+#ifndef WICK_NN_H
+#define WICK_NN_H
+#include "wick/wick.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* exp(x - max) / sum(exp(x - max)) along dim (negative dims count from the
+ * end); log_softmax = (x - max) - log(sum(exp(x - max))). */
+wk_tensor *wk_softmax(const wk_tensor *t, int dim);
+wk_tensor *wk_log_softmax(const wk_tensor *t, int dim);
+
+/* Over the last dim; weight / bias 1-D of that size, or NULL (1 / 0).
+ * rms_norm: x / sqrt(mean(x^2) + eps) * weight (candle's rms_norm);
+ * layer_norm: (x - mean) / sqrt(var + eps) * weight + bias, biased var. */
+wk_tensor *wk_rms_norm(const wk_tensor *x, const wk_tensor *weight, double eps);
+wk_tensor *wk_layer_norm(const wk_tensor *x, const wk_tensor *weight, const wk_tensor *bias, double eps);
+
+/* Rotary embedding, candle's rope / rope_i layout: x (B, H, T, D), D even,
+ * cos and sin (T, D/2). Not interleaved (rope, GPT-NeoX style): the pair
+ * (x[i], x[i + D/2]) rotates by angle (t, i); interleaved (rope_i, GPT-J
+ * style): the pair (x[2i], x[2i+1]). out = (a cos - b sin, a sin + b cos).
+ * For candle's rope_thd (B, T, H, D) layout, transpose dims 1 and 2 first. */
+wk_tensor *wk_rope(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, bool interleaved);
+
+/* softmax(q k^T * scale + mask) v over the last two dims, as
+ * torch.nn.functional.scaled_dot_product_attention: q (..., Lq, D),
+ * k (..., Lk, D), v (..., Lk, Dv), batch dims equal; mask NULL or an
+ * additive mask of q's dtype broadcastable to (..., Lq, Lk); causal masks
+ * key j > query i (top-left aligned, as torch's is_causal); scale <= 0
+ * means 1/sqrt(D). A row with every key masked gives NaN (as torch). */
+wk_tensor *wk_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
+                                           const wk_tensor *mask, double scale, bool causal);
+
+/* Block-quantized matmul x (..., K) @ w^T, w (N, K) quantized, and
+ * dequantization of w to dt. No block-quantized dtype exists yet: every call
+ * answers WK_ERR_DTYPE naming the dtype (and WK_ERR_NOT_COMPILED, naming op
+ * and backend, once the dtypes exist on a backend without the entry). */
+wk_tensor *wk_qmatmul(const wk_tensor *x, const wk_tensor *w);
+wk_tensor *wk_dequantize(const wk_tensor *w, wk_dtype dt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WICK_NN_H */

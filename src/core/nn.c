@@ -1,0 +1,365 @@
+/* Fused neural-network ops (include/wick/nn.h): argument checks, then the
+ * backend's optional entry, or, where it is NULL, a composite of public ops
+ * (that is, of required entries only), so every backend runs them. The
+ * composites compute f16 / bf16 / f8 through f32, as the CPU's fused
+ * kernels do, and subtract the row max before exp (no overflow for large
+ * inputs). */
+#include "core/tensor.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- small helpers ---- */
+
+static bool check_float(const char *op, const wk_tensor *t) {
+    if (wk_dtype_is_float(t->dtype)) return true;
+    wk__err(WK_ERR_DTYPE, op, "not defined for dtype %s (float dtypes only)", wk_dtype_name(t->dtype));
+    return false;
+}
+
+/* The dtype a composite computes in. */
+static wk_dtype work_dtype(wk_dtype dt) { return dt == WK_F64 ? WK_F64 : WK_F32; }
+
+/* t in the work dtype (a view when it already is). */
+static wk_tensor *to_work(const wk_tensor *t) { return t ? wk_to_dtype(t, work_dtype(t->dtype)) : NULL; }
+
+/* Cast a composite's result r back to dt, consuming r. */
+static wk_tensor *from_work(wk_tensor *r, wk_dtype dt) {
+    if (!r || r->dtype == dt) return r;
+    wk_tensor *c = wk_to_dtype(r, dt);
+    wk_tensor_free(r);
+    return c;
+}
+
+static void free_all(wk_tensor **ts, int n) {
+    for (int i = 0; i < n; i++) wk_tensor_free(ts[i]);
+}
+
+/* Run a fused entry into a fresh contiguous tensor shaped like `like`. */
+#define RUN_FUSED(op, dev, dt, shape, rank, call)                                                                   \
+    do {                                                                                                            \
+        wk_tensor *out_ = wk__tensor_alloc(op, dev, dt, shape, rank);                                               \
+        if (!out_ || wk_numel(out_) == 0) return out_;                                                              \
+        void *dst = out_->storage->buf;                                                                             \
+        if ((call) != WK_OK) {                                                                                      \
+            wk_tensor_free(out_);                                                                                   \
+            return NULL;                                                                                            \
+        }                                                                                                           \
+        return out_;                                                                                                \
+    } while (0)
+
+/* ---- softmax ---- */
+
+static wk_tensor *softmax_composite(const wk_tensor *t, int d, bool logp) {
+    wk_tensor *tmp[6] = {0};
+    tmp[0] = to_work(t);
+    tmp[1] = wk_max(tmp[0], &d, 1, true);
+    tmp[2] = wk_sub(tmp[0], tmp[1]); /* <= 0: exp cannot overflow */
+    tmp[3] = wk_exp(tmp[2]);
+    tmp[4] = wk_sum(tmp[3], &d, 1, true);
+    wk_tensor *r;
+    if (logp) {
+        tmp[5] = wk_log(tmp[4]);
+        r = wk_sub(tmp[2], tmp[5]);
+    } else {
+        r = wk_div(tmp[3], tmp[4]);
+    }
+    free_all(tmp, 6);
+    return from_work(r, t->dtype);
+}
+
+static wk_tensor *softmax_run(const char *op, const wk_tensor *t, int dim, bool logp) {
+    if (!wk__check_in(op, t) || !check_float(op, t)) return NULL;
+    int d;
+    if (wk__norm_dim(op, dim, t->layout.rank, &d) != WK_OK) return NULL;
+    const wk_backend *be = wk__be(t);
+    wk_status (*e)(wk_device *, const void *, const wk_layout *, wk_dtype, int, void *) =
+        logp ? be->log_softmax : be->softmax;
+    if (!e || wk_numel(t) == 0) {
+        if (wk_numel(t) == 0) return wk__tensor_alloc(op, wk__dev(t), t->dtype, t->layout.shape, t->layout.rank);
+        return softmax_composite(t, d, logp);
+    }
+    RUN_FUSED(op, wk__dev(t), t->dtype, t->layout.shape, t->layout.rank,
+              e(wk__dev(t), t->storage->buf, &t->layout, t->dtype, d, dst));
+}
+
+wk_tensor *wk_softmax(const wk_tensor *t, int dim) { return softmax_run("wk_softmax", t, dim, false); }
+wk_tensor *wk_log_softmax(const wk_tensor *t, int dim) { return softmax_run("wk_log_softmax", t, dim, true); }
+
+/* ---- rms_norm / layer_norm ---- */
+
+/* x float, rank >= 1; a (weight or bias) NULL or 1-D of x's last size. */
+static bool norm_check(const char *op, const wk_tensor *x, const wk_tensor *a, const char *what) {
+    if (!a) return true;
+    if (!wk__check_same(op, x, a)) return false;
+    if (a->layout.rank != 1 || a->layout.shape[0] != x->layout.shape[x->layout.rank - 1]) {
+        char bx[128], ba[128];
+        wk__err(WK_ERR_SHAPE, op, "%s %s must be 1-D of the last dim of x %s", what,
+                wk__shape_str(a->layout.shape, a->layout.rank, ba, sizeof ba),
+                wk__shape_str(x->layout.shape, x->layout.rank, bx, sizeof bx));
+        return false;
+    }
+    return true;
+}
+
+static wk_tensor *norm_composite(const wk_tensor *x, const wk_tensor *w, const wk_tensor *b, double eps, bool rms) {
+    int d = x->layout.rank - 1;
+    wk_tensor *tmp[10] = {0};
+    tmp[0] = to_work(x);
+    const wk_tensor *c = tmp[0];
+    if (!rms) {
+        tmp[1] = wk_mean(tmp[0], &d, 1, true);
+        tmp[2] = wk_sub(tmp[0], tmp[1]);
+        c = tmp[2];
+    }
+    tmp[3] = wk_sqr(c);
+    tmp[4] = wk_mean(tmp[3], &d, 1, true);
+    tmp[5] = wk_affine(tmp[4], 1.0, eps);
+    tmp[6] = wk_sqrt(tmp[5]);
+    wk_tensor *r = wk_div(c, tmp[6]);
+    if (w) {
+        tmp[7] = to_work(w);
+        wk_tensor *s = wk_mul(r, tmp[7]);
+        wk_tensor_free(r);
+        r = s;
+    }
+    if (b) {
+        tmp[8] = to_work(b);
+        wk_tensor *s = wk_add(r, tmp[8]);
+        wk_tensor_free(r);
+        r = s;
+    }
+    free_all(tmp, 10);
+    return from_work(r, x->dtype);
+}
+
+static wk_tensor *norm_run(const char *op, const wk_tensor *x, const wk_tensor *w, const wk_tensor *b, double eps,
+                           bool rms) {
+    if (!wk__check_in(op, x) || !check_float(op, x)) return NULL;
+    if (x->layout.rank < 1) {
+        wk__err(WK_ERR_SHAPE, op, "needs rank >= 1 (the normalized dim is the last), got a scalar");
+        return NULL;
+    }
+    if (!norm_check(op, x, w, "weight") || !norm_check(op, x, b, "bias")) return NULL;
+    if (!(eps >= 0)) {
+        wk__err(WK_ERR_ARG, op, "eps %g must be >= 0", eps);
+        return NULL;
+    }
+    const wk_backend *be = wk__be(x);
+    bool fused = rms ? be->rms_norm != NULL : be->layer_norm != NULL;
+    if (wk_numel(x) == 0) return wk__tensor_alloc(op, wk__dev(x), x->dtype, x->layout.shape, x->layout.rank);
+    if (!fused) return norm_composite(x, w, b, eps, rms);
+    const void *wb = w ? w->storage->buf : NULL, *bb = b ? b->storage->buf : NULL;
+    const wk_layout *lw = w ? &w->layout : NULL, *lb = b ? &b->layout : NULL;
+    RUN_FUSED(op, wk__dev(x), x->dtype, x->layout.shape, x->layout.rank,
+              rms ? be->rms_norm(wk__dev(x), x->storage->buf, &x->layout, wb, lw, x->dtype, eps, dst)
+                  : be->layer_norm(wk__dev(x), x->storage->buf, &x->layout, wb, lw, bb, lb, x->dtype, eps, dst));
+}
+
+wk_tensor *wk_rms_norm(const wk_tensor *x, const wk_tensor *weight, double eps) {
+    return norm_run("wk_rms_norm", x, weight, NULL, eps, true);
+}
+wk_tensor *wk_layer_norm(const wk_tensor *x, const wk_tensor *weight, const wk_tensor *bias, double eps) {
+    return norm_run("wk_layer_norm", x, weight, bias, eps, false);
+}
+
+/* ---- rope ---- */
+
+static wk_tensor *rope_composite(const wk_tensor *x, const wk_tensor *cs, const wk_tensor *sn, bool interleaved) {
+    const int64_t *s = x->layout.shape;
+    int64_t h = s[3] / 2;
+    wk_tensor *tmp[14] = {0};
+    tmp[0] = to_work(x);
+    tmp[1] = to_work(cs);
+    tmp[2] = to_work(sn);
+    const wk_tensor *a, *b;
+    if (interleaved) {
+        /* (B, H, T, D) -> (B, H, T, D/2, 2): pairs are the last dim */
+        int64_t s5[5] = {s[0], s[1], s[2], h, 2};
+        tmp[3] = wk_contiguous(tmp[0]);
+        tmp[4] = wk_reshape(tmp[3], s5, 5);
+        tmp[5] = wk_select(tmp[4], 4, 0);
+        tmp[6] = wk_select(tmp[4], 4, 1);
+    } else {
+        tmp[5] = wk_narrow(tmp[0], 3, 0, h);
+        tmp[6] = wk_narrow(tmp[0], 3, h, h);
+    }
+    a = tmp[5];
+    b = tmp[6];
+    tmp[7] = wk_mul(a, tmp[1]);
+    tmp[8] = wk_mul(b, tmp[2]);
+    tmp[9] = wk_sub(tmp[7], tmp[8]); /* a cos - b sin */
+    tmp[10] = wk_mul(a, tmp[2]);
+    tmp[11] = wk_mul(b, tmp[1]);
+    tmp[12] = wk_add(tmp[10], tmp[11]); /* a sin + b cos */
+    wk_tensor *parts[2] = {tmp[9], tmp[12]};
+    wk_tensor *r;
+    if (interleaved) {
+        tmp[13] = wk_stack(parts, 2, 4);
+        r = wk_reshape(tmp[13], s, 4);
+    } else {
+        r = wk_cat(parts, 2, 3);
+    }
+    free_all(tmp, 14);
+    return from_work(r, x->dtype);
+}
+
+wk_tensor *wk_rope(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, bool interleaved) {
+    const char *op = "wk_rope";
+    if (!wk__check_same(op, x, cos) || !wk__check_same(op, x, sin) || !check_float(op, x)) return NULL;
+    char bx[128], bc[128], bs[128];
+    const wk_layout *lx = &x->layout, *lc = &cos->layout, *ls = &sin->layout;
+    if (lx->rank != 4 || lx->shape[3] % 2 != 0 || lc->rank != 2 || ls->rank != 2 || lc->shape[0] != lx->shape[2] ||
+        lc->shape[1] != lx->shape[3] / 2 || ls->shape[0] != lc->shape[0] || ls->shape[1] != lc->shape[1]) {
+        wk__err(WK_ERR_SHAPE, op, "needs x (B, H, T, D) with D even and cos, sin (T, D/2): x %s, cos %s, sin %s",
+                wk__shape_str(lx->shape, lx->rank, bx, sizeof bx), wk__shape_str(lc->shape, lc->rank, bc, sizeof bc),
+                wk__shape_str(ls->shape, ls->rank, bs, sizeof bs));
+        return NULL;
+    }
+    if (wk_numel(x) == 0) return wk__tensor_alloc(op, wk__dev(x), x->dtype, lx->shape, 4);
+    const wk_backend *be = wk__be(x);
+    if (!be->rope) return rope_composite(x, cos, sin, interleaved);
+    RUN_FUSED(op, wk__dev(x), x->dtype, lx->shape, 4,
+              be->rope(wk__dev(x), x->storage->buf, lx, cos->storage->buf, lc, sin->storage->buf, ls, x->dtype,
+                       interleaved, dst));
+}
+
+/* ---- scaled dot-product attention ---- */
+
+/* The additive causal mask (Lq, Lk) in dtype dt on dev: 0 where j <= i. */
+static wk_tensor *causal_mask(wk_device *dev, wk_dtype dt, int64_t lq, int64_t lk) {
+    size_t n = (size_t)(lq * lk), es = wk_dtype_size(dt);
+    void *buf = malloc(n * es + 1);
+    if (!buf) {
+        wk__err(WK_ERR_OOM, "wk_scaled_dot_product_attention", "cannot allocate a %lld x %lld causal mask",
+                (long long)lq, (long long)lk);
+        return NULL;
+    }
+    for (int64_t i = 0; i < lq; i++)
+        for (int64_t j = 0; j < lk; j++) {
+            double v = j <= i ? 0.0 : -INFINITY;
+            if (dt == WK_F64) ((double *)buf)[i * lk + j] = v;
+            else ((float *)buf)[i * lk + j] = (float)v;
+        }
+    int64_t shape[2] = {lq, lk};
+    wk_tensor *m = wk_from_host(buf, n * es, shape, 2, dt, dev);
+    free(buf);
+    return m;
+}
+
+static wk_tensor *attention_composite(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
+                                      const wk_tensor *mask, double scale, bool causal) {
+    int r = q->layout.rank;
+    wk_tensor *tmp[10] = {0};
+    tmp[0] = to_work(q);
+    tmp[1] = to_work(k);
+    tmp[2] = to_work(v);
+    tmp[3] = wk_transpose(tmp[1], r - 2, r - 1);
+    tmp[4] = wk_matmul(tmp[0], tmp[3]);
+    tmp[5] = wk_affine(tmp[4], scale, 0.0);
+    wk_tensor *s = tmp[5];
+    if (mask) {
+        tmp[6] = to_work(mask);
+        tmp[7] = wk_add(s, tmp[6]);
+        s = tmp[7];
+    }
+    if (causal && s) {
+        tmp[8] = causal_mask(wk__dev(q), s->dtype, q->layout.shape[r - 2], k->layout.shape[r - 2]);
+        tmp[9] = wk_add(s, tmp[8]);
+        s = tmp[9];
+    }
+    wk_tensor *p = wk_softmax(s, -1);
+    wk_tensor *o = wk_matmul(p, tmp[2]);
+    wk_tensor_free(p);
+    free_all(tmp, 10);
+    return from_work(o, q->dtype);
+}
+
+wk_tensor *wk_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
+                                           const wk_tensor *mask, double scale, bool causal) {
+    const char *op = "wk_scaled_dot_product_attention";
+    if (!wk__check_same(op, q, k) || !wk__check_same(op, q, v) || (mask && !wk__check_same(op, q, mask)) ||
+        !check_float(op, q))
+        return NULL;
+    const wk_layout *lq = &q->layout, *lk = &k->layout, *lv = &v->layout;
+    int r = lq->rank;
+    bool ok = r >= 2 && lk->rank == r && lv->rank == r && lq->shape[r - 1] == lk->shape[r - 1] &&
+              lk->shape[r - 2] == lv->shape[r - 2];
+    for (int i = 0; ok && i < r - 2; i++) ok = lq->shape[i] == lk->shape[i] && lq->shape[i] == lv->shape[i];
+    if (!ok) {
+        char bq[128], bk[128], bv[128];
+        wk__err(WK_ERR_SHAPE, op, "needs q (..., Lq, D), k (..., Lk, D), v (..., Lk, Dv) with equal batch dims: q %s, k %s, v %s",
+                wk__shape_str(lq->shape, lq->rank, bq, sizeof bq), wk__shape_str(lk->shape, lk->rank, bk, sizeof bk),
+                wk__shape_str(lv->shape, lv->rank, bv, sizeof bv));
+        return NULL;
+    }
+    int64_t oshape[WK_MAX_RANK];
+    memcpy(oshape, lq->shape, sizeof(int64_t) * (size_t)r);
+    oshape[r - 1] = lv->shape[r - 1];
+    wk_layout lm;
+    if (mask) {
+        /* broadcast to the scores' shape (..., Lq, Lk) */
+        int64_t sshape[WK_MAX_RANK];
+        memcpy(sshape, lq->shape, sizeof(int64_t) * (size_t)r);
+        sshape[r - 1] = lk->shape[r - 2];
+        if (wk__layout_broadcast(op, &mask->layout, sshape, r, &lm) != WK_OK) return NULL;
+    }
+    if (!(scale > 0)) scale = 1.0 / sqrt((double)(lq->shape[r - 1] ? lq->shape[r - 1] : 1));
+    const wk_backend *be = wk__be(q);
+    int64_t on = 1;
+    for (int i = 0; i < r; i++) on *= oshape[i];
+    if (on == 0 || !be->attention) {
+        if (on == 0) return wk__tensor_alloc(op, wk__dev(q), q->dtype, oshape, r);
+        return attention_composite(q, k, v, mask, scale, causal);
+    }
+    wk_attention_args a = {.scale = scale, .causal = causal};
+    RUN_FUSED(op, wk__dev(q), q->dtype, oshape, r,
+              be->attention(wk__dev(q), q->storage->buf, lq, k->storage->buf, lk, v->storage->buf, lv,
+                            mask ? mask->storage->buf : NULL, mask ? &lm : NULL, q->dtype, &a, dst));
+}
+
+/* ---- block-quantized work (the dtypes come with a later issue) ---- */
+
+static bool is_block_quantized(wk_dtype dt) {
+    switch (dt) {
+    case WK_U8: case WK_U32: case WK_I16: case WK_I32: case WK_I64:
+    case WK_BF16: case WK_F16: case WK_F32: case WK_F64: case WK_F8E4M3: case WK_DTYPE_COUNT:
+        return false;
+    }
+    return false;
+}
+
+/* NULL when w can go to the entry; else the error is recorded. */
+static bool quant_check(const char *op, const wk_tensor *w, bool has_entry) {
+    if (!is_block_quantized(w->dtype)) {
+        wk__err(WK_ERR_DTYPE, op, "weight dtype %s is not a block-quantized dtype (wick has none yet)",
+                wk_dtype_name(w->dtype));
+        return false;
+    }
+    if (!has_entry) {
+        wk__err(WK_ERR_NOT_COMPILED, op, "backend %s has no %s entry for dtype %s", wk__be(w)->name, op,
+                wk_dtype_name(w->dtype));
+        return false;
+    }
+    return true;
+}
+
+wk_tensor *wk_qmatmul(const wk_tensor *x, const wk_tensor *w) {
+    const char *op = "wk_qmatmul";
+    if (!wk__check_same(op, x, w) || !quant_check(op, w, wk__be(w)->qmatmul != NULL)) return NULL;
+    /* reached only once block dtypes exist: the entry computes (..., K) x (N, K)^T */
+    int r = x->layout.rank;
+    int64_t oshape[WK_MAX_RANK];
+    memcpy(oshape, x->layout.shape, sizeof(int64_t) * (size_t)r);
+    oshape[r - 1] = w->layout.shape[0];
+    RUN_FUSED(op, wk__dev(x), x->dtype, oshape, r,
+              wk__be(x)->qmatmul(wk__dev(x), x->storage->buf, &x->layout, x->dtype, w->storage->buf, &w->layout,
+                                 w->dtype, dst));
+}
+
+wk_tensor *wk_dequantize(const wk_tensor *w, wk_dtype dt) {
+    const char *op = "wk_dequantize";
+    if (!wk__check_in(op, w) || !quant_check(op, w, wk__be(w)->dequantize != NULL)) return NULL;
+    RUN_FUSED(op, wk__dev(w), dt, w->layout.shape, w->layout.rank,
+              wk__be(w)->dequantize(wk__dev(w), w->storage->buf, &w->layout, w->dtype, dst, dt));
+}

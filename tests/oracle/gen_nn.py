@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""Oracle for the fused nn ops of include/wick/nn.h (softmax, log_softmax,
+rms_norm, layer_norm, rope, scaled dot-product attention): torch / numpy in
+float64 compute what wick must return.
+
+    /usr/bin/python3 tests/oracle/gen_nn.py OUTDIR
+
+writes only OUTDIR/nn/manifest.txt and OUTDIR/nn/nNNNNN.npy; read by
+tests/test_oracle_nn.c (WICK_ORACLE_DIR=OUTDIR).
+
+manifest.txt: '#' lines are comments; every other line is one case of seven
+space-separated fields:
+
+    id op dtype params inputs expected tol
+
+  op       softmax | log_softmax | rms_norm | layer_norm | rope | sdpa
+  dtype    the dtype every input is converted to (inputs are f64 files
+           whose values are already on that dtype's grid)
+  params   k=v pairs joined by ';': dim=, eps=, inter=0|1, scale=,
+           causal=0|1 ('-' for none)
+  inputs   ','-joined input specs FILE[@VIEW+VIEW...] (views as in
+           tests/oracle_util.h: t = transpose of the last two dims,
+           nD:S:L narrow, pA:B:.. permute), '-' for an absent optional
+           input (weight, bias, mask). Order: softmax x; rms_norm x,w;
+           layer_norm x,w,b; rope x,cos,sin; sdpa q,k,v,mask
+  expected f64 FILE, or !STATUS (the call must fail with that status)
+  tol      |got - want| <= tol * (1 + |want|); NaN must match NaN
+
+rope follows candle: x (B, H, T, D), cos / sin (T, D/2); inter=0 rotates
+(x[i], x[i + D/2]) (candle's rope), inter=1 rotates (x[2i], x[2i+1])
+(candle's rope_i). sdpa is softmax(q k^T * scale + mask) v with an additive float mask and
+torch's top-left causal rule (torch.ones(Lq, Lk).tril()), in torch float64
+ops, checked against torch's own (1.13: private) scaled-dot-product
+attention where that applies; scale=0 means 1/sqrt(D).
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import oracle_common as oc  # noqa: E402
+
+SEED = 0x22F
+FLOATS = ['f32', 'f64', 'f16', 'bf16']
+TOL = {'f64': 1e-12, 'f32': 4e-6, 'f16': 2e-3, 'bf16': 1.6e-2}
+
+
+class Gen:
+    def __init__(self, outdir):
+        self.dir = os.path.join(outdir, 'nn')
+        self.files = oc.NpyFiles(self.dir, 'n')
+        self.lines = []
+        self.rng = np.random.default_rng(SEED)
+
+    def values(self, shape, dt, scale=1.0):
+        n = int(np.prod(shape)) if len(shape) else 1
+        v = self.rng.standard_normal(n).reshape(shape) * scale
+        return oc.round_float(v, dt)
+
+    def spec(self, x, view):
+        """Save the base array whose wick view `view` is x; the spec."""
+        if x is None:
+            return '-'
+        if view == 'c':
+            return self.files.save(x)
+        if view == 't':
+            return self.files.save(np.swapaxes(x, -1, -2)) + '@t'
+        if view.startswith('n'):
+            # x is the narrow [1, 1 + n) of a wider last dim
+            d = x.ndim - 1
+            shp = list(x.shape)
+            shp[d] += 3
+            base = self.rng.standard_normal(shp)
+            base = oc.round_float(base, 'f64')
+            base[..., 1:1 + x.shape[d]] = x
+            return self.files.save(base) + '@n%d:1:%d' % (d, x.shape[d])
+        if view.startswith('p'):
+            perm = [int(z) for z in view[1:].split(':')]
+            inv = np.argsort(perm)
+            return self.files.save(np.transpose(x, inv)) + '@' + view
+        raise ValueError(view)
+
+    def case(self, op, dt, params, inputs, expected, tol=None):
+        exp = expected if isinstance(expected, str) else self.files.save(oc.round_float(expected, dt))
+        if tol is None:
+            tol = TOL[dt]
+        pid = '%04d.%s.%s' % (len(self.lines), op, dt)
+        self.lines.append(' '.join([pid, op, dt, params or '-', ','.join(inputs), exp, repr(float(tol))]))
+
+    def write(self):
+        oc.write_manifest(self.dir, [' nn oracle, seed %#x' % SEED], self.lines)
+
+
+def t64(x):
+    return torch.from_numpy(np.asarray(x, np.float64))
+
+
+def views_for(rank):
+    return ['c', 't', 'n'] if rank >= 2 else ['c']
+
+
+def gen_softmax(g):
+    shapes = [(7,), (3, 5), (2, 3, 4), (1,), (1, 1), (2, 1, 6), (0, 4), (4, 0)]
+    for dt in FLOATS:
+        for shape in shapes:
+            for view in views_for(len(shape)):
+                if 0 in shape and view != 'c':
+                    continue
+                x = g.values(shape, dt, 3.0)
+                xs = g.spec(x, view)
+                for dim in range(-len(shape), len(shape)):
+                    with np.errstate(all='ignore'):
+                        s = torch.softmax(t64(x), dim).numpy()
+                        ls = torch.log_softmax(t64(x), dim).numpy()
+                    g.case('softmax', dt, 'dim=%d' % dim, [xs], s)
+                    g.case('log_softmax', dt, 'dim=%d' % dim, [xs], ls)
+    # large magnitudes: naive exp would overflow; -inf entries get 0 / -inf
+    for dt in ('f32', 'f64'):
+        for scale in (1e3, 1e30 if dt == 'f32' else 1e300):
+            x = g.values((4, 9), dt, scale)
+            xs = g.spec(x, 'c')
+            g.case('softmax', dt, 'dim=1', [xs], torch.softmax(t64(x), 1).numpy())
+            g.case('log_softmax', dt, 'dim=-1', [xs], torch.log_softmax(t64(x), -1).numpy(),
+                   TOL[dt] if scale < 1e10 else 1e-6)
+        x = g.values((3, 5), dt)
+        x[0, 2] = -np.inf
+        x[1, :] = 1e4
+        xs = g.spec(x, 'c')
+        g.case('softmax', dt, 'dim=1', [xs], torch.softmax(t64(x), 1).numpy())
+        g.case('log_softmax', dt, 'dim=1', [xs], torch.log_softmax(t64(x), 1).numpy())
+    # a long row (threads split the rows) and errors
+    x = g.values((64, 1500), 'f32')
+    g.case('softmax', 'f32', 'dim=1', [g.spec(x, 'c')], torch.softmax(t64(x), 1).numpy())
+    x = np.zeros((2, 3))
+    g.case('softmax', 'f32', 'dim=2', [g.spec(x, 'c')], '!INDEX')
+    g.case('log_softmax', 'f32', 'dim=-3', [g.spec(x, 'c')], '!INDEX')
+
+
+def rms(x, w, eps):
+    x = t64(x)
+    r = x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps)
+    return (r * t64(w) if w is not None else r).numpy()
+
+
+def gen_norms(g):
+    shapes = [(4, 16), (2, 3, 8), (5,), (1, 1), (3, 1), (0, 8)]
+    for dt in FLOATS:
+        for shape in shapes:
+            for view in views_for(len(shape)):
+                if 0 in shape and view != 'c':
+                    continue
+                x = g.values(shape, dt, 2.0)
+                w = g.values(shape[-1:], dt)
+                b = g.values(shape[-1:], dt)
+                xs, ws, bs = g.spec(x, view), g.spec(w, 'c'), g.spec(b, 'c')
+                for eps in (1e-5, 1e-2):
+                    p = 'eps=%r' % eps
+                    g.case('rms_norm', dt, p, [xs, ws], rms(x, w, eps))
+                    g.case('rms_norm', dt, p, [xs, '-'], rms(x, None, eps))
+                    ln = F.layer_norm(t64(x), shape[-1:], t64(w), t64(b), eps).numpy()
+                    g.case('layer_norm', dt, p, [xs, ws, bs], ln)
+                    ln = F.layer_norm(t64(x), shape[-1:], None, None, eps).numpy()
+                    g.case('layer_norm', dt, p, [xs, '-', '-'], ln)
+                    ln = F.layer_norm(t64(x), shape[-1:], t64(w), None, eps).numpy()
+                    g.case('layer_norm', dt, p, [xs, ws, '-'], ln)
+    # large offsets (layer_norm subtracts the mean first; x - mean of values
+    # near 1e4 carries 1e4 * 2^-52 of rounding), a long row
+    x = g.values((3, 256), 'f64') + 1e4
+    g.case('layer_norm', 'f64', 'eps=1e-05', [g.spec(x, 'c'), '-', '-'],
+           F.layer_norm(t64(x), (256,), None, None, 1e-5).numpy(), 1e-10)
+    x = g.values((8, 4096), 'f32')
+    g.case('rms_norm', 'f32', 'eps=1e-06', [g.spec(x, 'c'), '-'], rms(x, None, 1e-6))
+    # errors: weight of the wrong size, a scalar, integer dtype
+    x = np.zeros((2, 4))
+    g.case('rms_norm', 'f32', 'eps=1e-05', [g.spec(x, 'c'), g.spec(np.ones(3), 'c')], '!SHAPE')
+    g.case('layer_norm', 'f32', 'eps=1e-05', [g.spec(x, 'c'), '-', g.spec(np.ones((1, 4)), 'c')], '!SHAPE')
+    g.case('rms_norm', 'f32', 'eps=1e-05', [g.spec(np.array(1.0), 'c'), '-'], '!SHAPE')
+
+
+def rope_ref(x, c, s, inter):
+    x = np.asarray(x, np.float64)
+    d = x.shape[-1]
+    out = np.empty_like(x)
+    if inter:
+        a, b = x[..., 0::2], x[..., 1::2]
+        out[..., 0::2] = a * c - b * s
+        out[..., 1::2] = a * s + b * c
+    else:
+        a, b = x[..., :d // 2], x[..., d // 2:]
+        out[..., :d // 2] = a * c - b * s
+        out[..., d // 2:] = a * s + b * c
+    return out
+
+
+def gen_rope(g):
+    for dt in FLOATS:
+        for (bsz, h, t, d) in [(2, 3, 5, 8), (1, 1, 1, 2), (1, 2, 7, 16)]:
+            x = g.values((bsz, h, t, d), dt)
+            ang = g.rng.uniform(-3, 3, (t, d // 2))
+            c = oc.round_float(np.cos(ang), dt)
+            s = oc.round_float(np.sin(ang), dt)
+            cs, ss = g.spec(c, 'c'), g.spec(s, 'c')
+            for view in ('c', 'p0:2:1:3'):
+                xs = g.spec(x, view)   # p0:2:1:3: a (B, T, H, D) tensor viewed as (B, H, T, D)
+                for inter in (0, 1):
+                    g.case('rope', dt, 'inter=%d' % inter, [xs, cs, ss], rope_ref(x, c, s, inter))
+    x = np.zeros((1, 1, 2, 5))
+    g.case('rope', 'f32', 'inter=0', [g.spec(x, 'c'), g.spec(np.ones((2, 2)), 'c'), g.spec(np.ones((2, 2)), 'c')],
+           '!SHAPE')
+    x = np.zeros((1, 1, 2, 4))
+    g.case('rope', 'f32', 'inter=1', [g.spec(x, 'c'), g.spec(np.ones((3, 2)), 'c'), g.spec(np.ones((3, 2)), 'c')],
+           '!SHAPE')
+
+
+def sdpa_ref(q, k, v, mask, scale, causal):
+    """softmax(q k^T * scale + mask [+ causal]) v in float64 (torch ops).
+    Debian's torch 1.13 has only the private
+    F._scaled_dot_product_attention (fixed scale 1/sqrt(D), boolean masks):
+    where it applies, the formula is checked against it below."""
+    q, k, v = t64(q), t64(k), t64(v)
+    d = q.shape[-1]
+    s = q @ k.transpose(-1, -2) * (scale if scale > 0 else 1.0 / np.sqrt(d))
+    if mask is not None:
+        s = s + t64(mask)
+    if causal:
+        keep = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool).tril()
+        s = s.masked_fill(~keep, float('-inf'))
+    out = torch.softmax(s, -1) @ v
+    if scale == 0 and mask is None and q.dim() >= 3 and hasattr(F, '_scaled_dot_product_attention'):
+        with torch.no_grad():
+            t = F._scaled_dot_product_attention(q, k, v, None, 0.0, False, bool(causal))[0]
+        assert torch.allclose(t, out, rtol=1e-10, atol=1e-12), 'formula disagrees with torch'
+    return out.numpy()
+
+
+def gen_sdpa(g):
+    for dt in ('f32', 'f64', 'f16', 'bf16'):
+        tol = {'f32': 2e-5, 'f64': 1e-11, 'f16': 1e-2, 'bf16': 6e-2}[dt]
+        for (bh, lq, lk, d, dv) in [((2, 3), 5, 7, 8, 6), ((1,), 7, 5, 4, 4), ((2,), 1, 1, 3, 2), ((), 6, 6, 16, 8)]:
+            q = g.values(bh + (lq, d), dt)
+            k = g.values(bh + (lk, d), dt)
+            v = g.values(bh + (lk, dv), dt)
+            mask = oc.round_float(g.rng.standard_normal((lq, lk)), dt)
+            for kview in ('c', 't'):
+                qs, ks, vs = g.spec(q, 'c'), g.spec(k, kview), g.spec(v, 'c')
+                ms = g.spec(mask, 'c')
+                for causal in (0, 1):
+                    for scale in (0.0, 0.3):
+                        p = 'scale=%r;causal=%d' % (scale, causal)
+                        g.case('sdpa', dt, p, [qs, ks, vs, '-'], sdpa_ref(q, k, v, None, scale, causal), tol)
+                    g.case('sdpa', dt, 'scale=0.0;causal=%d' % causal, [qs, ks, vs, ms],
+                           sdpa_ref(q, k, v, mask, 0.0, causal), tol)
+    q = np.zeros((2, 3, 4))
+    g.case('sdpa', 'f32', 'scale=0.0;causal=0', [g.spec(q, 'c'), g.spec(np.zeros((2, 3, 5)), 'c'),
+                                                   g.spec(np.zeros((2, 3, 4)), 'c'), '-'], '!SHAPE')
+
+
+def main():
+    if len(sys.argv) != 2:
+        print('usage: gen_nn.py OUTDIR', file=sys.stderr)
+        return 2
+    torch.manual_seed(0)
+    g = Gen(sys.argv[1])
+    gen_softmax(g)
+    gen_norms(g)
+    gen_rope(g)
+    gen_sdpa(g)
+    g.write()
+    print('gen_nn: %d cases' % len(g.lines))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,171 @@
+/* Oracle suite for the fused nn ops (include/wick/nn.h): every case of
+ * $WICK_ORACLE_DIR/nn/manifest.txt (written by tests/oracle/gen_nn.py from
+ * torch in float64; the format is described there) runs through the public
+ * API on the oracle device (the CPU's fused entries, or the composites on a
+ * backend without them, e.g. CUDA) and is compared. Each case runs with 1
+ * and 2 threads; the results must be bit-identical. Failing cases print
+ * their id and first mismatch; the run ends "oracle_nn: N cases, M failed". */
+#include "testutil.h"
+#include "oracle_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char g_dir[4096];
+static int g_total, g_failed, g_noncontig;
+
+static double param_num(const char *params, const char *key, double dflt) {
+    char buf[64];
+    return ou_param(params, key, buf, sizeof buf) ? strtod(buf, NULL) : dflt;
+}
+
+static wk_tensor *run_op(const char *op, wk_tensor *const *in, const char *params) {
+    int dim = (int)param_num(params, "dim", 0);
+    double eps = param_num(params, "eps", 1e-5);
+    if (strcmp(op, "softmax") == 0) return wk_softmax(in[0], dim);
+    if (strcmp(op, "log_softmax") == 0) return wk_log_softmax(in[0], dim);
+    if (strcmp(op, "rms_norm") == 0) return wk_rms_norm(in[0], in[1], eps);
+    if (strcmp(op, "layer_norm") == 0) return wk_layer_norm(in[0], in[1], in[2], eps);
+    if (strcmp(op, "rope") == 0) return wk_rope(in[0], in[1], in[2], param_num(params, "inter", 0) != 0);
+    if (strcmp(op, "sdpa") == 0)
+        return wk_scaled_dot_product_attention(in[0], in[1], in[2], in[3], param_num(params, "scale", 0),
+                                               param_num(params, "causal", 0) != 0);
+    return NULL;
+}
+
+static const char *compare(const wk_tensor *got, const char *file, double tol, char *msg, size_t cap) {
+    wk_tensor *want = ou_load(g_dir, file);
+    if (!want) { snprintf(msg, cap, "cannot load %s: %s", file, wk_last_error()); return msg; }
+    int rank = wk_rank(want);
+    if (wk_rank(got) != rank) { snprintf(msg, cap, "rank %d, want %d", wk_rank(got), rank); return msg; }
+    for (int d = 0; d < rank; d++)
+        if (wk_dim(got, d) != wk_dim(want, d)) {
+            snprintf(msg, cap, "dim %d is %lld, want %lld", d, (long long)wk_dim(got, d), (long long)wk_dim(want, d));
+            return msg;
+        }
+    int64_t n = wk_numel(want);
+    double *a = malloc(sizeof(double) * (size_t)(n + 1)), *b = malloc(sizeof(double) * (size_t)(n + 1));
+    const char *res = NULL;
+    if (!a || !b || wk_to_host_f64(got, a, (size_t)n) != WK_OK || wk_to_host_f64(want, b, (size_t)n) != WK_OK) {
+        snprintf(msg, cap, "readback failed: %s", wk_last_error());
+        res = msg;
+    } else {
+        for (int64_t k = 0; k < n && !res; k++)
+            if (!ou_close_rel(a[k], b[k], tol)) {
+                snprintf(msg, cap, "element %lld: got %.9g want %.9g (tol %g)", (long long)k, a[k], b[k], tol);
+                res = msg;
+            }
+    }
+    free(a);
+    free(b);
+    return res;
+}
+
+static void run_case(char *line) {
+    char *f[7];
+    int nf = 0;
+    for (char *tok = strtok(line, " \n"); tok && nf < 7; tok = strtok(NULL, " \n")) f[nf++] = tok;
+    if (nf != 7) return;
+    const char *id = f[0], *op = f[1], *dts = f[2], *params = f[3], *expected = f[5];
+    double tol = strtod(f[6], NULL);
+    g_total++;
+    char msg[512], why[256];
+    const char *err = NULL;
+    wk_dtype dt;
+    wk_tensor *in[4] = {NULL, NULL, NULL, NULL};
+    wk_scope_begin(); /* the loaded inputs and their views */
+    if (!wk_dtype_from_name(dts, &dt)) {
+        snprintf(msg, sizeof msg, "unknown dtype %s", dts);
+        err = msg;
+        goto report;
+    }
+    int nin = 0;
+    bool noncontig = false;
+    for (char *spec = strtok(f[4], ","); spec && nin < 4; spec = strtok(NULL, ","), nin++) {
+        if (strcmp(spec, "-") == 0) continue;
+        in[nin] = ou_load_input(g_dir, spec, dt, &noncontig, why, sizeof why);
+        if (!in[nin]) {
+            snprintf(msg, sizeof msg, "input %d: %s", nin, why);
+            err = msg;
+            goto report;
+        }
+    }
+    g_noncontig += noncontig;
+    wk_set_num_threads(1);
+    wk_tensor *r1 = run_op(op, in, params);
+    if (expected[0] == '!') {
+        wk_status want;
+        if (!ou_status_from_name(expected + 1, &want)) {
+            snprintf(msg, sizeof msg, "bad status %s", expected + 1);
+            err = msg;
+        } else if (r1) {
+            snprintf(msg, sizeof msg, "succeeded, expected %s", expected + 1);
+            err = msg;
+        } else if (wk_last_status() != want) {
+            snprintf(msg, sizeof msg, "failed with %s (%s), expected %s", wk_status_name(wk_last_status()),
+                     wk_last_error(), expected + 1);
+            err = msg;
+        }
+        wk_clear_error();
+        goto report;
+    }
+    if (!r1) {
+        snprintf(msg, sizeof msg, "failed: %s", wk_last_error());
+        err = msg;
+        goto report;
+    }
+    if (wk_tensor_dtype(r1) != dt || wk_tensor_device(r1) != ou_device()) {
+        snprintf(msg, sizeof msg, "result dtype %s on %s", wk_dtype_name(wk_tensor_dtype(r1)),
+                 wk_device_name(wk_tensor_device(r1)));
+        err = msg;
+        goto report;
+    }
+    err = compare(r1, expected, tol, msg, sizeof msg);
+    if (!err) {
+        wk_set_num_threads(2);
+        wk_tensor *r2 = run_op(op, in, params);
+        wk_set_num_threads(1);
+        if (!ou_same_bits(r1, r2)) {
+            snprintf(msg, sizeof msg, "2 threads differ from 1 thread");
+            err = msg;
+        }
+    }
+report:
+    wk_scope_end();
+    if (err) {
+        g_failed++;
+        if (g_failed <= 40) fprintf(stderr, "FAIL %s (%s %s %s): %s\n", id, op, dts, params, err);
+    }
+}
+
+static void test_oracle_nn(void **state) {
+    (void)state;
+    if (!ou_dir("nn", g_dir, sizeof g_dir)) {
+        print_message("WICK_ORACLE_DIR not set: skipping\n");
+        skip();
+    }
+    (void)ou_device(); /* exits with OU_SKIP, saying why, when the device cannot open */
+    char path[8192];
+    FILE *fp = ou_open_manifest(g_dir, path, sizeof path);
+    if (!fp) {
+        fprintf(stderr, "cannot open %s (run tests/oracle/gen_nn.py first)\n", path);
+        fail();
+    }
+    int saved_threads = wk_num_threads();
+    char line[4096];
+    while (ou_next_line(fp, line, sizeof line)) run_case(line);
+    fclose(fp);
+    wk_set_num_threads(saved_threads);
+    printf("oracle_nn: %d cases (%d with non-contiguous inputs) on %s, %d failed\n", g_total, g_noncontig,
+           wk_device_name(ou_device()), g_failed);
+    assert_true(g_total > 1000);
+    assert_true(g_noncontig > 100);
+    assert_int_equal(g_failed, 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_nn)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
