@@ -198,6 +198,24 @@ static void test_inplace(void **state) {
     wk_clear_error();
     assert_int_equal(wk_custom_inplace1(op2, col), WK_ERR_ARG);
     wk_clear_error();
+    /* the built-in in-place rules hold for custom ops too: no write into a
+     * destination where two indices share one element, none into read-only
+     * storage; the callback never runs and the bytes stay */
+    wk_tensor *row = TU_OK(wk_narrow(base, 0, 0, 1));
+    wk_tensor *bc = TU_OK(wk_broadcast_as(row, s, 2));
+    assert_int_equal(wk_custom_inplace1(op1, bc), WK_ERR_ARG);
+    assert_non_null(strstr(wk_last_error(), "wk_custom_inplace1"));
+    wk_clear_error();
+    float ro_data[4] = {1, 2, 3, 4};
+    wk_tensor *ro = TU_OK(wk_from_blob(ro_data, sizeof ro_data, (int64_t[]){4}, 1, NULL, WK_F32, wk_cpu(), NULL, NULL,
+                                       WK_BLOB_READ_ONLY));
+    assert_int_equal(wk_custom_inplace1(op1, ro), WK_ERR_ARG);
+    wk_clear_error();
+    assert_true(ro_data[0] == 1 && ro_data[3] == 4);
+    tu_assert_close(base, want, 16, 0, 0);
+    wk_tensor_free(bc);
+    wk_tensor_free(row);
+    wk_tensor_free(ro);
     wk_tensor *ts[] = {base, col, b, c};
     for (size_t i = 0; i < sizeof ts / sizeof *ts; i++) wk_tensor_free(ts[i]);
     wk_custom_op_free(op1);

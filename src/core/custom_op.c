@@ -148,6 +148,12 @@ static wk_status run_inplace(const char *fn, const wk_custom_op *op, int nin, wk
         return wk_last_status();
     }
     ins[0] = a; /* the destination is written through its own view, never a copy */
+    /* the same rule as every built-in in-place op: no read-only storage, no
+     * destination where two indices share one element */
+    if (wk__check_writable(fn, a, &a->layout) != WK_OK) {
+        release(nin, owned);
+        return wk_last_status();
+    }
     wk_device *dev = wk__dev(a);
     wk_custom_inplace_fn f =
         dev->kind == WK_DEVICE_CPU ? op->def.cpu_inplace : dev->kind == WK_DEVICE_CUDA ? op->def.cuda_inplace : NULL;
