@@ -227,13 +227,14 @@ wk_tensor *ot_pool(ot_ctx *x, char which) {
     return which == 'n' ? wk_upsample_nearest2d(in, oh, ow) : wk_upsample_bilinear2d(in, oh, ow, ac);
 }
 
-/* Two results: the values are returned, the indices go to x->out2. */
+/* Two results: the values are returned, the indices go to x->more[0]. */
 wk_tensor *ot_sort(ot_ctx *x) {
     wk_tensor *t = ot_in(x, 0), *v = NULL;
     int dim = (int)ot_pi(x, "dim");
     bool desc = ot_pi(x, "desc") != 0;
     if (x->bad) return NULL;
-    if (wk_sort(t, dim, desc, &v, &x->out2) != WK_OK) return NULL;
+    if (wk_sort(t, dim, desc, &v, &x->more[0]) != WK_OK) return NULL;
+    x->nmore = 1;
     return v;
 }
 
@@ -243,8 +244,83 @@ wk_tensor *ot_topk(ot_ctx *x) {
     int64_t k = ot_pi(x, "k");
     bool largest = ot_pi(x, "largest") != 0;
     if (x->bad) return NULL;
-    if (wk_topk(t, k, dim, largest, &v, &x->out2) != WK_OK) return NULL;
+    if (wk_topk(t, k, dim, largest, &v, &x->more[0]) != WK_OK) return NULL;
+    x->nmore = 1;
     return v;
+}
+
+/* '|'-joined integers of key into out; the count, -1 when absent (bad when
+ * present but malformed). */
+static int int_list(ot_ctx *x, const char *key, int64_t *out) {
+    char buf[256];
+    long long v[WK_MAX_RANK];
+    if (!ou_param(x->params, key, buf, sizeof buf)) return -1;
+    int n = ou_parse_ints(buf, '|', v, WK_MAX_RANK);
+    if (n < 0) {
+        bad(x, "parameter %s is not a '|' list", key);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) out[i] = (int64_t)v[i];
+    return n;
+}
+
+/* p, dims (absent: every dim), keep. */
+wk_tensor *ot_norm(ot_ctx *x) {
+    int64_t d64[WK_MAX_RANK];
+    int dims[WK_MAX_RANK];
+    wk_tensor *t = ot_in(x, 0);
+    double p = ot_pf(x, "p");
+    bool keep = ot_pi(x, "keep") != 0;
+    int nd = int_list(x, "dims", d64);
+    if (x->bad) return NULL;
+    for (int i = 0; i < nd; i++) dims[i] = (int)d64[i];
+    return wk_norm(t, p, nd > 0 ? dims : NULL, nd > 0 ? nd : 0, keep);
+}
+
+/* Every input is one operand; outputs 2..n go to x->more. idx=ij|xy
+ * (absent: ij). */
+wk_tensor *ot_meshgrid(ot_ctx *x) {
+    char idx[8] = "ij";
+    wk_tensor *out[OT_MAX_MORE + 1];
+    ou_param(x->params, "idx", idx, sizeof idx);
+    if (strcmp(idx, "ij") != 0 && strcmp(idx, "xy") != 0) bad(x, "parameter %s is not ij or xy", "idx");
+    if (x->nin > OT_MAX_MORE + 1) bad(x, "%s: too many inputs", "meshgrid");
+    if (x->bad) return NULL;
+    if (wk_meshgrid(x->in, x->nin, idx[0] == 'x' ? WK_MESHGRID_XY : WK_MESHGRID_IJ, out) != WK_OK) return NULL;
+    for (int i = 1; i < x->nin; i++) x->more[i - 1] = out[i];
+    x->nmore = x->nin - 1;
+    return out[0];
+}
+
+/* Input 0 the destination, input 1 the source; starts, ends and (optional)
+ * steps '|' lists. The in-place form returns a new view of the destination
+ * after the write (the input itself belongs to the caller's scope). */
+wk_tensor *ot_slice_assign(ot_ctx *x, bool inplace) {
+    int64_t st[WK_MAX_RANK], en[WK_MAX_RANK], sp[WK_MAX_RANK];
+    wk_tensor *dst = ot_in(x, 0), *src = ot_in(x, 1);
+    int n = int_list(x, "starts", st);
+    if (n < 0) bad(x, "parameter %s missing", "starts");
+    if (int_list(x, "ends", en) != n) bad(x, "parameter %s missing or not as long as starts", "ends");
+    int ns = int_list(x, "steps", sp);
+    if (ns >= 0 && ns != n) bad(x, "parameter %s not as long as starts", "steps");
+    if (x->bad) return NULL;
+    const int64_t *steps = ns < 0 ? NULL : sp;
+    if (!inplace) return wk_slice_assign(dst, st, en, steps, n, src);
+    if (wk_slice_assign_(dst, st, en, steps, n, src) != WK_OK) return NULL;
+    return wk_contiguous(dst);
+}
+
+/* 'n' nearest1d (s), 'N' nearest2d (sh, sw), 'b' bilinear2d (sh, sw, ac). */
+wk_tensor *ot_upsample_scale(ot_ctx *x, char which) {
+    wk_tensor *in = ot_in(x, 0);
+    if (which == 'n') {
+        double s = ot_pf(x, "s");
+        return x->bad ? NULL : wk_upsample_nearest1d_scale(in, s);
+    }
+    double sh = ot_pf(x, "sh"), sw = ot_pf(x, "sw");
+    bool ac = which == 'b' && ot_pi(x, "ac") != 0;
+    if (x->bad) return NULL;
+    return which == 'N' ? wk_upsample_nearest2d_scale(in, sh, sw) : wk_upsample_bilinear2d_scale(in, sh, sw, ac);
 }
 
 /* --------------------------------------------------------- the table */
@@ -276,12 +352,13 @@ const ot_entry *ot_find(const char *name) {
 wk_tensor *ot_run(const ot_entry *e, ot_ctx *x) {
     x->bad = false;
     x->why[0] = 0;
-    x->out2 = NULL;
+    x->nmore = 0;
+    for (int i = 0; i < OT_MAX_MORE; i++) x->more[i] = NULL;
     wk_tensor *r = e->call(x);
     if (x->bad) {
         wk_tensor_free(r);
-        wk_tensor_free(x->out2);
-        x->out2 = NULL;
+        for (int i = 0; i < x->nmore; i++) wk_tensor_free(x->more[i]);
+        x->nmore = 0;
         return NULL;
     }
     return r;

@@ -29,14 +29,17 @@ const char *ot_layout_name(int i);
 int ot_parse_layouts(const char *s);
 
 /* What a call sees: its inputs, its "k=v;k=v" parameters, the case dtype and
- * device (for the creation ops), and where a second result goes (sort, topk). */
+ * device (for the creation ops), and where results after the first go (the
+ * indices of sort / topk, meshgrid's outputs 2..n): more[0 .. nmore). */
+#define OT_MAX_MORE 7
 typedef struct ot_ctx {
     wk_tensor *const *in;
     int nin;
     const char *params;
     wk_dtype dt;
     wk_device *dev;
-    wk_tensor *out2;
+    wk_tensor *more[OT_MAX_MORE];
+    int nmore;
     bool bad;        /* a missing input or parameter: the case is malformed */
     char why[160];
 } ot_ctx;
@@ -77,5 +80,9 @@ wk_tensor *ot_conv(ot_ctx *x, int dims, bool transposed);
 wk_tensor *ot_pool(ot_ctx *x, char which);
 wk_tensor *ot_sort(ot_ctx *x);
 wk_tensor *ot_topk(ot_ctx *x);
+wk_tensor *ot_norm(ot_ctx *x);
+wk_tensor *ot_meshgrid(ot_ctx *x);
+wk_tensor *ot_slice_assign(ot_ctx *x, bool inplace);
+wk_tensor *ot_upsample_scale(ot_ctx *x, char which);
 
 #endif

@@ -14,8 +14,8 @@ space-separated fields:
     id op dtype inputs params expected tol
 
   op       round_to | norm | dot | mv | tril | triu | meshgrid |
-           slice_assign | slice_assign_ | up_nearest1d | up_nearest2d |
-           up_bilinear2d
+           slice_assign | slice_assign_ | upsample_nearest1d_scale |
+           upsample_nearest2d_scale | upsample_bilinear2d_scale
   dtype    wick dtype name every input is converted to (inputs are stored
            as f64 / i64 and already on that dtype's grid)
   inputs   ','-joined FILE[@VIEW] (tests/oracle_util.h's ou_load_input: the
@@ -442,17 +442,17 @@ def gen_upsample(g):
                 for sh, sw in scales2:
                     oh, ow = math.floor(h * sh), math.floor(w * sw)
                     if oh < 1 or ow < 1:
-                        g.case('up_nearest2d', dt, [(base, view)], 'sh=%r;sw=%r' % (sh, sw), '!SHAPE')
+                        g.case('upsample_nearest2d_scale', dt, [(base, view)], 'sh=%r;sw=%r' % (sh, sw), '!SHAPE')
                         continue
                     y = F.interpolate(xt, scale_factor=(sh, sw), mode='nearest').numpy()
-                    g.case('up_nearest2d', dt, [(base, view)], 'sh=%r;sw=%r' % (sh, sw), y)
+                    g.case('upsample_nearest2d_scale', dt, [(base, view)], 'sh=%r;sw=%r' % (sh, sw), y)
                     if dt in INTS:
                         continue
                     for ac in (False, True):
                         yb = F.interpolate(torch_t(x, dt), scale_factor=(sh, sw), mode='bilinear',
                                            align_corners=ac).to(torch.float64).numpy()
                         tol = {'f32': 3e-6, 'f64': 1e-12, 'f16': 2e-3, 'bf16': 1.6e-2}[dt]
-                        g.case('up_bilinear2d', dt, [(base, view)], 'sh=%r;sw=%r;ac=%d' % (sh, sw, ac),
+                        g.case('upsample_bilinear2d_scale', dt, [(base, view)], 'sh=%r;sw=%r;ac=%d' % (sh, sw, ac),
                                oc.round_float(yb, dt), tol)
         for L in (5, 3, 7, 4):
             for base, view, x in viewed(g, (2, C, L), dt, broadcast=False):
@@ -462,22 +462,22 @@ def gen_upsample(g):
                     if math.floor(L * s) < 1:
                         continue
                     y = F.interpolate(torch_t(x, 'f64'), scale_factor=s, mode='nearest').numpy()
-                    g.case('up_nearest1d', dt, [(base, view)], 's=%r' % s, y)
+                    g.case('upsample_nearest1d_scale', dt, [(base, view)], 's=%r' % s, y)
     # torch's general kernel: assert the C = 1 shortcut is the only difference
     x = np.arange(12.0).reshape(1, 1, 4, 3)
     y3 = F.interpolate(torch.from_numpy(np.repeat(x, 3, 1)), scale_factor=(0.6, 2.3), mode='nearest').numpy()
     assert np.array_equal(y3[0, 0], [[0, 0, 0, 1, 1, 2], [3, 3, 3, 4, 4, 5]]), y3[0, 0]
-    g.case('up_nearest2d', 'f32', [(x, 'c')], 'sh=0.6;sw=2.3', y3[:, :1])
+    g.case('upsample_nearest2d_scale', 'f32', [(x, 'c')], 'sh=0.6;sw=2.3', y3[:, :1])
     # errors
     x = np.ones((1, 2, 3, 3))
-    g.case('up_nearest2d', 'f32', [(x, 'c')], 'sh=0.0;sw=1.0', '!ARG')
-    g.case('up_nearest2d', 'f32', [(x, 'c')], 'sh=-1.0;sw=1.0', '!ARG')
-    g.case('up_nearest2d', 'f32', [(x, 'c')], 'sh=inf;sw=1.0', '!ARG')
-    g.case('up_nearest2d', 'f32', [(x, 'c')], 'sh=nan;sw=1.0', '!ARG')
-    g.case('up_nearest2d', 'f32', [(x, 'c')], 'sh=0.2;sw=1.0', '!SHAPE')
-    g.case('up_nearest2d', 'f32', [(np.ones((2, 3, 3)), 'c')], 'sh=2.0;sw=2.0', '!SHAPE')
-    g.case('up_nearest1d', 'f32', [(x, 'c')], 's=2.0', '!SHAPE')
-    g.case('up_bilinear2d', 'i32', [(x.astype(np.int64), 'c')], 'sh=1.5;sw=1.5;ac=0', '!DTYPE')
+    g.case('upsample_nearest2d_scale', 'f32', [(x, 'c')], 'sh=0.0;sw=1.0', '!ARG')
+    g.case('upsample_nearest2d_scale', 'f32', [(x, 'c')], 'sh=-1.0;sw=1.0', '!ARG')
+    g.case('upsample_nearest2d_scale', 'f32', [(x, 'c')], 'sh=inf;sw=1.0', '!ARG')
+    g.case('upsample_nearest2d_scale', 'f32', [(x, 'c')], 'sh=nan;sw=1.0', '!ARG')
+    g.case('upsample_nearest2d_scale', 'f32', [(x, 'c')], 'sh=0.2;sw=1.0', '!SHAPE')
+    g.case('upsample_nearest2d_scale', 'f32', [(np.ones((2, 3, 3)), 'c')], 'sh=2.0;sw=2.0', '!SHAPE')
+    g.case('upsample_nearest1d_scale', 'f32', [(x, 'c')], 's=2.0', '!SHAPE')
+    g.case('upsample_bilinear2d_scale', 'i32', [(x.astype(np.int64), 'c')], 'sh=1.5;sw=1.5;ac=0', '!DTYPE')
 
 
 def main():
