@@ -364,6 +364,66 @@ wk_tensor *ot_run(const ot_entry *e, ot_ctx *x) {
     return r;
 }
 
+int ot_case_layouts(const char *const *specs, wk_tensor *const *in, int nin, wk_tensor *const *out, int nout) {
+    int m = nin ? 0 : OT_C;
+    for (int i = 0; i < nin; i++) {
+        const char *at = strchr(specs[i], '@');
+        size_t len = at ? strcspn(at + 1, "#") : 0;
+        int own = 0;
+        for (size_t k = 0; at && k < len; k += strcspn(at + 1 + k, "+") + 1) {
+            switch (at[1 + k]) {
+            case 't': own |= OT_T; break;
+            case 'n': own |= OT_N; break;
+            case 'b': own |= OT_B; break;
+            case 'p': own |= OT_P; break;
+            }
+        }
+        if ((own & OT_T) && (own & OT_N)) own |= OT_TN;
+        m |= own ? own : OT_C;
+        int64_t n = wk_numel(in[i]);
+        if (n == 0) m |= OT_E;
+        else if (wk_rank(in[i]) == 0) m |= OT_0;
+        else if (n == 1) m |= OT_1;
+    }
+    for (int i = 0; i < nout; i++)
+        if (out[i] && wk_numel(out[i]) == 0) m |= OT_E;
+    return m;
+}
+
+static int g_cover[sizeof ot_table / sizeof ot_table[0]][WK_DTYPE_COUNT];
+
+void ot_cover(const ot_entry *e, wk_dtype dt, int layouts) {
+    if (e >= ot_table && e < ot_table + ot_count && (int)dt >= 0 && dt < WK_DTYPE_COUNT)
+        g_cover[e - ot_table][dt] |= layouts;
+}
+
+int ot_cover_check(const char *oracle, int *tuples) {
+    int gaps = 0;
+    *tuples = 0;
+    for (int k = 0; k < ot_count; k++) {
+        const ot_entry *e = &ot_table[k];
+        if (strcmp(e->oracle, oracle) != 0) continue;
+        unsigned dm = ot_dtype_mask(e);
+        int lm = ot_layout_mask(e);
+        if (!dm || lm <= 0) {
+            printf("FAIL op table entry %s: bad dtypes '%s' or layouts '%s'\n", e->name, e->dtypes, e->layouts);
+            gaps++;
+            continue;
+        }
+        for (int d = 0; d < WK_DTYPE_COUNT; d++)
+            for (int l = 0; (dm & (1u << d)) && l < OT_NLAYOUTS; l++) {
+                if (!(lm & (1 << l))) continue;
+                ++*tuples;
+                if (!(g_cover[k][d] & (1 << l))) {
+                    printf("FAIL op table: %s on %s declares layout '%s' but %s has no such case\n", e->name,
+                           wk_dtype_name((wk_dtype)d), ot_layout_name(l), oracle);
+                    gaps++;
+                }
+            }
+    }
+    return gaps;
+}
+
 static void json_str(FILE *f, const char *key, const char *v, bool comma) {
     fprintf(f, "\"%s\": \"", key);
     for (const char *p = v; *p; p++) {

@@ -65,6 +65,19 @@ double ot_backend_scale(const ot_entry *e);
 /* Runs the op. NULL with wick's error when the op failed; x->bad (and
  * x->why) when the case does not fit the op (missing input / parameter). */
 wk_tensor *ot_run(const ot_entry *e, ot_ctx *x);
+/* Oracle coverage, for the test_oracle*.c harnesses whose manifests carry
+ * no layouts field: the layout bits one case covers, from its input specs'
+ * view chains (FILE@VIEW+VIEW...[#DTYPE]: t n b p, tn for t and n on one
+ * input, c for an input without a view) and the shapes of the viewed inputs
+ * and results (e: a 0-size input or result; 0 / 1: a rank-0 / one-element
+ * input), as gen_oracle.py's Oracle.layouts works them out. */
+int ot_case_layouts(const char *const *specs, wk_tensor *const *in, int nin, wk_tensor *const *out, int nout);
+/* Records that a case that must succeed ran e on dt in these layouts. */
+void ot_cover(const ot_entry *e, wk_dtype dt, int layouts);
+/* Every declared (op, dtype, layout) of the entries whose oracle is `oracle`
+ * had a recorded case; prints a FAIL line per gap and returns the gaps;
+ * *tuples gets the number declared. */
+int ot_cover_check(const char *oracle, int *tuples);
 /* The table as JSON (one object per op), for tests/oracle/check_table.py. */
 void ot_print_json(FILE *f);
 

@@ -95,6 +95,28 @@ static bool load_inputs(char *specs, wk_dtype dt, wk_tensor **in, int *nin, char
     return true;
 }
 
+static int g_cover_problems;
+
+/* The op table's coverage bookkeeping for a case that must succeed (and
+ * did): its layouts (ot_case_layouts) on its dtype, which must be declared. */
+static void record_coverage(const char *id, const char *op, wk_dtype dt, const char *specs, wk_tensor **in, int nin,
+                            wk_tensor **out, int nout) {
+    const ot_entry *e = ot_find(op);
+    char buf[2048];
+    const char *sp[MAX_IO];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", specs);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && n < nin; tok = strtok_r(NULL, ",", &save))
+        sp[n++] = tok;
+    if (!e) return; /* run_op already failed the case */
+    if (!(ot_dtype_mask(e) & (1u << dt))) {
+        printf("FAIL %s op=%s dtype=%s: must succeed, but the op table does not declare that dtype\n", id, op,
+               wk_dtype_name(dt));
+        g_cover_problems++;
+    }
+    ot_cover(e, dt, ot_case_layouts(sp, in, n, out, nout));
+}
+
 static void run_case(char *line) {
     char *f[7];
     int nf = 0;
@@ -133,6 +155,7 @@ static void run_case(char *line) {
         goto done;
     }
     if (s1 != WK_OK) { snprintf(msg, sizeof msg, "failed: %s", wk_last_error()); err = msg; goto done; }
+    record_coverage(id, op, dt, f[3], in, nin, o1, n1);
     char ebuf[2048];
     snprintf(ebuf, sizeof ebuf, "%s", exp);
     int k = 0;
@@ -189,7 +212,23 @@ static void test_oracle_ops_extra(void **state) {
     assert_int_equal(g_failed, 0);
 }
 
+/* The manifest against the op table (after test_oracle_ops_extra ran every
+ * case): each case that must succeed runs on a declared dtype, and every
+ * declared (op, dtype, layout) of the entries whose oracle is gen_ops_extra
+ * has such a case. A dtype or layout added to the table without an oracle
+ * case fails here. */
+static void test_table_coverage(void **state) {
+    (void)state;
+    if (g_total == 0) skip();
+    int tuples = 0, gaps = ot_cover_check("gen_ops_extra", &tuples);
+    printf("oracle_ops_extra: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples,
+           gaps + g_cover_problems);
+    assert_true(tuples > 0);
+    if (gaps + g_cover_problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)",
+                                          gaps + g_cover_problems);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_ops_extra)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_ops_extra), cmocka_unit_test(test_table_coverage)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
