@@ -310,6 +310,26 @@ wk_tensor *ot_slice_assign(ot_ctx *x, bool inplace) {
     return wk_contiguous(dst);
 }
 
+/* The reductions of the scan oracle over "dims" ('|' list; empty: none) with
+ * keep: 'v' var and 's' std (unb), 'l' log_sum_exp, 'p' prod, 'a' any,
+ * 'A' all. */
+wk_tensor *ot_stat(ot_ctx *x, char which) {
+    int64_t d64[WK_MAX_RANK];
+    int dims[WK_MAX_RANK];
+    wk_tensor *t = ot_in(x, 0);
+    bool keep = ot_pi(x, "keep") != 0;
+    bool unb = (which == 'v' || which == 's') && ot_pi(x, "unb") != 0;
+    int nd = int_list(x, "dims", d64);
+    if (nd < 0) bad(x, "parameter %s missing", "dims");
+    if (x->bad) return NULL;
+    for (int i = 0; i < nd; i++) dims[i] = (int)d64[i];
+    if (which == 'v') return wk_var(t, dims, nd, keep, unb);
+    if (which == 's') return wk_std(t, dims, nd, keep, unb);
+    if (which == 'l') return wk_log_sum_exp(t, dims, nd, keep);
+    if (which == 'p') return wk_prod(t, dims, nd, keep);
+    return which == 'a' ? wk_any(t, dims, nd, keep) : wk_all(t, dims, nd, keep);
+}
+
 /* 'n' nearest1d (s), 'N' nearest2d (sh, sw), 'b' bilinear2d (sh, sw, ac). */
 wk_tensor *ot_upsample_scale(ot_ctx *x, char which) {
     wk_tensor *in = ot_in(x, 0);
@@ -395,6 +415,15 @@ static int g_cover[sizeof ot_table / sizeof ot_table[0]][WK_DTYPE_COUNT];
 void ot_cover(const ot_entry *e, wk_dtype dt, int layouts) {
     if (e >= ot_table && e < ot_table + ot_count && (int)dt >= 0 && dt < WK_DTYPE_COUNT)
         g_cover[e - ot_table][dt] |= layouts;
+}
+
+bool ot_cover_case(const char *id, const ot_entry *e, wk_dtype dt, const char *const *specs, wk_tensor *const *in,
+                   int nin, wk_tensor *const *out, int nout) {
+    ot_cover(e, dt, ot_case_layouts(specs, in, nin, out, nout));
+    if (ot_dtype_mask(e) & (1u << dt)) return true;
+    printf("FAIL %s op=%s dtype=%s: must succeed, but the op table does not declare that dtype\n", id, e->name,
+           wk_dtype_name(dt));
+    return false;
 }
 
 int ot_cover_check(const char *oracle, int *tuples) {

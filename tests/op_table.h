@@ -74,6 +74,11 @@ wk_tensor *ot_run(const ot_entry *e, ot_ctx *x);
 int ot_case_layouts(const char *const *specs, wk_tensor *const *in, int nin, wk_tensor *const *out, int nout);
 /* Records that a case that must succeed ran e on dt in these layouts. */
 void ot_cover(const ot_entry *e, wk_dtype dt, int layouts);
+/* ot_cover of one case that must succeed (and did), with its layouts from
+ * ot_case_layouts; false (and a FAIL line naming the case) when the table
+ * does not declare dt for e. */
+bool ot_cover_case(const char *id, const ot_entry *e, wk_dtype dt, const char *const *specs, wk_tensor *const *in,
+                   int nin, wk_tensor *const *out, int nout);
 /* Every declared (op, dtype, layout) of the entries whose oracle is `oracle`
  * had a recorded case; prints a FAIL line per gap and returns the gaps;
  * *tuples gets the number declared. */
@@ -94,6 +99,7 @@ wk_tensor *ot_pool(ot_ctx *x, char which);
 wk_tensor *ot_sort(ot_ctx *x);
 wk_tensor *ot_topk(ot_ctx *x);
 wk_tensor *ot_norm(ot_ctx *x);
+wk_tensor *ot_stat(ot_ctx *x, char which);
 wk_tensor *ot_meshgrid(ot_ctx *x);
 wk_tensor *ot_slice_assign(ot_ctx *x, bool inplace);
 wk_tensor *ot_upsample_scale(ot_ctx *x, char which);

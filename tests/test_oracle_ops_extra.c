@@ -108,13 +108,7 @@ static void record_coverage(const char *id, const char *op, wk_dtype dt, const c
     snprintf(buf, sizeof buf, "%s", specs);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && n < nin; tok = strtok_r(NULL, ",", &save))
         sp[n++] = tok;
-    if (!e) return; /* run_op already failed the case */
-    if (!(ot_dtype_mask(e) & (1u << dt))) {
-        printf("FAIL %s op=%s dtype=%s: must succeed, but the op table does not declare that dtype\n", id, op,
-               wk_dtype_name(dt));
-        g_cover_problems++;
-    }
-    ot_cover(e, dt, ot_case_layouts(sp, in, n, out, nout));
+    if (e && !ot_cover_case(id, e, dt, sp, in, n, out, nout)) g_cover_problems++;
 }
 
 static void run_case(char *line) {
