@@ -330,6 +330,37 @@ wk_tensor *ot_stat(ot_ctx *x, char which) {
     return which == 'a' ? wk_any(t, dims, nd, keep) : wk_all(t, dims, nd, keep);
 }
 
+/* wk_scatter_ / wk_scatter_add_ into input 0 (ids input 1, src input 2);
+ * like ot_slice_assign's in-place form, a new view of input 0 after the write. */
+wk_tensor *ot_scatter_inplace(ot_ctx *x, bool add) {
+    wk_tensor *t = ot_in(x, 0), *ids = ot_in(x, 1), *src = ot_in(x, 2);
+    int dim = (int)ot_pi(x, "dim");
+    if (x->bad) return NULL;
+    wk_status st = add ? wk_scatter_add_(t, ids, src, dim) : wk_scatter_(t, ids, src, dim);
+    return st == WK_OK ? wk_contiguous(t) : NULL;
+}
+
+/* dims: a '|' list. */
+wk_tensor *ot_flip(ot_ctx *x) {
+    int64_t d64[WK_MAX_RANK];
+    int dims[WK_MAX_RANK];
+    wk_tensor *t = ot_in(x, 0);
+    int nd = int_list(x, "dims", d64);
+    if (nd < 0) bad(x, "parameter %s missing", "dims");
+    if (x->bad) return NULL;
+    for (int i = 0; i < nd; i++) dims[i] = (int)d64[i];
+    return wk_flip(t, dims, nd);
+}
+
+/* reps: a '|' list. */
+wk_tensor *ot_repeat(ot_ctx *x) {
+    int64_t reps[WK_MAX_RANK];
+    wk_tensor *t = ot_in(x, 0);
+    int n = int_list(x, "reps", reps);
+    if (n < 0) bad(x, "parameter %s missing", "reps");
+    return x->bad ? NULL : wk_repeat(t, reps, n);
+}
+
 /* 'n' nearest1d (s), 'N' nearest2d (sh, sw), 'b' bilinear2d (sh, sw, ac). */
 wk_tensor *ot_upsample_scale(ot_ctx *x, char which) {
     wk_tensor *in = ot_in(x, 0);
