@@ -221,6 +221,10 @@ wk_tensor *ot_pool(ot_ctx *x, char which) {
         if (x->bad) return NULL;
         return which == 'm' ? wk_max_pool2d(in, kh, kw, sh, sw, ph, pw) : wk_avg_pool2d(in, kh, kw, sh, sw, ph, pw, cip);
     }
+    if (which == '1') {
+        int64_t len = ot_pi(x, "size");
+        return x->bad ? NULL : wk_upsample_nearest1d(in, len);
+    }
     pair_param(x, "size", &oh, &ow);
     bool ac = which == 'b' && ot_pi(x, "ac") != 0;
     if (x->bad) return NULL;
