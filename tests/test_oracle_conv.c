@@ -1,9 +1,11 @@
 /* Conv oracle: every case of $WICK_ORACLE_DIR/conv/manifest.txt (written by
- * tests/oracle/gen_conv.py from torch in float64) is run through the public
- * API and compared with torch's answer within the case's tolerance. Every
- * case also runs on 1 and on 2 threads, which must agree bit for bit, and
- * with a non-contiguous view of the same weight (same result exactly).
- * The manifest format is described at the top of gen_conv.py. */
+ * tests/oracle/gen_conv.py from torch in float64) is run through the op
+ * table (tests/oracle/op_table.def: ot_find / ot_run) and compared with
+ * torch's answer within the case's tolerance. Every case also runs on 1 and
+ * on 2 threads, which must agree bit for bit, and with a non-contiguous view
+ * of the same weight (same result exactly). The manifest format is described
+ * at the top of gen_conv.py. test_table_coverage then checks the manifest
+ * against the table's declared dtypes and layouts for these ops. */
 #include "testutil.h"
 #include "oracle_util.h"
 #include "op_table.h"

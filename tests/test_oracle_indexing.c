@@ -1,8 +1,10 @@
 /* Oracle cases for the indexing ops: $WICK_ORACLE_DIR/indexing/manifest.txt
  * (written by tests/oracle/gen_indexing.py from torch / numpy; the format is
- * described there). Every case is run through the public API with its layout
- * variant and compared with the expected .npy; failures print the case id and
- * the first mismatch; the run ends with "oracle_indexing: N cases, M failed". */
+ * described there). Every case is run through the op table (ot_find /
+ * ot_run) with its layout variant and compared with the expected .npy;
+ * failures print the case id and the first mismatch; the run ends with
+ * "oracle_indexing: N cases, M failed". test_table_coverage then checks the
+ * manifest against the table's declared dtypes and layouts for these ops. */
 #include "testutil.h"
 #include "oracle_util.h"
 #include "op_table.h"

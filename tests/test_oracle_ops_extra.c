@@ -2,12 +2,14 @@
  * mv, tril, triu, meshgrid, slice_assign(_), upsampling by a scale factor):
  * every case of $WICK_ORACLE_DIR/ops_extra/manifest.txt (written by
  * tests/oracle/gen_ops_extra.py from numpy and torch; the format is
- * described there) is run through the public API and compared. Each case
- * runs with 1 and with 2 threads (inputs loaded afresh, since
- * slice_assign_ writes into its input) and the two results must be
- * bit-identical. With WICK_ORACLE_DEVICE=cuda:0 the inputs live on the GPU
- * (ctest's oracle_cuda_ops_extra). Every failing case prints its id and the
- * first mismatch; the run ends with "oracle_ops_extra: N cases, M failed". */
+ * described there) is run through the op table (tests/oracle/op_table.def:
+ * ot_find / ot_run) and compared. Each case runs with 1 and with 2 threads
+ * (inputs loaded afresh, since slice_assign_ writes into its input) and the
+ * two results must be bit-identical. With WICK_ORACLE_DEVICE=cuda:0 the
+ * inputs live on the GPU (ctest's oracle_cuda_ops_extra). Every failing case
+ * prints its id and the first mismatch; the run ends with
+ * "oracle_ops_extra: N cases, M failed". test_table_coverage then checks the
+ * manifest against the table's declared dtypes and layouts for these ops. */
 #include "testutil.h"
 #include "oracle_util.h"
 #include "op_table.h"

@@ -1,11 +1,14 @@
 /* Oracle suite for pooling and resampling: every case of
  * $WICK_ORACLE_DIR/pool/manifest.txt (written by tests/oracle/gen_pool.py
- * from PyTorch 1.13) is run through the public API and compared with torch's
- * answer, once with 1 thread and once with 2 (the results must be identical).
- * The manifest format is described at the top of gen_pool.py.
+ * from PyTorch 1.13) is run through the op table (tests/oracle/op_table.def:
+ * ot_find / ot_run) and compared with torch's answer, once with 1 thread and
+ * once with 2 (the results must be identical). The manifest format is
+ * described at the top of gen_pool.py.
  *
  * Every failing case prints its id, max error and the first mismatching
- * index; the run ends with "oracle_pool: N cases, M failed". */
+ * index; the run ends with "oracle_pool: N cases, M failed".
+ * test_table_coverage then checks the manifest against the table's declared
+ * dtypes and layouts for these ops. */
 #include "testutil.h"
 #include "oracle_util.h"
 #include "op_table.h"

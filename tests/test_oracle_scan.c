@@ -1,9 +1,12 @@
 /* Oracle suite for scans and order: every case of
  * $WICK_ORACLE_DIR/scan/manifest.txt (written by tests/oracle/gen_scan.py
  * from numpy and torch; the format is described there) is run through the
- * public API and compared. Each case runs with 1 and with 2 threads and the
- * two results must be bit-identical. Every failing case prints its id and
- * the first mismatch; the run ends with "oracle_scan: N cases, M failed". */
+ * op table (tests/oracle/op_table.def: ot_find / ot_run) and compared. Each
+ * case runs with 1 and with 2 threads and the two results must be
+ * bit-identical. Every failing case prints its id and the first mismatch;
+ * the run ends with "oracle_scan: N cases, M failed". test_table_coverage
+ * then checks the manifest against the table's declared dtypes and layouts
+ * for these ops. */
 #include "testutil.h"
 #include "oracle_util.h"
 #include "op_table.h"
