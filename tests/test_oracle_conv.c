@@ -61,7 +61,7 @@ static wk_tensor *run_op(const char *op, wk_tensor *x, wk_tensor *w, const char 
         return NULL;
     }
     wk_tensor *in[2] = {x, w};
-    ot_ctx c = {.in = in, .nin = 2, .params = params, .dt = wk_tensor_dtype(x), .dev = wk_cpu()};
+    ot_ctx c = {.in = in, .nin = 2, .params = params, .dt = wk_tensor_dtype(x), .dev = ou_device()};
     wk_tensor *r = ot_run(e, &c);
     if (c.bad) snprintf(why, cap, "%s", c.why);
     return r;

@@ -44,7 +44,7 @@ static wk_tensor *run_op(const icase *c, wk_tensor **in, int nin, bool *malforme
         return NULL;
     }
     ot_ctx x = {.in = in, .nin = nin, .params = strcmp(c->params, "-") == 0 ? "" : c->params, .dt = c->dt,
-                .dev = wk_cpu()};
+                .dev = ou_device()};
     wk_tensor *r = ot_run(e, &x);
     if (x.bad) {
         snprintf(why, cap, "%s", x.why);

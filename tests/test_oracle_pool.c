@@ -30,7 +30,7 @@ static wk_tensor *run_op(const char *op, const char *params, wk_tensor *x, char 
         return NULL;
     }
     wk_tensor *in[1] = {x};
-    ot_ctx c = {.in = in, .nin = 1, .params = params, .dt = wk_tensor_dtype(x), .dev = wk_cpu()};
+    ot_ctx c = {.in = in, .nin = 1, .params = params, .dt = wk_tensor_dtype(x), .dev = ou_device()};
     wk_tensor *r = ot_run(e, &c);
     if (c.bad) snprintf(why, cap, "%s", c.why);
     return r;

@@ -72,7 +72,7 @@ static result run_op(const char *op, wk_tensor *x, const char *params, bool indi
     }
     wk_tensor *in[1] = {x};
     ot_ctx c = {.in = in, .nin = 1, .params = strcmp(params, "-") == 0 ? "" : params, .dt = wk_tensor_dtype(x),
-                .dev = wk_cpu()};
+                .dev = ou_device()};
     wk_clear_error();
     wk_tensor *first = ot_run(e, &c);
     if (c.bad) {
