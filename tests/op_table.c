@@ -221,19 +221,24 @@ wk_tensor *ot_pool(ot_ctx *x, char which) {
         if (x->bad) return NULL;
         return which == 'm' ? wk_max_pool2d(in, kh, kw, sh, sw, ph, pw) : wk_avg_pool2d(in, kh, kw, sh, sw, ph, pw, cip);
     }
+    if (which == '1') {
+        int64_t len = ot_pi(x, "size");
+        return x->bad ? NULL : wk_upsample_nearest1d(in, len);
+    }
     pair_param(x, "size", &oh, &ow);
     bool ac = which == 'b' && ot_pi(x, "ac") != 0;
     if (x->bad) return NULL;
     return which == 'n' ? wk_upsample_nearest2d(in, oh, ow) : wk_upsample_bilinear2d(in, oh, ow, ac);
 }
 
-/* Two results: the values are returned, the indices go to x->out2. */
+/* Two results: the values are returned, the indices go to x->more[0]. */
 wk_tensor *ot_sort(ot_ctx *x) {
     wk_tensor *t = ot_in(x, 0), *v = NULL;
     int dim = (int)ot_pi(x, "dim");
     bool desc = ot_pi(x, "desc") != 0;
     if (x->bad) return NULL;
-    if (wk_sort(t, dim, desc, &v, &x->out2) != WK_OK) return NULL;
+    if (wk_sort(t, dim, desc, &v, &x->more[0]) != WK_OK) return NULL;
+    x->nmore = 1;
     return v;
 }
 
@@ -243,8 +248,134 @@ wk_tensor *ot_topk(ot_ctx *x) {
     int64_t k = ot_pi(x, "k");
     bool largest = ot_pi(x, "largest") != 0;
     if (x->bad) return NULL;
-    if (wk_topk(t, k, dim, largest, &v, &x->out2) != WK_OK) return NULL;
+    if (wk_topk(t, k, dim, largest, &v, &x->more[0]) != WK_OK) return NULL;
+    x->nmore = 1;
     return v;
+}
+
+/* '|'-joined integers of key into out; the count, -1 when absent (bad when
+ * present but malformed). */
+static int int_list(ot_ctx *x, const char *key, int64_t *out) {
+    char buf[256];
+    long long v[WK_MAX_RANK];
+    if (!ou_param(x->params, key, buf, sizeof buf)) return -1;
+    int n = ou_parse_ints(buf, '|', v, WK_MAX_RANK);
+    if (n < 0) {
+        bad(x, "parameter %s is not a '|' list", key);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) out[i] = (int64_t)v[i];
+    return n;
+}
+
+/* p, dims (absent: every dim), keep. */
+wk_tensor *ot_norm(ot_ctx *x) {
+    int64_t d64[WK_MAX_RANK];
+    int dims[WK_MAX_RANK];
+    wk_tensor *t = ot_in(x, 0);
+    double p = ot_pf(x, "p");
+    bool keep = ot_pi(x, "keep") != 0;
+    int nd = int_list(x, "dims", d64);
+    if (x->bad) return NULL;
+    for (int i = 0; i < nd; i++) dims[i] = (int)d64[i];
+    return wk_norm(t, p, nd > 0 ? dims : NULL, nd > 0 ? nd : 0, keep);
+}
+
+/* Every input is one operand; outputs 2..n go to x->more. idx=ij|xy
+ * (absent: ij). */
+wk_tensor *ot_meshgrid(ot_ctx *x) {
+    char idx[8] = "ij";
+    wk_tensor *out[OT_MAX_MORE + 1];
+    ou_param(x->params, "idx", idx, sizeof idx);
+    if (strcmp(idx, "ij") != 0 && strcmp(idx, "xy") != 0) bad(x, "parameter %s is not ij or xy", "idx");
+    if (x->nin > OT_MAX_MORE + 1) bad(x, "%s: too many inputs", "meshgrid");
+    if (x->bad) return NULL;
+    if (wk_meshgrid(x->in, x->nin, idx[0] == 'x' ? WK_MESHGRID_XY : WK_MESHGRID_IJ, out) != WK_OK) return NULL;
+    for (int i = 1; i < x->nin; i++) x->more[i - 1] = out[i];
+    x->nmore = x->nin - 1;
+    return out[0];
+}
+
+/* Input 0 the destination, input 1 the source; starts, ends and (optional)
+ * steps '|' lists. The in-place form returns a new view of the destination
+ * after the write (the input itself belongs to the caller's scope). */
+wk_tensor *ot_slice_assign(ot_ctx *x, bool inplace) {
+    int64_t st[WK_MAX_RANK], en[WK_MAX_RANK], sp[WK_MAX_RANK];
+    wk_tensor *dst = ot_in(x, 0), *src = ot_in(x, 1);
+    int n = int_list(x, "starts", st);
+    if (n < 0) bad(x, "parameter %s missing", "starts");
+    if (int_list(x, "ends", en) != n) bad(x, "parameter %s missing or not as long as starts", "ends");
+    int ns = int_list(x, "steps", sp);
+    if (ns >= 0 && ns != n) bad(x, "parameter %s not as long as starts", "steps");
+    if (x->bad) return NULL;
+    const int64_t *steps = ns < 0 ? NULL : sp;
+    if (!inplace) return wk_slice_assign(dst, st, en, steps, n, src);
+    if (wk_slice_assign_(dst, st, en, steps, n, src) != WK_OK) return NULL;
+    return wk_contiguous(dst);
+}
+
+/* The reductions of the scan oracle over "dims" ('|' list; empty: none) with
+ * keep: 'v' var and 's' std (unb), 'l' log_sum_exp, 'p' prod, 'a' any,
+ * 'A' all. */
+wk_tensor *ot_stat(ot_ctx *x, char which) {
+    int64_t d64[WK_MAX_RANK];
+    int dims[WK_MAX_RANK];
+    wk_tensor *t = ot_in(x, 0);
+    bool keep = ot_pi(x, "keep") != 0;
+    bool unb = (which == 'v' || which == 's') && ot_pi(x, "unb") != 0;
+    int nd = int_list(x, "dims", d64);
+    if (nd < 0) bad(x, "parameter %s missing", "dims");
+    if (x->bad) return NULL;
+    for (int i = 0; i < nd; i++) dims[i] = (int)d64[i];
+    if (which == 'v') return wk_var(t, dims, nd, keep, unb);
+    if (which == 's') return wk_std(t, dims, nd, keep, unb);
+    if (which == 'l') return wk_log_sum_exp(t, dims, nd, keep);
+    if (which == 'p') return wk_prod(t, dims, nd, keep);
+    return which == 'a' ? wk_any(t, dims, nd, keep) : wk_all(t, dims, nd, keep);
+}
+
+/* wk_scatter_ / wk_scatter_add_ into input 0 (ids input 1, src input 2);
+ * like ot_slice_assign's in-place form, a new view of input 0 after the write. */
+wk_tensor *ot_scatter_inplace(ot_ctx *x, bool add) {
+    wk_tensor *t = ot_in(x, 0), *ids = ot_in(x, 1), *src = ot_in(x, 2);
+    int dim = (int)ot_pi(x, "dim");
+    if (x->bad) return NULL;
+    wk_status st = add ? wk_scatter_add_(t, ids, src, dim) : wk_scatter_(t, ids, src, dim);
+    return st == WK_OK ? wk_contiguous(t) : NULL;
+}
+
+/* dims: a '|' list. */
+wk_tensor *ot_flip(ot_ctx *x) {
+    int64_t d64[WK_MAX_RANK];
+    int dims[WK_MAX_RANK];
+    wk_tensor *t = ot_in(x, 0);
+    int nd = int_list(x, "dims", d64);
+    if (nd < 0) bad(x, "parameter %s missing", "dims");
+    if (x->bad) return NULL;
+    for (int i = 0; i < nd; i++) dims[i] = (int)d64[i];
+    return wk_flip(t, dims, nd);
+}
+
+/* reps: a '|' list. */
+wk_tensor *ot_repeat(ot_ctx *x) {
+    int64_t reps[WK_MAX_RANK];
+    wk_tensor *t = ot_in(x, 0);
+    int n = int_list(x, "reps", reps);
+    if (n < 0) bad(x, "parameter %s missing", "reps");
+    return x->bad ? NULL : wk_repeat(t, reps, n);
+}
+
+/* 'n' nearest1d (s), 'N' nearest2d (sh, sw), 'b' bilinear2d (sh, sw, ac). */
+wk_tensor *ot_upsample_scale(ot_ctx *x, char which) {
+    wk_tensor *in = ot_in(x, 0);
+    if (which == 'n') {
+        double s = ot_pf(x, "s");
+        return x->bad ? NULL : wk_upsample_nearest1d_scale(in, s);
+    }
+    double sh = ot_pf(x, "sh"), sw = ot_pf(x, "sw");
+    bool ac = which == 'b' && ot_pi(x, "ac") != 0;
+    if (x->bad) return NULL;
+    return which == 'N' ? wk_upsample_nearest2d_scale(in, sh, sw) : wk_upsample_bilinear2d_scale(in, sh, sw, ac);
 }
 
 /* --------------------------------------------------------- the table */
@@ -276,15 +407,85 @@ const ot_entry *ot_find(const char *name) {
 wk_tensor *ot_run(const ot_entry *e, ot_ctx *x) {
     x->bad = false;
     x->why[0] = 0;
-    x->out2 = NULL;
+    x->nmore = 0;
+    for (int i = 0; i < OT_MAX_MORE; i++) x->more[i] = NULL;
     wk_tensor *r = e->call(x);
     if (x->bad) {
         wk_tensor_free(r);
-        wk_tensor_free(x->out2);
-        x->out2 = NULL;
+        for (int i = 0; i < x->nmore; i++) wk_tensor_free(x->more[i]);
+        x->nmore = 0;
         return NULL;
     }
     return r;
+}
+
+int ot_case_layouts(const char *const *specs, wk_tensor *const *in, int nin, wk_tensor *const *out, int nout) {
+    int m = nin ? 0 : OT_C;
+    for (int i = 0; i < nin; i++) {
+        const char *at = strchr(specs[i], '@');
+        size_t len = at ? strcspn(at + 1, "#") : 0;
+        int own = 0;
+        for (size_t k = 0; at && k < len; k += strcspn(at + 1 + k, "+") + 1) {
+            switch (at[1 + k]) {
+            case 't': own |= OT_T; break;
+            case 'n': own |= OT_N; break;
+            case 'b': own |= OT_B; break;
+            case 'p': own |= OT_P; break;
+            }
+        }
+        if ((own & OT_T) && (own & OT_N)) own |= OT_TN;
+        m |= own ? own : OT_C;
+        int64_t n = wk_numel(in[i]);
+        if (n == 0) m |= OT_E;
+        else if (wk_rank(in[i]) == 0) m |= OT_0;
+        else if (n == 1) m |= OT_1;
+    }
+    for (int i = 0; i < nout; i++)
+        if (out[i] && wk_numel(out[i]) == 0) m |= OT_E;
+    return m;
+}
+
+static int g_cover[sizeof ot_table / sizeof ot_table[0]][WK_DTYPE_COUNT];
+
+void ot_cover(const ot_entry *e, wk_dtype dt, int layouts) {
+    if (e >= ot_table && e < ot_table + ot_count && (int)dt >= 0 && dt < WK_DTYPE_COUNT)
+        g_cover[e - ot_table][dt] |= layouts;
+}
+
+bool ot_cover_case(const char *id, const ot_entry *e, wk_dtype dt, const char *const *specs, wk_tensor *const *in,
+                   int nin, wk_tensor *const *out, int nout) {
+    ot_cover(e, dt, ot_case_layouts(specs, in, nin, out, nout));
+    if (ot_dtype_mask(e) & (1u << dt)) return true;
+    printf("FAIL %s op=%s dtype=%s: must succeed, but the op table does not declare that dtype\n", id, e->name,
+           wk_dtype_name(dt));
+    return false;
+}
+
+int ot_cover_check(const char *oracle, int *tuples) {
+    int gaps = 0;
+    *tuples = 0;
+    for (int k = 0; k < ot_count; k++) {
+        const ot_entry *e = &ot_table[k];
+        if (strcmp(e->oracle, oracle) != 0) continue;
+        unsigned dm = ot_dtype_mask(e);
+        int lm = ot_layout_mask(e);
+        if (!dm || lm <= 0) {
+            printf("FAIL op table entry %s: bad dtypes '%s' or layouts '%s'\n", e->name, e->dtypes, e->layouts);
+            gaps++;
+            continue;
+        }
+        for (int d = 0; d < WK_DTYPE_COUNT; d++)
+            for (int l = 0; (dm & (1u << d)) && l < OT_NLAYOUTS; l++) {
+                if (!(lm & (1 << l))) continue;
+                ++*tuples;
+                if (!(g_cover[k][d] & (1 << l))) {
+                    printf("FAIL op table: %s on %s declares layout '%s' but %s has no such case\n", e->name,
+                           wk_dtype_name((wk_dtype)d), ot_layout_name(l), oracle);
+                    gaps++;
+                }
+            }
+    }
+    return gaps;
 }
 
 static void json_str(FILE *f, const char *key, const char *v, bool comma) {

@@ -29,14 +29,17 @@ const char *ot_layout_name(int i);
 int ot_parse_layouts(const char *s);
 
 /* What a call sees: its inputs, its "k=v;k=v" parameters, the case dtype and
- * device (for the creation ops), and where a second result goes (sort, topk). */
+ * device (for the creation ops), and where results after the first go (the
+ * indices of sort / topk, meshgrid's outputs 2..n): more[0 .. nmore). */
+#define OT_MAX_MORE 7
 typedef struct ot_ctx {
     wk_tensor *const *in;
     int nin;
     const char *params;
     wk_dtype dt;
     wk_device *dev;
-    wk_tensor *out2;
+    wk_tensor *more[OT_MAX_MORE];
+    int nmore;
     bool bad;        /* a missing input or parameter: the case is malformed */
     char why[160];
 } ot_ctx;
@@ -62,6 +65,24 @@ double ot_backend_scale(const ot_entry *e);
 /* Runs the op. NULL with wick's error when the op failed; x->bad (and
  * x->why) when the case does not fit the op (missing input / parameter). */
 wk_tensor *ot_run(const ot_entry *e, ot_ctx *x);
+/* Oracle coverage, for the test_oracle*.c harnesses whose manifests carry
+ * no layouts field: the layout bits one case covers, from its input specs'
+ * view chains (FILE@VIEW+VIEW...[#DTYPE]: t n b p, tn for t and n on one
+ * input, c for an input without a view) and the shapes of the viewed inputs
+ * and results (e: a 0-size input or result; 0 / 1: a rank-0 / one-element
+ * input), as gen_oracle.py's Oracle.layouts works them out. */
+int ot_case_layouts(const char *const *specs, wk_tensor *const *in, int nin, wk_tensor *const *out, int nout);
+/* Records that a case that must succeed ran e on dt in these layouts. */
+void ot_cover(const ot_entry *e, wk_dtype dt, int layouts);
+/* ot_cover of one case that must succeed (and did), with its layouts from
+ * ot_case_layouts; false (and a FAIL line naming the case) when the table
+ * does not declare dt for e. */
+bool ot_cover_case(const char *id, const ot_entry *e, wk_dtype dt, const char *const *specs, wk_tensor *const *in,
+                   int nin, wk_tensor *const *out, int nout);
+/* Every declared (op, dtype, layout) of the entries whose oracle is `oracle`
+ * had a recorded case; prints a FAIL line per gap and returns the gaps;
+ * *tuples gets the number declared. */
+int ot_cover_check(const char *oracle, int *tuples);
 /* The table as JSON (one object per op), for tests/oracle/check_table.py. */
 void ot_print_json(FILE *f);
 
@@ -77,5 +98,13 @@ wk_tensor *ot_conv(ot_ctx *x, int dims, bool transposed);
 wk_tensor *ot_pool(ot_ctx *x, char which);
 wk_tensor *ot_sort(ot_ctx *x);
 wk_tensor *ot_topk(ot_ctx *x);
+wk_tensor *ot_norm(ot_ctx *x);
+wk_tensor *ot_stat(ot_ctx *x, char which);
+wk_tensor *ot_scatter_inplace(ot_ctx *x, bool add);
+wk_tensor *ot_flip(ot_ctx *x);
+wk_tensor *ot_repeat(ot_ctx *x);
+wk_tensor *ot_meshgrid(ot_ctx *x);
+wk_tensor *ot_slice_assign(ot_ctx *x, bool inplace);
+wk_tensor *ot_upsample_scale(ot_ctx *x, char which);
 
 #endif

@@ -72,7 +72,7 @@ static bool run_op(const oc_case *c, wk_tensor **in, int nin, wk_tensor **r, cha
     if (!e) return WHY("op '%s' is not in the op table", c->op);
     ot_ctx x = {.in = in, .nin = nin, .params = c->params, .dt = c->dt, .dev = ou_device()};
     *r = ot_run(e, &x);
-    wk_tensor_free(x.out2); /* no manifest op here has a second result */
+    for (int i = 0; i < x.nmore; i++) wk_tensor_free(x.more[i]); /* no manifest op here has a second result */
     if (x.bad) return WHY("%s: %s", c->op, x.why);
     return true;
 }

@@ -1,11 +1,14 @@
 /* Conv oracle: every case of $WICK_ORACLE_DIR/conv/manifest.txt (written by
- * tests/oracle/gen_conv.py from torch in float64) is run through the public
- * API and compared with torch's answer within the case's tolerance. Every
- * case also runs on 1 and on 2 threads, which must agree bit for bit, and
- * with a non-contiguous view of the same weight (same result exactly).
- * The manifest format is described at the top of gen_conv.py. */
+ * tests/oracle/gen_conv.py from torch in float64) is run through the op
+ * table (tests/oracle/op_table.def: ot_find / ot_run) and compared with
+ * torch's answer within the case's tolerance. Every case also runs on 1 and
+ * on 2 threads, which must agree bit for bit, and with a non-contiguous view
+ * of the same weight (same result exactly). The manifest format is described
+ * at the top of gen_conv.py. test_table_coverage then checks the manifest
+ * against the table's declared dtypes and layouts for these ops. */
 #include "testutil.h"
 #include "oracle_util.h"
+#include "op_table.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +16,7 @@
 #include <string.h>
 
 static char g_dir[4096];
+static int g_total, g_cover_problems;
 
 static wk_dtype parse_dt(const char *s) {
     if (strcmp(s, "f64") == 0) return WK_F64;
@@ -29,8 +33,9 @@ static wk_tensor *load(const char *file, wk_dtype dt) {
     return t;
 }
 
-/* x as the op must see it, from the stored array and the variant. */
-static wk_tensor *view_x(wk_tensor *s, const char *variant) {
+/* x as the op must see it, from the stored array and the variant (b: the
+ * stored batch of 1 broadcast to the expected result's batch, n). */
+static wk_tensor *view_x(wk_tensor *s, const char *variant, int64_t n) {
     int r = wk_rank(s);
     if (strcmp(variant, "t") == 0) return wk_transpose(s, r - 2, r - 1);
     if (strcmp(variant, "n") == 0) return wk_narrow(s, r - 1, 1, wk_dim(s, r - 1) - 3);
@@ -38,14 +43,28 @@ static wk_tensor *view_x(wk_tensor *s, const char *variant) {
         int d3[3] = {0, 2, 1}, d4[4] = {0, 3, 1, 2};
         return wk_permute(s, r == 3 ? d3 : d4, r);
     }
+    if (strcmp(variant, "b") == 0) {
+        int64_t shape[WK_MAX_RANK];
+        for (int i = 0; i < r; i++) shape[i] = wk_dim(s, i);
+        shape[0] = n;
+        return wk_broadcast_as(s, shape, r);
+    }
     return wk_contiguous(s);
 }
 
-static wk_tensor *run_op(const char *op, const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p) {
-    if (strcmp(op, "conv1d") == 0) return wk_conv1d(x, w, p);
-    if (strcmp(op, "conv2d") == 0) return wk_conv2d(x, w, p);
-    if (strcmp(op, "conv_transpose1d") == 0) return wk_conv_transpose1d(x, w, p);
-    return wk_conv_transpose2d(x, w, p);
+/* Runs op through the op table (tests/oracle/op_table.def); NULL on failure,
+ * with why set when the op is not in the table or the case does not fit it. */
+static wk_tensor *run_op(const char *op, wk_tensor *x, wk_tensor *w, const char *params, char *why, size_t cap) {
+    const ot_entry *e = ot_find(op);
+    if (!e) {
+        snprintf(why, cap, "op '%s' is not in tests/oracle/op_table.def", op);
+        return NULL;
+    }
+    wk_tensor *in[2] = {x, w};
+    ot_ctx c = {.in = in, .nin = 2, .params = params, .dt = wk_tensor_dtype(x), .dev = ou_device()};
+    wk_tensor *r = ot_run(e, &c);
+    if (c.bad) snprintf(why, cap, "%s", c.why);
+    return r;
 }
 
 static bool run_case(char *line, int *noncontig) {
@@ -58,9 +77,11 @@ static bool run_case(char *line, int *noncontig) {
         return false;
     }
     wk_dtype dt = parse_dt(dts);
-    wk_conv_params p = {pad, st, dil, grp, opad};
+    char p[200], why[200] = "";
+    snprintf(p, sizeof p, "stride=%lld;padding=%lld;dilation=%lld;groups=%lld;output_padding=%lld", st, pad, dil, grp,
+             opad);
     wk_tensor *xs = load(xf, dt), *w = load(wf, dt), *e = load(ef, WK_F64);
-    wk_tensor *x = xs ? view_x(xs, variant) : NULL;
+    wk_tensor *x = xs && e ? view_x(xs, variant, wk_dim(e, 0)) : NULL;
     bool ok = false;
     wk_tensor *y1 = NULL, *y2 = NULL, *y3 = NULL, *wt = NULL, *wtc = NULL, *wnc = NULL;
     double *got = NULL, *want = NULL, *got2 = NULL;
@@ -70,14 +91,18 @@ static bool run_case(char *line, int *noncontig) {
     }
     if (!wk_is_contiguous(x)) (*noncontig)++;
     wk_set_num_threads(1);
-    y1 = run_op(op, x, w, &p);
+    y1 = run_op(op, x, w, p, why, sizeof why);
     wk_set_num_threads(2);
-    y2 = run_op(op, x, w, &p);
+    y2 = run_op(op, x, w, p, why, sizeof why);
     /* the same weight values through a non-contiguous layout */
     wt = wk_transpose(w, 0, 1);
     wtc = wt ? wk_contiguous(wt) : NULL;
     wnc = wtc ? wk_transpose(wtc, 0, 1) : NULL;
-    y3 = wnc ? run_op(op, x, wnc, &p) : NULL;
+    y3 = wnc ? run_op(op, x, wnc, p, why, sizeof why) : NULL;
+    if (why[0]) {
+        printf("FAIL %s: malformed case: %s\n", id, why);
+        goto done;
+    }
     if (!y1 || !y2 || !y3) {
         printf("FAIL %s: op failed: %s\n", id, wk_last_error());
         goto done;
@@ -121,6 +146,13 @@ static bool run_case(char *line, int *noncontig) {
         printf("FAIL %s: non-contiguous weight gives a different result\n", id);
         goto done;
     }
+    { /* the op table's coverage: this case's dtype and layouts */
+        char spec[128];
+        snprintf(spec, sizeof spec, "%s@%s", xf, variant);
+        const char *specs[2] = {spec, wf};
+        wk_tensor *ins[2] = {x, w};
+        if (!ot_cover_case(id, ot_find(op), dt, specs, ins, 2, &y1, 1)) g_cover_problems++;
+    }
     ok = true;
 done:
     free(got);
@@ -159,11 +191,26 @@ static void test_oracle_conv(void **state) {
     fclose(f);
     wk_set_num_threads(saved);
     printf("oracle conv: %d cases (%d non-contiguous inputs), %d failed\n", total, noncontig, failed);
+    g_total = total;
     assert_true(total > 0);
     assert_int_equal(failed, 0);
 }
 
+/* The manifest against the op table (after test_oracle_conv ran every case):
+ * each case runs on a declared dtype, and every declared (op, dtype, layout)
+ * of the entries whose oracle is gen_conv has a case. */
+static void test_table_coverage(void **state) {
+    (void)state;
+    if (g_total == 0) skip();
+    int tuples = 0, gaps = ot_cover_check("gen_conv", &tuples);
+    printf("oracle conv: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples,
+           gaps + g_cover_problems);
+    assert_true(tuples > 0);
+    if (gaps + g_cover_problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)",
+                                          gaps + g_cover_problems);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_conv)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_conv), cmocka_unit_test(test_table_coverage)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,10 +1,13 @@
 /* Oracle cases for the indexing ops: $WICK_ORACLE_DIR/indexing/manifest.txt
  * (written by tests/oracle/gen_indexing.py from torch / numpy; the format is
- * described there). Every case is run through the public API with its layout
- * variant and compared with the expected .npy; failures print the case id and
- * the first mismatch; the run ends with "oracle_indexing: N cases, M failed". */
+ * described there). Every case is run through the op table (ot_find /
+ * ot_run) with its layout variant and compared with the expected .npy;
+ * failures print the case id and the first mismatch; the run ends with
+ * "oracle_indexing: N cases, M failed". test_table_coverage then checks the
+ * manifest against the table's declared dtypes and layouts for these ops. */
 #include "testutil.h"
 #include "oracle_util.h"
+#include "op_table.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,21 +17,12 @@
 #define MAXIN 4
 
 static char g_dir[4096];
-static int g_total, g_failed, g_noncontig;
+static int g_total, g_failed, g_noncontig, g_cover_problems;
 
 typedef struct {
     char *id, *op, *dtype, *variant, *params, *inputs, *expected;
     wk_dtype dt;
 } icase;
-
-static bool param(const icase *c, const char *key, char *out, size_t cap) {
-    return ou_param(c->params, key, out, cap);
-}
-
-static bool param_ll(const icase *c, const char *key, long long *v) {
-    char b[64];
-    return param(c, key, b, sizeof b) && ou_parse_ints(b, ',', v, 1) == 1;
-}
 
 /* FILE[@VIEW][#DTYPE] -> tensor owned by the current scope. */
 static wk_tensor *load_input(const icase *c, const char *spec, char *why, size_t cap) {
@@ -38,75 +32,25 @@ static wk_tensor *load_input(const icase *c, const char *spec, char *why, size_t
     return t;
 }
 
-static int dims_param(const icase *c, const char *key, int *dims) {
-    char b[128];
-    long long v[WK_MAX_RANK];
-    if (!param(c, key, b, sizeof b)) return -1;
-    int n = ou_parse_ints(b, '|', v, WK_MAX_RANK);
-    for (int i = 0; i < n; i++) dims[i] = (int)v[i];
-    return n;
-}
-
-/* Runs the op; *status gets the in-place status. NULL result on failure. */
-static wk_tensor *run_op(const icase *c, wk_tensor **in, int nin, bool *malformed) {
-    long long dim = 0, a = 0, b = 0;
-    char buf[64];
-    const char *op = c->op;
-    bool has_dim = param_ll(c, "dim", &dim);
+/* Runs the case's op through the op table (tests/oracle/op_table.def); NULL
+ * result on failure (wk_last_status() says why). *malformed (with why) when
+ * the op is not in the table or the case does not fit it. */
+static wk_tensor *run_op(const icase *c, wk_tensor **in, int nin, bool *malformed, char *why, size_t cap) {
     *malformed = false;
-#define NEED(k) \
-    if (nin != (k)) { *malformed = true; return NULL; }
-    if (!strcmp(op, "index_select")) { NEED(2); return wk_index_select(in[0], in[1], (int)dim); }
-    if (!strcmp(op, "embedding")) { NEED(2); return wk_embedding(in[0], in[1]); }
-    if (!strcmp(op, "gather")) { NEED(2); return wk_gather(in[0], in[1], (int)dim); }
-    if (!strcmp(op, "scatter")) { NEED(3); return wk_scatter(in[0], in[1], in[2], (int)dim); }
-    if (!strcmp(op, "scatter_add")) { NEED(3); return wk_scatter_add(in[0], in[1], in[2], (int)dim); }
-    if (!strcmp(op, "scatter_") || !strcmp(op, "scatter_add_")) {
-        NEED(3);
-        wk_status st = !strcmp(op, "scatter_add_") ? wk_scatter_add_(in[0], in[1], in[2], (int)dim)
-                                    : wk_scatter_(in[0], in[1], in[2], (int)dim);
-        return st == WK_OK ? in[0] : NULL;
+    const ot_entry *e = ot_find(c->op);
+    if (!e) {
+        snprintf(why, cap, "op '%s' is not in tests/oracle/op_table.def", c->op);
+        *malformed = true;
+        return NULL;
     }
-    if (!strcmp(op, "index_add")) { NEED(3); return wk_index_add(in[0], in[1], in[2], (int)dim); }
-    if (!strcmp(op, "slice_scatter")) {
-        NEED(2);
-        if (!param_ll(c, "start", &a)) { *malformed = true; return NULL; }
-        return wk_slice_scatter(in[0], in[1], (int)dim, (int64_t)a);
+    ot_ctx x = {.in = in, .nin = nin, .params = strcmp(c->params, "-") == 0 ? "" : c->params, .dt = c->dt,
+                .dev = ou_device()};
+    wk_tensor *r = ot_run(e, &x);
+    if (x.bad) {
+        snprintf(why, cap, "%s", x.why);
+        *malformed = true;
     }
-    if (!strcmp(op, "flip")) {
-        NEED(1);
-        int dims[WK_MAX_RANK];
-        int n = dims_param(c, "dims", dims);
-        if (n < 0) { *malformed = true; return NULL; }
-        return wk_flip(in[0], dims, n);
-    }
-    if (!strcmp(op, "roll")) {
-        NEED(1);
-        if (!param_ll(c, "shift", &a)) { *malformed = true; return NULL; }
-        return wk_roll(in[0], (int64_t)a, (int)dim);
-    }
-    if (!strcmp(op, "repeat")) {
-        NEED(1);
-        int r[WK_MAX_RANK];
-        int n = dims_param(c, "reps", r);
-        if (n < 0) { *malformed = true; return NULL; }
-        int64_t reps[WK_MAX_RANK];
-        for (int i = 0; i < n; i++) reps[i] = r[i];
-        return wk_repeat(in[0], reps, n);
-    }
-    if (!strcmp(op, "pad_zeros") || !strcmp(op, "pad_same")) {
-        NEED(1);
-        if (!has_dim || !param_ll(c, "left", &a) || !param_ll(c, "right", &b)) { *malformed = true; return NULL; }
-        return op[4] == 'z' ? wk_pad_with_zeros(in[0], (int)dim, a, b) : wk_pad_with_same(in[0], (int)dim, a, b);
-    }
-    if (!strcmp(op, "masked_fill")) {
-        NEED(2);
-        if (!param(c, "value", buf, sizeof buf)) { *malformed = true; return NULL; }
-        return wk_masked_fill(in[0], in[1], strtod(buf, NULL));
-    }
-    *malformed = true;
-    return NULL;
-#undef NEED
+    return r;
 }
 
 static double tol_for(const icase *c) {
@@ -153,8 +97,9 @@ static void run_case(icase *c) {
         }
     }
     bool malformed;
-    wk_tensor *r = run_op(c, in, nin, &malformed);
-    if (malformed) { case_fail(c, "%s", "malformed case"); wk_scope_end(); return; }
+    char mwhy[200];
+    wk_tensor *r = run_op(c, in, nin, &malformed, mwhy, sizeof mwhy);
+    if (malformed) { case_fail(c, "malformed case: %s", mwhy); wk_scope_end(); return; }
     if (c->expected[0] == '!') {
         wk_status want;
         if (!ou_status_from_name(c->expected + 1, &want)) case_fail(c, "bad status %s", c->expected);
@@ -179,6 +124,7 @@ static void run_case(icase *c) {
         return;
     }
     int64_t n = wk_numel(r);
+    int fails_before = g_failed;
     if (n > 0) {
         if (wk_dtype_is_int(c->dt)) {
             wk_tensor *r64 = wk_to_dtype(r, WK_I64), *e64 = wk_to_dtype(e, WK_I64);
@@ -217,6 +163,15 @@ static void run_case(icase *c) {
             free(g);
             free(w);
         }
+    }
+    if (g_failed == fails_before) { /* the op table's coverage: this case's dtype and layouts */
+        const char *specs[MAXIN];
+        char sb[2048];
+        int ns = 0;
+        snprintf(sb, sizeof sb, "%s", strcmp(c->inputs, "-") == 0 ? "" : c->inputs);
+        for (char *save = NULL, *tok = strtok_r(sb, ",", &save); tok && ns < nin; tok = strtok_r(NULL, ",", &save))
+            specs[ns++] = tok;
+        if (!ot_cover_case(c->id, ot_find(c->op), c->dt, specs, in, ns, &r, 1)) g_cover_problems++;
     }
     wk_scope_end();
 }
@@ -262,7 +217,22 @@ static void test_oracle_indexing(void **state) {
     assert_int_equal(g_failed, 0);
 }
 
+/* The manifest against the op table (after test_oracle_indexing ran every
+ * case): each case that must succeed runs on a declared dtype, and every
+ * declared (op, dtype, layout) of the entries whose oracle is gen_indexing
+ * has such a case. */
+static void test_table_coverage(void **state) {
+    (void)state;
+    if (g_total == 0) skip();
+    int tuples = 0, gaps = ot_cover_check("gen_indexing", &tuples);
+    printf("oracle_indexing: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples,
+           gaps + g_cover_problems);
+    assert_true(tuples > 0);
+    if (gaps + g_cover_problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)",
+                                          gaps + g_cover_problems);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_indexing)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_indexing), cmocka_unit_test(test_table_coverage)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

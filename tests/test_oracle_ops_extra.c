@@ -2,14 +2,17 @@
  * mv, tril, triu, meshgrid, slice_assign(_), upsampling by a scale factor):
  * every case of $WICK_ORACLE_DIR/ops_extra/manifest.txt (written by
  * tests/oracle/gen_ops_extra.py from numpy and torch; the format is
- * described there) is run through the public API and compared. Each case
- * runs with 1 and with 2 threads (inputs loaded afresh, since
- * slice_assign_ writes into its input) and the two results must be
- * bit-identical. With WICK_ORACLE_DEVICE=cuda:0 the inputs live on the GPU
- * (ctest's oracle_cuda_ops_extra). Every failing case prints its id and the
- * first mismatch; the run ends with "oracle_ops_extra: N cases, M failed". */
+ * described there) is run through the op table (tests/oracle/op_table.def:
+ * ot_find / ot_run) and compared. Each case runs with 1 and with 2 threads
+ * (inputs loaded afresh, since slice_assign_ writes into its input) and the
+ * two results must be bit-identical. With WICK_ORACLE_DEVICE=cuda:0 the
+ * inputs live on the GPU (ctest's oracle_cuda_ops_extra). Every failing case
+ * prints its id and the first mismatch; the run ends with
+ * "oracle_ops_extra: N cases, M failed". test_table_coverage then checks the
+ * manifest against the table's declared dtypes and layouts for these ops. */
 #include "testutil.h"
 #include "oracle_util.h"
+#include "op_table.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,69 +24,29 @@
 static char g_dir[4096];
 static int g_total, g_failed;
 
-static long long param_ll(const char *params, const char *key, long long dflt) {
-    char buf[64];
-    return ou_param(params, key, buf, sizeof buf) ? strtoll(buf, NULL, 10) : dflt;
-}
-
-static double param_d(const char *params, const char *key, double dflt) {
-    char buf[64];
-    return ou_param(params, key, buf, sizeof buf) ? strtod(buf, NULL) : dflt;
-}
-
-/* '|'-joined integers of key into out; the count, or -1 when absent. */
-static int param_list(const char *params, const char *key, int64_t *out) {
-    char buf[256];
-    long long v[WK_MAX_RANK];
-    if (!ou_param(params, key, buf, sizeof buf)) return -1;
-    int n = ou_parse_ints(buf, '|', v, WK_MAX_RANK);
-    for (int i = 0; i < n; i++) out[i] = (int64_t)v[i];
-    return n;
-}
-
-/* Runs op on the inputs; outputs into out (*nout of them). Everything lives
- * in the caller's scope. */
-static wk_status run_op(const char *op, wk_tensor **in, int nin, const char *params, wk_tensor **out, int *nout) {
-    *nout = 1;
-    out[0] = NULL;
-    if (strcmp(op, "round_to") == 0) out[0] = wk_round_to(in[0], (int)param_ll(params, "dec", 0));
-    else if (strcmp(op, "norm") == 0) {
-        int64_t d64[WK_MAX_RANK];
-        int dims[WK_MAX_RANK];
-        int nd = param_list(params, "dims", d64);
-        for (int i = 0; i < nd; i++) dims[i] = (int)d64[i];
-        out[0] = wk_norm(in[0], param_d(params, "p", 2.0), nd > 0 ? dims : NULL, nd > 0 ? nd : 0,
-                         param_ll(params, "keep", 0) != 0);
-    } else if (strcmp(op, "dot") == 0) out[0] = wk_dot(in[0], in[1]);
-    else if (strcmp(op, "mv") == 0) out[0] = wk_mv(in[0], in[1]);
-    else if (strcmp(op, "tril") == 0) out[0] = wk_tril(in[0], param_ll(params, "k", 0));
-    else if (strcmp(op, "triu") == 0) out[0] = wk_triu(in[0], param_ll(params, "k", 0));
-    else if (strcmp(op, "meshgrid") == 0) {
-        char idx[8] = "ij";
-        ou_param(params, "idx", idx, sizeof idx);
-        *nout = nin;
-        return wk_meshgrid(in, nin, strcmp(idx, "xy") == 0 ? WK_MESHGRID_XY : WK_MESHGRID_IJ, out);
-    } else if (strcmp(op, "slice_assign") == 0 || strcmp(op, "slice_assign_") == 0) {
-        int64_t st[WK_MAX_RANK], en[WK_MAX_RANK], sp[WK_MAX_RANK];
-        int n = param_list(params, "starts", st);
-        if (param_list(params, "ends", en) != n) return WK_ERR_INTERNAL;
-        int ns = param_list(params, "steps", sp);
-        const int64_t *steps = ns < 0 ? NULL : sp;
-        if (ns >= 0 && ns != n) return WK_ERR_INTERNAL;
-        if (op[strlen(op) - 1] == '_') {
-            wk_status s = wk_slice_assign_(in[0], st, en, steps, n, in[1]);
-            out[0] = s == WK_OK ? in[0] : NULL;
-            return s;
-        }
-        out[0] = wk_slice_assign(in[0], st, en, steps, n, in[1]);
-    } else if (strcmp(op, "up_nearest1d") == 0) out[0] = wk_upsample_nearest1d_scale(in[0], param_d(params, "s", 1));
-    else if (strcmp(op, "up_nearest2d") == 0)
-        out[0] = wk_upsample_nearest2d_scale(in[0], param_d(params, "sh", 1), param_d(params, "sw", 1));
-    else if (strcmp(op, "up_bilinear2d") == 0)
-        out[0] = wk_upsample_bilinear2d_scale(in[0], param_d(params, "sh", 1), param_d(params, "sw", 1),
-                                              param_ll(params, "ac", 0) != 0);
-    else return WK_ERR_INTERNAL;
-    return out[0] ? WK_OK : wk_last_status();
+/* Runs the case's op through the op table (tests/oracle/op_table.def): the
+ * first result into out[0], any further ones (meshgrid) after it; *nout of
+ * them, owned by the caller's scope. WK_ERR_INTERNAL (with why) when the op
+ * is not in the table or the case does not fit it. */
+static wk_status run_op(const char *op, wk_dtype dt, wk_tensor **in, int nin, const char *params, wk_tensor **out,
+                        int *nout, char *why, size_t cap) {
+    *nout = 0;
+    const ot_entry *e = ot_find(op);
+    if (!e) {
+        snprintf(why, cap, "op '%s' is not in tests/oracle/op_table.def", op);
+        return WK_ERR_INTERNAL;
+    }
+    ot_ctx x = {.in = in, .nin = nin, .params = strcmp(params, "-") == 0 ? "" : params, .dt = dt, .dev = ou_device()};
+    wk_clear_error();
+    out[0] = ot_run(e, &x);
+    if (x.bad) {
+        snprintf(why, cap, "%s: %s", op, x.why);
+        return WK_ERR_INTERNAL;
+    }
+    if (!out[0]) return wk_last_status();
+    *nout = 1 + x.nmore;
+    for (int i = 0; i < x.nmore && i + 1 < MAX_IO; i++) out[i + 1] = x.more[i];
+    return WK_OK;
 }
 
 /* got against the expected file; an error string or NULL. */
@@ -134,6 +97,22 @@ static bool load_inputs(char *specs, wk_dtype dt, wk_tensor **in, int *nin, char
     return true;
 }
 
+static int g_cover_problems;
+
+/* The op table's coverage bookkeeping for a case that must succeed (and
+ * did): its layouts (ot_case_layouts) on its dtype, which must be declared. */
+static void record_coverage(const char *id, const char *op, wk_dtype dt, const char *specs, wk_tensor **in, int nin,
+                            wk_tensor **out, int nout) {
+    const ot_entry *e = ot_find(op);
+    char buf[2048];
+    const char *sp[MAX_IO];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", specs);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && n < nin; tok = strtok_r(NULL, ",", &save))
+        sp[n++] = tok;
+    if (e && !ot_cover_case(id, e, dt, sp, in, n, out, nout)) g_cover_problems++;
+}
+
 static void run_case(char *line) {
     char *f[7];
     int nf = 0;
@@ -156,7 +135,9 @@ static void run_case(char *line) {
     int nin, n1, n2;
     wk_set_num_threads(1);
     if (!load_inputs(f[3], dt, in, &nin, msg, sizeof msg)) { err = msg; goto done; }
-    wk_status s1 = run_op(op, in, nin, params, o1, &n1);
+    char why[256] = "";
+    wk_status s1 = run_op(op, dt, in, nin, params, o1, &n1, why, sizeof why);
+    if (why[0]) { snprintf(msg, sizeof msg, "malformed case: %s", why); err = msg; goto done; }
     if (exp[0] == '!') {
         wk_status want;
         if (!ou_status_from_name(exp + 1, &want)) snprintf(msg, sizeof msg, "bad status %s", exp + 1), err = msg;
@@ -170,6 +151,7 @@ static void run_case(char *line) {
         goto done;
     }
     if (s1 != WK_OK) { snprintf(msg, sizeof msg, "failed: %s", wk_last_error()); err = msg; goto done; }
+    record_coverage(id, op, dt, f[3], in, nin, o1, n1);
     char ebuf[2048];
     snprintf(ebuf, sizeof ebuf, "%s", exp);
     int k = 0;
@@ -186,7 +168,7 @@ static void run_case(char *line) {
     wk_tensor *in2[MAX_IO];
     int nin2;
     if (!load_inputs(f[3], dt, in2, &nin2, msg, sizeof msg)) { err = msg; goto done; }
-    if (run_op(op, in2, nin2, params, o2, &n2) != WK_OK || n2 != n1) {
+    if (run_op(op, dt, in2, nin2, params, o2, &n2, why, sizeof why) != WK_OK || n2 != n1) {
         snprintf(msg, sizeof msg, "2 threads failed: %s", wk_last_error());
         err = msg;
         goto done;
@@ -226,7 +208,23 @@ static void test_oracle_ops_extra(void **state) {
     assert_int_equal(g_failed, 0);
 }
 
+/* The manifest against the op table (after test_oracle_ops_extra ran every
+ * case): each case that must succeed runs on a declared dtype, and every
+ * declared (op, dtype, layout) of the entries whose oracle is gen_ops_extra
+ * has such a case. A dtype or layout added to the table without an oracle
+ * case fails here. */
+static void test_table_coverage(void **state) {
+    (void)state;
+    if (g_total == 0) skip();
+    int tuples = 0, gaps = ot_cover_check("gen_ops_extra", &tuples);
+    printf("oracle_ops_extra: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples,
+           gaps + g_cover_problems);
+    assert_true(tuples > 0);
+    if (gaps + g_cover_problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)",
+                                          gaps + g_cover_problems);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_ops_extra)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_ops_extra), cmocka_unit_test(test_table_coverage)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,13 +1,17 @@
 /* Oracle suite for pooling and resampling: every case of
  * $WICK_ORACLE_DIR/pool/manifest.txt (written by tests/oracle/gen_pool.py
- * from PyTorch 1.13) is run through the public API and compared with torch's
- * answer, once with 1 thread and once with 2 (the results must be identical).
- * The manifest format is described at the top of gen_pool.py.
+ * from PyTorch 1.13) is run through the op table (tests/oracle/op_table.def:
+ * ot_find / ot_run) and compared with torch's answer, once with 1 thread and
+ * once with 2 (the results must be identical). The manifest format is
+ * described at the top of gen_pool.py.
  *
  * Every failing case prints its id, max error and the first mismatching
- * index; the run ends with "oracle_pool: N cases, M failed". */
+ * index; the run ends with "oracle_pool: N cases, M failed".
+ * test_table_coverage then checks the manifest against the table's declared
+ * dtypes and layouts for these ops. */
 #include "testutil.h"
 #include "oracle_util.h"
+#include "op_table.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -15,32 +19,21 @@
 #include <string.h>
 
 static char g_dir[4096];
+static int g_total, g_cover_problems;
 
-static bool param_pair(const char *params, const char *key, long long *v) {
-    char b[64];
-    return ou_param(params, key, b, sizeof b) && ou_parse_ints(b, 'x', v, 2) == 2;
-}
-
-static wk_tensor *run_op(const char *op, const char *params, const wk_tensor *x) {
-    long long k[2], s[2], p[2], o[2];
-    char b[64];
-    if (strcmp(op, "max_pool2d") == 0 || strcmp(op, "avg_pool2d") == 0) {
-        if (!param_pair(params, "k", k) || !param_pair(params, "s", s) || !param_pair(params, "p", p)) return NULL;
-        if (op[0] == 'm') return wk_max_pool2d(x, k[0], k[1], s[0], s[1], p[0], p[1]);
-        bool cip = ou_param(params, "cip", b, sizeof b) && strcmp(b, "1") == 0;
-        return wk_avg_pool2d(x, k[0], k[1], s[0], s[1], p[0], p[1], cip);
+/* Runs op through the op table (tests/oracle/op_table.def); NULL on failure,
+ * with why set when the op is not in the table or the case does not fit it. */
+static wk_tensor *run_op(const char *op, const char *params, wk_tensor *x, char *why, size_t cap) {
+    const ot_entry *e = ot_find(op);
+    if (!e) {
+        snprintf(why, cap, "op '%s' is not in tests/oracle/op_table.def", op);
+        return NULL;
     }
-    if (strcmp(op, "nearest1d") == 0) {
-        if (!ou_param(params, "out", b, sizeof b) || ou_parse_ints(b, 'x', o, 1) != 1) return NULL;
-        return wk_upsample_nearest1d(x, o[0]);
-    }
-    if (!param_pair(params, "out", o)) return NULL;
-    if (strcmp(op, "nearest2d") == 0) return wk_upsample_nearest2d(x, o[0], o[1]);
-    if (strcmp(op, "bilinear2d") == 0) {
-        bool ac = ou_param(params, "ac", b, sizeof b) && strcmp(b, "1") == 0;
-        return wk_upsample_bilinear2d(x, o[0], o[1], ac);
-    }
-    return NULL;
+    wk_tensor *in[1] = {x};
+    ot_ctx c = {.in = in, .nin = 1, .params = params, .dt = wk_tensor_dtype(x), .dev = ou_device()};
+    wk_tensor *r = ot_run(e, &c);
+    if (c.bad) snprintf(why, cap, "%s", c.why);
+    return r;
 }
 
 /* Compare got with the expected file; returns true if it matches. */
@@ -142,16 +135,22 @@ static void test_oracle_pool(void **state) {
         else {
             if (strcmp(variant, "contig") != 0) nonc++;
             wk_set_num_threads(1);
-            wk_tensor *r1 = run_op(op, params, x);
+            char mwhy[200] = "";
+            wk_tensor *r1 = run_op(op, params, x, mwhy, sizeof mwhy);
             wk_set_num_threads(2);
-            wk_tensor *r2 = run_op(op, params, x);
-            if (!r1 || !r2) printf("FAIL %s: op failed: %s\n", id, wk_last_error());
+            wk_tensor *r2 = run_op(op, params, x, mwhy, sizeof mwhy);
+            if (mwhy[0]) printf("FAIL %s: malformed case: %s\n", id, mwhy);
+            else if (!r1 || !r2) printf("FAIL %s: op failed: %s\n", id, wk_last_error());
             else {
                 ok = compare(id, r1, exp, dt, atol, rtol);
                 if (ok && !ou_same_bits(r1, r2)) {
                     printf("FAIL %s: 1-thread and 2-thread results differ\n", id);
                     ok = false;
                 }
+            }
+            if (ok) { /* the op table's coverage: this case's dtype and layouts */
+                const char *specs[1] = {input};
+                if (!ot_cover_case(id, ot_find(op), dt, specs, &x, 1, &r1, 1)) g_cover_problems++;
             }
         }
         wk_scope_end();
@@ -161,11 +160,26 @@ static void test_oracle_pool(void **state) {
     fclose(f);
     wk_set_num_threads(saved_threads);
     printf("oracle_pool: %d cases (%d non-contiguous), %d failed\n", total, nonc, failed);
+    g_total = total;
     assert_true(total > 0);
     assert_int_equal(failed, 0);
 }
 
+/* The manifest against the op table (after test_oracle_pool ran every case):
+ * each case runs on a declared dtype, and every declared (op, dtype, layout)
+ * of the entries whose oracle is gen_pool has a case. */
+static void test_table_coverage(void **state) {
+    (void)state;
+    if (g_total == 0) skip();
+    int tuples = 0, gaps = ot_cover_check("gen_pool", &tuples);
+    printf("oracle_pool: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples,
+           gaps + g_cover_problems);
+    assert_true(tuples > 0);
+    if (gaps + g_cover_problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)",
+                                          gaps + g_cover_problems);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_pool)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_pool), cmocka_unit_test(test_table_coverage)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

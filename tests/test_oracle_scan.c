@@ -1,11 +1,15 @@
 /* Oracle suite for scans and order: every case of
  * $WICK_ORACLE_DIR/scan/manifest.txt (written by tests/oracle/gen_scan.py
  * from numpy and torch; the format is described there) is run through the
- * public API and compared. Each case runs with 1 and with 2 threads and the
- * two results must be bit-identical. Every failing case prints its id and
- * the first mismatch; the run ends with "oracle_scan: N cases, M failed". */
+ * op table (tests/oracle/op_table.def: ot_find / ot_run) and compared. Each
+ * case runs with 1 and with 2 threads and the two results must be
+ * bit-identical. Every failing case prints its id and the first mismatch;
+ * the run ends with "oracle_scan: N cases, M failed". test_table_coverage
+ * then checks the manifest against the table's declared dtypes and layouts
+ * for these ops. */
 #include "testutil.h"
 #include "oracle_util.h"
+#include "op_table.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,25 +17,9 @@
 #include <string.h>
 
 static char g_dir[4096];
-static int g_total, g_failed;
+static int g_total, g_failed, g_cover_problems;
 
 static bool starts_with(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
-
-static long param_int(const char *params, const char *key, long dflt) {
-    char buf[64];
-    return ou_param(params, key, buf, sizeof buf) ? strtol(buf, NULL, 10) : dflt;
-}
-
-static int param_dims(const char *params, int *dims) {
-    char buf[64];
-    if (!ou_param(params, "dims", buf, sizeof buf) || !buf[0]) return 0;
-    int n = 0;
-    for (char *s = buf; *s && n < WK_MAX_RANK;) {
-        dims[n++] = (int)strtol(s, &s, 10);
-        if (*s == '|') s++;
-    }
-    return n;
-}
 
 static int parse_shape(const char *s, int64_t *shape) {
     int n = 0;
@@ -68,27 +56,38 @@ static wk_tensor *apply_view(wk_tensor *t, const char *view) {
 typedef struct {
     wk_tensor *v, *i;
     wk_status st;
+    char why[200]; /* set when the case does not fit the op table */
 } result;
 
-static result run_op(const char *op, const wk_tensor *x, const char *params) {
-    result r = {NULL, NULL, WK_OK};
-    int dim = (int)param_int(params, "dim", 0);
-    bool desc = param_int(params, "desc", 0) != 0, keep = param_int(params, "keep", 0) != 0;
-    bool unb = param_int(params, "unb", 0) != 0;
-    int dims[WK_MAX_RANK];
-    int nd = param_dims(params, dims);
-    if (strcmp(op, "cumsum") == 0) r.v = wk_cumsum(x, dim);
-    else if (strcmp(op, "cumprod") == 0) r.v = wk_cumprod(x, dim);
-    else if (strcmp(op, "sort") == 0) r.st = wk_sort(x, dim, desc, &r.v, &r.i);
-    else if (strcmp(op, "argsort") == 0) r.i = wk_argsort(x, dim, desc);
-    else if (strcmp(op, "topk") == 0) r.st = wk_topk(x, param_int(params, "k", 0), dim, desc, &r.v, &r.i);
-    else if (strcmp(op, "var") == 0) r.v = wk_var(x, dims, nd, keep, unb);
-    else if (strcmp(op, "std") == 0) r.v = wk_std(x, dims, nd, keep, unb);
-    else if (strcmp(op, "lse") == 0) r.v = wk_log_sum_exp(x, dims, nd, keep);
-    else if (strcmp(op, "prod") == 0) r.v = wk_prod(x, dims, nd, keep);
-    else if (strcmp(op, "any") == 0) r.v = wk_any(x, dims, nd, keep);
-    else if (strcmp(op, "all") == 0) r.v = wk_all(x, dims, nd, keep);
-    if (strcmp(op, "sort") != 0 && strcmp(op, "topk") != 0) r.st = (r.v || r.i) ? WK_OK : wk_last_status();
+/* Runs op through the op table (tests/oracle/op_table.def). The first
+ * result is the values (the indices, when the case expects indices only:
+ * argsort); sort / topk give their indices second. */
+static result run_op(const char *op, wk_tensor *x, const char *params, bool indices_only) {
+    result r = {NULL, NULL, WK_OK, ""};
+    const ot_entry *e = ot_find(op);
+    if (!e) {
+        snprintf(r.why, sizeof r.why, "op '%s' is not in tests/oracle/op_table.def", op);
+        r.st = WK_ERR_INTERNAL;
+        return r;
+    }
+    wk_tensor *in[1] = {x};
+    ot_ctx c = {.in = in, .nin = 1, .params = strcmp(params, "-") == 0 ? "" : params, .dt = wk_tensor_dtype(x),
+                .dev = ou_device()};
+    wk_clear_error();
+    wk_tensor *first = ot_run(e, &c);
+    if (c.bad) {
+        snprintf(r.why, sizeof r.why, "%s: %s", op, c.why);
+        r.st = WK_ERR_INTERNAL;
+        return r;
+    }
+    if (!first) {
+        r.st = wk_last_status();
+        return r;
+    }
+    if (indices_only) r.i = first;
+    else r.v = first;
+    if (c.nmore && !r.i) r.i = c.more[0];
+    else if (c.nmore) wk_tensor_free(c.more[0]);
     return r;
 }
 
@@ -170,7 +169,14 @@ static void run_case(char *line) {
     x = x ? apply_view(x, view) : NULL;
     if (!x) { snprintf(msg, sizeof msg, "input setup failed: %s", wk_last_error()); err = msg; goto report; }
     wk_set_num_threads(1);
-    result r1 = run_op(op, x, params);
+    bool indices_only = strcmp(vals, "-") == 0;
+    result r1 = run_op(op, x, params, indices_only);
+    if (r1.why[0]) {
+        snprintf(msg, sizeof msg, "malformed case: %s", r1.why);
+        err = msg;
+        wk_tensor_free(x);
+        goto report;
+    }
     if (vals[0] == '!') {
         wk_status want = starts_with(vals + 1, "DTYPE") ? WK_ERR_DTYPE : starts_with(vals + 1, "INDEX") ? WK_ERR_INDEX
                        : starts_with(vals + 1, "SHAPE") ? WK_ERR_SHAPE : WK_ERR_ARG;
@@ -188,7 +194,7 @@ static void run_case(char *line) {
         goto report;
     }
     wk_set_num_threads(2);
-    result r2 = run_op(op, x, params);
+    result r2 = run_op(op, x, params, indices_only);
     wk_set_num_threads(1);
     if (r1.st != WK_OK) {
         snprintf(msg, sizeof msg, "failed: %s", wk_last_error());
@@ -210,6 +216,13 @@ static void run_case(char *line) {
         if (!err && (r2.st != WK_OK || !ou_same_bits(r1.v, r2.v) || !ou_same_bits(r1.i, r2.i))) {
             snprintf(msg, sizeof msg, "2 threads differ from 1 thread");
             err = msg;
+        }
+        if (!err) { /* the op table's coverage: this case's dtype and layouts */
+            char spec[512];
+            snprintf(spec, sizeof spec, "%s@%s", input, view);
+            const char *specs[1] = {spec};
+            wk_tensor *outs[2] = {r1.v, r1.i};
+            if (!ot_cover_case(id, ot_find(op), dt, specs, &x, 1, outs, 2)) g_cover_problems++;
         }
     }
     wk_tensor_free(r1.v);
@@ -248,7 +261,22 @@ static void test_oracle_scan(void **state) {
     assert_int_equal(g_failed, 0);
 }
 
+/* The manifest against the op table (after test_oracle_scan ran every case):
+ * each case that must succeed runs on a declared dtype, and every declared
+ * (op, dtype, layout) of the entries whose oracle is gen_scan has such a
+ * case. */
+static void test_table_coverage(void **state) {
+    (void)state;
+    if (g_total == 0) skip();
+    int tuples = 0, gaps = ot_cover_check("gen_scan", &tuples);
+    printf("oracle_scan: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples,
+           gaps + g_cover_problems);
+    assert_true(tuples > 0);
+    if (gaps + g_cover_problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)",
+                                          gaps + g_cover_problems);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_scan)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_scan), cmocka_unit_test(test_table_coverage)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,7 +18,8 @@ fields separated by single spaces:
   variant   how x is viewed: c (as stored), t (stored with its last two dims
             swapped: wick transposes back), n (stored with 3 extra elements on
             the last dim: wick narrows [1, 1+len)), p (stored as N,H..,C
-            channels-last: wick permutes to N,C,H..)
+            channels-last: wick permutes to N,C,H..), b (stored with a batch
+            of 1: wick broadcasts it to the expected result's batch)
   expected  f64 npy computed by torch in float64 from the rounded inputs,
             then rounded to the case dtype
   atol_rtol 'A:R': |got - want| <= A + R * |want|. A = 3 * K * u * max
@@ -36,6 +37,7 @@ import torch.nn.functional as F
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle_common as oc  # noqa: E402
+import op_table  # noqa: E402
 
 SEED = 0xC0417
 OUT = os.path.join(sys.argv[1], 'conv')
@@ -61,6 +63,8 @@ FN = {'conv1d': F.conv1d, 'conv2d': F.conv2d, 'conv_transpose1d': F.conv_transpo
 
 
 def add(op, dt, variant, x, w, stride, padding, dilation, groups, outpad):
+    if variant == 'b':   # every batch entry the same: stored once, broadcast by wick
+        x = np.repeat(x[:1], x.shape[0], axis=0)
     x = to_grid(x, dt)
     w = to_grid(w, dt)
     kw = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
@@ -89,6 +93,8 @@ def add(op, dt, variant, x, w, stride, padding, dilation, groups, outpad):
         xs = np.pad(x, pad, constant_values=7.0)
     elif variant == 'p':
         xs = np.moveaxis(x, 1, -1)
+    elif variant == 'b':
+        xs = x[:1]
     else:
         raise ValueError(variant)
     cid = '%04d.%s.%s.%s' % (len(lines), op, dt, variant)
@@ -177,5 +183,31 @@ add('conv_transpose2d', 'f16', 'c', rnd([2, 16, 10, 10]), rnd([16, 1, 3, 3]), 1,
 add('conv1d', 'f32', 'c', rnd([2, 64, 300]), rnd([64, 64, 5]), 1, 2, 1, 1, 0)
 add('conv_transpose1d', 'f32', 'n', rnd([2, 64, 300]), rnd([64, 32, 5]), 2, 2, 1, 2, 1)
 
+# the op-table sweep: one case for every (op, dtype, layout) op_table.def
+# declares for these ops that the cases above did not write
+SWEEP = {  # op: (x shape, w shape, stride, padding, dilation, groups, output_padding)
+    'conv1d': ([3, 4, 11], [6, 4, 3], 1, 1, 1, 1, 0),
+    'conv2d': ([3, 4, 7, 8], [6, 4, 3, 3], 1, 1, 1, 1, 0),
+    'conv_transpose1d': ([3, 4, 9], [4, 5, 3], 2, 1, 1, 1, 1),
+    'conv_transpose2d': ([3, 4, 5, 6], [4, 5, 3, 3], 2, 1, 1, 1, 1),
+}
+n_sections = len(lines)
+covered = {tuple(ln.split()[1:4]) for ln in lines}
+missing = []
+for e in op_table.load():
+    if e['oracle'] != 'gen_conv':
+        continue
+    for dt in e['dtype_list']:
+        for lay in e['layout_list']:
+            if (e['name'], dt, lay) in covered:
+                continue
+            if e['name'] in SWEEP and lay in ('c', 't', 'n', 'p', 'b'):
+                xs, ws, st, pd, dl, gr, op_ = SWEEP[e['name']]
+                add(e['name'], dt, lay, rnd(xs), rnd(ws), st, pd, dl, gr, op_)
+            else:
+                missing.append('%s %s %s' % (e['name'], dt, lay))
+if missing:
+    raise SystemExit('gen_conv: declared in op_table.def but no case: ' + ', '.join(missing))
+
 oc.write_manifest(OUT, [' wick conv oracle, seed %#x, %d cases' % (SEED, len(lines))], lines)
-print('gen_conv: %d cases in %s' % (len(lines), OUT))
+print('gen_conv: %d cases in %s (%d of them from the op-table sweep)' % (len(lines), OUT, len(lines) - n_sections))

@@ -14,8 +14,8 @@ space-separated fields:
     id op dtype inputs params expected tol
 
   op       round_to | norm | dot | mv | tril | triu | meshgrid |
-           slice_assign | slice_assign_ | up_nearest1d | up_nearest2d |
-           up_bilinear2d
+           slice_assign | slice_assign_ | upsample_nearest1d_scale |
+           upsample_nearest2d_scale | upsample_bilinear2d_scale
   dtype    wick dtype name every input is converted to (inputs are stored
            as f64 / i64 and already on that dtype's grid)
   inputs   ','-joined FILE[@VIEW] (tests/oracle_util.h's ou_load_input: the
@@ -47,6 +47,7 @@ import torch.nn.functional as F
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle_common as oc  # noqa: E402
+import op_table  # noqa: E402
 
 SEED = 0x0E47A
 INTS = oc.INTS
@@ -63,6 +64,7 @@ class Gen:
         self.lines = []
         self.rng = np.random.default_rng(SEED)
         self.saved = {}
+        self.covered = set()   # (op, dtype, layout) of the cases that must succeed
 
     def values(self, shape, dt, kind='normal'):
         r = self.rng
@@ -101,6 +103,9 @@ class Gen:
             exp = expected
         else:
             exp = ','.join(self.save(e) for e in (expected if isinstance(expected, list) else [expected]))
+        if not isinstance(expected, str):
+            outs = expected if isinstance(expected, list) else [expected]
+            self.covered.update((op, dt, lay) for lay in case_layouts(inputs, outs))
         vname = '-'.join(v for _, v in inputs).replace(':', '.')
         pid = '%04d.%s.%s.%s' % (len(self.lines), op, dt, vname)
         self.lines.append(' '.join([pid, op, dt, specs, params or '-', exp, repr(float(tol))]))
@@ -123,6 +128,35 @@ def apply_view(x, view):
         elif v[0] == 'p':
             x = np.transpose(x, tuple(int(z) for z in v[1:].split(':')))
     return np.ascontiguousarray(x)
+
+
+def logical(a, view):
+    """apply_view that keeps a rank-0 array rank 0 (np.ascontiguousarray
+    makes it 1-d)."""
+    a = np.asarray(a)
+    return a if view == 'c' else apply_view(a, view)
+
+
+def case_layouts(inputs, outs):
+    """op_table layout letters a case covers: t n b p (tn) from the input
+    views, c for an input without one, e for a 0-size input or result, 0 / 1
+    for a rank-0 / one-element input (as test_oracle_ops_extra.c's
+    ot_case_layouts works them out; its coverage test checks the same)."""
+    tags = set() if inputs else {'c'}
+    for a, view in inputs:
+        own = {v[0] for v in view.split('+') if v != 'c'}
+        if {'t', 'n'} <= own:
+            own.add('tn')
+        tags |= own or {'c'}
+        x = logical(a, view)
+        if x.size == 0:
+            tags.add('e')
+        elif x.ndim == 0:
+            tags.add('0')
+        elif x.size == 1:
+            tags.add('1')
+    tags |= {'e' for o in outs if np.asarray(o).size == 0}
+    return tags
 
 
 def layouts(shape, broadcast=True):
@@ -442,17 +476,17 @@ def gen_upsample(g):
                 for sh, sw in scales2:
                     oh, ow = math.floor(h * sh), math.floor(w * sw)
                     if oh < 1 or ow < 1:
-                        g.case('up_nearest2d', dt, [(base, view)], 'sh=%r;sw=%r' % (sh, sw), '!SHAPE')
+                        g.case('upsample_nearest2d_scale', dt, [(base, view)], 'sh=%r;sw=%r' % (sh, sw), '!SHAPE')
                         continue
                     y = F.interpolate(xt, scale_factor=(sh, sw), mode='nearest').numpy()
-                    g.case('up_nearest2d', dt, [(base, view)], 'sh=%r;sw=%r' % (sh, sw), y)
+                    g.case('upsample_nearest2d_scale', dt, [(base, view)], 'sh=%r;sw=%r' % (sh, sw), y)
                     if dt in INTS:
                         continue
                     for ac in (False, True):
                         yb = F.interpolate(torch_t(x, dt), scale_factor=(sh, sw), mode='bilinear',
                                            align_corners=ac).to(torch.float64).numpy()
                         tol = {'f32': 3e-6, 'f64': 1e-12, 'f16': 2e-3, 'bf16': 1.6e-2}[dt]
-                        g.case('up_bilinear2d', dt, [(base, view)], 'sh=%r;sw=%r;ac=%d' % (sh, sw, ac),
+                        g.case('upsample_bilinear2d_scale', dt, [(base, view)], 'sh=%r;sw=%r;ac=%d' % (sh, sw, ac),
                                oc.round_float(yb, dt), tol)
         for L in (5, 3, 7, 4):
             for base, view, x in viewed(g, (2, C, L), dt, broadcast=False):
@@ -462,22 +496,137 @@ def gen_upsample(g):
                     if math.floor(L * s) < 1:
                         continue
                     y = F.interpolate(torch_t(x, 'f64'), scale_factor=s, mode='nearest').numpy()
-                    g.case('up_nearest1d', dt, [(base, view)], 's=%r' % s, y)
+                    g.case('upsample_nearest1d_scale', dt, [(base, view)], 's=%r' % s, y)
     # torch's general kernel: assert the C = 1 shortcut is the only difference
     x = np.arange(12.0).reshape(1, 1, 4, 3)
     y3 = F.interpolate(torch.from_numpy(np.repeat(x, 3, 1)), scale_factor=(0.6, 2.3), mode='nearest').numpy()
     assert np.array_equal(y3[0, 0], [[0, 0, 0, 1, 1, 2], [3, 3, 3, 4, 4, 5]]), y3[0, 0]
-    g.case('up_nearest2d', 'f32', [(x, 'c')], 'sh=0.6;sw=2.3', y3[:, :1])
+    g.case('upsample_nearest2d_scale', 'f32', [(x, 'c')], 'sh=0.6;sw=2.3', y3[:, :1])
     # errors
     x = np.ones((1, 2, 3, 3))
-    g.case('up_nearest2d', 'f32', [(x, 'c')], 'sh=0.0;sw=1.0', '!ARG')
-    g.case('up_nearest2d', 'f32', [(x, 'c')], 'sh=-1.0;sw=1.0', '!ARG')
-    g.case('up_nearest2d', 'f32', [(x, 'c')], 'sh=inf;sw=1.0', '!ARG')
-    g.case('up_nearest2d', 'f32', [(x, 'c')], 'sh=nan;sw=1.0', '!ARG')
-    g.case('up_nearest2d', 'f32', [(x, 'c')], 'sh=0.2;sw=1.0', '!SHAPE')
-    g.case('up_nearest2d', 'f32', [(np.ones((2, 3, 3)), 'c')], 'sh=2.0;sw=2.0', '!SHAPE')
-    g.case('up_nearest1d', 'f32', [(x, 'c')], 's=2.0', '!SHAPE')
-    g.case('up_bilinear2d', 'i32', [(x.astype(np.int64), 'c')], 'sh=1.5;sw=1.5;ac=0', '!DTYPE')
+    g.case('upsample_nearest2d_scale', 'f32', [(x, 'c')], 'sh=0.0;sw=1.0', '!ARG')
+    g.case('upsample_nearest2d_scale', 'f32', [(x, 'c')], 'sh=-1.0;sw=1.0', '!ARG')
+    g.case('upsample_nearest2d_scale', 'f32', [(x, 'c')], 'sh=inf;sw=1.0', '!ARG')
+    g.case('upsample_nearest2d_scale', 'f32', [(x, 'c')], 'sh=nan;sw=1.0', '!ARG')
+    g.case('upsample_nearest2d_scale', 'f32', [(x, 'c')], 'sh=0.2;sw=1.0', '!SHAPE')
+    g.case('upsample_nearest2d_scale', 'f32', [(np.ones((2, 3, 3)), 'c')], 'sh=2.0;sw=2.0', '!SHAPE')
+    g.case('upsample_nearest1d_scale', 'f32', [(x, 'c')], 's=2.0', '!SHAPE')
+    g.case('upsample_bilinear2d_scale', 'i32', [(x.astype(np.int64), 'c')], 'sh=1.5;sw=1.5;ac=0', '!DTYPE')
+
+
+# ------------------------------------------------------- op-table sweep
+
+F8_SMALL = [0.0, 0.25, 0.5, 1.0, 1.5, -0.5, -1.0, -0.25]
+SWEEP_TOL = {'f64': 1e-12, 'f32': 1e-5, 'f16': 4e-3, 'bf16': 3e-2, 'f8e4m3': 0.13}
+
+
+def laid_out(g, shape, dt, lay, kind='normal'):
+    """(base, view) of an input whose view has the logical shape `shape` in
+    op_table layout lay (t n b tn p; anything else: contiguous)."""
+    shape, r = tuple(shape), len(shape)
+
+    def swap(s):
+        s = list(s)
+        s[-1], s[-2] = s[-2], s[-1]
+        return tuple(s)
+    if lay == 't' and r >= 2:
+        bs, view = swap(shape), 't'
+    elif lay == 'n' and r >= 1:
+        bs, view = shape[:-1] + (shape[-1] + 3,), 'n%d:2:%d' % (r - 1, shape[-1])
+    elif lay == 'b' and r >= 1 and shape[0] > 1:
+        bs, view = (1,) + shape[1:], 'b' + 'x'.join(str(z) for z in shape)
+    elif lay == 'tn' and r >= 2:
+        bs, view = swap(shape[:-1] + (shape[-1] + 3,)), 't+n%d:2:%d' % (r - 1, shape[-1])
+    elif lay == 'p' and r >= 2:
+        bs, view = shape[::-1], 'p' + ':'.join(str(i) for i in reversed(range(r)))
+    else:
+        bs, view = shape, 'c'
+    if dt == 'f8e4m3' and kind == 'small':
+        base = np.array(g.rng.choice(F8_SMALL, int(np.prod(bs))), np.float64).reshape(bs)
+    else:
+        base = g.values(bs, dt, kind)
+    return base, view
+
+
+def sized(shape, lay):
+    """The op's usual shape, or the shape layouts e / 1 / 0 stand for."""
+    if lay == 'e':
+        return (0,) + tuple(shape[1:])
+    if lay == '1':
+        return tuple(1 for _ in shape)
+    if lay == '0':
+        return ()
+    return tuple(shape)
+
+
+def sweep_case(g, op, dt, lay):
+    """One case of op on dt whose inputs cover layout lay: (inputs, params,
+    expected, tol), or None where sweep_case has no meaning for op."""
+    if op == 'round_to':
+        b, v = laid_out(g, sized((3, 4), lay), dt, lay)
+        x = logical(b, v)
+        return [(b, v)], 'dec=1', mul_in(round_half_away(mul_in(x, 10.0, dt)), 0.1, dt), 0.0
+    if op == 'norm':
+        b, v = laid_out(g, sized((3, 4), lay), dt, lay, 'small')
+        r = torch.linalg.vector_norm(torch.from_numpy(logical(b, v)), ord=2.0)
+        return [(b, v)], 'p=2.0;dims=;keep=0', oc.round_float(r.numpy(), dt), SWEEP_TOL[dt]
+    if op in ('dot', 'mv'):
+        k = {'e': 0, '1': 1}.get(lay, 7)
+        ms = (1 if lay == '1' else 5, k) if op == 'mv' else (k,)
+        a = laid_out(g, ms, dt, lay, 'small')
+        vb, vv = laid_out(g, (k,), dt, 'c', 'small')
+        want = logical(*a) @ vb
+        return [a, (vb, vv)], '-', np.array(oc.round_float(np.asarray(want, np.float64), dt)), SWEEP_TOL[dt]
+    if op in ('tril', 'triu'):
+        b, v = laid_out(g, sized((4, 5), lay), dt, lay)
+        x = logical(b, v)
+        return [(b, v)], 'k=1', np.tril(x, 1) if op == 'tril' else np.triu(x, 1), 0.0
+    if op == 'meshgrid':
+        sizes = {'e': [(0,), (4,)], '1': [(1,), (1,)], '0': [(), ()]}.get(lay, [(3,), (4,)])
+        ins = [laid_out(g, sizes[0], dt, lay), laid_out(g, sizes[1], dt, 'c')]
+        outs = [t.numpy() for t in torch.meshgrid(*[torch.from_numpy(logical(*i)) for i in ins], indexing='ij')]
+        return ins, 'idx=ij', outs, 0.0
+    if op in ('slice_assign', 'slice_assign_'):
+        d = laid_out(g, (6, 5), dt, lay)
+        src = g.values((3, 5), dt)
+        want = logical(*d).copy()
+        want[1:4, 0:5] = src
+        return [d, (src, 'c')], 'starts=1|0;ends=4|5;steps=1|1', want, 0.0
+    if op == 'upsample_nearest1d_scale':
+        b, v = laid_out(g, (2, 3, 5), dt, lay)
+        y = F.interpolate(torch_t(logical(b, v), 'f64'), scale_factor=1.5, mode='nearest').numpy()
+        return [(b, v)], 's=1.5', y, 0.0
+    if op == 'upsample_nearest2d_scale':
+        b, v = laid_out(g, (2, 3, 5, 7), dt, lay)
+        y = F.interpolate(torch_t(logical(b, v), 'f64'), scale_factor=(1.5, 1.7), mode='nearest').numpy()
+        return [(b, v)], 'sh=1.5;sw=1.7', y, 0.0
+    if op == 'upsample_bilinear2d_scale':
+        b, v = laid_out(g, (2, 3, 5, 7), dt, lay, 'small')
+        y = F.interpolate(torch_t(logical(b, v), dt), scale_factor=(1.5, 1.7), mode='bilinear',
+                          align_corners=False).to(torch.float64).numpy()
+        return [(b, v)], 'sh=1.5;sw=1.7;ac=0', oc.round_float(y, dt), SWEEP_TOL[dt]
+    return None
+
+
+def sweep(g):
+    """One case for every (op, dtype, layout) op_table.def declares for this
+    generator's ops that no section above covered; one left uncovered (an op
+    sweep_case does not know) fails the run."""
+    missing = []
+    for e in op_table.load():
+        if e['oracle'] != 'gen_ops_extra':
+            continue
+        for dt in e['dtype_list']:
+            for lay in e['layout_list']:
+                if (e['name'], dt, lay) in g.covered:
+                    continue
+                c = sweep_case(g, e['name'], dt, lay)
+                if c is not None:
+                    g.case(e['name'], dt, c[0], c[1], c[2], c[3])
+                if (e['name'], dt, lay) not in g.covered:
+                    missing.append('%s %s %s' % (e['name'], dt, lay))
+    if missing:
+        raise SystemExit('gen_ops_extra: declared in op_table.def but no case: ' + ', '.join(missing))
 
 
 def main():
@@ -493,7 +642,10 @@ def main():
     gen_meshgrid(g)
     gen_slice_assign(g)
     gen_upsample(g)
+    n_sections = len(g.lines)
+    sweep(g)
     g.write()
+    print('gen_ops_extra: %d section cases, %d op-table sweep cases' % (n_sections, len(g.lines) - n_sections))
     print('gen_ops_extra: %d cases' % len(g.lines))
     return 0
 

@@ -14,9 +14,10 @@ nine fields separated by single spaces:
 
     id op dtype variant params input expected atol rtol
 
-  op        avg_pool2d | max_pool2d | nearest1d | nearest2d | bilinear2d
+  op        avg_pool2d | max_pool2d | upsample_nearest1d |
+            upsample_nearest2d | upsample_bilinear2d (op_table.def's names)
   params    ';'-joined key=value: k=KHxKW s=SHxSW p=PHxPW cip=0|1 (pools),
-            out=OHxOW or out=L (upsample), ac=0|1 (bilinear)
+            size=OHxOW or size=L (upsample), ac=0|1 (bilinear)
   input     FILE@VIEW: FILE is loaded with wk_npy_load, converted to dtype,
             then VIEW ('+'-joined tokens) applied: c (none), t (transpose
             last two dims), nD:S:L (narrow), bSHAPE (broadcast_as, 'x'
@@ -43,8 +44,11 @@ import torch.nn.functional as F
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle_common as oc  # noqa: E402
+import op_table  # noqa: E402
 
 SEED = 0x900152
+LAYOUT = {'contig': 'c', 'transposed': 't', 'narrowed': 'n', 'permuted': 'p', 'broadcast': 'b'}
+TABLE_NAME = {'nearest1d': 'upsample_nearest1d', 'nearest2d': 'upsample_nearest2d', 'bilinear2d': 'upsample_bilinear2d'}
 INTS = oc.INTS
 NP_INT = oc.NP_INT
 IRANGE = {'u8': (0, 255), 'u32': (0, 4294967295), 'i16': (-32768, 32767), 'i32': (-2 ** 31, 2 ** 31 - 1),
@@ -68,6 +72,7 @@ class Gen:
                 os.remove(os.path.join(self.dir, f))
         self.files = oc.NpyFiles(self.dir, 'p')
         self.lines = []
+        self.covered = set()   # (op, dtype, layout) written
         self.rng = np.random.default_rng(SEED)
 
     def save(self, arr):
@@ -122,6 +127,10 @@ class Gen:
         raise ValueError(variant)
 
     def case(self, op, dt, variant, params, spec, want, tol):
+        # the manifest spells ops and sizes as op_table.def does
+        op = TABLE_NAME.get(op, op)
+        params = params.replace('out=', 'size=')
+        self.covered.add((op, dt, LAYOUT[variant]))
         i = len(self.lines)
         if dt in INTS:
             exp = self.save(np.asarray(want).astype(NP_INT[dt]))
@@ -151,6 +160,49 @@ def tol_of(op, dt):
     if op in ('max_pool2d', 'nearest1d', 'nearest2d'):
         return EXACT
     return TOL[dt]
+
+
+# one config per op for the op-table sweep: (old name, input shape, params, torch fn)
+SWEEP = {
+    'max_pool2d': ('max_pool2d', (2, 3, 9, 10), 'k=3x3;s=2x2;p=1x1', lambda t: F.max_pool2d(t, 3, 2, 1)),
+    'avg_pool2d': ('avg_pool2d', (2, 3, 9, 10), 'k=3x3;s=2x2;p=1x1;cip=0',
+                   lambda t: F.avg_pool2d(t, 3, 2, 1, count_include_pad=False)),
+    'upsample_nearest1d': ('nearest1d', (2, 3, 7), 'size=12', lambda t: F.interpolate(t, size=12, mode='nearest')),
+    'upsample_nearest2d': ('nearest2d', (2, 3, 5, 7), 'size=10x4',
+                           lambda t: F.interpolate(t, size=(10, 4), mode='nearest')),
+    'upsample_bilinear2d': ('bilinear2d', (2, 3, 5, 7), 'size=9x11;ac=0',
+                            lambda t: F.interpolate(t, size=(9, 11), mode='bilinear', align_corners=False)),
+}
+
+
+def sweep(g):
+    """One case for every (op, dtype, layout) op_table.def declares for this
+    generator's ops that the sections above did not write; one left
+    uncovered (an op SWEEP does not know, a layout it cannot build) fails."""
+    variant_of = {v: k for k, v in LAYOUT.items()}
+    missing = []
+    for e in op_table.load():
+        if e['oracle'] != 'gen_pool':
+            continue
+        for dt in e['dtype_list']:
+            for lay in e['layout_list']:
+                if (e['name'], dt, lay) in g.covered:
+                    continue
+                if e['name'] in SWEEP and lay in variant_of:
+                    old, shape, params, fn = SWEEP[e['name']]
+                    if lay == 'b':
+                        x1 = g.values((1,) + shape[1:], dt)
+                        x = np.broadcast_to(x1, (3,) + shape[1:])
+                        spec = g.save(g.stored(x1, dt)) + '@b' + 'x'.join(str(z) for z in x.shape)
+                        x = np.ascontiguousarray(x)
+                    else:
+                        x = g.values(shape, dt)
+                        spec = g.input_spec(x, dt, variant_of[lay])
+                    g.case(old, dt, variant_of[lay], params, spec, run_torch(fn, x, dt), tol_of(old, dt))
+                if (e['name'], dt, lay) not in g.covered:
+                    missing.append('%s %s %s' % (e['name'], dt, lay))
+    if missing:
+        raise SystemExit('gen_pool: declared in op_table.def but no case: ' + ', '.join(missing))
 
 
 def main():
@@ -278,8 +330,11 @@ def main():
     g.case('nearest2d', 'f32', 'contig', 'out=8x10', g.input_spec(x, 'f32', 'contig'), np.zeros((0, 2, 8, 10)), EXACT)
     g.case('bilinear2d', 'f32', 'contig', 'out=8x10;ac=1', g.input_spec(x, 'f32', 'contig'), np.zeros((0, 2, 8, 10)),
            EXACT)
+    n_sections = len(g.lines)
+    sweep(g)
     g.write()
-    print('gen_pool: %d cases in %s' % (len(g.lines), g.dir))
+    print('gen_pool: %d cases in %s (%d of them from the op-table sweep)' % (len(g.lines), g.dir,
+                                                                           len(g.lines) - n_sections))
     return 0
 
 

@@ -19,7 +19,8 @@ space-separated fields:
   view    '+'-joined chain applied to the loaded tensor: c (nothing),
           t (wk_transpose(0, 1)), nD:S:L (wk_narrow), bSHAPE (wk_broadcast_as,
           shape 'x'-joined)
-  params  k=v pairs joined by ';': dim=, desc=0|1, k=, dims= ('|'-joined,
+  params  k=v pairs joined by ';': dim=, desc=0|1 (sort, argsort),
+          largest=0|1 (topk), k=, dims= ('|'-joined,
           empty for none), keep=0|1, unb=0|1
   values  expected values FILE (f64 for float results, i64 for integer and
           u8 results: compared exactly), '-' when not checked, or !STATUS
@@ -244,18 +245,18 @@ def gen_order(g):
                                                    dim=dim, largest=bool(desc), sorted=True)
                                 rv = rv.to(torch.float64).numpy()
                                 assert np.array_equal(rv, tv.astype(np.float64), equal_nan=True), (dt, shape, k)
-                                g.case('topk', dt, view, 'dim=%d;desc=%d;k=%d' % (dim, desc, k), base, tv, ti, 0)
+                                g.case('topk', dt, view, 'dim=%d;largest=%d;k=%d' % (dim, desc, k), base, tv, ti, 0)
     # a long line through the heap path, with ties, both directions
     for dt in ('f32', 'i32'):
         base = g.values((5000,), dt, 'ties')
         for desc in (0, 1):
             v, i = stable_sort(base, dt, 0, bool(desc))
-            g.case('topk', dt, 'c', 'dim=0;desc=%d;k=32' % desc, base, v[:32], i[:32], 0)
+            g.case('topk', dt, 'c', 'dim=0;largest=%d;k=32' % desc, base, v[:32], i[:32], 0)
             g.case('sort', dt, 'c', 'dim=0;desc=%d' % desc, base, v, i, 0)
     base = g.values((300, 8), 'f32', 'nan')
     for desc in (0, 1):
         v, i = stable_sort(base, 'f32', 0, bool(desc))
-        g.case('topk', 'f32', 'c', 'dim=0;desc=%d;k=10' % desc, base, v[:10], i[:10], 0)
+        g.case('topk', 'f32', 'c', 'dim=0;largest=%d;k=10' % desc, base, v[:10], i[:10], 0)
     # heap path through strided lines: lanes that are not adjacent (dim 0 of
     # a transposed view) and a strided last dim; ties and NaN
     for kind in ('nan', 'ties'):
@@ -263,16 +264,16 @@ def gen_order(g):
         x = apply_view(base, 't')           # (300, 8), lanes 300 apart
         for desc in (0, 1):
             v, i = stable_sort(x, 'f32', 0, bool(desc))
-            g.case('topk', 'f32', 't', 'dim=0;desc=%d;k=7' % desc, base, v[:7], i[:7], 0)
+            g.case('topk', 'f32', 't', 'dim=0;largest=%d;k=7' % desc, base, v[:7], i[:7], 0)
         base = g.values((300, 8), 'f32', kind)
         x = apply_view(base, 't')           # (8, 300), dim 1 has stride 8
         for desc in (0, 1):
             v, i = stable_sort(x, 'f32', 1, bool(desc))
-            g.case('topk', 'f32', 't', 'dim=1;desc=%d;k=7' % desc, base, v[:, :7], i[:, :7], 0)
+            g.case('topk', 'f32', 't', 'dim=1;largest=%d;k=7' % desc, base, v[:, :7], i[:, :7], 0)
     # rank 0 and errors
     g.case('sort', 'f32', 'c', 'dim=0;desc=0', np.array(1.5), np.array(1.5), np.array(0, np.int64), 0)
-    g.case('topk', 'f32', 'c', 'dim=0;desc=1;k=5', np.zeros(4), '!ARG', '-', 0)
-    g.case('topk', 'f32', 'c', 'dim=0;desc=1;k=-1', np.zeros(4), '!ARG', '-', 0)
+    g.case('topk', 'f32', 'c', 'dim=0;largest=1;k=5', np.zeros(4), '!ARG', '-', 0)
+    g.case('topk', 'f32', 'c', 'dim=0;largest=1;k=-1', np.zeros(4), '!ARG', '-', 0)
     g.case('sort', 'f32', 'c', 'dim=1;desc=0', np.zeros(4), '!INDEX', '-', 0)
 
 
