@@ -11,10 +11,11 @@
  *
  * wick is called as a user calls it: c = wk_add(a, b); wk_tensor_free(c) —
  * allocation included. The peers (bench/peer_ops.py through /usr/bin/python3,
- * ATEN_CPU_CAPABILITY=avx512) do the same with allocating calls, at the same
- * thread count, in the same run. Timing everywhere is timeit-style: warm-up,
- * an iteration count n with n calls >= --min-time (default 50 ms), then
- * --repeats (default 5) repeats; the median per call is reported.
+ * which sets ATEN_CPU_CAPABILITY from the CPU flags and WICK_ISA) do the same
+ * with allocating calls, at the same thread count, in the same run. Timing
+ * everywhere is timeit-style: warm-up, an iteration count n with n calls >=
+ * --min-time (default 50 ms), then --repeats (default 5) repeats; the median
+ * per call is reported.
  *
  * Bandwidth: a plain memcpy of a 16M-float buffer into an existing buffer,
  * best of 10 (bytes read + written), on 1 thread and on the table's thread
@@ -387,7 +388,9 @@ static void run_peers(int threads) {
     char extra[128] = "";
     if (opt.min_time != (opt.quick ? 0.002 : 0.05) || opt.repeats != (opt.quick ? 3 : 5))
         snprintf(extra, sizeof extra, " --min-time %g --repeats %d", opt.min_time, opt.repeats);
-    snprintf(cmd, sizeof cmd, "ATEN_CPU_CAPABILITY=avx512 '%s' '%s' --threads %d%s%s", opt.python, script,
+    /* the script picks ATEN_CPU_CAPABILITY from the CPU flags and WICK_ISA
+     * (forcing avx512 on a CPU without it kills PyTorch with SIGILL) */
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --threads %d%s%s", opt.python, script,
              threads, opt.quick ? " --quick" : "", extra);
     fflush(stdout);
     FILE *p = popen(cmd, "r");

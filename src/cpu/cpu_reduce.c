@@ -182,6 +182,19 @@ static int64_t out_base(const red_plan *p, int64_t o) { return p->offset + wk__u
 static void outputs_piece(void *ctx, int64_t b, int64_t e, int tid) {
     (void)tid;
     const red_plan *p = ctx;
+    if (p->dt == WK_F32 && (p->op == WK_REDUCE_SUM || p->op == WK_REDUCE_MEAN) && p->rrank == 1 &&
+        p->rstride[0] == 1 && p->rcount > 0) {
+        /* one contiguous run per output (sum over the last dim): straight to
+         * the vector sum, as fold_range -> fold_run would do it (same bits),
+         * without their per-output index arithmetic (~10% of a 1K-row sum) */
+        const float *x = (const float *)(const void *)p->src;
+        for (int64_t o = b; o < e; o++) {
+            red_state s = {0};
+            s.sum += wk__vsum_f32(x + out_base(p, o), p->rcount);
+            store(p, o, &s);
+        }
+        return;
+    }
     for (int64_t o = b; o < e; o++) {
         red_state s = {0};
         if (p->rcount) fold_range(p, &s, out_base(p, o), 0, p->rcount);
