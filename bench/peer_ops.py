@@ -46,6 +46,9 @@ def parse_args():
                    help="seconds per timed repeat (default 0.05, quick 0.002)")
     p.add_argument("--repeats", type=int, default=None, help="default 5 (quick 3)")
     p.add_argument("--peers", default="torch,numpy")
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                   help="cpu: time by the calling thread's CPU time (time.thread_time; "
+                        "bench_ops passes it for 1-thread tables with --clock cpu)")
     return p.parse_args()
 
 
@@ -131,7 +134,7 @@ def out(*fields):
 
 def bench(fn):
     """Median seconds per call of fn() (timeit-style autorange + repeats)."""
-    perf = time.perf_counter
+    perf = time.thread_time if ARGS.clock == "cpu" else time.perf_counter
     fn()  # warm-up (first-touch, lazy init)
     n = 1
     while True:

@@ -17,6 +17,7 @@
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #include <string.h>
+#include <math.h>
 
 typedef __m256 vf;
 typedef __m256i vi;
@@ -425,12 +426,64 @@ void wk__vbinary_scalar_f32_avx2(int op, float *y, const float *a, float s, int6
 typedef int wk_vmath_avx2_unused;
 #endif
 
-/* contiguous reductions: the shared plain-C lanes, vectorized for this target */
-#define VRED(x) vred_##x
-#define VRED_NO_MAXMIN
-#include "cpu/vreduce.inc"
-#undef VRED
-float wk__vsum_f32_avx2(const float *x, int64_t n) { return vred_sum(x, n); }
+/* contiguous sum: vred_sum (cpu/vreduce.inc, the other levels) written out in registers: the same 64 lanes (eight accumulators,
+ * lane j of accumulator k sums x[64i + 8k + j]), the same zero-padded tail and
+ * the same double fold and tree, so the same bits as the other levels; the
+ * plain-C version spends ~15% of a 1024-element row on stack traffic (zeroing
+ * and spilling the accumulators, the tail copy). */
+static inline __m256d cvt_lo_pd(__m256 v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
+static inline __m256d cvt_hi_pd(__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
+
+/* lanes past n add +0, as the zero-padded tail of vred_sum does */
+static inline vf sum_tail_load(const float *x, int64_t left) {
+    int m = left > 8 ? 8 : left < 0 ? 0 : (int)left;
+    return _mm256_maskload_ps(x, _mm256_cmpgt_epi32(_mm256_set1_epi32(m), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+}
+
+static inline __m256d lo_pd(vf v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
+static inline __m256d hi_pd(vf v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
+
+float wk__vsum_f32_avx2(const float *x, int64_t n) {
+    /* eight named accumulators: an array of them was kept on the stack */
+    vf a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
+        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
+        a2 = _mm256_add_ps(a2, _mm256_loadu_ps(x + i + 16));
+        a3 = _mm256_add_ps(a3, _mm256_loadu_ps(x + i + 24));
+        a4 = _mm256_add_ps(a4, _mm256_loadu_ps(x + i + 32));
+        a5 = _mm256_add_ps(a5, _mm256_loadu_ps(x + i + 40));
+        a6 = _mm256_add_ps(a6, _mm256_loadu_ps(x + i + 48));
+        a7 = _mm256_add_ps(a7, _mm256_loadu_ps(x + i + 56));
+    }
+    if (i < n) {
+        int64_t left = n - i;
+        a0 = _mm256_add_ps(a0, sum_tail_load(x + i, left));
+        a1 = _mm256_add_ps(a1, sum_tail_load(x + i + 8, left - 8));
+        a2 = _mm256_add_ps(a2, sum_tail_load(x + i + 16, left - 16));
+        a3 = _mm256_add_ps(a3, sum_tail_load(x + i + 24, left - 24));
+        a4 = _mm256_add_ps(a4, sum_tail_load(x + i + 32, left - 32));
+        a5 = _mm256_add_ps(a5, sum_tail_load(x + i + 40, left - 40));
+        a6 = _mm256_add_ps(a6, sum_tail_load(x + i + 48, left - 48));
+        a7 = _mm256_add_ps(a7, sum_tail_load(x + i + 56, left - 56));
+    }
+    /* the tree in double, lane j + lane j + w for w = 32, 16, 8, 4, 2, 1
+     * (a_k holds lanes 8k..8k+7; lo_pd/hi_pd its lanes 8k..8k+3, 8k+4..8k+7) */
+    __m256d l0 = _mm256_add_pd(lo_pd(a0), lo_pd(a4)), h0 = _mm256_add_pd(hi_pd(a0), hi_pd(a4));
+    __m256d l1 = _mm256_add_pd(lo_pd(a1), lo_pd(a5)), h1 = _mm256_add_pd(hi_pd(a1), hi_pd(a5));
+    __m256d l2 = _mm256_add_pd(lo_pd(a2), lo_pd(a6)), h2 = _mm256_add_pd(hi_pd(a2), hi_pd(a6));
+    __m256d l3 = _mm256_add_pd(lo_pd(a3), lo_pd(a7)), h3 = _mm256_add_pd(hi_pd(a3), hi_pd(a7));
+    l0 = _mm256_add_pd(l0, l2); /* w = 16 */
+    h0 = _mm256_add_pd(h0, h2);
+    l1 = _mm256_add_pd(l1, l3);
+    h1 = _mm256_add_pd(h1, h3);
+    l0 = _mm256_add_pd(l0, l1); /* w = 8 */
+    h0 = _mm256_add_pd(h0, h1);
+    l0 = _mm256_add_pd(l0, h0); /* w = 4 */
+    __m128d h = _mm_add_pd(_mm256_castpd256_pd128(l0), _mm256_extractf128_pd(l0, 1)); /* w = 2 */
+    return (float)_mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));        /* w = 1 */
+}
 
 /* NaN lanes are OR-ed into a mask vector; MAXPS/MINPS alone would drop them. */
 float wk__vmaxmin_f32_avx2(const float *x, int64_t n, int want_min) {
