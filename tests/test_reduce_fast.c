@@ -69,6 +69,45 @@ static void test_vector_sum_levels(void **state) {
     free(x);
 }
 
+/* Sum and mean over the last dim of f32 rows (one contiguous run per
+ * output: cpu_reduce's direct path): each output is the bits of
+ * wk__vsum_f32 of its row (mean: that / n, rounded once), for one and two
+ * kept dims, rows at an offset (a narrowed view) and mean. */
+static void test_last_dim_rows(void **state) {
+    (void)state;
+    int64_t shape[3] = {2, 3, 1001};
+    int64_t n = shape[0] * shape[1] * shape[2];
+    double *v = malloc(sizeof(double) * (size_t)n);
+    float *xf = malloc(sizeof(float) * (size_t)n), got[6];
+    assert_true(v && xf);
+    for (int64_t i = 0; i < n; i++) { v[i] = urand() * 10 - 4; xf[i] = (float)v[i]; }
+    wk_tensor *t3 = tu_make(v, shape, 3, WK_F32);
+    wk_tensor *t2 = TU_OK(wk_reshape(t3, (int64_t[]){6, 1001}, 2));
+    wk_tensor *tn = TU_OK(wk_narrow(t2, 1, 1, 1000)); /* rows start at an offset, stride 1001 */
+    int last = -1;
+    for (int op = 0; op < 2; op++)
+        for (int which = 0; which < 3; which++) {
+            wk_tensor *src = which == 0 ? t3 : which == 1 ? t2 : tn;
+            int64_t len = which == 2 ? 1000 : 1001, off = which == 2 ? 1 : 0;
+            wk_tensor *r = op == 0 ? TU_OK(wk_sum(src, &last, 1, false)) : TU_OK(wk_mean(src, &last, 1, false));
+            assert_int_equal(wk_numel(r), 6);
+            TU_STATUS_OK(wk_to_host_f32(r, got, 6));
+            for (int o = 0; o < 6; o++) {
+                double s = 0;
+                s += wk__vsum_f32(xf + o * 1001 + off, len);
+                float want = (float)(op == 1 ? s / (double)len : s);
+                if (memcmp(&got[o], &want, sizeof want) != 0)
+                    fail_msg("%s view %d row %d: %a, want %a", op ? "mean" : "sum", which, o, (double)got[o], (double)want);
+            }
+            wk_tensor_free(r);
+        }
+    wk_tensor_free(tn);
+    wk_tensor_free(t2);
+    wk_tensor_free(t3);
+    free(xf);
+    free(v);
+}
+
 /* wk_reduce against a naive loop on a [a, b, c] tensor (optionally a
  * permuted view), for the dim sets that take the column path. */
 static void check_reduce(wk_dtype dt, const int64_t *shape, const int *dims, int nd, wk_reduce_op op, bool nan) {
@@ -149,6 +188,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vector_runs),
         cmocka_unit_test(test_vector_sum_levels),
+        cmocka_unit_test(test_last_dim_rows),
         cmocka_unit_test(test_column_path),
         cmocka_unit_test(test_column_large),
     };
