@@ -426,13 +426,10 @@ void wk__vbinary_scalar_f32_avx2(int op, float *y, const float *a, float s, int6
 typedef int wk_vmath_avx2_unused;
 #endif
 
-/* contiguous sum: vred_sum (cpu/vreduce.inc, the other levels) written out in registers: the same 64 lanes (eight accumulators,
- * lane j of accumulator k sums x[64i + 8k + j]), the same zero-padded tail and
- * the same double fold and tree, so the same bits as the other levels; the
- * plain-C version spends ~15% of a 1024-element row on stack traffic (zeroing
- * and spilling the accumulators, the tail copy). */
-static inline __m256d cvt_lo_pd(__m256 v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
-static inline __m256d cvt_hi_pd(__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
+/* Contiguous sum: vred_sum (cpu/vreduce.inc, used by the other levels)
+ * written out in intrinsics: the same 64 lanes (lane j of accumulator k sums
+ * x[64i + 8k + j]), the same zero-padded tail and the same tree in double, so
+ * the same bits as the other levels (tests/test_reduce_fast.c checks). */
 
 /* lanes past n add +0, as the zero-padded tail of vred_sum does */
 static inline vf sum_tail_load(const float *x, int64_t left) {
