@@ -1144,8 +1144,8 @@ int main(int argc, char **argv) {
     printf("bench_gemm: C = A @ B, row-major, A M x K, B K x N; GFLOP/s = 2MKN / median time; wick ISA %s\n",
            wk_cpu_isa());
     printf("wick: c = wk_matmul(a, b) + free (allocation included); peers: cblas_?gemm into an existing C, beta 0;\n"
-           "torch: torch.matmul on bfloat16 tensors (/usr/bin/python3%s)\n",
-           bench_cpu_has_avx512() ? ", ATEN_CPU_CAPABILITY=avx512" : "");
+           "torch: torch.matmul on bfloat16 tensors (/usr/bin/python3, ATEN_CPU_CAPABILITY=%s)\n",
+           bench_aten_capability() ? bench_aten_capability() : "unset");
     if (opt.no_peers) {
         printf("peers: off (--no-peers)\n");
     } else {

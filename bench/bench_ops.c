@@ -11,10 +11,11 @@
  *
  * wick is called as a user calls it: c = wk_add(a, b); wk_tensor_free(c) —
  * allocation included. The peers (bench/peer_ops.py through /usr/bin/python3,
- * ATEN_CPU_CAPABILITY=avx512) do the same with allocating calls, at the same
- * thread count, in the same run. Timing everywhere is timeit-style: warm-up,
- * an iteration count n with n calls >= --min-time (default 50 ms), then
- * --repeats (default 5) repeats; the median per call is reported.
+ * which sets ATEN_CPU_CAPABILITY from the CPU flags and WICK_ISA) do the same
+ * with allocating calls, at the same thread count, in the same run. Timing
+ * everywhere is timeit-style: warm-up, an iteration count n with n calls >=
+ * --min-time (default 50 ms), then --repeats (default 5) repeats; the median
+ * per call is reported.
  *
  * Bandwidth: a plain memcpy of a 16M-float buffer into an existing buffer,
  * best of 10 (bytes read + written), on 1 thread and on the table's thread
@@ -57,15 +58,21 @@ static struct {
     int repeats;
     int threads[MAX_THREADS_LIST];
     int nthreads;
+    int cpu_clock; /* --clock cpu: 1-thread tables timed by the thread's CPU time */
 } opt;
+
+static int g_use_cpu_clock; /* this table is timed by CPU time (opt.cpu_clock, 1 thread) */
 
 static int g_failed; /* a wick op returned NULL or a wrong value */
 
 /* ------------------------------------------------------------- timing */
 
+/* Wall time; with --clock cpu in a 1-thread table the calling thread's CPU
+ * time instead: on a loaded machine that leaves out the time the thread
+ * waits for a core (it still pays for caches shared with the neighbours). */
 static double now_s(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(g_use_cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -384,10 +391,13 @@ static void run_peers(int threads) {
         return;
     }
     char cmd[8400];
-    char extra[128] = "";
+    char extra[160] = "";
     if (opt.min_time != (opt.quick ? 0.002 : 0.05) || opt.repeats != (opt.quick ? 3 : 5))
         snprintf(extra, sizeof extra, " --min-time %g --repeats %d", opt.min_time, opt.repeats);
-    snprintf(cmd, sizeof cmd, "ATEN_CPU_CAPABILITY=avx512 '%s' '%s' --threads %d%s%s", opt.python, script,
+    if (g_use_cpu_clock) strcat(extra, " --clock cpu");
+    /* the script picks ATEN_CPU_CAPABILITY from the CPU flags and WICK_ISA
+     * (forcing avx512 on a CPU without it kills PyTorch with SIGILL) */
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --threads %d%s%s", opt.python, script,
              threads, opt.quick ? " --quick" : "", extra);
     fflush(stdout);
     FILE *p = popen(cmd, "r");
@@ -497,14 +507,16 @@ static int parse_threads(const char *s) {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: bench_ops [--quick] [--threads 1,2] [--no-peers] [--peer-script PATH]\n"
-            "                 [--python PATH] [--min-time SECONDS] [--repeats N]\n"
+            "                 [--python PATH] [--min-time SECONDS] [--repeats N] [--clock wall|cpu]\n"
             "  --quick        small sizes (1K, 64K), few iterations: a smoke run of a few seconds\n"
             "  --threads L    thread counts, one table each (default 1,2)\n"
             "  --no-peers     wick only (peer columns n/a)\n"
             "  --peer-script  path of peer_ops.py (default <source>/bench/peer_ops.py)\n"
             "  --python       interpreter for the peers (default /usr/bin/python3)\n"
             "  --min-time     seconds per timed repeat (default 0.05; quick 0.002)\n"
-            "  --repeats      timed repeats, median reported (default 5; quick 3)\n");
+            "  --repeats      timed repeats, median reported (default 5; quick 3)\n"
+            "  --clock cpu    time the 1-thread tables (wick and peers) by the calling thread's CPU\n"
+            "                 time, not wall time: steadier on a loaded machine (default wall)\n");
 }
 
 int main(int argc, char **argv) {
@@ -529,6 +541,9 @@ int main(int argc, char **argv) {
             i++;
         } else if (strcmp(a, "--min-time") == 0 && v) {
             opt.min_time = atof(v);
+            i++;
+        } else if (strcmp(a, "--clock") == 0 && v && (strcmp(v, "cpu") == 0 || strcmp(v, "wall") == 0)) {
+            opt.cpu_clock = strcmp(v, "cpu") == 0;
             i++;
         } else if (strcmp(a, "--repeats") == 0 && v) {
             opt.repeats = atoi(v);
@@ -593,6 +608,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bench_ops: wk_set_num_threads(%d): %s\n", T, wk_last_error());
             wk_clear_error();
         }
+        g_use_cpu_clock = opt.cpu_clock && T == 1;
         run_peers(T);
 
         /* wick, after the peers (so both run on a quiet process) */
@@ -642,6 +658,9 @@ int main(int argc, char **argv) {
         printf("\n=== %d thread%s (wk_set_num_threads(%d), torch.set_num_threads(%d); numpy elementwise is "
                "single-threaded) ===\n",
                T, T == 1 ? "" : "s", T, T);
+        if (opt.cpu_clock)
+            printf("clock: %s\n", g_use_cpu_clock ? "CPU time of the calling thread (--clock cpu), wick and peers"
+                                                  : "wall (--clock cpu applies to 1-thread tables only)");
         for (int i = 0; i < g_npeer_info; i++) printf("peer: %s\n", g_peer_info[i]);
         if (g_peer_note[0]) printf("peer: %s\n", g_peer_note);
         printf("vs torch / vs numpy = peer time / wick time (> 1: wick faster). GB/s = bytes read + written "

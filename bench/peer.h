@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,24 +33,33 @@ typedef struct bench_peer {
     char path[64];      /* the script's temporary file */
 } bench_peer;
 
-/* True when this CPU runs PyTorch's AVX-512 kernels (its avx512 level needs
- * F, BW, DQ and VL). Elsewhere forcing ATEN_CPU_CAPABILITY=avx512 makes
- * PyTorch die with SIGILL, and every peer column would read n/a. */
-static inline bool bench_cpu_has_avx512(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+/* The ATEN_CPU_CAPABILITY for the peers: "avx512" only where the CPU has
+ * what PyTorch's AVX-512 kernels need (F, BW, VL, DQ; forced elsewhere they
+ * die with SIGILL), else "avx2" (AVX2 + FMA), else "default"; WICK_ISA=avx2
+ * or scalar lowers it as it lowers wick's kernels (like-for-like columns).
+ * NULL off x86: PyTorch chooses. bench/peer_ops.py makes the same choice. */
+static inline const char *bench_aten_capability(void) {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    int best = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")
+                   ? 2
+               : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1
+                                                                                 : 0;
+    const char *isa = getenv("WICK_ISA");
+    if (isa && strcasecmp(isa, "avx2") == 0 && best > 1) best = 1;
+    if (isa && strcasecmp(isa, "scalar") == 0) best = 0;
+    return best == 2 ? "avx512" : best == 1 ? "avx2" : "default";
 #else
-    return false;
+    return NULL;
 #endif
 }
 
 /* Writes `script` to a temporary file and starts
- *   [ATEN_CPU_CAPABILITY=avx512] <env> '<python>' <script file> <args>
- * The capability is forced only where the CPU has AVX-512 (PyTorch's fast
- * setting there: by default it runs its AVX2 kernels); other CPUs get
- * PyTorch's own choice. Returns false (and p->out NULL) if it cannot start;
- * the caller then prints n/a. */
+ *   ATEN_CPU_CAPABILITY=<bench_aten_capability()> <env> '<python>' <script file> <args>
+ * (PyTorch's AVX-512 kernels where the CPU has them: otherwise PyTorch runs
+ * its AVX2 kernels on AVX-512 machines). Returns false (and p->out NULL) if
+ * it cannot start; the caller then prints n/a. */
 static inline bool bench_peer_start(bench_peer *p, const char *python, const char *script, const char *env,
                                     const char *args) {
     p->out = NULL;
@@ -63,7 +73,8 @@ static inline bool bench_peer_start(bench_peer *p, const char *python, const cha
     size_t n = 128 + strlen(python) + strlen(args) + (env ? strlen(env) : 0) + sizeof p->path;
     char *cmd = malloc(n);
     if (!cmd) return false;
-    snprintf(cmd, n, "%s%s '%s' '%s' %s", bench_cpu_has_avx512() ? "ATEN_CPU_CAPABILITY=avx512 " : "", env ? env : "",
+    const char *cap = bench_aten_capability();
+    snprintf(cmd, n, "%s%s %s '%s' '%s' %s", cap ? "ATEN_CPU_CAPABILITY=" : "", cap ? cap : "", env ? env : "",
              python, p->path, args);
     p->out = popen(cmd, "r");
     free(cmd);

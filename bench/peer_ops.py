@@ -8,7 +8,7 @@ Run by bench_ops (through popen) as
 and prints one line per measurement on stdout:
 
     torch add 1048576 1.234e-04        <peer> <op> <elements> <seconds per op>
-    info torch 1.13.1 capability=AVX512 threads=2
+    info torch 1.13.1 capability=AVX512 threads=2 (ATEN_CPU_CAPABILITY=avx512 (best on this CPU))
     info numpy missing <reason>
 
 Every op allocates its result, as a user writes it (c = a + b). Timing is
@@ -18,7 +18,14 @@ repeats are timed and the median per-call time is printed.
 
 Environment, set here before the imports so that running the script by hand
 measures the same thing bench_ops does:
-  ATEN_CPU_CAPABILITY=avx512  PyTorch otherwise runs its AVX2 kernels here
+  ATEN_CPU_CAPABILITY         avx512 only where /proc/cpuinfo lists avx512f,
+                              bw, vl and dq (PyTorch otherwise runs its AVX2
+                              kernels on AVX-512 machines; forcing avx512
+                              elsewhere is SIGILL), else avx2 (avx2 + fma),
+                              else default; WICK_ISA=avx2 / scalar lowers it
+                              to avx2 / default like wick's kernels. A value
+                              already in the environment is kept unless the
+                              CPU lacks it.
   OPENBLAS_NUM_THREADS=N      numpy's BLAS uses the same thread count
   OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE are removed (they force AVX2 BLAS kernels)
 """
@@ -39,11 +46,67 @@ def parse_args():
                    help="seconds per timed repeat (default 0.05, quick 0.002)")
     p.add_argument("--repeats", type=int, default=None, help="default 5 (quick 3)")
     p.add_argument("--peers", default="torch,numpy")
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                   help="cpu: time by the calling thread's CPU time (time.thread_time; "
+                        "bench_ops passes it for 1-thread tables with --clock cpu)")
     return p.parse_args()
 
 
 ARGS = parse_args()
-os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx512")
+
+
+def cpu_flags():
+    """The x86 feature flags of this CPU (/proc/cpuinfo), or None if unknown."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return None
+
+
+# PyTorch's avx512 kernels are built for AVX512F+BW+VL+DQ; forcing them on a
+# CPU without these dies with SIGILL, so avx512 is chosen only when they are
+# all present. WICK_ISA=avx2/scalar (which lowers wick's kernels) lowers the
+# peer to the same level, so that the columns compare like with like.
+AVX512_NEEDS = {"avx512f", "avx512bw", "avx512vl", "avx512dq"}
+AVX2_NEEDS = {"avx2", "fma"}
+CAP_RANK = {"default": 0, "avx2": 1, "avx512": 2}
+
+
+def choose_capability(env):
+    """(ATEN_CPU_CAPABILITY to use, or None to leave PyTorch's own choice; a note)."""
+    flags = cpu_flags()
+    if flags is None:
+        best = None  # not Linux/x86 or unreadable: PyTorch detects by itself
+    elif AVX512_NEEDS <= flags:
+        best = "avx512"
+    elif AVX2_NEEDS <= flags:
+        best = "avx2"
+    else:
+        best = "default"
+    want = best
+    isa = env.get("WICK_ISA", "").strip().lower()
+    if isa in ("avx2", "scalar"):
+        want = "avx2" if isa == "avx2" else "default"
+        if best is not None and CAP_RANK[want] > CAP_RANK[best]:
+            want = best
+    given = env.get("ATEN_CPU_CAPABILITY", "").strip().lower()
+    if given:
+        if given in CAP_RANK and best is not None and CAP_RANK[given] > CAP_RANK[best]:
+            return best, "ATEN_CPU_CAPABILITY=%s lowered to %s (not on this CPU)" % (given, best)
+        return given, "ATEN_CPU_CAPABILITY=%s (from the environment)" % given
+    if want is None:
+        return None, "CPU flags unknown: PyTorch chooses"
+    why = "WICK_ISA=" + isa if isa in ("avx2", "scalar") else "best on this CPU"
+    return want, "ATEN_CPU_CAPABILITY=%s (%s)" % (want, why)
+
+
+CAPABILITY, CAPABILITY_NOTE = choose_capability(os.environ)
+if CAPABILITY is not None:
+    os.environ["ATEN_CPU_CAPABILITY"] = CAPABILITY
 os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.threads)
 os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
 os.environ.pop("OPENBLAS_CORETYPE", None)
@@ -71,7 +134,7 @@ def out(*fields):
 
 def bench(fn):
     """Median seconds per call of fn() (timeit-style autorange + repeats)."""
-    perf = time.perf_counter
+    perf = time.thread_time if ARGS.clock == "cpu" else time.perf_counter
     fn()  # warm-up (first-touch, lazy init)
     n = 1
     while True:
@@ -112,7 +175,7 @@ def run_torch():
     except Exception:  # noqa: BLE001
         pass
     out("info", "torch", torch.__version__, "capability=" + cap,
-        "threads=%d" % torch.get_num_threads())
+        "threads=%d" % torch.get_num_threads(), "(" + CAPABILITY_NOTE + ")")
     torch.manual_seed(0)
 
     def one_size(n):  # inputs live only while this size is measured

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "cpu/vmath.h"
 
 static uint64_t rng = 0x12345678abcdefULL;
@@ -33,6 +34,78 @@ static void test_vector_runs(void **state) {
         }
     }
     wk__vmath_set_level(-1);
+}
+
+/* The contiguous f32 sum: 64 f32 lanes added in double in a fixed order, the
+ * same code at every level, so the same bits at every level; and at least as
+ * accurate as one f32 accumulator per lane (checked against a double sum:
+ * the error bound of 64 independent f32 chains, plus the final rounding). */
+static void test_vector_sum_levels(void **state) {
+    (void)state;
+    enum { N = 20000 };
+    float *x = malloc(sizeof(float) * N);
+    assert_non_null(x);
+    for (int i = 0; i < N; i++) x[i] = (float)(urand() * 2 - 0.9) * (i % 7 == 0 ? 1000.0f : 1.0f);
+    static const int lens[] = {1, 2, 7, 8, 9, 31, 63, 64, 65, 127, 128, 129, 1000, 1024, 4097, 20000};
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        int n = lens[k];
+        float first = 0;
+        int have = 0;
+        double s = 0, sa = 0;
+        for (int i = 0; i < n; i++) { s += x[i]; sa += fabs(x[i]); }
+        for (int level = WK_VMATH_SCALAR; level <= WK_VMATH_AVX512; level++) {
+            if (wk__vmath_set_level(level) != 0) continue;
+            float got = wk__vsum_f32(x, n);
+            if (!have) { first = got; have = 1; }
+            if (memcmp(&got, &first, sizeof got) != 0)
+                fail_msg("n=%d: %a at %s, %a at the first level", n, (double)got, wk__vmath_isa(), (double)first);
+            double chain = (double)(n + 63) / 64; /* elements per lane */
+            double tol = chain * 0x1p-24 * sa + 0x1p-24 * fabs(s) + 1e-30;
+            if (!(fabs((double)got - s) <= tol))
+                fail_msg("n=%d [%s]: %.9g, exact %.9g (tol %.3g)", n, wk__vmath_isa(), (double)got, s, tol);
+        }
+    }
+    wk__vmath_set_level(-1);
+    free(x);
+}
+
+/* Sum and mean over the last dim of f32 rows (one contiguous run per
+ * output: cpu_reduce's direct path): each output is the bits of
+ * wk__vsum_f32 of its row (mean: that / n, rounded once), for one and two
+ * kept dims, rows at an offset (a narrowed view) and mean. */
+static void test_last_dim_rows(void **state) {
+    (void)state;
+    int64_t shape[3] = {2, 3, 1001};
+    int64_t n = shape[0] * shape[1] * shape[2];
+    double *v = malloc(sizeof(double) * (size_t)n);
+    float *xf = malloc(sizeof(float) * (size_t)n), got[6];
+    assert_true(v && xf);
+    for (int64_t i = 0; i < n; i++) { v[i] = urand() * 10 - 4; xf[i] = (float)v[i]; }
+    wk_tensor *t3 = tu_make(v, shape, 3, WK_F32);
+    wk_tensor *t2 = TU_OK(wk_reshape(t3, (int64_t[]){6, 1001}, 2));
+    wk_tensor *tn = TU_OK(wk_narrow(t2, 1, 1, 1000)); /* rows start at an offset, stride 1001 */
+    int last = -1;
+    for (int op = 0; op < 2; op++)
+        for (int which = 0; which < 3; which++) {
+            wk_tensor *src = which == 0 ? t3 : which == 1 ? t2 : tn;
+            int64_t len = which == 2 ? 1000 : 1001, off = which == 2 ? 1 : 0;
+            wk_tensor *r = op == 0 ? TU_OK(wk_sum(src, &last, 1, false)) : TU_OK(wk_mean(src, &last, 1, false));
+            assert_int_equal(wk_numel(r), 6);
+            TU_STATUS_OK(wk_to_host_f32(r, got, 6));
+            for (int o = 0; o < 6; o++) {
+                double s = 0;
+                s += wk__vsum_f32(xf + o * 1001 + off, len);
+                float want = (float)(op == 1 ? s / (double)len : s);
+                if (memcmp(&got[o], &want, sizeof want) != 0)
+                    fail_msg("%s view %d row %d: %a, want %a", op ? "mean" : "sum", which, o, (double)got[o], (double)want);
+            }
+            wk_tensor_free(r);
+        }
+    wk_tensor_free(tn);
+    wk_tensor_free(t2);
+    wk_tensor_free(t3);
+    free(xf);
+    free(v);
 }
 
 /* wk_reduce against a naive loop on a [a, b, c] tensor (optionally a
@@ -114,6 +187,8 @@ static void test_column_large(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vector_runs),
+        cmocka_unit_test(test_vector_sum_levels),
+        cmocka_unit_test(test_last_dim_rows),
         cmocka_unit_test(test_column_path),
         cmocka_unit_test(test_column_large),
     };

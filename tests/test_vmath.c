@@ -288,6 +288,53 @@ static void test_lengths_and_aliasing(void **state) {
     free(x);
 }
 
+/* The SIMD kernels take a cheaper path for a vector whose lanes are all in
+ * a common range (exp |x| <= 86; tanh always; sigmoid, silu, gelu when the
+ * exp argument is <= 80 in magnitude) and the general one otherwise. Each
+ * lane's result must not depend on which path its vector took: every value
+ * is computed once among in-range neighbours and once beside a value that
+ * forces the general path (NaN, inf, +-100), and the bits must agree. */
+static void test_fast_path_lanes(void **state) {
+    (void)state;
+    enum { W = 16, NV = 4000 };
+    static const float forcers[] = {NAN, INFINITY, -INFINITY, 100.0f, -100.0f, 87.0f, -87.0f};
+    float *x = malloc(sizeof(float) * W), *quiet = malloc(sizeof(float) * NV), *mixed = malloc(sizeof(float) * W);
+    float *vals = malloc(sizeof(float) * NV);
+    assert_true(x && quiet && mixed && vals);
+    /* values up to the edges of the fast ranges (gelu's argument reaches 80
+     * near x = -9.9 and 9.9, silu's and sigmoid's at +-80), subnormals, zeros */
+    for (int i = 0; i < NV; i++) {
+        float v = (float)((int)(rnd32() % 200001) - 100000) * (i % 3 == 0 ? 8.6e-4f : 1.1e-4f);
+        if (i % 97 == 0) v = (i % 2 ? 1.0f : -1.0f) * 1e-40f;
+        if (i % 101 == 0) v = i % 2 ? 0.0f : -0.0f;
+        vals[i] = v;
+    }
+    int lv[3], nl = levels(lv);
+    for (int li = 0; li < nl; li++) {
+        assert_int_equal(wk__vmath_set_level(lv[li]), 0);
+        for (int k = 0; k < NFUNCS; k++) {
+            const fcase *fc = &FUNCS[k];
+            if (fc->f == wk__vlog_f32) continue; /* one path */
+            fc->f(quiet, vals, NV);
+            for (int i = 0; i < NV; i++) {
+                for (int j = 0; j < W; j++) x[j] = vals[(i + j) % NV];
+                x[(i + 5) % W] = forcers[i % (int)(sizeof forcers / sizeof forcers[0])];
+                x[i % W] = vals[i];
+                fc->f(mixed, x, W);
+                float want = quiet[i], got = mixed[i % W];
+                if (memcmp(&got, &want, sizeof got) != 0)
+                    fail_msg("%s[%s] x=%a: %a beside %g, %a among in-range values", fc->name, wk__vmath_isa(),
+                             (double)vals[i], (double)got, (double)x[(i + 5) % W], (double)want);
+            }
+        }
+    }
+    wk__vmath_set_level(-1);
+    free(vals);
+    free(mixed);
+    free(quiet);
+    free(x);
+}
+
 static float ref_binary(int op, float a, float b) {
     switch (op) {
     case 0: return a + b;
@@ -417,6 +464,7 @@ int main(void) {
         cmocka_unit_test(test_special_values),
         cmocka_unit_test(test_accuracy),
         cmocka_unit_test(test_lengths_and_aliasing),
+        cmocka_unit_test(test_fast_path_lanes),
         cmocka_unit_test(test_binary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

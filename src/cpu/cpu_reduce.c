@@ -183,6 +183,23 @@ static int64_t out_base(const red_plan *p, int64_t o) { return p->offset + wk__u
 static void outputs_piece(void *ctx, int64_t b, int64_t e, int tid) {
     (void)tid;
     const red_plan *p = ctx;
+    if (p->dt == WK_F32 && (p->op == WK_REDUCE_SUM || p->op == WK_REDUCE_MEAN) && p->rrank == 1 &&
+        p->rstride[0] == 1 && p->rcount > 0) {
+        /* one contiguous run per output (sum over the last dim): straight to
+         * the vector sum and the f32 result, as fold_range -> fold_run ->
+         * store would do it (same bits), without their per-output index
+         * arithmetic and dtype switches (~15% of a sum over rows of 1024) */
+        const float *x = (const float *)(const void *)p->src;
+        float *y = p->dst;
+        bool mean = p->op == WK_REDUCE_MEAN;
+        for (int64_t o = b; o < e; o++) {
+            int64_t base = p->krank == 1 ? p->offset + o * p->kstride[0] : out_base(p, o);
+            double sum = 0;
+            sum += wk__vsum_f32(x + base, p->rcount);
+            y[o] = (float)(mean ? sum / (double)p->rcount : sum);
+        }
+        return;
+    }
     for (int64_t o = b; o < e; o++) {
         red_state s = {0};
         if (p->rcount) fold_range(p, &s, out_base(p, o), 0, p->rcount);

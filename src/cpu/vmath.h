@@ -27,7 +27,9 @@ void wk__vbinary_f32(int op, float *y, const float *a, const float *b, int64_t n
 /* y = a op s (scalar right-hand side). */
 void wk__vbinary_scalar_f32(int op, float *y, const float *a, float s, int64_t n);
 
-/* Sum of n contiguous f32 (32 lanes in a fixed order: deterministic). */
+/* Sum of n contiguous f32: 64 f32 lanes added in double in a fixed tree
+ * (cpu/vreduce.inc), rounded once; the same bits for a given n at every
+ * level and thread count. */
 float wk__vsum_f32(const float *x, int64_t n);
 /* Max (want_min 0) or min of n >= 1 contiguous f32; NaN if any is NaN. */
 float wk__vmaxmin_f32(const float *x, int64_t n, int want_min);
