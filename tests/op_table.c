@@ -96,6 +96,8 @@ wk_tensor *ot_in(ot_ctx *x, int i) {
     return NULL;
 }
 
+wk_tensor *ot_opt(ot_ctx *x, int i) { return i >= 0 && i < x->nin ? x->in[i] : NULL; }
+
 static bool param_str(ot_ctx *x, const char *key, char *out, size_t cap) {
     if (ou_param(x->params, key, out, cap)) return true;
     bad(x, "parameter %s missing", key);

@@ -88,6 +88,9 @@ void ot_print_json(FILE *f);
 
 /* Used by the call expressions in op_table.def. */
 wk_tensor *ot_in(ot_ctx *x, int i);
+/* An optional input (nn.h's weight, bias, mask): input i, or NULL when the
+ * case has fewer inputs (a NULL input, '-' in gen_nn's manifest, is NULL too). */
+wk_tensor *ot_opt(ot_ctx *x, int i);
 double ot_pf(ot_ctx *x, const char *key);
 long long ot_pi(ot_ctx *x, const char *key);
 wk_tensor *ot_reduce(ot_ctx *x, wk_reduce_op op);

@@ -335,6 +335,7 @@ KIND_TEST(linalg)
 KIND_TEST(tri)
 KIND_TEST(meshgrid)
 KIND_TEST(slice_assign)
+KIND_TEST(nn)
 
 /* Every table entry's kind has a test above (a new kind needs one). */
 static void test_every_kind_runs(void **state) {
@@ -342,7 +343,7 @@ static void test_every_kind_runs(void **state) {
     static const char *const kinds[] = {"unary", "param", "binary", "binary_scalar", "cmp", "cmp_scalar",
                                         "where", "reduce", "reduce_all", "cast", "join", "matmul",
                                         "create", "conv", "pool", "scan", "sort", "index",
-                                        "linalg", "tri", "meshgrid", "slice_assign"};
+                                        "linalg", "tri", "meshgrid", "slice_assign", "nn"};
     int orphans = 0;
     for (int k = 0; k < ot_count; k++) {
         bool found = false;
@@ -406,6 +407,7 @@ int main(void) {
         cmocka_unit_test(test_tri),
         cmocka_unit_test(test_meshgrid),
         cmocka_unit_test(test_slice_assign),
+        cmocka_unit_test(test_nn),
     };
     return cmocka_run_group_tests_name("backend_ops", tests, NULL, teardown);
 }

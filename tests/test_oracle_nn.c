@@ -2,11 +2,15 @@
  * $WICK_ORACLE_DIR/nn/manifest.txt (written by tests/oracle/gen_nn.py from
  * torch in float64; the format is described there) runs through the public
  * API on the oracle device (the CPU's fused entries, or the composites on a
- * backend without them, e.g. CUDA) and is compared. Each case runs with 1
+ * backend without them, e.g. CUDA) through the op table
+ * (tests/oracle/op_table.def: ot_find / ot_run) and is compared. Each case runs with 1
  * and 2 threads; the results must be bit-identical. Failing cases print
- * their id and first mismatch; the run ends "oracle_nn: N cases, M failed". */
+ * their id and first mismatch; the run ends "oracle_nn: N cases, M failed".
+ * test_table_coverage then checks the manifest against the table's declared
+ * dtypes and layouts for these ops. */
 #include "testutil.h"
 #include "oracle_util.h"
+#include "op_table.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,25 +18,21 @@
 #include <string.h>
 
 static char g_dir[4096];
-static int g_total, g_failed, g_noncontig;
+static int g_total, g_failed, g_noncontig, g_cover_problems;
 
-static double param_num(const char *params, const char *key, double dflt) {
-    char buf[64];
-    return ou_param(params, key, buf, sizeof buf) ? strtod(buf, NULL) : dflt;
-}
-
-static wk_tensor *run_op(const char *op, wk_tensor *const *in, const char *params) {
-    int dim = (int)param_num(params, "dim", 0);
-    double eps = param_num(params, "eps", 1e-5);
-    if (strcmp(op, "softmax") == 0) return wk_softmax(in[0], dim);
-    if (strcmp(op, "log_softmax") == 0) return wk_log_softmax(in[0], dim);
-    if (strcmp(op, "rms_norm") == 0) return wk_rms_norm(in[0], in[1], eps);
-    if (strcmp(op, "layer_norm") == 0) return wk_layer_norm(in[0], in[1], in[2], eps);
-    if (strcmp(op, "rope") == 0) return wk_rope(in[0], in[1], in[2], param_num(params, "inter", 0) != 0);
-    if (strcmp(op, "sdpa") == 0)
-        return wk_scaled_dot_product_attention(in[0], in[1], in[2], in[3], param_num(params, "scale", 0),
-                                               param_num(params, "causal", 0) != 0);
-    return NULL;
+/* Runs op through the op table (tests/oracle/op_table.def); NULL on failure,
+ * with why set when the op is not in the table or the case does not fit it.
+ * An absent optional input ('-') is a NULL entry of in. */
+static wk_tensor *run_op(const ot_entry *e, wk_tensor *const *in, int nin, const char *params, wk_dtype dt, char *why,
+                         size_t cap) {
+    if (!e) {
+        snprintf(why, cap, "op is not in tests/oracle/op_table.def");
+        return NULL;
+    }
+    ot_ctx c = {.in = in, .nin = nin, .params = params, .dt = dt, .dev = ou_device()};
+    wk_tensor *r = ot_run(e, &c);
+    if (c.bad) snprintf(why, cap, "%s", c.why);
+    return r;
 }
 
 static const char *compare(const wk_tensor *got, const char *file, double tol, char *msg, size_t cap) {
@@ -71,8 +71,10 @@ static void run_case(char *line) {
     const char *id = f[0], *op = f[1], *dts = f[2], *params = f[3], *expected = f[5];
     double tol = strtod(f[6], NULL);
     g_total++;
-    char msg[512], why[256];
+    char msg[512], why[256], mwhy[200] = "";
     const char *err = NULL;
+    const char *specs[4] = {NULL, NULL, NULL, NULL};
+    const ot_entry *e = ot_find(op);
     wk_dtype dt;
     wk_tensor *in[4] = {NULL, NULL, NULL, NULL};
     wk_scope_begin(); /* the loaded inputs and their views */
@@ -84,6 +86,7 @@ static void run_case(char *line) {
     int nin = 0;
     bool noncontig = false;
     for (char *spec = strtok(f[4], ","); spec && nin < 4; spec = strtok(NULL, ","), nin++) {
+        specs[nin] = spec;
         if (strcmp(spec, "-") == 0) continue;
         in[nin] = ou_load_input(g_dir, spec, dt, &noncontig, why, sizeof why);
         if (!in[nin]) {
@@ -94,7 +97,12 @@ static void run_case(char *line) {
     }
     g_noncontig += noncontig;
     wk_set_num_threads(1);
-    wk_tensor *r1 = run_op(op, in, params);
+    wk_tensor *r1 = run_op(e, in, nin, params, dt, mwhy, sizeof mwhy);
+    if (mwhy[0]) {
+        snprintf(msg, sizeof msg, "malformed case: %s", mwhy);
+        err = msg;
+        goto report;
+    }
     if (expected[0] == '!') {
         wk_status want;
         if (!ou_status_from_name(expected + 1, &want)) {
@@ -125,12 +133,23 @@ static void run_case(char *line) {
     err = compare(r1, expected, tol, msg, sizeof msg);
     if (!err) {
         wk_set_num_threads(2);
-        wk_tensor *r2 = run_op(op, in, params);
+        wk_tensor *r2 = run_op(e, in, nin, params, dt, mwhy, sizeof mwhy);
         wk_set_num_threads(1);
         if (!ou_same_bits(r1, r2)) {
             snprintf(msg, sizeof msg, "2 threads differ from 1 thread");
             err = msg;
         }
+    }
+    if (!err) { /* the op table's coverage: this case's dtype and the layouts of its present inputs */
+        const char *cs[4];
+        wk_tensor *ci[4];
+        int nc = 0;
+        for (int i = 0; i < nin; i++)
+            if (in[i]) {
+                cs[nc] = specs[i];
+                ci[nc++] = in[i];
+            }
+        if (!ot_cover_case(id, e, dt, cs, ci, nc, &r1, 1)) g_cover_problems++;
     }
 report:
     wk_scope_end();
@@ -165,7 +184,21 @@ static void test_oracle_nn(void **state) {
     assert_int_equal(g_failed, 0);
 }
 
+/* The manifest against the op table (after test_oracle_nn ran every case):
+ * each case that must succeed runs on a declared dtype, and every declared
+ * (op, dtype, layout) of the entries whose oracle is gen_nn has a case. */
+static void test_table_coverage(void **state) {
+    (void)state;
+    if (g_total == 0) skip();
+    int tuples = 0, gaps = ot_cover_check("gen_nn", &tuples);
+    printf("oracle_nn: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples,
+           gaps + g_cover_problems);
+    assert_true(tuples > 0);
+    if (gaps + g_cover_problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)",
+                                          gaps + g_cover_problems);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_nn)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_nn), cmocka_unit_test(test_table_coverage)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

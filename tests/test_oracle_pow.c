@@ -1,12 +1,15 @@
 /* Oracle suite for the binary op pow: every case of
  * $WICK_ORACLE_DIR/pow/manifest.txt (written by tests/oracle/gen_pow.py from
- * numpy; the format is described there) runs wk_pow(a, b) through the
- * public API and is compared with numpy's answer. Each case also runs with
- * 2 threads, and as wk_binary(a, b, WK_POW): both must give the same bits.
- * Every failing case prints its id and the first mismatch; the run ends with
- * "oracle_pow: N cases, M failed". */
+ * numpy; the format is described there) runs the op table's binary.pow
+ * (tests/oracle/op_table.def: ot_find / ot_run, i.e. wk_pow(a, b)) and is
+ * compared with numpy's answer. Each case also runs with 2 threads, and as
+ * wk_binary(a, b, WK_POW): both must give the same bits. Every failing case
+ * prints its id and the first mismatch; the run ends with
+ * "oracle_pow: N cases, M failed". test_table_coverage then checks the
+ * manifest against the table's declared dtypes and layouts for pow. */
 #include "testutil.h"
 #include "oracle_util.h"
+#include "op_table.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,7 +17,22 @@
 #include <string.h>
 
 static char g_dir[4096];
-static int g_total, g_failed;
+static int g_total, g_failed, g_cover_problems;
+
+/* binary.pow through the op table; NULL on failure, with why set when the
+ * op is not in the table or the case does not fit it. */
+static wk_tensor *run_pow(wk_tensor *a, wk_tensor *b, wk_dtype dt, char *why, size_t cap) {
+    const ot_entry *e = ot_find("binary.pow");
+    if (!e) {
+        snprintf(why, cap, "op 'binary.pow' is not in tests/oracle/op_table.def");
+        return NULL;
+    }
+    wk_tensor *in[2] = {a, b};
+    ot_ctx c = {.in = in, .nin = 2, .params = "", .dt = dt, .dev = ou_device()};
+    wk_tensor *r = ot_run(e, &c);
+    if (c.bad) snprintf(why, cap, "%s", c.why);
+    return r;
+}
 
 /* got against the expected file: the shape, then every element (integers
  * exactly through i64, floats within tol). NULL or the reason. */
@@ -90,7 +108,7 @@ static void run_case(char *line) {
     const char *id = f[0], *dts = f[1], *as = f[2], *bs = f[3], *want = f[4];
     double tol = strtod(f[5], NULL);
     g_total++;
-    char msg[512], why[256];
+    char msg[512], why[256], mwhy[200] = "";
     const char *err = NULL;
     wk_dtype dt;
     bool noncontig = false;
@@ -105,7 +123,8 @@ static void run_case(char *line) {
     b = a ? ou_load_input(g_dir, bs, dt, &noncontig, why, sizeof why) : NULL;
     if (!a || !b) { snprintf(msg, sizeof msg, "input setup failed: %s", why); err = msg; goto report; }
     wk_set_num_threads(1);
-    r1 = wk_pow(a, b);
+    r1 = run_pow(a, b, dt, mwhy, sizeof mwhy);
+    if (mwhy[0]) { snprintf(msg, sizeof msg, "malformed case: %s", mwhy); err = msg; goto report; }
     if (want[0] == '!') {
         wk_status st;
         if (!ou_status_from_name(want + 1, &st)) {
@@ -131,11 +150,16 @@ static void run_case(char *line) {
     err = compare(r1, want, tol, wk_dtype_is_int(dt), msg, sizeof msg);
     if (err) goto report;
     wk_set_num_threads(2);
-    r2 = wk_pow(a, b);
+    r2 = run_pow(a, b, dt, mwhy, sizeof mwhy);
     wk_set_num_threads(1);
     r3 = wk_binary(a, b, WK_POW);
     if (!ou_same_bits(r1, r2)) { snprintf(msg, sizeof msg, "2 threads differ from 1 thread"); err = msg; }
     else if (!ou_same_bits(r1, r3)) { snprintf(msg, sizeof msg, "wk_binary(WK_POW) differs from wk_pow"); err = msg; }
+    else { /* the op table's coverage: this case's dtype and layouts */
+        const char *specs[2] = {as, bs};
+        wk_tensor *ins[2] = {a, b};
+        if (!ot_cover_case(id, ot_find("binary.pow"), dt, specs, ins, 2, &r1, 1)) g_cover_problems++;
+    }
 report:
     wk_scope_end();
     if (err) {
@@ -196,7 +220,22 @@ static void test_pow_list(void **state) {
     wk_scope_end();
 }
 
+/* The manifest against the op table (after test_oracle_pow ran every case):
+ * each case that must succeed runs on a declared dtype, and every declared
+ * (op, dtype, layout) of the entries whose oracle is gen_pow has a case. */
+static void test_table_coverage(void **state) {
+    (void)state;
+    if (g_total == 0) skip();
+    int tuples = 0, gaps = ot_cover_check("gen_pow", &tuples);
+    printf("oracle_pow: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples,
+           gaps + g_cover_problems);
+    assert_true(tuples > 0);
+    if (gaps + g_cover_problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)",
+                                          gaps + g_cover_problems);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_pow), cmocka_unit_test(test_pow_list)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oracle_pow), cmocka_unit_test(test_table_coverage),
+                                       cmocka_unit_test(test_pow_list)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,11 @@ rope follows candle: x (B, H, T, D), cos / sin (T, D/2); inter=0 rotates
 torch's top-left causal rule (torch.ones(Lq, Lk).tril()), in torch float64
 ops, checked against torch's own (1.13: private) scaled-dot-product
 attention where that applies; scale=0 means 1/sqrt(D).
+
+The op table (op_table.def, the entries whose oracle is gen_nn) declares
+the dtypes and layouts; after the sections, sweep() writes one case for
+every declared (op, dtype, layout) no section covered, and fails on one it
+cannot build. test_oracle_nn's test_table_coverage checks the same.
 """
 import os
 import sys
@@ -43,6 +48,7 @@ import torch.nn.functional as F
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle_common as oc  # noqa: E402
+import op_table  # noqa: E402
 
 SEED = 0x22F
 FLOATS = ['f32', 'f64', 'f16', 'bf16']
@@ -55,6 +61,8 @@ class Gen:
         self.files = oc.NpyFiles(self.dir, 'n')
         self.lines = []
         self.rng = np.random.default_rng(SEED)
+        self.shape_of = {}     # input spec -> the shape of the tensor it builds
+        self.covered = set()   # (op, dtype, layout) of the cases that must succeed
 
     def values(self, shape, dt, scale=1.0):
         n = int(np.prod(shape)) if len(shape) else 1
@@ -65,6 +73,11 @@ class Gen:
         """Save the base array whose wick view `view` is x; the spec."""
         if x is None:
             return '-'
+        sp = self.spec_of(x, view)
+        self.shape_of[sp] = np.shape(x)
+        return sp
+
+    def spec_of(self, x, view):
         if view == 'c':
             return self.files.save(x)
         if view == 't':
@@ -85,11 +98,40 @@ class Gen:
         raise ValueError(view)
 
     def case(self, op, dt, params, inputs, expected, tol=None):
+        if not isinstance(expected, str):
+            for lay in self.layouts(inputs, np.shape(expected)):
+                self.covered.add((op, dt, lay))
         exp = expected if isinstance(expected, str) else self.files.save(oc.round_float(expected, dt))
         if tol is None:
             tol = TOL[dt]
         pid = '%04d.%s.%s' % (len(self.lines), op, dt)
         self.lines.append(' '.join([pid, op, dt, params or '-', ','.join(inputs), exp, repr(float(tol))]))
+
+    def layouts(self, inputs, out_shape):
+        """The table layouts one case covers, as op_table.c's ot_case_layouts
+        works them out from the present inputs: view letters (t n b p; tn for
+        t and n on one input; c without a view), e for a 0-size input or
+        result, 0 / 1 for a rank-0 / one-element input."""
+        lays = set()
+        for sp in inputs:
+            if sp == '-':
+                continue
+            view = sp.partition('@')[2].partition('#')[0]
+            own = {v[0] for v in view.split('+') if v and v[0] in 'tnbp'}
+            if 't' in own and 'n' in own:
+                own.add('tn')
+            lays |= own or {'c'}
+            shape = self.shape_of[sp]
+            n = int(np.prod(shape)) if len(shape) else 1
+            if n == 0:
+                lays.add('e')
+            elif len(shape) == 0:
+                lays.add('0')
+            elif n == 1:
+                lays.add('1')
+        if int(np.prod(out_shape)) == 0:
+            lays.add('e')
+        return lays
 
     def write(self):
         oc.write_manifest(self.dir, [' nn oracle, seed %#x' % SEED], self.lines)
@@ -259,6 +301,77 @@ def gen_sdpa(g):
                                                    g.spec(np.zeros((2, 3, 4)), 'c'), '-'], '!SHAPE')
 
 
+ROW_OPS = ('softmax', 'log_softmax', 'rms_norm', 'layer_norm')
+
+
+def sweep_input(g, shape, dt, lay, scale=1.0):
+    """x of this shape on dt, stored so that its spec builds it in layout lay
+    (b: a stored size-1 dim 0 broadcast; p: dims 0 and 1 swapped)."""
+    if lay == 'b':
+        x1 = g.values((1,) + tuple(shape[1:]), dt, scale)
+        sp = g.files.save(x1) + '@b' + 'x'.join(str(z) for z in shape)
+        g.shape_of[sp] = tuple(shape)
+        return np.broadcast_to(x1, shape).copy(), sp
+    x = g.values(shape, dt, scale)
+    view = {'c': 'c', 'e': 'c', '1': 'c', 't': 't', 'n': 'n',
+            'p': 'p' + ':'.join(str(z) for z in [1, 0] + list(range(2, len(shape))))}[lay]
+    return x, g.spec(x, view)
+
+
+def sweep_case(g, op, dt, lay):
+    """One case of op on dt in layout lay (a layout it cannot build: none)."""
+    if op in ROW_OPS:
+        if lay not in ('c', 't', 'n', 'b', 'p', 'e', '1'):
+            return
+        shape = {'e': (0, 6), '1': (1, 1), 'p': (2, 3, 6)}.get(lay, (3, 6))
+        x, xs = sweep_input(g, shape, dt, lay, 2.0)
+        if op in ('softmax', 'log_softmax'):
+            fn = torch.softmax if op == 'softmax' else torch.log_softmax
+            g.case(op, dt, 'dim=-1', [xs], fn(t64(x), -1).numpy())
+            return
+        w = g.values(shape[-1:], dt)
+        ws = g.spec(w, 'c')
+        if op == 'rms_norm':
+            g.case(op, dt, 'eps=1e-05', [xs, ws], rms(x, w, 1e-5))
+        else:
+            b = g.values(shape[-1:], dt)
+            g.case(op, dt, 'eps=1e-05', [xs, ws, g.spec(b, 'c')],
+                   F.layer_norm(t64(x), shape[-1:], t64(w), t64(b), 1e-5).numpy())
+    elif op == 'rope':
+        if lay not in ('c', 't', 'n', 'p'):
+            return
+        x, xs = sweep_input(g, (2, 3, 5, 8), dt, lay)
+        ang = g.rng.uniform(-3, 3, (5, 4))
+        c, s = oc.round_float(np.cos(ang), dt), oc.round_float(np.sin(ang), dt)
+        g.case(op, dt, 'inter=0', [xs, g.spec(c, 'c'), g.spec(s, 'c')], rope_ref(x, c, s, 0))
+    elif op == 'sdpa':
+        if lay not in ('c', 't', 'n', 'p'):
+            return
+        tol = {'f32': 2e-5, 'f64': 1e-11, 'f16': 1e-2, 'bf16': 6e-2}[dt]
+        q, qs = sweep_input(g, (2, 3, 5, 8), dt, lay)
+        k, ks = sweep_input(g, (2, 3, 7, 8), dt, lay)
+        v = g.values((2, 3, 7, 6), dt)
+        g.case(op, dt, 'scale=0.0;causal=1', [qs, ks, g.spec(v, 'c'), '-'], sdpa_ref(q, k, v, None, 0.0, 1), tol)
+
+
+def sweep(g):
+    """One case for every (op, dtype, layout) op_table.def declares for this
+    generator's ops that the sections above did not write (appended after
+    them, so their cases and random draws stay the same)."""
+    missing = []
+    for e in op_table.load():
+        if e['oracle'] != 'gen_nn':
+            continue
+        for dt in e['dtype_list']:
+            for lay in e['layout_list']:
+                if (e['name'], dt, lay) not in g.covered:
+                    sweep_case(g, e['name'], dt, lay)
+                if (e['name'], dt, lay) not in g.covered:
+                    missing.append('%s %s %s' % (e['name'], dt, lay))
+    if missing:
+        raise SystemExit('gen_nn: declared in op_table.def but no case: ' + ', '.join(missing))
+
+
 def main():
     if len(sys.argv) != 2:
         print('usage: gen_nn.py OUTDIR', file=sys.stderr)
@@ -269,8 +382,10 @@ def main():
     gen_norms(g)
     gen_rope(g)
     gen_sdpa(g)
+    n_sections = len(g.lines)
+    sweep(g)
     g.write()
-    print('gen_nn: %d cases' % len(g.lines))
+    print('gen_nn: %d cases (%d from the op-table sweep)' % (len(g.lines), len(g.lines) - n_sections))
     return 0
 
 

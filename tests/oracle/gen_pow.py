@@ -30,6 +30,11 @@ What wick promises (include/wick/wick_ops.h, the pow line):
             negative integer powers are not allowed")
 Integer expectations are Python's exact pow reduced modulo 2^bits and
 checked here against numpy's own wrapped result.
+
+The op table (op_table.def, entry binary.pow, oracle gen_pow) declares the
+dtypes and layouts; after the sections, sweep() writes one case for every
+declared (dtype, layout) no section covered, and fails on one it cannot
+build. test_oracle_pow's test_table_coverage checks the same.
 """
 import os
 import sys
@@ -39,6 +44,7 @@ import numpy as np
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle_common as oc  # noqa: E402
+import op_table  # noqa: E402
 
 SEED = 0x90E5
 
@@ -95,15 +101,45 @@ def view_of(x, view):
     return x
 
 
+def case_layouts(inputs, out_shape):
+    """The table layouts one case covers, as op_table.c's ot_case_layouts
+    works them out: each input's view letters (t n b p; tn for t and n on one
+    input; c without a view), e for a 0-size input or result, 0 / 1 for a
+    rank-0 / one-element input."""
+    lays = set()
+    for x, view in inputs:
+        own = set()
+        for v in view.split('+'):
+            if v[0] in 'tnbp':
+                own.add(v[0])
+        if 't' in own and 'n' in own:
+            own.add('tn')
+        lays |= own or {'c'}
+        y = view_of(x, view)
+        if y.size == 0:
+            lays.add('e')
+        elif y.ndim == 0:
+            lays.add('0')
+        elif y.size == 1:
+            lays.add('1')
+    if int(np.prod(out_shape)) == 0:
+        lays.add('e')
+    return lays
+
+
 class Gen:
     def __init__(self, outdir):
         self.dir = os.path.join(outdir, 'pow')
         self.files = oc.NpyFiles(self.dir, 'p')
         self.lines = []
         self.rng = np.random.default_rng(SEED)
+        self.covered = set()   # (dtype, layout) of the cases that must succeed
 
     def case(self, dt, a, av, b, bv, want, tol=None, adt=None, bdt=None):
         """a, b: stored arrays; av, bv: their views; want: array or '!STATUS'."""
+        if not isinstance(want, str):
+            for lay in case_layouts([(a, av), (b, bv)], np.shape(want)):
+                self.covered.add((dt, lay))
         fa, fb = self.files.save(a), self.files.save(b)
         sa = fa + ('@' + av if av != 'c' else '') + ('#' + adt if adt else '')
         sb = fb + ('@' + bv if bv != 'c' else '') + ('#' + bdt if bdt else '')
@@ -252,6 +288,45 @@ def gen_errors(g):
     g.case('i32', np.zeros(3, np.int64), 'c', np.zeros(3), 'c', '!DTYPE', 0, bdt='f32')
 
 
+# the sweep's case per table layout: (a stored shape, a view, b stored shape, b view)
+SWEEP = {
+    'c': ((3, 4), 'c', (3, 4), 'c'),
+    't': ((4, 3), 't', (3, 4), 'c'),
+    'n': ((3, 7), 'n1:2:4', (3, 4), 'c'),
+    'b': ((1, 4), 'b3x4', (4,), 'c'),
+    'tn': ((6, 3), 't+n1:1:4', (3, 4), 'c'),       # (3, 6) transposed, then narrowed
+    'p': ((2, 3, 4), 'p2:0:1', (4, 2, 1), 'c'),
+    'e': ((0, 3), 'c', (3,), 'c'),
+    '1': ((1,), 'c', (1,), 'c'),
+    '0': ((), 'c', (), 'c'),
+}
+
+
+def sweep(g):
+    """One case for every (dtype, layout) op_table.def declares for
+    binary.pow that the sections above did not write (appended after them,
+    so their cases and random draws stay the same)."""
+    missing = []
+    for e in op_table.load():
+        if e['oracle'] != 'gen_pow':
+            continue
+        assert e['name'] == 'binary.pow', 'gen_pow knows only binary.pow, not ' + e['name']
+        for dt in e['dtype_list']:
+            for lay in e['layout_list']:
+                if (dt, lay) in g.covered:
+                    continue
+                if lay in SWEEP:
+                    sa, av, sb, bv = SWEEP[lay]
+                    ints = dt in INTS
+                    a = g.bases(sa, dt, 'small' if ints else 'mixed')
+                    b = g.exps(sb, dt, 'small' if ints else 'real')
+                    g.case(dt, a, av, b, bv, g.want(view_of(a, av), view_of(b, bv), dt), 0 if ints else None)
+                if (dt, lay) not in g.covered:
+                    missing.append('%s %s' % (dt, lay))
+    if missing:
+        raise SystemExit('gen_pow: declared in op_table.def but no case: ' + ', '.join(missing))
+
+
 def main():
     if len(sys.argv) != 2:
         print('usage: gen_pow.py OUTDIR', file=sys.stderr)
@@ -260,8 +335,10 @@ def main():
     gen_floats(g)
     gen_ints(g)
     gen_errors(g)
+    n_sections = len(g.lines)
+    sweep(g)
     g.write()
-    print('gen_pow: %d cases' % len(g.lines))
+    print('gen_pow: %d cases (%d from the op-table sweep)' % (len(g.lines), len(g.lines) - n_sections))
     return 0
 
 
