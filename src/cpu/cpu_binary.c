@@ -188,43 +188,53 @@ CMP_KERNEL(cmp_i64, int64_t)
 
 /* bf16, f16 and f8e4m3 compare by their float values without converting:
  * all three are sign-magnitude with the magnitude's bits ordered like its
- * value, so the signed integer +-magnitude orders like the value, and -0 and
- * +0 both map to 0. NaN (unordered: only != holds) maps to KEY_NAN and the
- * comparison's answer is patched afterwards. Exhaustively checked against
- * the float comparison by tests/test_select_paths.c. */
-#define KEY_NAN INT32_MIN
+ * value, so the signed integer +-magnitude (it fits int16) orders like the
+ * value, and -0 and +0 both map to 0. NaN (unordered: only != holds) maps
+ * to KEY_NAN, below every other key, and gets the NaN answer. Exhaustively
+ * checked against the float comparison by tests/test_select_paths.c. */
+#define KEY_NAN INT16_MIN
 typedef struct {
-    uint32_t sign, mag, nan_above; /* sign bit, magnitude mask, NaN iff magnitude > nan_above */
+    int32_t sign, mag, nan_above; /* sign bit, magnitude mask, NaN iff magnitude > nan_above */
 } key_fmt;
 static key_fmt key_fmt_of(wk_dtype dt) {
-    if (dt == WK_BF16) return (key_fmt){0x8000u, 0x7fffu, 0x7f80u};
-    if (dt == WK_F16) return (key_fmt){0x8000u, 0x7fffu, 0x7c00u};
-    return (key_fmt){0x80u, 0x7fu, 0x7eu}; /* f8e4m3: only S.1111.111 is NaN, no infinities */
+    if (dt == WK_BF16) return (key_fmt){0x8000, 0x7fff, 0x7f80};
+    if (dt == WK_F16) return (key_fmt){0x8000, 0x7fff, 0x7c00};
+    return (key_fmt){0x80, 0x7f, 0x7e}; /* f8e4m3: only S.1111.111 is NaN, no infinities */
 }
-static inline int32_t key_of(uint32_t bits, key_fmt f) {
-    int32_t m = (int32_t)(bits & f.mag);
+static inline int16_t key_of(int32_t bits, key_fmt f) {
+    int32_t m = bits & f.mag;
     int32_t k = (bits & f.sign) ? -m : m;
-    return (uint32_t)m > f.nan_above ? KEY_NAN : k;
+    return (int16_t)(m > f.nan_above ? KEY_NAN : k);
 }
-#define KEY_LOADER(name, T)                                                              \
-    static void name(int32_t *restrict k, const T *restrict p, int64_t s, int64_t cnt, key_fmt f) { \
-        if (s == 1)                                                                      \
-            for (int64_t i = 0; i < cnt; i++) k[i] = key_of(p[i], f);                    \
-        else if (s == 0) {                                                               \
-            int32_t k0 = key_of(p[0], f);                                                \
-            for (int64_t i = 0; i < cnt; i++) k[i] = k0;                                 \
-        } else                                                                           \
-            for (int64_t i = 0; i < cnt; i++) k[i] = key_of(p[i * s], f);                \
+#define KEY_LOADER(name, T)                                                                         \
+    static void name(int16_t *restrict k, const T *restrict p, int64_t s, int64_t cnt, key_fmt f) { \
+        if (s == 1)                                                                                 \
+            for (int64_t i = 0; i < cnt; i++) k[i] = key_of(p[i], f);                               \
+        else if (s == 0) {                                                                          \
+            int16_t k0 = key_of(p[0], f);                                                           \
+            for (int64_t i = 0; i < cnt; i++) k[i] = k0;                                            \
+        } else                                                                                      \
+            for (int64_t i = 0; i < cnt; i++) k[i] = key_of(p[i * s], f);                           \
     }
 KEY_LOADER(keys_u16, uint16_t)
 KEY_LOADER(keys_u8, uint8_t)
-CMP_KERNEL(cmp_key, int32_t)
+
+#define CMP_CASE_KEY(e, n, OP)                                                                     \
+    case e:                                                                                        \
+        for (int64_t j = 0; j < m; j++) {                                                          \
+            int16_t x = ka[j], z = kb[j];                                                          \
+            y[j] = (x == KEY_NAN) | (z == KEY_NAN) ? (uint8_t)(e == WK_NE) : (uint8_t)(x OP z);    \
+        }                                                                                          \
+        break;
+static void cmp_keys(wk_cmp_op op, uint8_t *restrict y, const int16_t *restrict ka, const int16_t *restrict kb,
+                     int64_t m) {
+    CMP_SWITCH(CMP_CASE_KEY)
+}
 
 static void cmp_narrow(wk_cmp_op op, uint8_t *y, const void *a, int64_t sa, const void *b, int64_t sb, int64_t n,
                        wk_dtype dt) {
     key_fmt f = key_fmt_of(dt);
-    uint8_t nan_res = op == WK_NE; /* NaN: != holds, nothing else does */
-    int32_t ka[BLOCK], kb[BLOCK];
+    int16_t ka[BLOCK], kb[BLOCK];
     for (int64_t i = 0; i < n; i += BLOCK) {
         int64_t m = n - i < BLOCK ? n - i : BLOCK;
         if (dt == WK_F8E4M3) {
@@ -234,9 +244,7 @@ static void cmp_narrow(wk_cmp_op op, uint8_t *y, const void *a, int64_t sa, cons
             keys_u16(ka, (const uint16_t *)a + i * sa, sa, m, f);
             keys_u16(kb, (const uint16_t *)b + i * sb, sb, m, f);
         }
-        uint8_t *yb = y + i;
-        cmp_key(op, yb, ka, 1, kb, 1, m);
-        for (int64_t j = 0; j < m; j++) yb[j] = (ka[j] == KEY_NAN) | (kb[j] == KEY_NAN) ? nan_res : yb[j];
+        cmp_keys(op, y + i, ka, kb, m);
     }
 }
 
@@ -283,9 +291,14 @@ wk_status wk__cpu_cmp(wk_device *dev, wk_cmp_op op, const void *a, const wk_layo
  * every dtype. The condition arrives as u8 (0 / not 0); other integer
  * conditions are first turned into u8 blocks. Both candidates are loaded
  * before the choice so the loop is branch-free and vectorises. */
+/* c ? a : b as a bit mask of T: widening the u8 condition to a full-width
+ * mask vectorises for every width even on baseline x86-64 (the ?: form does
+ * not for 64-bit values there). */
+#define PICK(cv, av, bv) (word)(((av) & (word)(0 - (word)((cv) != 0))) | ((bv) & (word)~(word)(0 - (word)((cv) != 0))))
 #define WHERE_KERNEL(name, T)                                                                                    \
     static void name(T *restrict y, const uint8_t *restrict c, int64_t sc, const T *restrict a, int64_t sa,     \
                      const T *restrict b, int64_t sb, int64_t n) {                                               \
+        typedef T word;                                                                                          \
         if (sc == 0) { /* one choice for the whole run: a copy (or fill) of one side */                         \
             const T *s = c[0] ? a : b;                                                                           \
             int64_t ss = c[0] ? sa : sb;                                                                         \
@@ -293,18 +306,18 @@ wk_status wk__cpu_cmp(wk_device *dev, wk_cmp_op op, const void *a, const wk_layo
             else if (ss == 0) { const T v = s[0]; for (int64_t i = 0; i < n; i++) y[i] = v; }                    \
             else for (int64_t i = 0; i < n; i++) y[i] = s[i * ss];                                               \
         } else if (sc == 1 && sa == 1 && sb == 1) {                                                              \
-            for (int64_t i = 0; i < n; i++) { T av = a[i], bv = b[i]; y[i] = c[i] ? av : bv; }                   \
+            for (int64_t i = 0; i < n; i++) { T av = a[i], bv = b[i]; y[i] = PICK(c[i], av, bv); }                   \
         } else if (sc == 1 && sa == 0 && sb == 1) {                                                              \
             const T av = a[0];                                                                                   \
-            for (int64_t i = 0; i < n; i++) { T bv = b[i]; y[i] = c[i] ? av : bv; }                              \
+            for (int64_t i = 0; i < n; i++) { T bv = b[i]; y[i] = PICK(c[i], av, bv); }                              \
         } else if (sc == 1 && sa == 1 && sb == 0) {                                                              \
             const T bv = b[0];                                                                                   \
-            for (int64_t i = 0; i < n; i++) { T av = a[i]; y[i] = c[i] ? av : bv; }                              \
+            for (int64_t i = 0; i < n; i++) { T av = a[i]; y[i] = PICK(c[i], av, bv); }                              \
         } else if (sc == 1 && sa == 0 && sb == 0) {                                                              \
             const T av = a[0], bv = b[0];                                                                        \
-            for (int64_t i = 0; i < n; i++) y[i] = c[i] ? av : bv;                                               \
+            for (int64_t i = 0; i < n; i++) y[i] = PICK(c[i], av, bv);                                               \
         } else {                                                                                                 \
-            for (int64_t i = 0; i < n; i++) { T av = a[i * sa], bv = b[i * sb]; y[i] = c[i * sc] ? av : bv; }    \
+            for (int64_t i = 0; i < n; i++) { T av = a[i * sa], bv = b[i * sb]; y[i] = PICK(c[i * sc], av, bv); }    \
         }                                                                                                        \
     }
 WHERE_KERNEL(where_w8, uint8_t)
