@@ -194,30 +194,33 @@ CMP_KERNEL(cmp_i64, int64_t)
  * checked against the float comparison by tests/test_select_paths.c. */
 #define KEY_NAN INT16_MIN
 typedef struct {
-    int32_t sign, mag, nan_above; /* sign bit, magnitude mask, NaN iff magnitude > nan_above */
+    int16_t mag, nan_above; /* magnitude mask (the sign is the bit above), NaN iff magnitude > nan_above */
 } key_fmt;
 static key_fmt key_fmt_of(wk_dtype dt) {
-    if (dt == WK_BF16) return (key_fmt){0x8000, 0x7fff, 0x7f80};
-    if (dt == WK_F16) return (key_fmt){0x8000, 0x7fff, 0x7c00};
-    return (key_fmt){0x80, 0x7f, 0x7e}; /* f8e4m3: only S.1111.111 is NaN, no infinities */
+    if (dt == WK_BF16) return (key_fmt){0x7fff, 0x7f80};
+    if (dt == WK_F16) return (key_fmt){0x7fff, 0x7c00};
+    return (key_fmt){0x7f, 0x7e}; /* f8e4m3: only S.1111.111 is NaN, no infinities */
 }
-static inline int16_t key_of(int32_t bits, key_fmt f) {
-    int32_t m = bits & f.mag;
-    int32_t k = (bits & f.sign) ? -m : m;
-    return (int16_t)(m > f.nan_above ? KEY_NAN : k);
+/* Everything in 16-bit lanes (8 keys per SSE2 op): s is 0 or -1 from the
+ * sign bit, (m ^ s) - s is m or -m. sh moves the sign bit to bit 15. */
+static inline int16_t key_of(uint16_t bits, int sh, key_fmt f) {
+    int16_t m = (int16_t)(bits & f.mag);
+    int16_t s = (int16_t)((int16_t)(uint16_t)(bits << sh) >> 15);
+    int16_t k = (int16_t)((m ^ s) - s);
+    return m > f.nan_above ? (int16_t)KEY_NAN : k;
 }
-#define KEY_LOADER(name, T)                                                                         \
+#define KEY_LOADER(name, T, SH)                                                                     \
     static void name(int16_t *restrict k, const T *restrict p, int64_t s, int64_t cnt, key_fmt f) { \
         if (s == 1)                                                                                 \
-            for (int64_t i = 0; i < cnt; i++) k[i] = key_of(p[i], f);                               \
+            for (int64_t i = 0; i < cnt; i++) k[i] = key_of(p[i], SH, f);                           \
         else if (s == 0) {                                                                          \
-            int16_t k0 = key_of(p[0], f);                                                           \
+            int16_t k0 = key_of(p[0], SH, f);                                                       \
             for (int64_t i = 0; i < cnt; i++) k[i] = k0;                                            \
         } else                                                                                      \
-            for (int64_t i = 0; i < cnt; i++) k[i] = key_of(p[i * s], f);                           \
+            for (int64_t i = 0; i < cnt; i++) k[i] = key_of(p[i * s], SH, f);                       \
     }
-KEY_LOADER(keys_u16, uint16_t)
-KEY_LOADER(keys_u8, uint8_t)
+KEY_LOADER(keys_u16, uint16_t, 0)
+KEY_LOADER(keys_u8, uint8_t, 8)
 
 #define CMP_CASE_KEY(e, n, OP)                                                                     \
     case e:                                                                                        \
