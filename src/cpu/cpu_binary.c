@@ -202,25 +202,25 @@ static key_fmt key_fmt_of(wk_dtype dt) {
     return (key_fmt){0x7f, 0x7e}; /* f8e4m3: only S.1111.111 is NaN, no infinities */
 }
 /* Everything in 16-bit lanes (8 keys per SSE2 op): s is 0 or -1 from the
- * sign bit, (m ^ s) - s is m or -m. sh moves the sign bit to bit 15. */
-static inline int16_t key_of(uint16_t bits, int sh, key_fmt f) {
+ * sign bit (bit sb), (m ^ s) - s is m or -m. */
+static inline int16_t key_of(uint16_t bits, int sb, key_fmt f) {
     int16_t m = (int16_t)(bits & f.mag);
-    int16_t s = (int16_t)((int16_t)(uint16_t)(bits << sh) >> 15);
+    int16_t s = (int16_t)-(int16_t)((bits >> sb) & 1u);
     int16_t k = (int16_t)((m ^ s) - s);
     return m > f.nan_above ? (int16_t)KEY_NAN : k;
 }
-#define KEY_LOADER(name, T, SH)                                                                     \
+#define KEY_LOADER(name, T, SB)                                                                     \
     static void name(int16_t *restrict k, const T *restrict p, int64_t s, int64_t cnt, key_fmt f) { \
         if (s == 1)                                                                                 \
-            for (int64_t i = 0; i < cnt; i++) k[i] = key_of(p[i], SH, f);                           \
+            for (int64_t i = 0; i < cnt; i++) k[i] = key_of(p[i], SB, f);                           \
         else if (s == 0) {                                                                          \
-            int16_t k0 = key_of(p[0], SH, f);                                                       \
+            int16_t k0 = key_of(p[0], SB, f);                                                       \
             for (int64_t i = 0; i < cnt; i++) k[i] = k0;                                            \
         } else                                                                                      \
-            for (int64_t i = 0; i < cnt; i++) k[i] = key_of(p[i * s], SH, f);                       \
+            for (int64_t i = 0; i < cnt; i++) k[i] = key_of(p[i * s], SB, f);                       \
     }
-KEY_LOADER(keys_u16, uint16_t, 0)
-KEY_LOADER(keys_u8, uint8_t, 8)
+KEY_LOADER(keys_u16, uint16_t, 15)
+KEY_LOADER(keys_u8, uint8_t, 7)
 
 #define CMP_CASE_KEY(e, n, OP)                                                                     \
     case e:                                                                                        \
