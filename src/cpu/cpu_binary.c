@@ -226,7 +226,7 @@ KEY_LOADER(keys_u8, uint8_t, 7)
     case e:                                                                                        \
         for (int64_t j = 0; j < m; j++) {                                                          \
             int16_t x = ka[j], z = kb[j];                                                          \
-            y[j] = (x == KEY_NAN) | (z == KEY_NAN) ? (uint8_t)(e == WK_NE) : (uint8_t)(x OP z);    \
+            y[j] = ((x == KEY_NAN) | (z == KEY_NAN)) ? (uint8_t)(e == WK_NE) : (uint8_t)(x OP z);  \
         }                                                                                          \
         break;
 static void cmp_keys(wk_cmp_op op, uint8_t *restrict y, const int16_t *restrict ka, const int16_t *restrict kb,
