@@ -3,7 +3,7 @@
  *   bench_select [--quick] [--python PATH]
  *
  * Rows, each for f32, bf16 and i64 at 1M (1024 x 1024) and 16M
- * (4096 x 4096) elements (--quick: 64K and 1M), 1 and 2 threads:
+ * (4096 x 4096) elements (--quick: 16K and 256K), 1 and 2 threads:
  *   mul          a * b, same shape (the memory-bound yardstick)
  *   copy         wk_copy(a) / a.clone()
  *   cmp          a < b, same shape
@@ -14,7 +14,7 @@
  *   masked_fill  masked_fill(a, c, 0), c u8 the same shape
  *   tril         tril(a, 0)
  * Every call allocates its result, which is freed. Timing: one warm-up call,
- * the iteration count grows until a batch takes >= 50 ms (5 ms with
+ * the iteration count grows until a batch takes >= 50 ms (2 ms with
  * --quick), then the median of 5 batches. torch runs under /usr/bin/python3
  * (ATEN_CPU_CAPABILITY=avx512 on AVX-512 CPUs, see peer.h); without it the
  * torch column says n/a. Columns: "x mul" = wick time / wick mul time at the
@@ -34,7 +34,7 @@ static const wk_dtype k_dts[NDT] = {WK_F32, WK_BF16, WK_I64};
 static const char *k_dt_names[NDT] = {"f32", "bf16", "i64"};
 #define NSZ 2
 static const int64_t k_side_full[NSZ] = {1024, 4096};
-static const int64_t k_side_quick[NSZ] = {256, 1024};
+static const int64_t k_side_quick[NSZ] = {128, 512};
 
 typedef struct {
     int op;
@@ -121,8 +121,7 @@ static const char *k_peer =
     "    import torch\n"
     "except Exception:\n"
     "    sys.exit(0)\n"
-    "T = int(sys.argv[1]); mt = float(sys.argv[2]); sides = [int(v) for v in sys.argv[3:]]\n"
-    "torch.set_num_threads(T)\n"
+    "mt = float(sys.argv[1]); sides = [int(v) for v in sys.argv[2:]]\n"
     "def bench(f):\n"
     "    f(); n = 1\n"
     "    while True:\n"
@@ -137,8 +136,8 @@ static const char *k_peer =
     "        ts.append((time.perf_counter() - t0) / n)\n"
     "    return statistics.median(ts)\n"
     "dts = {'f32': torch.float32, 'bf16': torch.bfloat16, 'i64': torch.int64}\n"
-    "for s in sides:\n"
-    "    for dn, dt in dts.items():\n"
+    "for T, s, dn in [(T, s, dn) for T in (1, 2) for s in sides for dn in dts]:\n"
+    "        torch.set_num_threads(T); dt = dts[dn]\n"
     "        v = lambda *sh: (torch.randn(*sh) * 4).to(dt)\n"
     "        a = v(s, s); b = v(s, s); br = v(s); bc = v(s, 1)\n"
     "        c = torch.randn(s, s) > 0; cr = torch.randn(s) > 0\n"
@@ -147,28 +146,31 @@ static const char *k_peer =
     "               ('where', lambda: torch.where(c, a, b)), ('where_row', lambda: torch.where(cr, a, b)),\n"
     "               ('masked_fill', lambda: a.masked_fill(c, 0)), ('tril', lambda: torch.tril(a))]\n"
     "        for name, f in ops:\n"
-    "            print(name, dn, s, bench(f))\n"
+    "            print(T, name, dn, s, bench(f))\n"
     "        sys.stdout.flush()\n";
 
-/* out[sz][dt][op], -1 where the peer gave nothing */
-static void peer(const char *python, int threads, double mt, const int64_t *sides, double out[NSZ][NDT][OP_COUNT]) {
-    for (int s = 0; s < NSZ; s++)
-        for (int d = 0; d < NDT; d++)
-            for (int o = 0; o < OP_COUNT; o++) out[s][d][o] = -1;
-    char env[64], args[256];
-    snprintf(env, sizeof env, "OMP_NUM_THREADS=%d", threads);
-    snprintf(args, sizeof args, "%d %g %lld %lld", threads, mt, (long long)sides[0], (long long)sides[1]);
+/* out[threads - 1][sz][dt][op], -1 where the peer gave nothing. One peer
+ * process for both thread counts: importing torch is most of --quick. */
+static void peer(const char *python, double mt, const int64_t *sides, double out[2][NSZ][NDT][OP_COUNT]) {
+    for (int T = 0; T < 2; T++)
+        for (int s = 0; s < NSZ; s++)
+            for (int d = 0; d < NDT; d++)
+                for (int o = 0; o < OP_COUNT; o++) out[T][s][d][o] = -1;
+    char args[256];
+    snprintf(args, sizeof args, "%g %lld %lld", mt, (long long)sides[0], (long long)sides[1]);
     bench_peer p;
-    if (bench_peer_start(&p, python, k_peer, env, args)) {
+    if (bench_peer_start(&p, python, k_peer, "OMP_NUM_THREADS=2", args)) {
         char name[64], dn[16];
         long long side;
+        int T;
         double t;
-        while (fscanf(p.out, "%63s %15s %lld %lf", name, dn, &side, &t) == 4)
+        while (fscanf(p.out, "%d %63s %15s %lld %lf", &T, name, dn, &side, &t) == 5)
             for (int s = 0; s < NSZ; s++)
                 for (int d = 0; d < NDT; d++)
                     for (int o = 0; o < OP_COUNT; o++)
-                        if (side == sides[s] && strcmp(dn, k_dt_names[d]) == 0 && strcmp(name, k_ops[o]) == 0)
-                            out[s][d][o] = t;
+                        if ((T == 1 || T == 2) && side == sides[s] && strcmp(dn, k_dt_names[d]) == 0 &&
+                            strcmp(name, k_ops[o]) == 0)
+                            out[T - 1][s][d][o] = t;
     }
     bench_peer_finish(&p);
 }
@@ -184,12 +186,12 @@ int main(int argc, char **argv) {
             return strcmp(argv[i], "--help") == 0 ? 0 : 2;
         }
     }
-    double mt = quick ? 0.005 : 0.05;
+    double mt = quick ? 0.002 : 0.05;
     const int64_t *sides = quick ? k_side_quick : k_side_full;
     printf("bench_select: isa %s%s\n", wk_cpu_isa(), quick ? "  [--quick]" : "");
-    static double pt[NSZ][NDT][OP_COUNT];
+    static double pt[2][NSZ][NDT][OP_COUNT];
+    peer(python, mt, sides, pt);
     for (int T = 1; T <= 2; T++) {
-        peer(python, T, mt, sides, pt);
         if (wk_set_num_threads(T) != WK_OK) {
             fprintf(stderr, "wk_set_num_threads(%d): %s\n", T, wk_last_error());
             return 1;
@@ -213,7 +215,7 @@ int main(int argc, char **argv) {
                     double w = bench(&x, mt);
                     if (o == OP_MUL) tmul = w;
                     char pts[32], rs[32];
-                    double p = pt[s][d][o];
+                    double p = pt[T - 1][s][d][o];
                     if (p > 0) {
                         snprintf(pts, sizeof pts, "%.1f", p * 1e6);
                         snprintf(rs, sizeof rs, "%.2f", p / w);
