@@ -147,6 +147,110 @@ wk_status wk__cpu_binary(wk_device *dev, wk_binary_op op, const void *a, const w
     return WK_OK;
 }
 
+/* ------------------------------------------------------------ comparisons
+ * One loop per comparison and per stride pattern of the run: both operands
+ * walking (stride 1), one of them held (stride 0: a broadcast scalar along
+ * the run) or any strides. The typed loops with the list's C operator and a
+ * u8 store vectorise; restrict tells the compiler the u8 output (a char type
+ * that may alias anything) is not the input. */
+#define CMP_CASE_11(e, n, OP) case e: for (int64_t i = 0; i < cnt; i++) y[i] = (uint8_t)(a[i] OP b[i]); break;
+#define CMP_CASE_10(e, n, OP) case e: for (int64_t i = 0; i < cnt; i++) y[i] = (uint8_t)(a[i] OP bv); break;
+#define CMP_CASE_01(e, n, OP) case e: for (int64_t i = 0; i < cnt; i++) y[i] = (uint8_t)(av OP b[i]); break;
+#define CMP_CASE_SS(e, n, OP) \
+    case e: for (int64_t i = 0; i < cnt; i++) y[i] = (uint8_t)(a[i * sa] OP b[i * sb]); break;
+#define CMP_SWITCH(CASE)          \
+    switch (op) {                 \
+        WK_CMP_OPS(CASE)          \
+    case WK_CMP_COUNT: break;     \
+    }
+#define CMP_KERNEL(name, T)                                                                                       \
+    static void name(wk_cmp_op op, uint8_t *restrict y, const T *restrict a, int64_t sa, const T *restrict b,    \
+                     int64_t sb, int64_t cnt) {                                                                   \
+        if (sa == 1 && sb == 1) {                                                                                 \
+            CMP_SWITCH(CMP_CASE_11)                                                                               \
+        } else if (sa == 1 && sb == 0) {                                                                          \
+            const T bv = b[0];                                                                                    \
+            CMP_SWITCH(CMP_CASE_10)                                                                               \
+        } else if (sa == 0 && sb == 1) {                                                                          \
+            const T av = a[0];                                                                                    \
+            CMP_SWITCH(CMP_CASE_01)                                                                               \
+        } else {                                                                                                  \
+            CMP_SWITCH(CMP_CASE_SS)                                                                               \
+        }                                                                                                         \
+    }
+CMP_KERNEL(cmp_f32, float)
+CMP_KERNEL(cmp_f64, double)
+CMP_KERNEL(cmp_u8, uint8_t)
+CMP_KERNEL(cmp_u32, uint32_t)
+CMP_KERNEL(cmp_i16, int16_t)
+CMP_KERNEL(cmp_i32, int32_t)
+CMP_KERNEL(cmp_i64, int64_t)
+
+/* bf16, f16 and f8e4m3 compare by their float values without converting:
+ * all three are sign-magnitude with the magnitude's bits ordered like its
+ * value, so the signed integer +-magnitude (it fits int16) orders like the
+ * value, and -0 and +0 both map to 0. NaN (unordered: only != holds) maps
+ * to KEY_NAN, below every other key, and gets the NaN answer. Exhaustively
+ * checked against the float comparison by tests/test_select_paths.c. */
+#define KEY_NAN INT16_MIN
+typedef struct {
+    int16_t mag, nan_above; /* magnitude mask (the sign is the bit above), NaN iff magnitude > nan_above */
+} key_fmt;
+static key_fmt key_fmt_of(wk_dtype dt) {
+    if (dt == WK_BF16) return (key_fmt){0x7fff, 0x7f80};
+    if (dt == WK_F16) return (key_fmt){0x7fff, 0x7c00};
+    return (key_fmt){0x7f, 0x7e}; /* f8e4m3: only S.1111.111 is NaN, no infinities */
+}
+/* Everything in 16-bit lanes (8 keys per SSE2 op): s is 0 or -1 from the
+ * sign bit (bit sb), (m ^ s) - s is m or -m. */
+static inline int16_t key_of(uint16_t bits, int sb, key_fmt f) {
+    int16_t m = (int16_t)(bits & f.mag);
+    int16_t s = (int16_t)-(int16_t)((bits >> sb) & 1u);
+    int16_t k = (int16_t)((m ^ s) - s);
+    return m > f.nan_above ? (int16_t)KEY_NAN : k;
+}
+#define KEY_LOADER(name, T, SB)                                                                     \
+    static void name(int16_t *restrict k, const T *restrict p, int64_t s, int64_t cnt, key_fmt f) { \
+        if (s == 1)                                                                                 \
+            for (int64_t i = 0; i < cnt; i++) k[i] = key_of(p[i], SB, f);                           \
+        else if (s == 0) {                                                                          \
+            int16_t k0 = key_of(p[0], SB, f);                                                       \
+            for (int64_t i = 0; i < cnt; i++) k[i] = k0;                                            \
+        } else                                                                                      \
+            for (int64_t i = 0; i < cnt; i++) k[i] = key_of(p[i * s], SB, f);                       \
+    }
+KEY_LOADER(keys_u16, uint16_t, 15)
+KEY_LOADER(keys_u8, uint8_t, 7)
+
+#define CMP_CASE_KEY(e, n, OP)                                                                     \
+    case e:                                                                                        \
+        for (int64_t j = 0; j < m; j++) {                                                          \
+            int16_t x = ka[j], z = kb[j];                                                          \
+            y[j] = ((x == KEY_NAN) | (z == KEY_NAN)) ? (uint8_t)(e == WK_NE) : (uint8_t)(x OP z);  \
+        }                                                                                          \
+        break;
+static void cmp_keys(wk_cmp_op op, uint8_t *restrict y, const int16_t *restrict ka, const int16_t *restrict kb,
+                     int64_t m) {
+    CMP_SWITCH(CMP_CASE_KEY)
+}
+
+static void cmp_narrow(wk_cmp_op op, uint8_t *y, const void *a, int64_t sa, const void *b, int64_t sb, int64_t n,
+                       wk_dtype dt) {
+    key_fmt f = key_fmt_of(dt);
+    int16_t ka[BLOCK], kb[BLOCK];
+    for (int64_t i = 0; i < n; i += BLOCK) {
+        int64_t m = n - i < BLOCK ? n - i : BLOCK;
+        if (dt == WK_F8E4M3) {
+            keys_u8(ka, (const uint8_t *)a + i * sa, sa, m, f);
+            keys_u8(kb, (const uint8_t *)b + i * sb, sb, m, f);
+        } else {
+            keys_u16(ka, (const uint16_t *)a + i * sa, sa, m, f);
+            keys_u16(kb, (const uint16_t *)b + i * sb, sb, m, f);
+        }
+        cmp_keys(op, y + i, ka, kb, m);
+    }
+}
+
 typedef struct {
     wk_cmp_op op;
     const char *a, *b;
@@ -154,33 +258,22 @@ typedef struct {
     wk_dtype dt;
 } cmp_ctx;
 
-/* One loop per comparison, the list's C operator on the loaded values. */
-#define CMP_CASE(e, n, OP) case e: for (int64_t i = 0; i < n_; i++) y[i] = LOAD(a, i * sa) OP LOAD(b, i * sb); break;
-#define CMP_LOOPS()                 \
-    switch (c->op) {                \
-        WK_CMP_OPS(CMP_CASE)        \
-    case WK_CMP_COUNT: break;       \
-    }
-
-static void cmp_run(void *p, int64_t n_, const int64_t *offs, const int64_t *st) {
+static void cmp_run(void *p, int64_t n, const int64_t *offs, const int64_t *st) {
     cmp_ctx *c = p;
     int64_t es = (int64_t)wk__dtype_elem_bytes(c->dt);
     uint8_t *y = c->dst + offs[0];
     const void *a = c->a + offs[1] * es, *b = c->b + offs[2] * es;
     int64_t sa = st[1], sb = st[2];
-    wk_dtype dt = c->dt;
-    if (dt == WK_F32) {
-#define LOAD(p, i) (((const float *)(p))[i])
-        CMP_LOOPS()
-#undef LOAD
-    } else if (wk_dtype_is_int(dt)) {
-#define LOAD(p, i) wk__load_i64((p), (i), dt)
-        CMP_LOOPS()
-#undef LOAD
-    } else {
-#define LOAD(p, i) wk__load_f64((p), (i), dt)
-        CMP_LOOPS()
-#undef LOAD
+    switch (c->dt) {
+    case WK_F32: cmp_f32(c->op, y, a, sa, b, sb, n); break;
+    case WK_F64: cmp_f64(c->op, y, a, sa, b, sb, n); break;
+    case WK_U8: cmp_u8(c->op, y, a, sa, b, sb, n); break;
+    case WK_U32: cmp_u32(c->op, y, a, sa, b, sb, n); break;
+    case WK_I16: cmp_i16(c->op, y, a, sa, b, sb, n); break;
+    case WK_I32: cmp_i32(c->op, y, a, sa, b, sb, n); break;
+    case WK_I64: cmp_i64(c->op, y, a, sa, b, sb, n); break;
+    case WK_BF16: case WK_F16: case WK_F8E4M3: cmp_narrow(c->op, y, a, sa, b, sb, n, c->dt); break;
+    case WK_DTYPE_COUNT: break;
     }
 }
 
@@ -195,6 +288,57 @@ wk_status wk__cpu_cmp(wk_device *dev, wk_cmp_op op, const void *a, const wk_layo
     return WK_OK;
 }
 
+/* ------------------------------------------------------------------ where
+ * A selection moves bits, so values are copied as unsigned integers of the
+ * element's width (NaN payloads and -0 kept) and one kernel per width serves
+ * every dtype. The condition arrives as u8 (0 / not 0); other integer
+ * conditions are first turned into u8 blocks. Both candidates are loaded
+ * before the choice so the loop is branch-free and vectorises. */
+/* c ? a : b as a bit mask of T: widening the u8 condition to a full-width
+ * mask vectorises for every width even on baseline x86-64 (the ?: form does
+ * not for 64-bit values there). */
+#define PICK(cv, av, bv) (word)(((av) & (word)(0 - (word)((cv) != 0))) | ((bv) & (word)~(word)(0 - (word)((cv) != 0))))
+#define WHERE_KERNEL(name, T)                                                                                    \
+    static void name(T *restrict y, const uint8_t *restrict c, int64_t sc, const T *restrict a, int64_t sa,     \
+                     const T *restrict b, int64_t sb, int64_t n) {                                               \
+        typedef T word;                                                                                          \
+        if (sc == 0) { /* one choice for the whole run: a copy (or fill) of one side */                         \
+            const T *s = c[0] ? a : b;                                                                           \
+            int64_t ss = c[0] ? sa : sb;                                                                         \
+            if (ss == 1) memcpy(y, s, (size_t)n * sizeof(T));                                                    \
+            else if (ss == 0) { const T v = s[0]; for (int64_t i = 0; i < n; i++) y[i] = v; }                    \
+            else for (int64_t i = 0; i < n; i++) y[i] = s[i * ss];                                               \
+        } else if (sc == 1 && sa == 1 && sb == 1) {                                                              \
+            for (int64_t i = 0; i < n; i++) { T av = a[i], bv = b[i]; y[i] = PICK(c[i], av, bv); }                   \
+        } else if (sc == 1 && sa == 0 && sb == 1) {                                                              \
+            const T av = a[0];                                                                                   \
+            for (int64_t i = 0; i < n; i++) { T bv = b[i]; y[i] = PICK(c[i], av, bv); }                              \
+        } else if (sc == 1 && sa == 1 && sb == 0) {                                                              \
+            const T bv = b[0];                                                                                   \
+            for (int64_t i = 0; i < n; i++) { T av = a[i]; y[i] = PICK(c[i], av, bv); }                              \
+        } else if (sc == 1 && sa == 0 && sb == 0) {                                                              \
+            const T av = a[0], bv = b[0];                                                                        \
+            for (int64_t i = 0; i < n; i++) y[i] = PICK(c[i], av, bv);                                               \
+        } else {                                                                                                 \
+            for (int64_t i = 0; i < n; i++) { T av = a[i * sa], bv = b[i * sb]; y[i] = PICK(c[i * sc], av, bv); }    \
+        }                                                                                                        \
+    }
+WHERE_KERNEL(where_w8, uint8_t)
+WHERE_KERNEL(where_w16, uint16_t)
+WHERE_KERNEL(where_w32, uint32_t)
+WHERE_KERNEL(where_w64, uint64_t)
+
+/* c != 0 of an integer condition run of cnt elements, stride s, as u8 */
+#define COND_LOADER(name, T)                                                                  \
+    static void name(uint8_t *restrict m, const T *restrict p, int64_t s, int64_t cnt) {     \
+        if (s == 1) for (int64_t i = 0; i < cnt; i++) m[i] = p[i] != 0;                       \
+        else for (int64_t i = 0; i < cnt; i++) m[i] = p[i * s] != 0;                          \
+    }
+COND_LOADER(cond_u32, uint32_t)
+COND_LOADER(cond_i16, int16_t)
+COND_LOADER(cond_i32, int32_t)
+COND_LOADER(cond_i64, int64_t)
+
 typedef struct {
     const char *cond, *a, *b;
     char *dst;
@@ -202,14 +346,39 @@ typedef struct {
     size_t es;
 } where_ctx;
 
+static void where_u8(const where_ctx *c, char *y, const uint8_t *cd, int64_t sc, const char *a, int64_t sa,
+                     const char *b, int64_t sb, int64_t n) {
+    switch (c->es) {
+    case 1: where_w8((uint8_t *)y, cd, sc, (const uint8_t *)a, sa, (const uint8_t *)b, sb, n); break;
+    case 2: where_w16((uint16_t *)y, cd, sc, (const uint16_t *)a, sa, (const uint16_t *)b, sb, n); break;
+    case 4: where_w32((uint32_t *)y, cd, sc, (const uint32_t *)a, sa, (const uint32_t *)b, sb, n); break;
+    case 8: where_w64((uint64_t *)y, cd, sc, (const uint64_t *)a, sa, (const uint64_t *)b, sb, n); break;
+    }
+}
+
 static void where_run(void *p, int64_t n, const int64_t *offs, const int64_t *st) {
     where_ctx *c = p;
     int64_t es = (int64_t)c->es, ces = (int64_t)wk__dtype_elem_bytes(c->cdt);
     char *y = c->dst + offs[0] * es;
     const char *cd = c->cond + offs[1] * ces, *a = c->a + offs[2] * es, *b = c->b + offs[3] * es;
-    for (int64_t i = 0; i < n; i++) {
-        bool t = wk__load_i64(cd, i * st[1], c->cdt) != 0;
-        memcpy(y + i * es, t ? a + i * st[2] * es : b + i * st[3] * es, (size_t)es);
+    int64_t sc = st[1], sa = st[2], sb = st[3];
+    if (c->cdt == WK_U8) { where_u8(c, y, (const uint8_t *)cd, sc, a, sa, b, sb, n); return; }
+    /* a held condition is one value: no block needed */
+    int64_t step = sc == 0 ? n : BLOCK;
+    uint8_t mb[BLOCK];
+    for (int64_t i = 0; i < n; i += step) {
+        int64_t m = n - i < step ? n - i : step;
+        int64_t mc = sc == 0 ? 1 : m;
+        const char *ci = cd + i * sc * ces;
+        switch (c->cdt) {
+        case WK_U32: cond_u32(mb, (const uint32_t *)ci, sc, mc); break;
+        case WK_I16: cond_i16(mb, (const int16_t *)ci, sc, mc); break;
+        case WK_I32: cond_i32(mb, (const int32_t *)ci, sc, mc); break;
+        case WK_I64: cond_i64(mb, (const int64_t *)ci, sc, mc); break;
+        case WK_U8: case WK_BF16: case WK_F16: case WK_F32: case WK_F64: case WK_F8E4M3: case WK_DTYPE_COUNT:
+            break; /* u8 went the direct way; the tensor layer admits only integer conditions */
+        }
+        where_u8(c, y + i * es, mb, sc == 0 ? 0 : 1, a + i * sa * es, sa, b + i * sb * es, sb, m);
     }
 }
 
@@ -222,6 +391,7 @@ wk_status wk__cpu_where(wk_device *dev, const void *cond, const wk_layout *lc, w
     wk_iter it;
     wk__iter_init(&it, 4, l4);
     where_ctx c = {cond, a, b, dst, cdt, wk__dtype_elem_bytes(dt)};
-    wk__iter_foreach(&it, where_run, &c);
+    /* memory-bound like a copy: the copy's threshold */
+    wk__iter_foreach_min(&it, where_run, &c, WK_PAR_MIN_CHEAP);
     return WK_OK;
 }
