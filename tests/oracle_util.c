@@ -1,5 +1,6 @@
 /* Helpers shared by the oracle tests; see oracle_util.h. */
 #include "oracle_util.h"
+#include "testutil.h" /* cmocka: ou_run_manifest skips / fails the running test */
 
 #include <math.h>
 #include <stdio.h>
@@ -200,4 +201,20 @@ bool ou_same_bits(const wk_tensor *a, const wk_tensor *b) {
     free(x);
     free(y);
     return ok;
+}
+
+void ou_run_manifest(const char *sub, const char *gen, char *dir, size_t cap, void (*run_line)(char *line)) {
+    if (!ou_dir(sub, dir, cap)) {
+        print_message("WICK_ORACLE_DIR not set: skipping\n");
+        skip();
+    }
+    (void)ou_device(); /* exits with OU_SKIP, saying why, when the device cannot open */
+    char path[8192];
+    FILE *fp = ou_open_manifest(dir, path, sizeof path);
+    if (!fp) fail_msg("cannot open %s (run tests/oracle/%s.py first)", path, gen);
+    int saved_threads = wk_num_threads();
+    char line[4096];
+    while (ou_next_line(fp, line, sizeof line)) run_line(line);
+    fclose(fp);
+    wk_set_num_threads(saved_threads);
 }

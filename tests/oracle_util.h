@@ -53,4 +53,12 @@ bool ou_same_bits(const wk_tensor *a, const wk_tensor *b);
 #define OU_SKIP 77
 wk_device *ou_device(void);
 
+/* The manifest walk every test_oracle*.c runs inside its cmocka test: dir
+ * gets $WICK_ORACLE_DIR/sub (the test is skipped when the variable is not
+ * set), the oracle device is opened (ou_device), then each line of
+ * dir/manifest.txt that is neither a comment nor empty goes to run_line,
+ * and the thread count is set back afterwards. A manifest that cannot be
+ * opened fails the test, naming gen (the generator that writes it). */
+void ou_run_manifest(const char *sub, const char *gen, char *dir, size_t cap, void (*run_line)(char *line));
+
 #endif

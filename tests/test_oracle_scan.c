@@ -239,23 +239,7 @@ report:
 
 static void test_oracle_scan(void **state) {
     (void)state;
-    if (!ou_dir("scan", g_dir, sizeof g_dir)) {
-        print_message("WICK_ORACLE_DIR not set: skipping\n");
-        skip();
-    }
-    char path[8192];
-    FILE *fp = ou_open_manifest(g_dir, path, sizeof path);
-    if (!fp) {
-        fprintf(stderr, "cannot open %s (run tests/oracle/gen_scan.py first)\n", path);
-        fail();
-    }
-    int saved_threads = wk_num_threads();
-    char line[2048];
-    while (ou_next_line(fp, line, sizeof line)) {
-        run_case(line);
-    }
-    fclose(fp);
-    wk_set_num_threads(saved_threads);
+    ou_run_manifest("scan", "gen_scan", g_dir, sizeof g_dir, run_case);
     printf("oracle_scan: %d cases, %d failed\n", g_total, g_failed);
     assert_true(g_total > 0);
     assert_int_equal(g_failed, 0);
@@ -267,13 +251,7 @@ static void test_oracle_scan(void **state) {
  * case. */
 static void test_table_coverage(void **state) {
     (void)state;
-    if (g_total == 0) skip();
-    int tuples = 0, gaps = ot_cover_check("gen_scan", &tuples);
-    printf("oracle_scan: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples,
-           gaps + g_cover_problems);
-    assert_true(tuples > 0);
-    if (gaps + g_cover_problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)",
-                                          gaps + g_cover_problems);
+    ot_coverage_test("oracle_scan", "gen_scan", g_total, g_cover_problems);
 }
 
 int main(void) {
