@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "oracle_util.h"
+#include "testutil.h" /* cmocka: ot_coverage_test is the body of a cmocka test */
 
 static const char *const k_layouts[OT_NLAYOUTS] = {"c", "t", "n", "b", "tn", "p", "e", "1", "0"};
 
@@ -488,6 +489,15 @@ int ot_cover_check(const char *oracle, int *tuples) {
             }
     }
     return gaps;
+}
+
+void ot_coverage_test(const char *label, const char *oracle, int ncases, int problems) {
+    if (ncases == 0) skip();
+    int tuples = 0;
+    problems += ot_cover_check(oracle, &tuples);
+    printf("%s: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", label, tuples, problems);
+    assert_true(tuples > 0);
+    if (problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)", problems);
 }
 
 static void json_str(FILE *f, const char *key, const char *v, bool comma) {

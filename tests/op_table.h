@@ -83,6 +83,12 @@ bool ot_cover_case(const char *id, const ot_entry *e, wk_dtype dt, const char *c
  * had a recorded case; prints a FAIL line per gap and returns the gaps;
  * *tuples gets the number declared. */
 int ot_cover_check(const char *oracle, int *tuples);
+/* The end of every test_oracle*.c's test_table_coverage (a cmocka test):
+ * skipped when the harness ran no cases; otherwise ot_cover_check of oracle
+ * plus the problems the harness counted itself (ot_cover_case's FAIL lines),
+ * printed as "LABEL: op table coverage: N (op, dtype, layout) tuples
+ * declared, M problems"; fails when the table declares none or M > 0. */
+void ot_coverage_test(const char *label, const char *oracle, int ncases, int problems);
 /* The table as JSON (one object per op), for tests/oracle/check_table.py. */
 void ot_print_json(FILE *f);
 

@@ -1,5 +1,6 @@
 /* Helpers shared by the oracle tests; see oracle_util.h. */
 #include "oracle_util.h"
+#include "testutil.h" /* cmocka: ou_run_manifest skips / fails the running test */
 
 #include <math.h>
 #include <stdio.h>
@@ -200,4 +201,84 @@ bool ou_same_bits(const wk_tensor *a, const wk_tensor *b) {
     free(x);
     free(y);
     return ok;
+}
+
+void ou_run_manifest(const char *sub, const char *gen, char *dir, size_t cap, void (*run_line)(char *line)) {
+    if (!ou_dir(sub, dir, cap)) {
+        print_message("WICK_ORACLE_DIR not set: skipping\n");
+        skip();
+    }
+    (void)ou_device(); /* exits with OU_SKIP, saying why, when the device cannot open */
+    char path[8192];
+    FILE *fp = ou_open_manifest(dir, path, sizeof path);
+    if (!fp) fail_msg("cannot open %s (run tests/oracle/%s.py first)", path, gen);
+    int saved_threads = wk_num_threads();
+    char line[4096];
+    while (ou_next_line(fp, line, sizeof line)) run_line(line);
+    fclose(fp);
+    wk_set_num_threads(saved_threads);
+}
+
+/* The element loop of ou_compare_file over want (already the same shape). */
+static const char *compare_elements(const wk_tensor *got, const wk_tensor *want, double tol, bool exact_int, char *msg,
+                                    size_t cap) {
+    int64_t n = wk_numel(want);
+    const char *res = NULL;
+    if (exact_int) {
+        wk_tensor *g64 = wk_to_dtype(got, WK_I64), *w64 = wk_to_dtype(want, WK_I64);
+        int64_t *a = malloc(sizeof(int64_t) * (size_t)(n + 1)), *b = malloc(sizeof(int64_t) * (size_t)(n + 1));
+        if (!g64 || !w64 || !a || !b || wk_to_host(g64, a, (size_t)n * 8) != WK_OK ||
+            wk_to_host(w64, b, (size_t)n * 8) != WK_OK) {
+            snprintf(msg, cap, "readback failed: %s", wk_last_error());
+            res = msg;
+        } else {
+            for (int64_t k = 0; k < n && !res; k++)
+                if (a[k] != b[k]) {
+                    snprintf(msg, cap, "element %lld: got %lld want %lld", (long long)k, (long long)a[k], (long long)b[k]);
+                    res = msg;
+                }
+        }
+        free(a);
+        free(b);
+        wk_tensor_free(g64);
+        wk_tensor_free(w64);
+        return res;
+    }
+    double *a = malloc(sizeof(double) * (size_t)(n + 1)), *b = malloc(sizeof(double) * (size_t)(n + 1));
+    if (!a || !b || wk_to_host_f64(got, a, (size_t)n) != WK_OK || wk_to_host_f64(want, b, (size_t)n) != WK_OK) {
+        snprintf(msg, cap, "readback failed: %s", wk_last_error());
+        res = msg;
+    } else {
+        for (int64_t k = 0; k < n && !res; k++)
+            if (!ou_close_rel(a[k], b[k], tol)) {
+                snprintf(msg, cap, "element %lld: got %.10g want %.10g (tol %g)", (long long)k, a[k], b[k], tol);
+                res = msg;
+            }
+    }
+    free(a);
+    free(b);
+    return res;
+}
+
+const char *ou_compare_file(const wk_tensor *got, const char *dir, const char *file, double tol, bool exact_int,
+                            char *msg, size_t cap) {
+    wk_tensor *want = ou_load(dir, file);
+    if (!want) {
+        snprintf(msg, cap, "cannot load %s: %s", file, wk_last_error());
+        return msg;
+    }
+    const char *res = NULL;
+    int rank = wk_rank(want);
+    if (wk_rank(got) != rank) {
+        snprintf(msg, cap, "rank %d, want %d", wk_rank(got), rank);
+        res = msg;
+    }
+    for (int d = 0; d < rank && !res; d++)
+        if (wk_dim(got, d) != wk_dim(want, d)) {
+            snprintf(msg, cap, "dim %d is %lld, want %lld", d, (long long)wk_dim(got, d), (long long)wk_dim(want, d));
+            res = msg;
+        }
+    if (!res) res = compare_elements(got, want, tol, exact_int, msg, cap);
+    wk_tensor_free(want);
+    return res;
 }

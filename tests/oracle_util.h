@@ -44,6 +44,11 @@ wk_tensor *ou_load_input(const char *dir, const char *spec, wk_dtype dt, bool *n
 bool ou_close(double got, double want, double atol, double rtol);
 /* The same rules with the tolerance tol*(1 + |want|). */
 bool ou_close_rel(double got, double want, double tol);
+/* got against the expected dir/file: the shape, then every element
+ * (exact_int: exactly, both read as i64; otherwise as doubles within
+ * ou_close_rel's tol). NULL when they match, else msg saying where not. */
+const char *ou_compare_file(const wk_tensor *got, const char *dir, const char *file, double tol, bool exact_int,
+                            char *msg, size_t cap);
 /* Same dtype, element count and bytes (both NULL counts as equal). */
 bool ou_same_bits(const wk_tensor *a, const wk_tensor *b);
 /* The device the oracle inputs are loaded on: the CPU, or the device named
@@ -52,5 +57,13 @@ bool ou_same_bits(const wk_tensor *a, const wk_tensor *b);
  * when that device cannot be opened. */
 #define OU_SKIP 77
 wk_device *ou_device(void);
+
+/* The manifest walk every test_oracle*.c runs inside its cmocka test: dir
+ * gets $WICK_ORACLE_DIR/sub (the test is skipped when the variable is not
+ * set), the oracle device is opened (ou_device), then each line of
+ * dir/manifest.txt that is neither a comment nor empty goes to run_line,
+ * and the thread count is set back afterwards. A manifest that cannot be
+ * opened fails the test, naming gen (the generator that writes it). */
+void ou_run_manifest(const char *sub, const char *gen, char *dir, size_t cap, void (*run_line)(char *line));
 
 #endif

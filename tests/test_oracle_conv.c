@@ -16,7 +16,7 @@
 #include <string.h>
 
 static char g_dir[4096];
-static int g_total, g_cover_problems;
+static int g_total, g_failed, g_noncontig, g_cover_problems;
 
 static wk_dtype parse_dt(const char *s) {
     if (strcmp(s, "f64") == 0) return WK_F64;
@@ -172,28 +172,17 @@ done:
     return ok;
 }
 
+static void run_line(char *line) {
+    g_total++;
+    if (!run_case(line, &g_noncontig)) g_failed++;
+}
+
 static void test_oracle_conv(void **state) {
     (void)state;
-    if (!ou_dir("conv", g_dir, sizeof g_dir)) {
-        printf("WICK_ORACLE_DIR not set: skipped\n");
-        skip();
-    }
-    char path[8192];
-    FILE *f = ou_open_manifest(g_dir, path, sizeof path);
-    assert_non_null(f);
-    char line[2048];
-    int total = 0, failed = 0, noncontig = 0;
-    int saved = wk_num_threads();
-    while (ou_next_line(f, line, sizeof line)) {
-        total++;
-        if (!run_case(line, &noncontig)) failed++;
-    }
-    fclose(f);
-    wk_set_num_threads(saved);
-    printf("oracle conv: %d cases (%d non-contiguous inputs), %d failed\n", total, noncontig, failed);
-    g_total = total;
-    assert_true(total > 0);
-    assert_int_equal(failed, 0);
+    ou_run_manifest("conv", "gen_conv", g_dir, sizeof g_dir, run_line);
+    printf("oracle conv: %d cases (%d non-contiguous inputs), %d failed\n", g_total, g_noncontig, g_failed);
+    assert_true(g_total > 0);
+    assert_int_equal(g_failed, 0);
 }
 
 /* The manifest against the op table (after test_oracle_conv ran every case):
@@ -201,13 +190,7 @@ static void test_oracle_conv(void **state) {
  * of the entries whose oracle is gen_conv has a case. */
 static void test_table_coverage(void **state) {
     (void)state;
-    if (g_total == 0) skip();
-    int tuples = 0, gaps = ot_cover_check("gen_conv", &tuples);
-    printf("oracle conv: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples,
-           gaps + g_cover_problems);
-    assert_true(tuples > 0);
-    if (gaps + g_cover_problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)",
-                                          gaps + g_cover_problems);
+    ot_coverage_test("oracle conv", "gen_conv", g_total, g_cover_problems);
 }
 
 int main(void) {

@@ -176,42 +176,38 @@ static void run_case(icase *c) {
     wk_scope_end();
 }
 
+static void run_line(char *line) {
+    line[strcspn(line, "\r\n")] = 0;
+    char *fld[7];
+    int nf = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(line, " ", &save); tok && nf < 7; tok = strtok_r(NULL, " ", &save)) fld[nf++] = tok;
+    icase c = {0};
+    if (nf != 7) {
+        c.id = line;
+        c.op = c.dtype = c.variant = "?";
+        g_total++;
+        case_fail(&c, "%s", "malformed manifest line");
+        return;
+    }
+    c.id = fld[0];
+    c.op = fld[1];
+    c.dtype = fld[2];
+    c.variant = fld[3];
+    c.params = fld[4];
+    c.inputs = fld[5];
+    c.expected = fld[6];
+    if (!wk_dtype_from_name(c.dtype, &c.dt)) {
+        g_total++;
+        case_fail(&c, "%s", "bad dtype");
+        return;
+    }
+    run_case(&c);
+}
+
 static void test_oracle_indexing(void **state) {
     (void)state;
-    if (!ou_dir("indexing", g_dir, sizeof g_dir)) { printf("WICK_ORACLE_DIR not set: skipped\n"); skip(); }
-    char mpath[4200];
-    FILE *f = ou_open_manifest(g_dir, mpath, sizeof mpath);
-    if (!f) fail_msg("cannot open %s (run tests/oracle/gen_indexing.py first)", mpath);
-    char line[4096];
-    while (ou_next_line(f, line, sizeof line)) {
-        line[strcspn(line, "\r\n")] = 0;
-        char *fld[7];
-        int nf = 0;
-        char *save = NULL;
-        for (char *tok = strtok_r(line, " ", &save); tok && nf < 7; tok = strtok_r(NULL, " ", &save)) fld[nf++] = tok;
-        icase c = {0};
-        if (nf != 7) {
-            c.id = line;
-            c.op = c.dtype = c.variant = "?";
-            g_total++;
-            case_fail(&c, "%s", "malformed manifest line");
-            continue;
-        }
-        c.id = fld[0];
-        c.op = fld[1];
-        c.dtype = fld[2];
-        c.variant = fld[3];
-        c.params = fld[4];
-        c.inputs = fld[5];
-        c.expected = fld[6];
-        if (!wk_dtype_from_name(c.dtype, &c.dt)) {
-            g_total++;
-            case_fail(&c, "%s", "bad dtype");
-            continue;
-        }
-        run_case(&c);
-    }
-    fclose(f);
+    ou_run_manifest("indexing", "gen_indexing", g_dir, sizeof g_dir, run_line);
     printf("oracle_indexing: %d cases (%d non-contiguous inputs), %d failed\n", g_total, g_noncontig, g_failed);
     assert_true(g_total > 0);
     assert_int_equal(g_failed, 0);
@@ -223,13 +219,7 @@ static void test_oracle_indexing(void **state) {
  * has such a case. */
 static void test_table_coverage(void **state) {
     (void)state;
-    if (g_total == 0) skip();
-    int tuples = 0, gaps = ot_cover_check("gen_indexing", &tuples);
-    printf("oracle_indexing: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples,
-           gaps + g_cover_problems);
-    assert_true(tuples > 0);
-    if (gaps + g_cover_problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)",
-                                          gaps + g_cover_problems);
+    ot_coverage_test("oracle_indexing", "gen_indexing", g_total, g_cover_problems);
 }
 
 int main(void) {

@@ -35,34 +35,6 @@ static wk_tensor *run_op(const ot_entry *e, wk_tensor *const *in, int nin, const
     return r;
 }
 
-static const char *compare(const wk_tensor *got, const char *file, double tol, char *msg, size_t cap) {
-    wk_tensor *want = ou_load(g_dir, file);
-    if (!want) { snprintf(msg, cap, "cannot load %s: %s", file, wk_last_error()); return msg; }
-    int rank = wk_rank(want);
-    if (wk_rank(got) != rank) { snprintf(msg, cap, "rank %d, want %d", wk_rank(got), rank); return msg; }
-    for (int d = 0; d < rank; d++)
-        if (wk_dim(got, d) != wk_dim(want, d)) {
-            snprintf(msg, cap, "dim %d is %lld, want %lld", d, (long long)wk_dim(got, d), (long long)wk_dim(want, d));
-            return msg;
-        }
-    int64_t n = wk_numel(want);
-    double *a = malloc(sizeof(double) * (size_t)(n + 1)), *b = malloc(sizeof(double) * (size_t)(n + 1));
-    const char *res = NULL;
-    if (!a || !b || wk_to_host_f64(got, a, (size_t)n) != WK_OK || wk_to_host_f64(want, b, (size_t)n) != WK_OK) {
-        snprintf(msg, cap, "readback failed: %s", wk_last_error());
-        res = msg;
-    } else {
-        for (int64_t k = 0; k < n && !res; k++)
-            if (!ou_close_rel(a[k], b[k], tol)) {
-                snprintf(msg, cap, "element %lld: got %.9g want %.9g (tol %g)", (long long)k, a[k], b[k], tol);
-                res = msg;
-            }
-    }
-    free(a);
-    free(b);
-    return res;
-}
-
 static void run_case(char *line) {
     char *f[7];
     int nf = 0;
@@ -130,7 +102,7 @@ static void run_case(char *line) {
         err = msg;
         goto report;
     }
-    err = compare(r1, expected, tol, msg, sizeof msg);
+    err = ou_compare_file(r1, g_dir, expected, tol, false, msg, sizeof msg);
     if (!err) {
         wk_set_num_threads(2);
         wk_tensor *r2 = run_op(e, in, nin, params, dt, mwhy, sizeof mwhy);
@@ -161,22 +133,7 @@ report:
 
 static void test_oracle_nn(void **state) {
     (void)state;
-    if (!ou_dir("nn", g_dir, sizeof g_dir)) {
-        print_message("WICK_ORACLE_DIR not set: skipping\n");
-        skip();
-    }
-    (void)ou_device(); /* exits with OU_SKIP, saying why, when the device cannot open */
-    char path[8192];
-    FILE *fp = ou_open_manifest(g_dir, path, sizeof path);
-    if (!fp) {
-        fprintf(stderr, "cannot open %s (run tests/oracle/gen_nn.py first)\n", path);
-        fail();
-    }
-    int saved_threads = wk_num_threads();
-    char line[4096];
-    while (ou_next_line(fp, line, sizeof line)) run_case(line);
-    fclose(fp);
-    wk_set_num_threads(saved_threads);
+    ou_run_manifest("nn", "gen_nn", g_dir, sizeof g_dir, run_case);
     printf("oracle_nn: %d cases (%d with non-contiguous inputs) on %s, %d failed\n", g_total, g_noncontig,
            wk_device_name(ou_device()), g_failed);
     assert_true(g_total > 1000);
@@ -189,13 +146,7 @@ static void test_oracle_nn(void **state) {
  * (op, dtype, layout) of the entries whose oracle is gen_nn has a case. */
 static void test_table_coverage(void **state) {
     (void)state;
-    if (g_total == 0) skip();
-    int tuples = 0, gaps = ot_cover_check("gen_nn", &tuples);
-    printf("oracle_nn: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples,
-           gaps + g_cover_problems);
-    assert_true(tuples > 0);
-    if (gaps + g_cover_problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)",
-                                          gaps + g_cover_problems);
+    ot_coverage_test("oracle_nn", "gen_nn", g_total, g_cover_problems);
 }
 
 int main(void) {

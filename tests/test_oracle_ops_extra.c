@@ -49,37 +49,13 @@ static wk_status run_op(const char *op, wk_dtype dt, wk_tensor **in, int nin, co
     return WK_OK;
 }
 
-/* got against the expected file; an error string or NULL. */
+/* got (of the case dtype) against the expected file; an error string or NULL. */
 static const char *compare(const wk_tensor *got, const char *file, wk_dtype dt, double tol, char *msg, size_t cap) {
-    wk_tensor *want = ou_load(g_dir, file);
-    if (!want) { snprintf(msg, cap, "cannot load %s: %s", file, wk_last_error()); return msg; }
     if (wk_tensor_dtype(got) != dt) {
         snprintf(msg, cap, "result dtype %s, want %s", wk_dtype_name(wk_tensor_dtype(got)), wk_dtype_name(dt));
         return msg;
     }
-    int rank = wk_rank(want);
-    if (wk_rank(got) != rank) { snprintf(msg, cap, "rank %d, want %d", wk_rank(got), rank); return msg; }
-    for (int d = 0; d < rank; d++)
-        if (wk_dim(got, d) != wk_dim(want, d)) {
-            snprintf(msg, cap, "dim %d is %lld, want %lld", d, (long long)wk_dim(got, d), (long long)wk_dim(want, d));
-            return msg;
-        }
-    int64_t n = wk_numel(want);
-    const char *res = NULL;
-    double *a = malloc(sizeof(double) * (size_t)(n + 1)), *b = malloc(sizeof(double) * (size_t)(n + 1));
-    if (!a || !b || wk_to_host_f64(got, a, (size_t)n) != WK_OK || wk_to_host_f64(want, b, (size_t)n) != WK_OK) {
-        snprintf(msg, cap, "readback failed: %s", wk_last_error());
-        res = msg;
-    } else {
-        for (int64_t k = 0; k < n && !res; k++)
-            if (!ou_close_rel(a[k], b[k], tol)) {
-                snprintf(msg, cap, "element %lld: got %.10g want %.10g (tol %g)", (long long)k, a[k], b[k], tol);
-                res = msg;
-            }
-    }
-    free(a);
-    free(b);
-    return res;
+    return ou_compare_file(got, g_dir, file, tol, false, msg, cap);
 }
 
 /* Loads the ','-joined input specs; false with why on failure. */
@@ -187,22 +163,7 @@ report:
 
 static void test_oracle_ops_extra(void **state) {
     (void)state;
-    if (!ou_dir("ops_extra", g_dir, sizeof g_dir)) {
-        print_message("WICK_ORACLE_DIR not set: skipping\n");
-        skip();
-    }
-    (void)ou_device(); /* exits with OU_SKIP, saying why, when the device cannot open */
-    char path[8192];
-    FILE *fp = ou_open_manifest(g_dir, path, sizeof path);
-    if (!fp) {
-        fprintf(stderr, "cannot open %s (run tests/oracle/gen_ops_extra.py first)\n", path);
-        fail();
-    }
-    int saved_threads = wk_num_threads();
-    char line[4096];
-    while (ou_next_line(fp, line, sizeof line)) run_case(line);
-    fclose(fp);
-    wk_set_num_threads(saved_threads);
+    ou_run_manifest("ops_extra", "gen_ops_extra", g_dir, sizeof g_dir, run_case);
     printf("oracle_ops_extra: %d cases, %d failed\n", g_total, g_failed);
     assert_true(g_total > 0);
     assert_int_equal(g_failed, 0);
@@ -215,13 +176,7 @@ static void test_oracle_ops_extra(void **state) {
  * case fails here. */
 static void test_table_coverage(void **state) {
     (void)state;
-    if (g_total == 0) skip();
-    int tuples = 0, gaps = ot_cover_check("gen_ops_extra", &tuples);
-    printf("oracle_ops_extra: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples,
-           gaps + g_cover_problems);
-    assert_true(tuples > 0);
-    if (gaps + g_cover_problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)",
-                                          gaps + g_cover_problems);
+    ot_coverage_test("oracle_ops_extra", "gen_ops_extra", g_total, g_cover_problems);
 }
 
 int main(void) {

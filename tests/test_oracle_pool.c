@@ -19,7 +19,7 @@
 #include <string.h>
 
 static char g_dir[4096];
-static int g_total, g_cover_problems;
+static int g_total, g_failed, g_noncontig, g_cover_problems;
 
 /* Runs op through the op table (tests/oracle/op_table.def); NULL on failure,
  * with why set when the op is not in the table or the case does not fit it. */
@@ -98,71 +98,60 @@ static bool compare(const char *id, const wk_tensor *got, const char *expfile, w
     return ok;
 }
 
+static void run_line(char *line) {
+    char id[256], op[64], dts[32], variant[64], params[256], input[512], exp[256];
+    double atol, rtol;
+    if (sscanf(line, "%255s %63s %31s %63s %255s %511s %255s %lf %lf", id, op, dts, variant, params, input, exp,
+               &atol, &rtol) != 9) {
+        printf("FAIL bad manifest line: %s", line);
+        g_failed++;
+        return;
+    }
+    g_total++;
+    wk_dtype dt;
+    if (!wk_dtype_from_name(dts, &dt)) {
+        printf("FAIL %s: bad dtype\n", id);
+        g_failed++;
+        return;
+    }
+    wk_scope_begin();
+    bool ok = false;
+    char why[512];
+    bool nc = false;
+    wk_tensor *x = ou_load_input(g_dir, input, dt, &nc, why, sizeof why);
+    if (!x) printf("FAIL %s: input %s: %s\n", id, input, why);
+    else {
+        if (strcmp(variant, "contig") != 0) g_noncontig++;
+        wk_set_num_threads(1);
+        char mwhy[200] = "";
+        wk_tensor *r1 = run_op(op, params, x, mwhy, sizeof mwhy);
+        wk_set_num_threads(2);
+        wk_tensor *r2 = run_op(op, params, x, mwhy, sizeof mwhy);
+        if (mwhy[0]) printf("FAIL %s: malformed case: %s\n", id, mwhy);
+        else if (!r1 || !r2) printf("FAIL %s: op failed: %s\n", id, wk_last_error());
+        else {
+            ok = compare(id, r1, exp, dt, atol, rtol);
+            if (ok && !ou_same_bits(r1, r2)) {
+                printf("FAIL %s: 1-thread and 2-thread results differ\n", id);
+                ok = false;
+            }
+        }
+        if (ok) { /* the op table's coverage: this case's dtype and layouts */
+            const char *specs[1] = {input};
+            if (!ot_cover_case(id, ot_find(op), dt, specs, &x, 1, &r1, 1)) g_cover_problems++;
+        }
+    }
+    wk_scope_end();
+    wk_clear_error();
+    if (!ok) g_failed++;
+}
+
 static void test_oracle_pool(void **state) {
     (void)state;
-    if (!ou_dir("pool", g_dir, sizeof g_dir)) {
-        print_message("WICK_ORACLE_DIR not set; skipping\n");
-        skip();
-    }
-    char mpath[4700];
-    FILE *f = ou_open_manifest(g_dir, mpath, sizeof mpath);
-    if (!f) fail_msg("cannot open %s (run tests/oracle/gen_pool.py first)", mpath);
-    char line[2048];
-    int total = 0, failed = 0, nonc = 0;
-    int saved_threads = wk_num_threads();
-    while (ou_next_line(f, line, sizeof line)) {
-        char id[256], op[64], dts[32], variant[64], params[256], input[512], exp[256];
-        double atol, rtol;
-        if (sscanf(line, "%255s %63s %31s %63s %255s %511s %255s %lf %lf", id, op, dts, variant, params, input, exp,
-                   &atol, &rtol) != 9) {
-            printf("FAIL bad manifest line: %s", line);
-            failed++;
-            continue;
-        }
-        total++;
-        wk_dtype dt;
-        if (!wk_dtype_from_name(dts, &dt)) {
-            printf("FAIL %s: bad dtype\n", id);
-            failed++;
-            continue;
-        }
-        wk_scope_begin();
-        bool ok = false;
-        char why[512];
-        bool nc = false;
-        wk_tensor *x = ou_load_input(g_dir, input, dt, &nc, why, sizeof why);
-        if (!x) printf("FAIL %s: input %s: %s\n", id, input, why);
-        else {
-            if (strcmp(variant, "contig") != 0) nonc++;
-            wk_set_num_threads(1);
-            char mwhy[200] = "";
-            wk_tensor *r1 = run_op(op, params, x, mwhy, sizeof mwhy);
-            wk_set_num_threads(2);
-            wk_tensor *r2 = run_op(op, params, x, mwhy, sizeof mwhy);
-            if (mwhy[0]) printf("FAIL %s: malformed case: %s\n", id, mwhy);
-            else if (!r1 || !r2) printf("FAIL %s: op failed: %s\n", id, wk_last_error());
-            else {
-                ok = compare(id, r1, exp, dt, atol, rtol);
-                if (ok && !ou_same_bits(r1, r2)) {
-                    printf("FAIL %s: 1-thread and 2-thread results differ\n", id);
-                    ok = false;
-                }
-            }
-            if (ok) { /* the op table's coverage: this case's dtype and layouts */
-                const char *specs[1] = {input};
-                if (!ot_cover_case(id, ot_find(op), dt, specs, &x, 1, &r1, 1)) g_cover_problems++;
-            }
-        }
-        wk_scope_end();
-        wk_clear_error();
-        if (!ok) failed++;
-    }
-    fclose(f);
-    wk_set_num_threads(saved_threads);
-    printf("oracle_pool: %d cases (%d non-contiguous), %d failed\n", total, nonc, failed);
-    g_total = total;
-    assert_true(total > 0);
-    assert_int_equal(failed, 0);
+    ou_run_manifest("pool", "gen_pool", g_dir, sizeof g_dir, run_line);
+    printf("oracle_pool: %d cases (%d non-contiguous), %d failed\n", g_total, g_noncontig, g_failed);
+    assert_true(g_total > 0);
+    assert_int_equal(g_failed, 0);
 }
 
 /* The manifest against the op table (after test_oracle_pool ran every case):
@@ -170,13 +159,7 @@ static void test_oracle_pool(void **state) {
  * of the entries whose oracle is gen_pool has a case. */
 static void test_table_coverage(void **state) {
     (void)state;
-    if (g_total == 0) skip();
-    int tuples = 0, gaps = ot_cover_check("gen_pool", &tuples);
-    printf("oracle_pool: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples,
-           gaps + g_cover_problems);
-    assert_true(tuples > 0);
-    if (gaps + g_cover_problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)",
-                                          gaps + g_cover_problems);
+    ot_coverage_test("oracle_pool", "gen_pool", g_total, g_cover_problems);
 }
 
 int main(void) {

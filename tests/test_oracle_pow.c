@@ -34,59 +34,6 @@ static wk_tensor *run_pow(wk_tensor *a, wk_tensor *b, wk_dtype dt, char *why, si
     return r;
 }
 
-/* got against the expected file: the shape, then every element (integers
- * exactly through i64, floats within tol). NULL or the reason. */
-static const char *compare(const wk_tensor *got, const char *file, double tol, bool exact_int, char *msg, size_t cap) {
-    wk_tensor *want = ou_load(g_dir, file);
-    if (!want) { snprintf(msg, cap, "cannot load %s: %s", file, wk_last_error()); return msg; }
-    const char *res = NULL;
-    int rank = wk_rank(want);
-    if (wk_rank(got) != rank) { snprintf(msg, cap, "rank %d, want %d", wk_rank(got), rank); res = msg; goto done; }
-    for (int d = 0; d < rank; d++)
-        if (wk_dim(got, d) != wk_dim(want, d)) {
-            snprintf(msg, cap, "dim %d is %lld, want %lld", d, (long long)wk_dim(got, d), (long long)wk_dim(want, d));
-            res = msg;
-            goto done;
-        }
-    int64_t n = wk_numel(want);
-    if (exact_int) {
-        wk_tensor *g64 = wk_to_dtype(got, WK_I64);
-        int64_t *a = malloc(sizeof(int64_t) * (size_t)(n + 1)), *b = malloc(sizeof(int64_t) * (size_t)(n + 1));
-        if (!g64 || !a || !b || wk_to_host(g64, a, (size_t)n * 8) != WK_OK || wk_to_host(want, b, (size_t)n * 8) != WK_OK) {
-            snprintf(msg, cap, "readback failed: %s", wk_last_error());
-            res = msg;
-        } else {
-            for (int64_t k = 0; k < n; k++)
-                if (a[k] != b[k]) {
-                    snprintf(msg, cap, "element %lld: got %lld want %lld", (long long)k, (long long)a[k], (long long)b[k]);
-                    res = msg;
-                    break;
-                }
-        }
-        free(a);
-        free(b);
-        wk_tensor_free(g64);
-    } else {
-        double *a = malloc(sizeof(double) * (size_t)(n + 1)), *b = malloc(sizeof(double) * (size_t)(n + 1));
-        if (!a || !b || wk_to_host_f64(got, a, (size_t)n) != WK_OK || wk_to_host_f64(want, b, (size_t)n) != WK_OK) {
-            snprintf(msg, cap, "readback failed: %s", wk_last_error());
-            res = msg;
-        } else {
-            for (int64_t k = 0; k < n; k++)
-                if (!ou_close_rel(a[k], b[k], tol)) {
-                    snprintf(msg, cap, "element %lld: got %.9g want %.9g (tol %g)", (long long)k, a[k], b[k], tol);
-                    res = msg;
-                    break;
-                }
-        }
-        free(a);
-        free(b);
-    }
-done:
-    wk_tensor_free(want);
-    return res;
-}
-
 /* A kernel on an asynchronous device (CUDA) reports a data-dependent error
  * (a negative integer exponent) when the stream is next waited for, as
  * integer division by zero: the call returns a tensor and the readback
@@ -147,7 +94,7 @@ static void run_case(char *line) {
         err = msg;
         goto report;
     }
-    err = compare(r1, want, tol, wk_dtype_is_int(dt), msg, sizeof msg);
+    err = ou_compare_file(r1, g_dir, want, tol, wk_dtype_is_int(dt), msg, sizeof msg);
     if (err) goto report;
     wk_set_num_threads(2);
     r2 = run_pow(a, b, dt, mwhy, sizeof mwhy);
@@ -170,21 +117,7 @@ report:
 
 static void test_oracle_pow(void **state) {
     (void)state;
-    if (!ou_dir("pow", g_dir, sizeof g_dir)) {
-        print_message("WICK_ORACLE_DIR not set: skipping\n");
-        skip();
-    }
-    char path[8192];
-    FILE *fp = ou_open_manifest(g_dir, path, sizeof path);
-    if (!fp) {
-        fprintf(stderr, "cannot open %s (run tests/oracle/gen_pow.py first)\n", path);
-        fail();
-    }
-    int saved_threads = wk_num_threads();
-    char line[2048];
-    while (ou_next_line(fp, line, sizeof line)) run_case(line);
-    fclose(fp);
-    wk_set_num_threads(saved_threads);
+    ou_run_manifest("pow", "gen_pow", g_dir, sizeof g_dir, run_case);
     printf("oracle_pow: %d cases, %d failed\n", g_total, g_failed);
     assert_true(g_total > 0);
     assert_int_equal(g_failed, 0);
@@ -225,13 +158,7 @@ static void test_pow_list(void **state) {
  * (op, dtype, layout) of the entries whose oracle is gen_pow has a case. */
 static void test_table_coverage(void **state) {
     (void)state;
-    if (g_total == 0) skip();
-    int tuples = 0, gaps = ot_cover_check("gen_pow", &tuples);
-    printf("oracle_pow: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples,
-           gaps + g_cover_problems);
-    assert_true(tuples > 0);
-    if (gaps + g_cover_problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)",
-                                          gaps + g_cover_problems);
+    ot_coverage_test("oracle_pow", "gen_pow", g_total, g_cover_problems);
 }
 
 int main(void) {

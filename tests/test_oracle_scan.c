@@ -91,61 +91,6 @@ static result run_op(const char *op, wk_tensor *x, const char *params, bool indi
     return r;
 }
 
-/* Compare got against the expected file; returns an error string or NULL. */
-static const char *compare(const wk_tensor *got, const char *file, double tol, bool exact_int, char *msg, size_t cap) {
-    wk_tensor *want = ou_load(g_dir, file);
-    if (!want) { snprintf(msg, cap, "cannot load %s: %s", file, wk_last_error()); return msg; }
-    const char *res = NULL;
-    int rank = wk_rank(want);
-    if (wk_rank(got) != rank) { snprintf(msg, cap, "rank %d, want %d", wk_rank(got), rank); res = msg; goto done; }
-    for (int d = 0; d < rank; d++)
-        if (wk_dim(got, d) != wk_dim(want, d)) {
-            snprintf(msg, cap, "dim %d is %lld, want %lld", d, (long long)wk_dim(got, d), (long long)wk_dim(want, d));
-            res = msg;
-            goto done;
-        }
-    int64_t n = wk_numel(want);
-    if (exact_int) {
-        wk_tensor *g64 = wk_to_dtype(got, WK_I64), *w64 = wk_to_dtype(want, WK_I64);
-        int64_t *a = malloc(sizeof(int64_t) * (size_t)(n + 1)), *b = malloc(sizeof(int64_t) * (size_t)(n + 1));
-        if (!g64 || !w64 || !a || !b || wk_to_host(g64, a, (size_t)n * 8) != WK_OK || wk_to_host(w64, b, (size_t)n * 8) != WK_OK) {
-            snprintf(msg, cap, "readback failed");
-            res = msg;
-        } else {
-            for (int64_t k = 0; k < n; k++)
-                if (a[k] != b[k]) {
-                    snprintf(msg, cap, "element %lld: got %lld want %lld", (long long)k, (long long)a[k], (long long)b[k]);
-                    res = msg;
-                    break;
-                }
-        }
-        free(a);
-        free(b);
-        wk_tensor_free(g64);
-        wk_tensor_free(w64);
-    } else {
-        double *a = malloc(sizeof(double) * (size_t)(n + 1)), *b = malloc(sizeof(double) * (size_t)(n + 1));
-        if (!a || !b || wk_to_host_f64(got, a, (size_t)n) != WK_OK || wk_to_host_f64(want, b, (size_t)n) != WK_OK) {
-            snprintf(msg, cap, "readback failed");
-            res = msg;
-        } else {
-            for (int64_t k = 0; k < n; k++) {
-                double g = a[k], w = b[k];
-                if (!ou_close_rel(g, w, tol)) {
-                    snprintf(msg, cap, "element %lld: got %.9g want %.9g (tol %g)", (long long)k, g, w, tol);
-                    res = msg;
-                    break;
-                }
-            }
-        }
-        free(a);
-        free(b);
-    }
-done:
-    wk_tensor_free(want);
-    return res;
-}
-
 static void run_case(char *line) {
     char *f[9];
     int nf = 0;
@@ -201,14 +146,14 @@ static void run_case(char *line) {
         err = msg;
     } else {
         bool odt_int = wk_dtype_is_int(wk_tensor_dtype(r1.v ? r1.v : r1.i));
-        if (strcmp(vals, "-") != 0 && !err) err = compare(r1.v, vals, tol, odt_int, msg, sizeof msg);
+        if (strcmp(vals, "-") != 0 && !err) err = ou_compare_file(r1.v, g_dir, vals, tol, odt_int, msg, sizeof msg);
         if (r1.v && !err && wk_tensor_dtype(r1.v) != (strcmp(op, "any") == 0 || strcmp(op, "all") == 0 ? WK_U8 : dt)) {
             snprintf(msg, sizeof msg, "result dtype %s", wk_dtype_name(wk_tensor_dtype(r1.v)));
             err = msg;
         }
         if (strcmp(idxs, "-") != 0 && !err) {
             if (!r1.i || wk_tensor_dtype(r1.i) != WK_I64) { snprintf(msg, sizeof msg, "indices missing or not i64"); err = msg; }
-            else if ((err = compare(r1.i, idxs, 0, true, msg, sizeof msg)) != NULL) {
+            else if ((err = ou_compare_file(r1.i, g_dir, idxs, 0, true, msg, sizeof msg)) != NULL) {
                 size_t l = strlen(msg);
                 snprintf(msg + l, sizeof msg - l, " (indices)");
             }
@@ -239,23 +184,7 @@ report:
 
 static void test_oracle_scan(void **state) {
     (void)state;
-    if (!ou_dir("scan", g_dir, sizeof g_dir)) {
-        print_message("WICK_ORACLE_DIR not set: skipping\n");
-        skip();
-    }
-    char path[8192];
-    FILE *fp = ou_open_manifest(g_dir, path, sizeof path);
-    if (!fp) {
-        fprintf(stderr, "cannot open %s (run tests/oracle/gen_scan.py first)\n", path);
-        fail();
-    }
-    int saved_threads = wk_num_threads();
-    char line[2048];
-    while (ou_next_line(fp, line, sizeof line)) {
-        run_case(line);
-    }
-    fclose(fp);
-    wk_set_num_threads(saved_threads);
+    ou_run_manifest("scan", "gen_scan", g_dir, sizeof g_dir, run_case);
     printf("oracle_scan: %d cases, %d failed\n", g_total, g_failed);
     assert_true(g_total > 0);
     assert_int_equal(g_failed, 0);
@@ -267,13 +196,7 @@ static void test_oracle_scan(void **state) {
  * case. */
 static void test_table_coverage(void **state) {
     (void)state;
-    if (g_total == 0) skip();
-    int tuples = 0, gaps = ot_cover_check("gen_scan", &tuples);
-    printf("oracle_scan: op table coverage: %d (op, dtype, layout) tuples declared, %d problems\n", tuples,
-           gaps + g_cover_problems);
-    assert_true(tuples > 0);
-    if (gaps + g_cover_problems) fail_msg("%d op-table coverage problems (the FAIL lines above say which)",
-                                          gaps + g_cover_problems);
+    ot_coverage_test("oracle_scan", "gen_scan", g_total, g_cover_problems);
 }
 
 int main(void) {

@@ -36,18 +36,7 @@ static inline float wk__bits_f32(uint32_t u) {
 #define WKCV_F32_TO_F16 wk_f32_to_f16
 #define WKCV_F8_TO_F32 wk_f8e4m3_to_f32
 #define WKCV_F32_TO_F8 wk_f32_to_f8e4m3
-#include "core/dtype_convert.inc"
-#undef WKCV
-#undef WKCV_HD
-#undef WKCV_DT
-#undef WKCV_F2U
-#undef WKCV_U2F
-#undef WKCV_BF16_TO_F32
-#undef WKCV_F32_TO_BF16
-#undef WKCV_F16_TO_F32
-#undef WKCV_F32_TO_F16
-#undef WKCV_F8_TO_F32
-#undef WKCV_F32_TO_F8
+#include "core/dtype_convert.inc" /* #undefs the WKCV* parameters */
 
 /* Narrow float dtypes computed through f32 blocks. */
 static inline bool wk__is_narrow_float(wk_dtype dt) { return dt == WK_BF16 || dt == WK_F16 || dt == WK_F8E4M3; }

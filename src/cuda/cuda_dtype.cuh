@@ -131,18 +131,7 @@ WKC_HD float wkc_f8e4m3_to_f32(uint8_t v) {
 #define WKCV_F32_TO_F16 wkc_f32_to_f16
 #define WKCV_F8_TO_F32 wkc_f8e4m3_to_f32
 #define WKCV_F32_TO_F8 wkc_f32_to_f8e4m3
-#include "core/dtype_convert.inc"
-#undef WKCV
-#undef WKCV_HD
-#undef WKCV_DT
-#undef WKCV_F2U
-#undef WKCV_U2F
-#undef WKCV_BF16_TO_F32
-#undef WKCV_F32_TO_BF16
-#undef WKCV_F16_TO_F32
-#undef WKCV_F32_TO_F16
-#undef WKCV_F8_TO_F32
-#undef WKCV_F32_TO_F8
+#include "core/dtype_convert.inc" /* #undefs the WKCV* parameters */
 
 WKC_HD bool wkc_is_int(int dt) { return dt == WK_U8 || dt == WK_U32 || dt == WK_I16 || dt == WK_I32 || dt == WK_I64; }
 

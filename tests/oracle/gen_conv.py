@@ -37,7 +37,6 @@ import torch.nn.functional as F
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle_common as oc  # noqa: E402
-import op_table  # noqa: E402
 
 SEED = 0xC0417
 OUT = os.path.join(sys.argv[1], 'conv')
@@ -193,21 +192,16 @@ SWEEP = {  # op: (x shape, w shape, stride, padding, dilation, groups, output_pa
 }
 n_sections = len(lines)
 covered = {tuple(ln.split()[1:4]) for ln in lines}
-missing = []
-for e in op_table.load():
-    if e['oracle'] != 'gen_conv':
-        continue
-    for dt in e['dtype_list']:
-        for lay in e['layout_list']:
-            if (e['name'], dt, lay) in covered:
-                continue
-            if e['name'] in SWEEP and lay in ('c', 't', 'n', 'p', 'b'):
-                xs, ws, st, pd, dl, gr, op_ = SWEEP[e['name']]
-                add(e['name'], dt, lay, rnd(xs), rnd(ws), st, pd, dl, gr, op_)
-            else:
-                missing.append('%s %s %s' % (e['name'], dt, lay))
-if missing:
-    raise SystemExit('gen_conv: declared in op_table.def but no case: ' + ', '.join(missing))
+
+
+def sweep_case(name, dt, lay):
+    if name in SWEEP and lay in ('c', 't', 'n', 'p', 'b'):
+        xs, ws, st, pd, dl, gr, op_ = SWEEP[name]
+        add(name, dt, lay, rnd(xs), rnd(ws), st, pd, dl, gr, op_)
+        covered.add((name, dt, lay))
+
+
+oc.sweep('gen_conv', covered, sweep_case)
 
 oc.write_manifest(OUT, [' wick conv oracle, seed %#x, %d cases' % (SEED, len(lines))], lines)
 print('gen_conv: %d cases in %s (%d of them from the op-table sweep)' % (len(lines), OUT, len(lines) - n_sections))

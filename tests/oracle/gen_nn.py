@@ -48,7 +48,6 @@ import torch.nn.functional as F
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle_common as oc  # noqa: E402
-import op_table  # noqa: E402
 
 SEED = 0x22F
 FLOATS = ['f32', 'f64', 'f16', 'bf16']
@@ -108,30 +107,11 @@ class Gen:
         self.lines.append(' '.join([pid, op, dt, params or '-', ','.join(inputs), exp, repr(float(tol))]))
 
     def layouts(self, inputs, out_shape):
-        """The table layouts one case covers, as op_table.c's ot_case_layouts
-        works them out from the present inputs: view letters (t n b p; tn for
-        t and n on one input; c without a view), e for a 0-size input or
-        result, 0 / 1 for a rank-0 / one-element input."""
-        lays = set()
-        for sp in inputs:
-            if sp == '-':
-                continue
-            view = sp.partition('@')[2].partition('#')[0]
-            own = {v[0] for v in view.split('+') if v and v[0] in 'tnbp'}
-            if 't' in own and 'n' in own:
-                own.add('tn')
-            lays |= own or {'c'}
-            shape = self.shape_of[sp]
-            n = int(np.prod(shape)) if len(shape) else 1
-            if n == 0:
-                lays.add('e')
-            elif len(shape) == 0:
-                lays.add('0')
-            elif n == 1:
-                lays.add('1')
-        if int(np.prod(out_shape)) == 0:
-            lays.add('e')
-        return lays
+        """The table layouts one case covers (oc.case_layouts) from its
+        present inputs' view chains and shapes."""
+        present = [sp for sp in inputs if sp != '-']
+        return oc.case_layouts([(sp.partition('@')[2].partition('#')[0], self.shape_of[sp]) for sp in present],
+                               [out_shape])
 
     def write(self):
         oc.write_manifest(self.dir, [' nn oracle, seed %#x' % SEED], self.lines)
@@ -358,18 +338,7 @@ def sweep(g):
     """One case for every (op, dtype, layout) op_table.def declares for this
     generator's ops that the sections above did not write (appended after
     them, so their cases and random draws stay the same)."""
-    missing = []
-    for e in op_table.load():
-        if e['oracle'] != 'gen_nn':
-            continue
-        for dt in e['dtype_list']:
-            for lay in e['layout_list']:
-                if (e['name'], dt, lay) not in g.covered:
-                    sweep_case(g, e['name'], dt, lay)
-                if (e['name'], dt, lay) not in g.covered:
-                    missing.append('%s %s %s' % (e['name'], dt, lay))
-    if missing:
-        raise SystemExit('gen_nn: declared in op_table.def but no case: ' + ', '.join(missing))
+    oc.sweep('gen_nn', g.covered, lambda name, dt, lay: sweep_case(g, name, dt, lay))
 
 
 def main():

@@ -47,7 +47,6 @@ import torch.nn.functional as F
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle_common as oc  # noqa: E402
-import op_table  # noqa: E402
 
 SEED = 0x0E47A
 INTS = oc.INTS
@@ -115,19 +114,7 @@ class Gen:
 
 
 def apply_view(x, view):
-    for v in view.split('+'):
-        if v == 'c':
-            continue
-        if v == 't':
-            x = np.swapaxes(x, -2, -1)
-        elif v[0] == 'n':
-            d, s, l = (int(z) for z in v[1:].split(':'))
-            x = np.take(x, np.arange(s, s + l), axis=d)
-        elif v[0] == 'b':
-            x = np.broadcast_to(x, tuple(int(z) for z in v[1:].split('x')))
-        elif v[0] == 'p':
-            x = np.transpose(x, tuple(int(z) for z in v[1:].split(':')))
-    return np.ascontiguousarray(x)
+    return np.ascontiguousarray(oc.view_of(x, view))
 
 
 def logical(a, view):
@@ -138,25 +125,9 @@ def logical(a, view):
 
 
 def case_layouts(inputs, outs):
-    """op_table layout letters a case covers: t n b p (tn) from the input
-    views, c for an input without one, e for a 0-size input or result, 0 / 1
-    for a rank-0 / one-element input (as test_oracle_ops_extra.c's
-    ot_case_layouts works them out; its coverage test checks the same)."""
-    tags = set() if inputs else {'c'}
-    for a, view in inputs:
-        own = {v[0] for v in view.split('+') if v != 'c'}
-        if {'t', 'n'} <= own:
-            own.add('tn')
-        tags |= own or {'c'}
-        x = logical(a, view)
-        if x.size == 0:
-            tags.add('e')
-        elif x.ndim == 0:
-            tags.add('0')
-        elif x.size == 1:
-            tags.add('1')
-    tags |= {'e' for o in outs if np.asarray(o).size == 0}
-    return tags
+    """op_table layout letters a case covers (oc.case_layouts; the coverage
+    test of test_oracle_ops_extra.c checks the same)."""
+    return oc.case_layouts([(view, logical(a, view).shape) for a, view in inputs], [np.shape(o) for o in outs])
 
 
 def layouts(shape, broadcast=True):
@@ -612,21 +583,11 @@ def sweep(g):
     """One case for every (op, dtype, layout) op_table.def declares for this
     generator's ops that no section above covered; one left uncovered (an op
     sweep_case does not know) fails the run."""
-    missing = []
-    for e in op_table.load():
-        if e['oracle'] != 'gen_ops_extra':
-            continue
-        for dt in e['dtype_list']:
-            for lay in e['layout_list']:
-                if (e['name'], dt, lay) in g.covered:
-                    continue
-                c = sweep_case(g, e['name'], dt, lay)
-                if c is not None:
-                    g.case(e['name'], dt, c[0], c[1], c[2], c[3])
-                if (e['name'], dt, lay) not in g.covered:
-                    missing.append('%s %s %s' % (e['name'], dt, lay))
-    if missing:
-        raise SystemExit('gen_ops_extra: declared in op_table.def but no case: ' + ', '.join(missing))
+    def make_case(name, dt, lay):
+        c = sweep_case(g, name, dt, lay)
+        if c is not None:
+            g.case(name, dt, c[0], c[1], c[2], c[3])
+    oc.sweep('gen_ops_extra', g.covered, make_case)
 
 
 def main():

@@ -44,7 +44,6 @@ import numpy as np
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle_common as oc  # noqa: E402
-import op_table  # noqa: E402
 
 SEED = 0x90E5
 
@@ -84,62 +83,20 @@ def float_pow(a, b, dt):
     return r if dt == 'f32' else grid(r, dt)
 
 
-def view_of(x, view):
-    """numpy's picture of the view chain ou_apply_view builds."""
-    for v in view.split('+'):
-        if v == 'c':
-            continue
-        if v == 't':
-            x = np.swapaxes(x, -2, -1)
-        elif v[0] == 'n':
-            d, s, l = (int(z) for z in v[1:].split(':'))
-            x = np.take(x, np.arange(s, s + l), axis=d)
-        elif v[0] == 'b':
-            x = np.broadcast_to(x, tuple(int(z) for z in v[1:].split('x')))
-        elif v[0] == 'p':
-            x = np.transpose(x, tuple(int(z) for z in v[1:].split(':')))
-    return x
-
-
-def case_layouts(inputs, out_shape):
-    """The table layouts one case covers, as op_table.c's ot_case_layouts
-    works them out: each input's view letters (t n b p; tn for t and n on one
-    input; c without a view), e for a 0-size input or result, 0 / 1 for a
-    rank-0 / one-element input."""
-    lays = set()
-    for x, view in inputs:
-        own = set()
-        for v in view.split('+'):
-            if v[0] in 'tnbp':
-                own.add(v[0])
-        if 't' in own and 'n' in own:
-            own.add('tn')
-        lays |= own or {'c'}
-        y = view_of(x, view)
-        if y.size == 0:
-            lays.add('e')
-        elif y.ndim == 0:
-            lays.add('0')
-        elif y.size == 1:
-            lays.add('1')
-    if int(np.prod(out_shape)) == 0:
-        lays.add('e')
-    return lays
-
-
 class Gen:
     def __init__(self, outdir):
         self.dir = os.path.join(outdir, 'pow')
         self.files = oc.NpyFiles(self.dir, 'p')
         self.lines = []
         self.rng = np.random.default_rng(SEED)
-        self.covered = set()   # (dtype, layout) of the cases that must succeed
+        self.covered = set()   # ('binary.pow', dtype, layout) of the cases that must succeed
 
     def case(self, dt, a, av, b, bv, want, tol=None, adt=None, bdt=None):
         """a, b: stored arrays; av, bv: their views; want: array or '!STATUS'."""
         if not isinstance(want, str):
-            for lay in case_layouts([(a, av), (b, bv)], np.shape(want)):
-                self.covered.add((dt, lay))
+            ins = [(av, oc.view_of(a, av).shape), (bv, oc.view_of(b, bv).shape)]
+            for lay in oc.case_layouts(ins, [np.shape(want)]):
+                self.covered.add(('binary.pow', dt, lay))
         fa, fb = self.files.save(a), self.files.save(b)
         sa = fa + ('@' + av if av != 'c' else '') + ('#' + adt if adt else '')
         sb = fb + ('@' + bv if bv != 'c' else '') + ('#' + bdt if bdt else '')
@@ -230,7 +187,7 @@ def gen_floats(g):
         for sa, av, sb, bv in LAYOUTS:
             a = g.bases(sa, dt, 'mixed')
             b = g.exps(sb, dt, 'real')
-            g.case(dt, a, av, b, bv, g.want(view_of(a, av), view_of(b, bv), dt))
+            g.case(dt, a, av, b, bv, g.want(oc.view_of(a, av), oc.view_of(b, bv), dt))
         # negative bases to integral exponents: signed results, not NaN
         a = g.bases((6, 8), dt, 'neg')
         b = g.exps((8,), dt, 'int')
@@ -251,7 +208,7 @@ def gen_ints(g):
         for sa, av, sb, bv in LAYOUTS:
             a = g.bases(sa, dt, 'small')
             b = g.exps(sb, dt, 'small')
-            g.case(dt, a, av, b, bv, g.want(view_of(a, av), view_of(b, bv), dt), 0)
+            g.case(dt, a, av, b, bv, g.want(oc.view_of(a, av), oc.view_of(b, bv), dt), 0)
         # wide bases (wrap-around everywhere), then huge exponents
         a = g.bases((7, 9), dt, 'wide')
         b = g.exps((9,), dt, 'small')
@@ -306,25 +263,15 @@ def sweep(g):
     """One case for every (dtype, layout) op_table.def declares for
     binary.pow that the sections above did not write (appended after them,
     so their cases and random draws stay the same)."""
-    missing = []
-    for e in op_table.load():
-        if e['oracle'] != 'gen_pow':
-            continue
-        assert e['name'] == 'binary.pow', 'gen_pow knows only binary.pow, not ' + e['name']
-        for dt in e['dtype_list']:
-            for lay in e['layout_list']:
-                if (dt, lay) in g.covered:
-                    continue
-                if lay in SWEEP:
-                    sa, av, sb, bv = SWEEP[lay]
-                    ints = dt in INTS
-                    a = g.bases(sa, dt, 'small' if ints else 'mixed')
-                    b = g.exps(sb, dt, 'small' if ints else 'real')
-                    g.case(dt, a, av, b, bv, g.want(view_of(a, av), view_of(b, bv), dt), 0 if ints else None)
-                if (dt, lay) not in g.covered:
-                    missing.append('%s %s' % (dt, lay))
-    if missing:
-        raise SystemExit('gen_pow: declared in op_table.def but no case: ' + ', '.join(missing))
+    def make_case(name, dt, lay):
+        assert name == 'binary.pow', 'gen_pow knows only binary.pow, not ' + name
+        if lay in SWEEP:
+            sa, av, sb, bv = SWEEP[lay]
+            ints = dt in INTS
+            a = g.bases(sa, dt, 'small' if ints else 'mixed')
+            b = g.exps(sb, dt, 'small' if ints else 'real')
+            g.case(dt, a, av, b, bv, g.want(oc.view_of(a, av), oc.view_of(b, bv), dt), 0 if ints else None)
+    oc.sweep('gen_pow', g.covered, make_case)
 
 
 def main():

@@ -8,12 +8,15 @@ folder first on sys.path:
     import oracle_common as oc
 
 What lives here: the integer dtypes, rounding float64 values onto a wick
-float dtype's grid (bf16 and f8e4m3 included), the numbered .npy writer and
-the manifest writer. What each manifest line holds stays in its generator.
+float dtype's grid (bf16 and f8e4m3 included), the numbered .npy writer,
+the manifest writer, numpy's picture of a view chain, the op-table layouts
+a case covers and the op-table sweep that ends each generator. What each manifest line holds stays in its generator.
 """
 import os
 
 import numpy as np
+
+import op_table  # beside this file: the generators put this folder on sys.path
 
 try:
     import torch
@@ -98,3 +101,69 @@ def write_manifest(folder, header, lines):
             f.write('#' + h + '\n')
         for line in lines:
             f.write(line + '\n')
+
+
+def view_of(x, view):
+    """numpy's picture of the view chain ou_apply_view (tests/oracle_util.c)
+    builds from VIEW+VIEW...: c (none), t (the last two dims swapped),
+    nD:S:L (narrow), bSHAPE (broadcast_to), pA:B:C (permute). A view, not a
+    copy; rank 0 stays rank 0."""
+    for v in view.split('+'):
+        if v == 'c':
+            continue
+        if v == 't':
+            x = np.swapaxes(x, -2, -1)
+        elif v[0] == 'n':
+            d, s, l = (int(z) for z in v[1:].split(':'))
+            x = np.take(x, np.arange(s, s + l), axis=d)
+        elif v[0] == 'b':
+            x = np.broadcast_to(x, tuple(int(z) for z in v[1:].split('x')))
+        elif v[0] == 'p':
+            x = np.transpose(x, tuple(int(z) for z in v[1:].split(':')))
+    return x
+
+
+def case_layouts(inputs, out_shapes):
+    """The op-table layouts one case covers, as op_table.c's ot_case_layouts
+    works them out (the C coverage test checks the same): inputs are
+    (view chain, logical shape) pairs of the present inputs; each one's view
+    letters (t n b p; tn for t and n on one input; c without a view), e for a
+    0-size input or result, 0 / 1 for a rank-0 / one-element input; c for a
+    case without inputs."""
+    lays = set() if inputs else {'c'}
+    for view, shape in inputs:
+        own = {v[0] for v in view.split('+') if v and v[0] in 'tnbp'}
+        if 't' in own and 'n' in own:
+            own.add('tn')
+        lays |= own or {'c'}
+        n = int(np.prod(shape)) if len(shape) else 1
+        if n == 0:
+            lays.add('e')
+        elif len(shape) == 0:
+            lays.add('0')
+        elif n == 1:
+            lays.add('1')
+    if any(int(np.prod(s)) == 0 for s in out_shapes):
+        lays.add('e')
+    return lays
+
+
+def sweep(oracle, covered, make_case):
+    """The op-table sweep every generator ends with: make_case(name, dtype,
+    layout) for each (op, dtype, layout) op_table.def declares for the
+    entries whose oracle is `oracle` that `covered` (a set of such triples,
+    which make_case's cases add to) lacks. One still uncovered after it (an
+    op or layout make_case cannot build) fails the run, naming them all."""
+    missing = []
+    for e in op_table.load():
+        if e['oracle'] != oracle:
+            continue
+        for dt in e['dtype_list']:
+            for lay in e['layout_list']:
+                if (e['name'], dt, lay) in covered:
+                    continue
+                make_case(e['name'], dt, lay)
+                if (e['name'], dt, lay) not in covered:
+                    missing.append('%s %s %s' % (e['name'], dt, lay))
+    if missing:
+        raise SystemExit('%s: declared in op_table.def but no case: %s' % (oracle, ', '.join(missing)))
