@@ -135,6 +135,7 @@ static void narrow_block(char *p, const float *x, int64_t m, wk_dtype dt) {
 }
 static void bin_narrow(wk_binary_op op, char *y, const char *a, int64_t sa, const char *b, int64_t sb, int64_t n,
                        wk_dtype dt) {
+    if (n <= 0) return; /* a held operand is read before the loop */
     int64_t es = (int64_t)wk__dtype_elem_bytes(dt);
     float ba[BLOCK], bb[BLOCK], by[BLOCK];
     int64_t fill = n < BLOCK ? n : BLOCK;
