@@ -69,11 +69,24 @@ static void bin_f32(wk_binary_op op, float *y, const float *a, int64_t sa, const
 /* Integers: the math of op_math.h on values extended to 64 bits, truncated
  * back to the dtype (+ - * and pow wrap; division truncates toward zero,
  * MIN / -1 wraps to MIN). An undefined case (division by zero, a negative
- * exponent) is reported, never executed. */
-#define INT_CASE(e, n, ...)                                                                      \
-    case e:                                                                                      \
-        for (int64_t i = 0; i < cnt; i++)                                                        \
-            y[i] = (elem)wk__op_##n##_int((int64_t)a[i * sa], (int64_t)b[i * sb], &e_);          \
+ * exponent) is reported, never executed. One loop per op and per stride
+ * pattern of the run (both walking, one held, any strides): with unit
+ * strides and a held operand in a local the cheap ops vectorise. */
+#define INT_LOOP(n, XA, XB) \
+    for (int64_t i = 0; i < cnt; i++) y[i] = (elem)wk__op_##n##_int((int64_t)(XA), (int64_t)(XB), &e_);
+#define INT_CASE(e, n, ...)                                                    \
+    case e:                                                                    \
+        if (sa == 1 && sb == 1) {                                              \
+            INT_LOOP(n, a[i], b[i])                                            \
+        } else if (sa == 1 && sb == 0) {                                       \
+            const elem bv = b[0];                                              \
+            INT_LOOP(n, a[i], bv)                                              \
+        } else if (sa == 0 && sb == 1) {                                       \
+            const elem av = a[0];                                              \
+            INT_LOOP(n, av, b[i])                                              \
+        } else {                                                               \
+            INT_LOOP(n, a[i * sa], b[i * sb])                                  \
+        }                                                                      \
         break;
 #define INT_BINARY(T)                                                                                          \
     static void bin_##T(wk_binary_op op, T *y, const T *a, int64_t sa, const T *b, int64_t sb, int64_t cnt,   \
@@ -92,6 +105,57 @@ INT_BINARY(int16_t)
 INT_BINARY(int32_t)
 INT_BINARY(int64_t)
 
+/* bf16, f16 and f8e4m3: each element computed in f32 and rounded once,
+ * in blocks of BLOCK. The blocks are widened with vmath's vectorised
+ * conversions (bit-identical to wk_bf16_to_f32 / wk_f16_to_f32; f8e4m3 has
+ * none, so its scalar one), computed by the f32 kernel (vmath's SIMD one for
+ * the VMATH ops) and rounded back by the vectorised narrowing (bit-identical
+ * to wk_f32_to_bf16 / wk_f32_to_f16; f8e4m3: wk_f32_to_f8e4m3). A held
+ * operand (stride 0 along the run) is widened once and its block filled
+ * once per run; a strided one is gathered into a contiguous block first. */
+static void widen_block(float *d, const char *p, int64_t s, int64_t m, wk_dtype dt) {
+    if (dt == WK_F8E4M3) {
+        const uint8_t *q = (const uint8_t *)p;
+        for (int64_t j = 0; j < m; j++) d[j] = wk_f8e4m3_to_f32(q[j * s]);
+        return;
+    }
+    const uint16_t *q = (const uint16_t *)p;
+    uint16_t g[BLOCK];
+    if (s != 1) {
+        for (int64_t j = 0; j < m; j++) g[j] = q[j * s];
+        q = g;
+    }
+    if (dt == WK_BF16) wk__vcvt_bf16_to_f32(d, q, m);
+    else wk__vcvt_f16_to_f32(d, q, m);
+}
+static void narrow_block(char *p, const float *x, int64_t m, wk_dtype dt) {
+    if (dt == WK_BF16) wk__vcvt_f32_to_bf16((uint16_t *)p, x, m);
+    else if (dt == WK_F16) wk__vcvt_f32_to_f16((uint16_t *)p, x, m);
+    else for (int64_t j = 0; j < m; j++) ((uint8_t *)p)[j] = wk_f32_to_f8e4m3(x[j]);
+}
+static void bin_narrow(wk_binary_op op, char *y, const char *a, int64_t sa, const char *b, int64_t sb, int64_t n,
+                       wk_dtype dt) {
+    if (n <= 0) return; /* a held operand is read before the loop */
+    int64_t es = (int64_t)wk__dtype_elem_bytes(dt);
+    float ba[BLOCK], bb[BLOCK], by[BLOCK];
+    int64_t fill = n < BLOCK ? n : BLOCK;
+    if (sa == 0) {
+        widen_block(ba, a, 1, 1, dt);
+        for (int64_t j = 1; j < fill; j++) ba[j] = ba[0];
+    }
+    if (sb == 0) {
+        widen_block(bb, b, 1, 1, dt);
+        for (int64_t j = 1; j < fill; j++) bb[j] = bb[0];
+    }
+    for (int64_t i = 0; i < n; i += BLOCK) {
+        int64_t m = n - i < BLOCK ? n - i : BLOCK;
+        if (sa != 0) widen_block(ba, a + i * sa * es, sa, m, dt);
+        if (sb != 0) widen_block(bb, b + i * sb * es, sb, m, dt);
+        bin_f32_contig(op, by, ba, bb, m);
+        narrow_block(y + i * es, by, m, dt);
+    }
+}
+
 static void bin_run(void *p, int64_t n, const int64_t *offs, const int64_t *st) {
     bin_ctx *c = p;
     int64_t es = (int64_t)wk__dtype_elem_bytes(c->dt);
@@ -106,19 +170,7 @@ static void bin_run(void *p, int64_t n, const int64_t *offs, const int64_t *st) 
     case WK_I16: bin_int16_t(c->op, y, a, sa, b, sb, n, &c->err); break;
     case WK_I32: bin_int32_t(c->op, y, a, sa, b, sb, n, &c->err); break;
     case WK_I64: bin_int64_t(c->op, y, a, sa, b, sb, n, &c->err); break;
-    case WK_BF16: case WK_F16: case WK_F8E4M3: { /* through f32 blocks */
-        float ba[BLOCK], bb[BLOCK];
-        for (int64_t i = 0; i < n; i += BLOCK) {
-            int64_t m = n - i < BLOCK ? n - i : BLOCK;
-            for (int64_t j = 0; j < m; j++) {
-                ba[j] = wk__narrow_load(a, (i + j) * sa, c->dt);
-                bb[j] = wk__narrow_load(b, (i + j) * sb, c->dt);
-            }
-            bin_f32_contig(c->op, ba, ba, bb, m);
-            for (int64_t j = 0; j < m; j++) wk__narrow_store(y, i + j, c->dt, ba[j]);
-        }
-        break;
-    }
+    case WK_BF16: case WK_F16: case WK_F8E4M3: bin_narrow(c->op, y, a, sa, b, sb, n, c->dt); break;
     case WK_DTYPE_COUNT: break;
     }
 }
