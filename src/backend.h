@@ -82,7 +82,9 @@ typedef struct wk_backend {
     /* dst is u8 */
     wk_status (*cmp)(wk_device *dev, wk_cmp_op op, const void *a, const wk_layout *la, const void *b,
                      const wk_layout *lb, void *dst, wk_dtype dt);
-    /* cond has an integer dtype cdt; a, b and dst have dtype dt */
+    /* cond has dtype cdt (the tensor layer passes integer dtypes only; a float
+     * cond is true when its value truncated to an integer is nonzero, NaN
+     * false); a, b and dst have dtype dt */
     wk_status (*where)(wk_device *dev, const void *cond, const wk_layout *lc, wk_dtype cdt, const void *a,
                        const wk_layout *la, const void *b, const wk_layout *lb, void *dst, wk_dtype dt);
 

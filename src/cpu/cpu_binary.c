@@ -427,8 +427,15 @@ static void where_run(void *p, int64_t n, const int64_t *offs, const int64_t *st
         case WK_I16: cond_i16(mb, (const int16_t *)ci, sc, mc); break;
         case WK_I32: cond_i32(mb, (const int32_t *)ci, sc, mc); break;
         case WK_I64: cond_i64(mb, (const int64_t *)ci, sc, mc); break;
-        case WK_U8: case WK_BF16: case WK_F16: case WK_F32: case WK_F64: case WK_F8E4M3: case WK_DTYPE_COUNT:
-            break; /* u8 went the direct way; the tensor layer admits only integer conditions */
+        case WK_BF16: case WK_F16: case WK_F32: case WK_F64: case WK_F8E4M3:
+            /* the tensor layer admits only integer conditions; a backend
+             * caller passing a float one gets the contract's general rule
+             * (the value as an integer, truncated, NaN -> 0, is nonzero),
+             * which the CUDA kernel shares */
+            for (int64_t k = 0; k < mc; k++) mb[k] = wk__load_i64(ci, k * sc, c->cdt) != 0;
+            break;
+        case WK_U8: case WK_DTYPE_COUNT:
+            break; /* u8 went the direct way */
         }
         where_u8(c, y + i * es, mb, sc == 0 ? 0 : 1, a + i * sa * es, sa, b + i * sb * es, sb, m);
     }
