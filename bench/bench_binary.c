@@ -31,7 +31,8 @@ typedef struct {
 
 static bool g_fail;
 
-static void call(bctx *x) {
+static void call(void *ctx) {
+    bctx *x = ctx;
     wk_tensor *r = NULL;
     switch (x->op) {
     case OP_ADD: r = wk_add(x->a, x->b); break;
@@ -44,24 +45,6 @@ static void call(bctx *x) {
         g_fail = true;
     }
     wk_tensor_free(r);
-}
-
-static double bench(bctx *x, double min_time) {
-    call(x);
-    int64_t n = 1;
-    for (;;) {
-        double t0 = bench_now();
-        for (int64_t i = 0; i < n; i++) call(x);
-        if (bench_now() - t0 >= min_time || n > (1 << 24)) break;
-        n *= 2;
-    }
-    double t[5];
-    for (int r = 0; r < 5; r++) {
-        double t0 = bench_now();
-        for (int64_t i = 0; i < n; i++) call(x);
-        t[r] = (bench_now() - t0) / (double)n;
-    }
-    return bench_median(t, 5);
 }
 
 /* randn * 4 (integers: truncated) */
@@ -180,7 +163,7 @@ int main(int argc, char **argv) {
             snprintf(size, sizeof size, "%lldx%lld", (long long)sides[s], (long long)sides[s]);
             for (int o = 0; o < OP_COUNT; o++) {
                 x.op = o;
-                double w = bench(&x, mt);
+                double w = bench_time_calls(call, &x, mt);
                 char pts[32], rs[32];
                 double p = pt[s][d][o];
                 if (p > 0) {

@@ -30,7 +30,8 @@ typedef struct {
 
 static bool g_fail;
 
-static void call(bctx *c) {
+static void call(void *ctx) {
+    bctx *c = ctx;
     wk_tensor *r = NULL;
     switch (c->op) {
     case 0: r = wk_index_select(c->a, c->ids, 0); break;
@@ -43,25 +44,6 @@ static void call(bctx *c) {
         g_fail = true;
     }
     wk_tensor_free(r);
-}
-
-static double bench(bctx *c, double min_time) {
-    call(c);
-    int64_t n = 1;
-    for (;;) {
-        double t0 = bench_now();
-        for (int64_t i = 0; i < n; i++) call(c);
-        if (bench_now() - t0 >= min_time || n > (1 << 24)) break;
-        n *= 2;
-    }
-    double t[5];
-    for (int r = 0; r < 5; r++) {
-        double t0 = bench_now();
-        for (int64_t i = 0; i < n; i++) call(c);
-        t[r] = (bench_now() - t0) / (double)n;
-    }
-    qsort(t, 5, sizeof t[0], bench_cmp_double);
-    return t[2];
 }
 
 static const char *k_names[4] = {"index_select", "gather", "scatter_add", "index_add"};
@@ -196,7 +178,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "bench_indexing: setup failed: %s\n", wk_last_error());
                 return 1;
             }
-            double w = bench(&c, mt);
+            double w = bench_time_calls(call, &c, mt);
             wk_tensor_free(c.a);
             wk_tensor_free(c.ids);
             wk_tensor_free(c.src);

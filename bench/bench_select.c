@@ -43,7 +43,8 @@ typedef struct {
 
 static bool g_fail;
 
-static void call(bctx *x) {
+static void call(void *ctx) {
+    bctx *x = ctx;
     wk_tensor *r = NULL;
     switch (x->op) {
     case OP_MUL: r = wk_mul(x->a, x->b); break;
@@ -61,24 +62,6 @@ static void call(bctx *x) {
         g_fail = true;
     }
     wk_tensor_free(r);
-}
-
-static double bench(bctx *x, double min_time) {
-    call(x);
-    int64_t n = 1;
-    for (;;) {
-        double t0 = bench_now();
-        for (int64_t i = 0; i < n; i++) call(x);
-        if (bench_now() - t0 >= min_time || n > (1 << 24)) break;
-        n *= 2;
-    }
-    double t[5];
-    for (int r = 0; r < 5; r++) {
-        double t0 = bench_now();
-        for (int64_t i = 0; i < n; i++) call(x);
-        t[r] = (bench_now() - t0) / (double)n;
-    }
-    return bench_median(t, 5);
 }
 
 /* values from randn * 4 (i64: truncated, so many ties), the u8 masks a
@@ -212,7 +195,7 @@ int main(int argc, char **argv) {
                 double tmul = 0;
                 for (int o = 0; o < OP_COUNT; o++) {
                     x.op = o;
-                    double w = bench(&x, mt);
+                    double w = bench_time_calls(call, &x, mt);
                     if (o == OP_MUL) tmul = w;
                     char pts[32], rs[32];
                     double p = pt[T - 1][s][d][o];

@@ -4,6 +4,7 @@
 #ifndef WICK_BENCH_PEER_H
 #define WICK_BENCH_PEER_H
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,26 @@ static inline int bench_cmp_double(const void *a, const void *b) {
 static inline double bench_median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Seconds per call of call(ctx): doubles the batch until one batch takes
+ * min_time, then the median of 5 batches (one warm-up call first). */
+static inline double bench_time_calls(void (*call)(void *), void *ctx, double min_time) {
+    call(ctx);
+    int64_t n = 1;
+    for (;;) {
+        double t0 = bench_now();
+        for (int64_t i = 0; i < n; i++) call(ctx);
+        if (bench_now() - t0 >= min_time || n > (1 << 24)) break;
+        n *= 2;
+    }
+    double t[5];
+    for (int r = 0; r < 5; r++) {
+        double t0 = bench_now();
+        for (int64_t i = 0; i < n; i++) call(ctx);
+        t[r] = (bench_now() - t0) / (double)n;
+    }
+    return bench_median(t, 5);
 }
 
 typedef struct bench_peer {
