@@ -67,56 +67,11 @@ static void fill_bits(void *p, int64_t n, wk_dtype dt) {
     }
 }
 
-/* An operand of an m x n op: its kind fixes its shape and layout. */
-enum { FULL, ROW, COL, SCALAR, TRANSPOSED, NKINDS };
-typedef struct {
-    int kind;
-    void *host; /* the stored elements */
-    wk_tensor *t;
-} opnd;
-
-static int64_t kind_count(int kind, int64_t m, int64_t n) {
-    return kind == ROW ? n : kind == COL ? m : kind == SCALAR ? 1 : m * n;
-}
-static void opnd_make(opnd *o, int kind, int64_t m, int64_t n, wk_dtype dt) {
-    o->kind = kind;
-    int64_t cnt = kind_count(kind, m, n);
-    size_t es = wk_dtype_size(dt);
-    o->host = malloc((size_t)cnt * es);
-    assert_non_null(o->host);
-    fill_bits(o->host, cnt, dt);
-    int64_t shape[2] = {m, n};
-    int rank = 2;
-    if (kind == ROW) { shape[0] = n; rank = 1; }
-    if (kind == COL) shape[1] = 1;
-    if (kind == SCALAR) rank = 0;
-    if (kind == TRANSPOSED) { shape[0] = n; shape[1] = m; }
-    wk_tensor *s = TU_OK(wk_from_host(o->host, (size_t)cnt * es, shape, rank, dt, wk_cpu()));
-    if (kind == TRANSPOSED) {
-        o->t = TU_OK(wk_t(s));
-        wk_tensor_free(s);
-    } else
-        o->t = s;
-}
-/* index into host of element (i, j) of the m x n op */
-static int64_t opnd_at(const opnd *o, int64_t i, int64_t j, int64_t m, int64_t n) {
-    switch (o->kind) {
-    case ROW: return j;
-    case COL: return i;
-    case SCALAR: return 0;
-    case TRANSPOSED: return j * m + i;
-    default: return i * n + j;
-    }
-}
-static void opnd_free(opnd *o) {
-    free(o->host);
-    wk_tensor_free(o->t);
-}
 
 /* Two operands without the m (or n) extent, such as a row and a scalar,
  * give a result without it: the result is rm x rn, read back flat. */
-static bool has_m(int kind) { return kind == FULL || kind == COL || kind == TRANSPOSED; }
-static bool has_n(int kind) { return kind == FULL || kind == ROW || kind == TRANSPOSED; }
+static bool has_m(int kind) { return kind == TU_FULL || kind == TU_COL || kind == TU_TRANSPOSED; }
+static bool has_n(int kind) { return kind == TU_FULL || kind == TU_ROW || kind == TU_TRANSPOSED; }
 static void *readback(const wk_tensor *r, int64_t m, int64_t n, wk_dtype dt) {
     assert_non_null(r);
     assert_int_equal(wk_tensor_dtype(r), dt);
@@ -152,16 +107,16 @@ static unsigned ref_bits(wk_binary_op op, float x, float y, wk_dtype dt, unsigne
 
 /* one op on (m, n) operands of kinds ka, kb against the reference */
 static void check(wk_binary_op op, wk_dtype dt, int64_t m, int64_t n, int ka, int kb) {
-    opnd a, b;
-    opnd_make(&a, ka, m, n, dt);
-    opnd_make(&b, kb, m, n, dt);
+    tu_opnd a, b;
+    tu_opnd_make(&a, ka, m, n, dt, fill_bits);
+    tu_opnd_make(&b, kb, m, n, dt, fill_bits);
     wk_tensor *r = wk_binary(a.t, b.t, op);
     if (!r) fail_msg("%s %s: %s", wk_binary_name(op), wk_dtype_name(dt), wk_last_error());
     int64_t rm = has_m(ka) || has_m(kb) ? m : 1, rn = has_n(ka) || has_n(kb) ? n : 1;
     void *y = readback(r, rm, rn, dt);
     for (int64_t i = 0; i < rm; i++)
         for (int64_t j = 0; j < rn; j++) {
-            float x = widen(a.host, opnd_at(&a, i, j, m, n), dt), z = widen(b.host, opnd_at(&b, i, j, m, n), dt);
+            float x = widen(a.host, tu_opnd_at(&a, i, j, m, n), dt), z = widen(b.host, tu_opnd_at(&b, i, j, m, n), dt);
             unsigned w2, w = ref_bits(op, x, z, dt, &w2), got = bits_at(y, i * rn + j, dt);
             if (w != got && w2 != got)
                 fail_msg("%s %s %lldx%lld kinds %d,%d at (%lld,%lld): %a op %a: got 0x%x want 0x%x",
@@ -170,8 +125,8 @@ static void check(wk_binary_op op, wk_dtype dt, int64_t m, int64_t n, int ka, in
         }
     free(y);
     wk_tensor_free(r);
-    opnd_free(&a);
-    opnd_free(&b);
+    tu_opnd_free(&a);
+    tu_opnd_free(&b);
 }
 
 /* Run lengths around the block of 256 and the SIMD widths; m = 1 keeps a
@@ -184,8 +139,8 @@ static void test_patterns(void **state) {
         for (int d = 0; d < 3; d++)
             for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
                 for (int mi = 0; mi < 2; mi++)
-                    for (int ka = 0; ka < NKINDS; ka++)
-                        for (int kb = 0; kb < NKINDS; kb++) check(k_ops[o], k_narrow[d], ms[mi], lens[l], ka, kb);
+                    for (int ka = 0; ka < TU_NKINDS; ka++)
+                        for (int kb = 0; kb < TU_NKINDS; kb++) check(k_ops[o], k_narrow[d], ms[mi], lens[l], ka, kb);
 }
 
 /* Every pair of f8e4m3 values (256 x 256) for every op: the whole domain,
@@ -220,10 +175,10 @@ static void test_threads_identical(void **state) {
     const int64_t m = 613, n = 701;
     for (int d = 0; d < 3; d++)
         for (int o = 0; o < 7; o++) {
-            opnd a, b, bc;
-            opnd_make(&a, FULL, m, n, k_narrow[d]);
-            opnd_make(&b, ROW, m, n, k_narrow[d]);
-            opnd_make(&bc, COL, m, n, k_narrow[d]);
+            tu_opnd a, b, bc;
+            tu_opnd_make(&a, TU_FULL, m, n, k_narrow[d], fill_bits);
+            tu_opnd_make(&b, TU_ROW, m, n, k_narrow[d], fill_bits);
+            tu_opnd_make(&bc, TU_COL, m, n, k_narrow[d], fill_bits);
             wk_tensor *r[2][3];
             for (int t = 0; t < 2; t++) {
                 TU_STATUS_OK(wk_set_num_threads(t + 1));
@@ -239,9 +194,9 @@ static void test_threads_identical(void **state) {
                 wk_tensor_free(r[0][k]);
                 wk_tensor_free(r[1][k]);
             }
-            opnd_free(&a);
-            opnd_free(&b);
-            opnd_free(&bc);
+            tu_opnd_free(&a);
+            tu_opnd_free(&b);
+            tu_opnd_free(&bc);
         }
     TU_STATUS_OK(wk_set_num_threads(saved));
 }
@@ -255,36 +210,36 @@ static void test_int_patterns(void **state) {
     const int64_t m = 5, n = 259;
     for (int d = 0; d < 2; d++)
         for (int o = 0; o < 4; o++)
-            for (int ka = 0; ka < NKINDS; ka++)
-                for (int kb = 0; kb < NKINDS; kb++) {
+            for (int ka = 0; ka < TU_NKINDS; ka++)
+                for (int kb = 0; kb < TU_NKINDS; kb++) {
                     wk_dtype dt = dts[d];
-                    int64_t ca = kind_count(ka, m, n), cb = kind_count(kb, m, n);
+                    int64_t ca = tu_opnd_count(ka, m, n), cb = tu_opnd_count(kb, m, n);
                     size_t es = wk_dtype_size(dt);
-                    opnd a = {ka, malloc((size_t)ca * es), NULL}, b = {kb, malloc((size_t)cb * es), NULL};
+                    tu_opnd a = {ka, malloc((size_t)ca * es), NULL}, b = {kb, malloc((size_t)cb * es), NULL};
                     assert_non_null(a.host);
                     assert_non_null(b.host);
                     for (int64_t i = 0; i < ca * (int64_t)es; i++) ((uint8_t *)a.host)[i] = (uint8_t)rnd64();
                     for (int64_t i = 0; i < cb * (int64_t)es; i++) ((uint8_t *)b.host)[i] = (uint8_t)rnd64();
-                    opnd *ps[2] = {&a, &b};
+                    tu_opnd *ps[2] = {&a, &b};
                     for (int q = 0; q < 2; q++) {
-                        opnd *p = ps[q];
+                        tu_opnd *p = ps[q];
                         int64_t shape[2] = {m, n};
                         int rank = 2;
-                        if (p->kind == ROW) { shape[0] = n; rank = 1; }
-                        if (p->kind == COL) shape[1] = 1;
-                        if (p->kind == SCALAR) rank = 0;
-                        if (p->kind == TRANSPOSED) { shape[0] = n; shape[1] = m; }
+                        if (p->kind == TU_ROW) { shape[0] = n; rank = 1; }
+                        if (p->kind == TU_COL) shape[1] = 1;
+                        if (p->kind == TU_SCALAR) rank = 0;
+                        if (p->kind == TU_TRANSPOSED) { shape[0] = n; shape[1] = m; }
                         int64_t c = q ? cb : ca;
                         wk_tensor *s = TU_OK(wk_from_host(p->host, (size_t)c * es, shape, rank, dt, wk_cpu()));
-                        p->t = p->kind == TRANSPOSED ? TU_OK(wk_t(s)) : s;
-                        if (p->kind == TRANSPOSED) wk_tensor_free(s);
+                        p->t = p->kind == TU_TRANSPOSED ? TU_OK(wk_t(s)) : s;
+                        if (p->kind == TU_TRANSPOSED) wk_tensor_free(s);
                     }
                     wk_tensor *r = TU_OK(wk_binary(a.t, b.t, ops[o]));
                     int64_t rm = has_m(ka) || has_m(kb) ? m : 1, rn = has_n(ka) || has_n(kb) ? n : 1;
                     void *y = readback(r, rm, rn, dt);
                     for (int64_t i = 0; i < rm; i++)
                         for (int64_t j = 0; j < rn; j++) {
-                            int64_t ia = opnd_at(&a, i, j, m, n), ib = opnd_at(&b, i, j, m, n);
+                            int64_t ia = tu_opnd_at(&a, i, j, m, n), ib = tu_opnd_at(&b, i, j, m, n);
                             uint64_t x, z, w, got;
                             if (dt == WK_I32) {
                                 x = (uint32_t)((int32_t *)a.host)[ia];
@@ -311,8 +266,8 @@ static void test_int_patterns(void **state) {
                         }
                     free(y);
                     wk_tensor_free(r);
-                    opnd_free(&a);
-                    opnd_free(&b);
+                    tu_opnd_free(&a);
+                    tu_opnd_free(&b);
                 }
 }
 

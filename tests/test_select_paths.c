@@ -90,51 +90,6 @@ static void fill_bits(void *p, int64_t n, wk_dtype dt) {
     }
 }
 
-/* An operand of an m x n op: its kind fixes its shape and layout. */
-enum { FULL, ROW, COL, SCALAR, TRANSPOSED, NKINDS };
-typedef struct {
-    int kind;
-    void *host; /* the stored elements */
-    wk_tensor *t;
-} opnd;
-
-static int64_t kind_count(int kind, int64_t m, int64_t n) {
-    return kind == ROW ? n : kind == COL ? m : kind == SCALAR ? 1 : m * n;
-}
-static void opnd_make(opnd *o, int kind, int64_t m, int64_t n, wk_dtype dt) {
-    o->kind = kind;
-    int64_t cnt = kind_count(kind, m, n);
-    size_t es = wk_dtype_size(dt);
-    o->host = malloc((size_t)cnt * es);
-    assert_non_null(o->host);
-    fill_bits(o->host, cnt, dt);
-    int64_t shape[2] = {m, n};
-    int rank = 2;
-    if (kind == ROW) { shape[0] = n; rank = 1; }
-    if (kind == COL) shape[1] = 1;
-    if (kind == SCALAR) rank = 0;
-    if (kind == TRANSPOSED) { shape[0] = n; shape[1] = m; }
-    wk_tensor *s = TU_OK(wk_from_host(o->host, (size_t)cnt * es, shape, rank, dt, wk_cpu()));
-    if (kind == TRANSPOSED) {
-        o->t = TU_OK(wk_t(s));
-        wk_tensor_free(s);
-    } else
-        o->t = s;
-}
-/* index into host of element (i, j) of the m x n op */
-static int64_t opnd_at(const opnd *o, int64_t i, int64_t j, int64_t m, int64_t n) {
-    switch (o->kind) {
-    case ROW: return j;
-    case COL: return i;
-    case SCALAR: return 0;
-    case TRANSPOSED: return j * m + i;
-    default: return i * n + j;
-    }
-}
-static void opnd_free(opnd *o) {
-    free(o->host);
-    wk_tensor_free(o->t);
-}
 
 /* The result of an op on (m, n) operands must be m x n with u8 / dtype
  * elements; read it back whole. */
@@ -150,15 +105,15 @@ static void *readback(const wk_tensor *r, int64_t m, int64_t n, wk_dtype dt) {
 }
 
 static void check_cmp(int64_t m, int64_t n, wk_dtype dt, int ka, int kb) {
-    opnd a, b;
-    opnd_make(&a, ka, m, n, dt);
-    opnd_make(&b, kb, m, n, dt);
+    tu_opnd a, b;
+    tu_opnd_make(&a, ka, m, n, dt, fill_bits);
+    tu_opnd_make(&b, kb, m, n, dt, fill_bits);
     for (int op = 0; op < WK_CMP_COUNT; op++) {
         wk_tensor *r = wk_cmp(a.t, b.t, (wk_cmp_op)op);
         uint8_t *y = readback(r, m, n, WK_U8);
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) {
-                uint8_t want = ref_cmp(a.host, opnd_at(&a, i, j, m, n), b.host, opnd_at(&b, i, j, m, n), dt, (wk_cmp_op)op);
+                uint8_t want = ref_cmp(a.host, tu_opnd_at(&a, i, j, m, n), b.host, tu_opnd_at(&b, i, j, m, n), dt, (wk_cmp_op)op);
                 if (y[i * n + j] != want)
                     fail_msg("cmp %s op %d kinds %d/%d at (%lld,%lld) of %lldx%lld: got %d want %d", wk_dtype_name(dt),
                              op, ka, kb, (long long)i, (long long)j, (long long)m, (long long)n, y[i * n + j], want);
@@ -166,8 +121,8 @@ static void check_cmp(int64_t m, int64_t n, wk_dtype dt, int ka, int kb) {
         free(y);
         wk_tensor_free(r);
     }
-    opnd_free(&a);
-    opnd_free(&b);
+    tu_opnd_free(&a);
+    tu_opnd_free(&b);
 }
 
 /* every dtype, every pair of operand kinds (a scalar-scalar pair is 1 x 1
@@ -175,13 +130,13 @@ static void check_cmp(int64_t m, int64_t n, wk_dtype dt, int ka, int kb) {
 static void test_cmp_patterns(void **state) {
     (void)state;
     for (int d = 0; d < 10; d++)
-        for (int ka = 0; ka < NKINDS; ka++)
-            for (int kb = 0; kb < NKINDS; kb++) {
-                if (ka != FULL && ka != TRANSPOSED && kb != FULL && kb != TRANSPOSED) {
+        for (int ka = 0; ka < TU_NKINDS; ka++)
+            for (int kb = 0; kb < TU_NKINDS; kb++) {
+                if (ka != TU_FULL && ka != TU_TRANSPOSED && kb != TU_FULL && kb != TU_TRANSPOSED) {
                     /* row x col and the like still broadcast to m x n */
-                    if (ka == SCALAR && kb == SCALAR) continue;
-                    if ((ka == ROW || ka == SCALAR) && (kb == ROW || kb == SCALAR)) continue;
-                    if ((ka == COL || ka == SCALAR) && (kb == COL || kb == SCALAR)) continue;
+                    if (ka == TU_SCALAR && kb == TU_SCALAR) continue;
+                    if ((ka == TU_ROW || ka == TU_SCALAR) && (kb == TU_ROW || kb == TU_SCALAR)) continue;
+                    if ((ka == TU_COL || ka == TU_SCALAR) && (kb == TU_COL || kb == TU_SCALAR)) continue;
                 }
                 check_cmp(37, 301, k_all[d], ka, kb);
                 check_cmp(3, 7, k_all[d], ka, kb);
@@ -249,28 +204,28 @@ static void test_cmp_half_specials(void **state) {
 }
 
 static void check_where(int64_t m, int64_t n, wk_dtype dt, wk_dtype cdt, int kc, int ka, int kb) {
-    opnd c, a, b;
-    opnd_make(&c, kc, m, n, cdt);
-    opnd_make(&a, ka, m, n, dt);
-    opnd_make(&b, kb, m, n, dt);
+    tu_opnd c, a, b;
+    tu_opnd_make(&c, kc, m, n, cdt, fill_bits);
+    tu_opnd_make(&a, ka, m, n, dt, fill_bits);
+    tu_opnd_make(&b, kb, m, n, dt, fill_bits);
     size_t es = wk_dtype_size(dt), ces = wk_dtype_size(cdt);
     wk_tensor *r = wk_where(c.t, a.t, b.t);
     char *y = readback(r, m, n, dt);
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             uint64_t cv = 0;
-            memcpy(&cv, (char *)c.host + (size_t)opnd_at(&c, i, j, m, n) * ces, ces);
-            const opnd *s = cv ? &a : &b;
-            const char *want = (const char *)s->host + (size_t)opnd_at(s, i, j, m, n) * es;
+            memcpy(&cv, (char *)c.host + (size_t)tu_opnd_at(&c, i, j, m, n) * ces, ces);
+            const tu_opnd *s = cv ? &a : &b;
+            const char *want = (const char *)s->host + (size_t)tu_opnd_at(s, i, j, m, n) * es;
             if (memcmp(y + (size_t)(i * n + j) * es, want, es) != 0)
                 fail_msg("where %s cond %s kinds %d/%d/%d at (%lld,%lld): bits differ", wk_dtype_name(dt),
                          wk_dtype_name(cdt), kc, ka, kb, (long long)i, (long long)j);
         }
     free(y);
     wk_tensor_free(r);
-    opnd_free(&c);
-    opnd_free(&a);
-    opnd_free(&b);
+    tu_opnd_free(&c);
+    tu_opnd_free(&a);
+    tu_opnd_free(&b);
 }
 
 /* every value dtype x condition dtype, the condition in every kind, the
@@ -279,12 +234,12 @@ static void test_where_patterns(void **state) {
     (void)state;
     for (int d = 0; d < 10; d++)
         for (int cd = 0; cd < 5; cd++)
-            for (int kc = 0; kc < NKINDS; kc++)
-                for (int ka = 0; ka < NKINDS; ka++)
-                    for (int kb = 0; kb < NKINDS; kb += (kc == FULL || ka == FULL) ? 1 : 4) {
-                        /* at least one of them spans both dims: FULL or TRANSPOSED, or a ROW with a COL */
-                        bool spans = kc == FULL || kc == TRANSPOSED || ka == FULL || ka == TRANSPOSED || kb == FULL ||
-                                     kb == TRANSPOSED;
+            for (int kc = 0; kc < TU_NKINDS; kc++)
+                for (int ka = 0; ka < TU_NKINDS; ka++)
+                    for (int kb = 0; kb < TU_NKINDS; kb += (kc == TU_FULL || ka == TU_FULL) ? 1 : 4) {
+                        /* at least one of them spans both dims: TU_FULL or TU_TRANSPOSED, or a TU_ROW with a TU_COL */
+                        bool spans = kc == TU_FULL || kc == TU_TRANSPOSED || ka == TU_FULL || ka == TU_TRANSPOSED || kb == TU_FULL ||
+                                     kb == TU_TRANSPOSED;
                         if (!spans) continue;
                         check_where(29, 263, k_all[d], k_conds[cd], kc, ka, kb);
                     }
@@ -297,11 +252,11 @@ static void test_threads_identical(void **state) {
     int saved = wk_num_threads();
     const int64_t m = 613, n = 701;
     for (int d = 0; d < 10; d++) {
-        opnd a, b, c, bc;
-        opnd_make(&a, FULL, m, n, k_all[d]);
-        opnd_make(&b, ROW, m, n, k_all[d]);
-        opnd_make(&bc, COL, m, n, k_all[d]);
-        opnd_make(&c, COL, m, n, WK_I32);
+        tu_opnd a, b, c, bc;
+        tu_opnd_make(&a, TU_FULL, m, n, k_all[d], fill_bits);
+        tu_opnd_make(&b, TU_ROW, m, n, k_all[d], fill_bits);
+        tu_opnd_make(&bc, TU_COL, m, n, k_all[d], fill_bits);
+        tu_opnd_make(&c, TU_COL, m, n, WK_I32, fill_bits);
         wk_tensor *r[2][3];
         for (int t = 0; t < 2; t++) {
             TU_STATUS_OK(wk_set_num_threads(t + 1));
@@ -318,10 +273,10 @@ static void test_threads_identical(void **state) {
             wk_tensor_free(r[0][k]);
             wk_tensor_free(r[1][k]);
         }
-        opnd_free(&a);
-        opnd_free(&b);
-        opnd_free(&bc);
-        opnd_free(&c);
+        tu_opnd_free(&a);
+        tu_opnd_free(&b);
+        tu_opnd_free(&bc);
+        tu_opnd_free(&c);
     }
     TU_STATUS_OK(wk_set_num_threads(saved));
 }
@@ -334,21 +289,21 @@ static void test_masked_fill_and_triangles(void **state) {
     for (int d = 0; d < 10; d++) {
         wk_dtype dt = k_all[d];
         size_t es = wk_dtype_size(dt);
-        opnd a, mk, mr;
-        opnd_make(&a, FULL, m, n, dt);
-        opnd_make(&mk, FULL, m, n, WK_U8);
-        opnd_make(&mr, ROW, m, n, WK_I64);
+        tu_opnd a, mk, mr;
+        tu_opnd_make(&a, TU_FULL, m, n, dt, fill_bits);
+        tu_opnd_make(&mk, TU_FULL, m, n, WK_U8, fill_bits);
+        tu_opnd_make(&mr, TU_ROW, m, n, WK_I64, fill_bits);
         wk_tensor *seven = TU_OK(wk_full(NULL, 0, 7.0, dt, wk_cpu()));
         char sv[8];
         TU_STATUS_OK(wk_to_host(seven, sv, es));
         for (int form = 0; form < 2; form++) {
-            const opnd *mo = form ? &mr : &mk;
+            const tu_opnd *mo = form ? &mr : &mk;
             wk_tensor *r = wk_masked_fill(a.t, mo->t, 7.0);
             char *y = readback(r, m, n, dt);
             for (int64_t i = 0; i < m; i++)
                 for (int64_t j = 0; j < n; j++) {
                     uint64_t cv = 0;
-                    memcpy(&cv, (char *)mo->host + (size_t)opnd_at(mo, i, j, m, n) * wk_dtype_size(form ? WK_I64 : WK_U8),
+                    memcpy(&cv, (char *)mo->host + (size_t)tu_opnd_at(mo, i, j, m, n) * wk_dtype_size(form ? WK_I64 : WK_U8),
                            form ? 8 : 1);
                     const char *want = cv ? sv : (const char *)a.host + (size_t)(i * n + j) * es;
                     if (memcmp(y + (size_t)(i * n + j) * es, want, es) != 0)
@@ -377,9 +332,9 @@ static void test_masked_fill_and_triangles(void **state) {
                 wk_tensor_free(r);
             }
         wk_tensor_free(seven);
-        opnd_free(&a);
-        opnd_free(&mk);
-        opnd_free(&mr);
+        tu_opnd_free(&a);
+        tu_opnd_free(&mk);
+        tu_opnd_free(&mr);
     }
 }
 

@@ -187,3 +187,43 @@ double tu_tol(wk_dtype dt) {
     default: return 0.0;
     }
 }
+
+int64_t tu_opnd_count(int kind, int64_t m, int64_t n) {
+    return kind == TU_ROW ? n : kind == TU_COL ? m : kind == TU_SCALAR ? 1 : m * n;
+}
+
+void tu_opnd_make(tu_opnd *o, int kind, int64_t m, int64_t n, wk_dtype dt, void (*fill)(void *, int64_t, wk_dtype)) {
+    o->kind = kind;
+    int64_t cnt = tu_opnd_count(kind, m, n);
+    size_t es = wk_dtype_size(dt);
+    o->host = malloc((size_t)cnt * es);
+    assert_non_null(o->host);
+    fill(o->host, cnt, dt);
+    int64_t shape[2] = {m, n};
+    int rank = 2;
+    if (kind == TU_ROW) { shape[0] = n; rank = 1; }
+    if (kind == TU_COL) shape[1] = 1;
+    if (kind == TU_SCALAR) rank = 0;
+    if (kind == TU_TRANSPOSED) { shape[0] = n; shape[1] = m; }
+    wk_tensor *s = TU_OK(wk_from_host(o->host, (size_t)cnt * es, shape, rank, dt, wk_cpu()));
+    if (kind == TU_TRANSPOSED) {
+        o->t = TU_OK(wk_t(s));
+        wk_tensor_free(s);
+    } else
+        o->t = s;
+}
+
+int64_t tu_opnd_at(const tu_opnd *o, int64_t i, int64_t j, int64_t m, int64_t n) {
+    switch (o->kind) {
+    case TU_ROW: return j;
+    case TU_COL: return i;
+    case TU_SCALAR: return 0;
+    case TU_TRANSPOSED: return j * m + i;
+    default: return i * n + j;
+    }
+}
+
+void tu_opnd_free(tu_opnd *o) {
+    free(o->host);
+    wk_tensor_free(o->t);
+}

@@ -45,4 +45,22 @@ void tu_assert_matches(const char *what, const wk_tensor *gpu, const wk_tensor *
 /* A relative tolerance per float dtype (0 for integers). */
 double tu_tol(wk_dtype dt);
 
+/* An operand of an m x n elementwise op, for tests of the kernels' stride
+ * patterns: its kind fixes its shape and layout (full m x n, a row (n)
+ * broadcast down, a column (m, 1) broadcast across, a rank-0 scalar, or a
+ * transposed view of an n x m tensor). host holds the stored elements,
+ * written by fill. */
+enum { TU_FULL, TU_ROW, TU_COL, TU_SCALAR, TU_TRANSPOSED, TU_NKINDS };
+typedef struct {
+    int kind;
+    void *host;
+    wk_tensor *t;
+} tu_opnd;
+void tu_opnd_make(tu_opnd *o, int kind, int64_t m, int64_t n, wk_dtype dt, void (*fill)(void *, int64_t, wk_dtype));
+/* elements stored for a kind (n, m, 1 or m * n) */
+int64_t tu_opnd_count(int kind, int64_t m, int64_t n);
+/* index into host of element (i, j) of the m x n op */
+int64_t tu_opnd_at(const tu_opnd *o, int64_t i, int64_t j, int64_t m, int64_t n);
+void tu_opnd_free(tu_opnd *o);
+
 #endif
