@@ -125,8 +125,11 @@ wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev) {
     if (!dev) { wk__err(WK_ERR_ARG, op, "NULL device"); return NULL; }
     wk_device *src = wk__dev(t);
     if (dev == src) return wk__tensor_view(t, &t->layout);
-    size_t es = wk_dtype_size(t->dtype);
-    size_t nb = (size_t)wk_numel(t) * es;
+    /* byte counts through the dtype's block geometry, like every other sizing */
+    size_t nb, off;
+    if (wk__dtype_bytes_for(op, t->dtype, wk_numel(t), &nb) != WK_OK ||
+        wk__dtype_bytes_for(op, t->dtype, t->layout.offset, &off) != WK_OK)
+        return NULL;
     if (dev->kind == WK_DEVICE_CPU || (src->kind == WK_DEVICE_CPU && wk__layout_is_contiguous(&t->layout)) ||
         (src->be == dev->be && src->be->copy_between)) {
         wk_tensor *r = wk__tensor_alloc(op, dev, t->dtype, t->layout.shape, t->layout.rank);
@@ -135,8 +138,7 @@ wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev) {
         if (dev->kind == WK_DEVICE_CPU)
             st = wk__be(t)->to_host(src, t->storage->buf, &t->layout, t->dtype, r->storage->buf);
         else if (src->kind == WK_DEVICE_CPU)
-            st = dev->be->from_host(dev, r->storage->buf, 0, (const char *)t->storage->buf + (size_t)t->layout.offset * es,
-                                    nb);
+            st = dev->be->from_host(dev, r->storage->buf, 0, (const char *)t->storage->buf + off, nb);
         else
             st = src->be->copy_between(src, t->storage->buf, &t->layout, t->dtype, dev, r->storage->buf);
         if (st != WK_OK) {

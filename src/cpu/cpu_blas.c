@@ -1,7 +1,7 @@
 /* Optional system BLAS for f32/f64 GEMM (cmake -DWICK_BLAS=openblas|blis;
  * OFF by default). cpu_matmul.c tries wk__blas_gemm_* first and runs wick's
- * own GEMM when they return false: in a build without BLAS (these compile
- * to stubs), or when an operand's strides cannot be written as a CBLAS
+ * own GEMM when they return false: in a build without BLAS (each then
+ * declines at once), or when an operand's strides cannot be written as a CBLAS
  * leading dimension (broadcast stride 0, element step > 1 in both
  * directions, negative strides) or a size does not fit BLAS's 32-bit ints.
  *
