@@ -30,7 +30,7 @@ static bool mm_shapes(const char *op, const wk_tensor *a, const wk_tensor *b) {
     if (!wk__check_same(op, a, b)) return false;
     if (a->layout.rank < 2 || b->layout.rank < 2) {
         char x[128], y[128];
-        wk__err(WK_ERR_SHAPE, op, "needs rank >= 2 on both sides: lhs %s, rhs %s",
+        wk__err(WK_ERR_SHAPE, op, "needs rank >= 2 on both sides: lhs %s, rhs %s (wk_mv and wk_dot take vectors)",
                 wk__shape_str(a->layout.shape, a->layout.rank, x, sizeof x),
                 wk__shape_str(b->layout.shape, b->layout.rank, y, sizeof y));
         return false;
