@@ -290,7 +290,7 @@ static void run_kind(const char *kind) {
             fails++;
             continue;
         }
-        for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+        for (int d = 0; d < WK_ELEM_DTYPE_COUNT; d++) {
             if (!(dm & (1u << d))) continue;
             for (int l = 0; l < OT_NLAYOUTS; l++) {
                 if (!(lm & (1 << l))) continue;

@@ -36,7 +36,7 @@ static float u2f(uint32_t u) {
 
 static void test_names_sizes(void **state) {
     (void)state;
-    assert_int_equal(NDT, WK_DTYPE_COUNT);
+    assert_int_equal(NDT, WK_ELEM_DTYPE_COUNT);
     for (int i = 0; i < NDT; i++) {
         assert_string_equal(wk_dtype_name(k_all[i].dt), k_all[i].name);
         assert_int_equal(wk_dtype_size(k_all[i].dt), k_all[i].size);

@@ -13,7 +13,7 @@ static void test_table(void **state) {
         {WK_F16, "f16", 2, true, true},      {WK_F32, "f32", 4, true, true},   {WK_F64, "f64", 8, true, true},
         {WK_F8E4M3, "f8e4m3", 1, true, true},
     };
-    assert_int_equal(sizeof want / sizeof want[0], WK_DTYPE_COUNT);
+    assert_int_equal(sizeof want / sizeof want[0], WK_ELEM_DTYPE_COUNT);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const wk_dtype_info *di = wk_dtype_info_of(want[i].dt);
         assert_non_null(di);
@@ -32,6 +32,27 @@ static void test_table(void **state) {
         assert_true(wk_dtype_from_name(want[i].name, &back));
         assert_int_equal(back, want[i].dt);
         assert_int_equal(wk__dtype_elem_bytes(want[i].dt), want[i].bytes);
+    }
+    /* the GGML block dtypes: ggml's names and block geometry */
+    static const struct { wk_dtype dt; const char *name; uint32_t elems, bytes; } blk[] = {
+        {WK_Q4_0, "q4_0", 32, 18},   {WK_Q4_1, "q4_1", 32, 20},    {WK_Q5_0, "q5_0", 32, 22},
+        {WK_Q5_1, "q5_1", 32, 24},   {WK_Q8_0, "q8_0", 32, 34},    {WK_Q8_1, "q8_1", 32, 36},
+        {WK_Q2_K, "q2_K", 256, 84},  {WK_Q3_K, "q3_K", 256, 110},  {WK_Q4_K, "q4_K", 256, 144},
+        {WK_Q5_K, "q5_K", 256, 176}, {WK_Q6_K, "q6_K", 256, 210},  {WK_Q8_K, "q8_K", 256, 292},
+        {WK_IQ4_NL, "iq4_nl", 32, 18}, {WK_IQ4_XS, "iq4_xs", 256, 136},
+    };
+    assert_int_equal(WK_ELEM_DTYPE_COUNT + sizeof blk / sizeof blk[0], WK_DTYPE_COUNT);
+    for (size_t i = 0; i < sizeof blk / sizeof blk[0]; i++) {
+        const wk_dtype_info *di = wk_dtype_info_of(blk[i].dt);
+        assert_non_null(di);
+        assert_string_equal(di->name, blk[i].name);
+        assert_int_equal(di->block_elems, blk[i].elems);
+        assert_int_equal(di->block_bytes, blk[i].bytes);
+        assert_int_equal(wk_dtype_size(blk[i].dt), 0);
+        assert_true(wk_dtype_is_quantized(blk[i].dt));
+        wk_dtype back = WK_DTYPE_COUNT;
+        assert_true(wk_dtype_from_name(blk[i].name, &back));
+        assert_int_equal(back, blk[i].dt);
     }
     assert_null(wk_dtype_info_of(WK_DTYPE_COUNT));
     assert_null(wk_dtype_info_of((wk_dtype)-1));

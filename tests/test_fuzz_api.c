@@ -110,7 +110,10 @@ static bool sane_tensor(const wk_tensor *t) {
         if (wk_shape(t)[i] == 0) n = 0;
     }
     if (wk_numel(t) != n) return false;
-    if (wk_dtype_size(wk_tensor_dtype(t)) == 0) return false;
+    const wk_dtype_info *di = wk_dtype_info_of(wk_tensor_dtype(t));
+    if (!di) return false;
+    /* a block dtype: rows of whole blocks */
+    if (di->block_elems > 1 && (r < 1 || wk_shape(t)[r - 1] % di->block_elems)) return false;
     if (wk_tensor_device(t) != wk_cpu()) return false;
     return true;
 }

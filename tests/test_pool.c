@@ -193,7 +193,7 @@ static void test_edges(void **state) {
     tu_assert_close(TU_OK(wk_upsample_bilinear2d(x1, 2, 3, false)), up, 6, 0, 0);
     tu_assert_close(TU_OK(wk_upsample_nearest2d(x1, 3, 2)), up, 6, 0, 0);
     /* every dtype through nearest (a copy), max pool on each */
-    for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+    for (int d = 0; d < WK_ELEM_DTYPE_COUNT; d++) {
         wk_tensor *t = arange4(1, 2, 3, 4, (wk_dtype)d);
         wk_tensor *n = TU_OK(wk_upsample_nearest2d(t, 6, 8));
         wk_tensor *back = TU_OK(wk_max_pool2d(n, 2, 2, 2, 2, 0, 0));

@@ -5,6 +5,7 @@
  * narrow floats exhaustively for f8e4m3 and on the special values of f16 /
  * bf16; 1 and 2 threads bit-identical; masked_fill and tril on top. */
 #include "testutil.h"
+#include "core/dtype_cases.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,7 @@ static double as_f64(const void *p, int64_t i, wk_dtype dt) {
     case WK_F32: return ((const float *)p)[i];
     case WK_F64: return ((const double *)p)[i];
     case WK_F8E4M3: return wk_f8e4m3_to_f32(((const uint8_t *)p)[i]);
-    case WK_DTYPE_COUNT: break;
+    WK__CASE_BLOCK_DTYPES: case WK_DTYPE_COUNT: break;
     }
     return 0;
 }

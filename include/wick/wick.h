@@ -81,8 +81,29 @@ typedef enum wk_dtype {
     WK_F32,
     WK_F64,
     WK_F8E4M3,
+    /* GGML block-quantized dtypes, byte-compatible with ggml's blocks: a
+     * tensor holds a whole number of blocks per row (last dim contiguous, a
+     * multiple of block_elems). Only whole-row views, row gathers, copies,
+     * to_dtype / wk_quantize / wk_dequantize and wk_qmatmul take them; every
+     * element op answers WK_ERR_DTYPE. */
+    WK_Q4_0,   /* 32 elems in 18 bytes: f16 scale, 4-bit values - 8 */
+    WK_Q4_1,   /* 32 in 20: f16 scale + f16 min */
+    WK_Q5_0,   /* 32 in 22 */
+    WK_Q5_1,   /* 32 in 24 */
+    WK_Q8_0,   /* 32 in 34: f16 scale, int8 values */
+    WK_Q8_1,   /* 32 in 36: f16 scale + f16 scale*sum */
+    WK_Q2_K,   /* 256 in 84 */
+    WK_Q3_K,   /* 256 in 110 */
+    WK_Q4_K,   /* 256 in 144 */
+    WK_Q5_K,   /* 256 in 176 */
+    WK_Q6_K,   /* 256 in 210 */
+    WK_Q8_K,   /* 256 in 292: f32 scale, int8 values, int16 group sums */
+    WK_IQ4_NL, /* 32 in 18: f16 scale, 4-bit indices into a non-linear table */
+    WK_IQ4_XS, /* 256 in 136 */
     WK_DTYPE_COUNT
 } wk_dtype;
+/* Element dtypes are the first WK_ELEM_DTYPE_COUNT values; block dtypes follow. */
+#define WK_ELEM_DTYPE_COUNT (WK_F8E4M3 + 1)
 
 /* What one dtype looks like in memory. Storage is a sequence of blocks:
  * block_elems elements packed into block_bytes bytes. Every dtype today is
@@ -109,7 +130,10 @@ size_t      wk_dtype_size(wk_dtype dt);
 const char *wk_dtype_name(wk_dtype dt);       /* "f32", ...; "invalid" */
 bool        wk_dtype_is_float(wk_dtype dt);
 bool        wk_dtype_is_int(wk_dtype dt);
-/* Parse "f32" etc. Returns false for an unknown name. */
+/* A GGML block-quantized dtype (block_elems > 1). */
+bool        wk_dtype_is_quantized(wk_dtype dt);
+/* Parse "f32", "q4_K" etc. (ggml's names for block dtypes; case-insensitive).
+ * Returns false for an unknown name. */
 bool        wk_dtype_from_name(const char *name, wk_dtype *out);
 
 /* Scalar conversions used by casts (exposed for tests and users).

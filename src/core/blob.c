@@ -57,8 +57,13 @@ wk_tensor *wk_from_blob(void *data, size_t nbytes, const int64_t *shape, int ran
         wk__err(WK_ERR_ARG, op, "data %p is not aligned to %u bytes as %s needs", data, (unsigned)di->align, di->name);
         return NULL;
     }
+    if (strides && di->block_elems > 1) {
+        wk__err(WK_ERR_ARG, op, "a %s blob is contiguous rows of whole blocks: pass NULL strides", di->name);
+        return NULL;
+    }
     wk_layout l;
     if (blob_layout(op, nbytes, shape, rank, strides, dt, &l) != WK_OK) return NULL;
+    if (!wk__check_block_layout(op, dt, &l)) return NULL;
     /* The callback goes in only once the tensor exists: a failure before
      * that leaves the memory the caller's, as documented. */
     wk_storage *s = wk__storage_wrap(op, dev, dt, data, nbytes, NULL, NULL, (flags & WK_BLOB_READ_ONLY) != 0);

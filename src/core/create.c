@@ -2,8 +2,18 @@
 #include "core/tensor.h"
 #include <math.h>
 
+/* Values can be written only in element dtypes; a block dtype's bytes come
+ * from wk_quantize, a model file, or raw bytes (wk_from_host / wk_empty). */
+static bool elem_dtype(const char *op, wk_dtype dt) {
+    if (!wk_dtype_is_quantized(dt)) return true;
+    wk__err(WK_ERR_DTYPE, op, "cannot write values in the block-quantized dtype %s (make f32 and wk_quantize it)",
+            wk_dtype_name(dt));
+    return false;
+}
+
 static wk_tensor *filled(const char *op, const int64_t *shape, int rank, double v, wk_dtype dt, wk_device *dev) {
     if (!dev) { wk__err(WK_ERR_ARG, op, "NULL device"); return NULL; }
+    if (!elem_dtype(op, dt)) return NULL;
     wk_tensor *t = wk__tensor_alloc(op, dev, dt, shape, rank);
     if (!t) return NULL;
     if (wk__be(t)->fill(dev, t->storage->buf, &t->layout, dt, v) != WK_OK) {
@@ -133,6 +143,7 @@ wk_tensor *wk_from_host(const void *data, size_t nbytes, const int64_t *shape_in
 static wk_tensor *random_tensor(const char *op, const int64_t *shape, int rank, double a, double b, wk_dtype dt,
                                 wk_device *dev, bool normal) {
     if (!dev) { wk__err(WK_ERR_ARG, op, "NULL device"); return NULL; }
+    if (!elem_dtype(op, dt)) return NULL;
     if (!wk_dtype_is_float(dt)) {
         wk__err(WK_ERR_DTYPE, op, "random numbers need a float dtype, got %s", wk_dtype_name(dt));
         return NULL;

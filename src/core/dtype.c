@@ -2,6 +2,7 @@
  * All rounding is to nearest, ties to even, done in integer arithmetic so the
  * result does not depend on the FPU's rounding mode or on F16C being there. */
 #include "core/dtype.h"
+#include "quant/blocks.h"
 #include <assert.h>
 #include <math.h>
 #include <string.h>
@@ -9,15 +10,31 @@
 /* The one place the dtypes' memory geometry is defined. */
 #define ELEM(nm, sz, fl, sg) {.name = nm, .block_elems = 1, .block_bytes = sz, .align = sz, \
                               .is_float = fl, .is_int = !(fl), .is_signed = sg}
+#define BLOCK(nm, ne, nb, al) {.name = nm, .block_elems = ne, .block_bytes = nb, .align = al, \
+                               .is_float = true, .is_int = false, .is_signed = true}
 static const wk_dtype_info k_dtypes[] = {
     [WK_U8] = ELEM("u8", 1, false, false),   [WK_U32] = ELEM("u32", 4, false, false),
     [WK_I16] = ELEM("i16", 2, false, true),  [WK_I32] = ELEM("i32", 4, false, true),
     [WK_I64] = ELEM("i64", 8, false, true),  [WK_BF16] = ELEM("bf16", 2, true, true),
     [WK_F16] = ELEM("f16", 2, true, true),   [WK_F32] = ELEM("f32", 4, true, true),
     [WK_F64] = ELEM("f64", 8, true, true),   [WK_F8E4M3] = ELEM("f8e4m3", 1, true, true),
+    /* GGML blocks (names as ggml spells them). align is what the block's
+     * widest field needs: the f16 scales, Q8_K's f32 scale. */
+    [WK_Q4_0] = BLOCK("q4_0", 32, 18, 2),    [WK_Q4_1] = BLOCK("q4_1", 32, 20, 2),
+    [WK_Q5_0] = BLOCK("q5_0", 32, 22, 2),    [WK_Q5_1] = BLOCK("q5_1", 32, 24, 2),
+    [WK_Q8_0] = BLOCK("q8_0", 32, 34, 2),    [WK_Q8_1] = BLOCK("q8_1", 32, 36, 2),
+    [WK_Q2_K] = BLOCK("q2_K", 256, 84, 2),   [WK_Q3_K] = BLOCK("q3_K", 256, 110, 2),
+    [WK_Q4_K] = BLOCK("q4_K", 256, 144, 2),  [WK_Q5_K] = BLOCK("q5_K", 256, 176, 2),
+    [WK_Q6_K] = BLOCK("q6_K", 256, 210, 2),  [WK_Q8_K] = BLOCK("q8_K", 256, 292, 4),
+    [WK_IQ4_NL] = BLOCK("iq4_nl", 32, 18, 2), [WK_IQ4_XS] = BLOCK("iq4_xs", 256, 136, 2),
 };
 #undef ELEM
+#undef BLOCK
 static_assert(sizeof k_dtypes / sizeof k_dtypes[0] == WK_DTYPE_COUNT, "one descriptor per dtype");
+/* the descriptor's geometry is the block structs' (quant/blocks.h) */
+static_assert(sizeof(wk_block_q4_0) == 18 && sizeof(wk_block_q4_K) == 144 && sizeof(wk_block_q6_K) == 210 &&
+                  sizeof(wk_block_q8_K) == 292 && sizeof(wk_block_iq4_xs) == 136 && WK_QK_K == 256,
+              "block sizes in k_dtypes match quant/blocks.h");
 
 static bool valid(wk_dtype dt) { return (unsigned)dt < WK_DTYPE_COUNT; }
 const wk_dtype_info *wk_dtype_info_of(wk_dtype dt) { return valid(dt) ? &k_dtypes[dt] : NULL; }
@@ -27,6 +44,7 @@ size_t wk_dtype_size(wk_dtype dt) {
 const char *wk_dtype_name(wk_dtype dt) { return valid(dt) ? k_dtypes[dt].name : "invalid"; }
 bool wk_dtype_is_float(wk_dtype dt) { return valid(dt) && k_dtypes[dt].is_float; }
 bool wk_dtype_is_int(wk_dtype dt) { return valid(dt) && k_dtypes[dt].is_int; }
+bool wk_dtype_is_quantized(wk_dtype dt) { return valid(dt) && k_dtypes[dt].block_elems > 1; }
 
 wk_status wk__dtype_info_bytes(const wk_dtype_info *di, int64_t numel, size_t *bytes) {
     if (!di || !di->block_elems || !di->block_bytes) return WK_ERR_DTYPE;
@@ -57,10 +75,19 @@ wk_status wk__dtype_bytes_for(const char *op, wk_dtype dt, int64_t numel, size_t
     return st;
 }
 
+/* ggml's names mix cases ("q4_K"); users type any ("Q4_K", "q4_k"). */
+static bool ascii_iequal(const char *a, const char *b) {
+    for (; *a && *b; a++, b++) {
+        char x = (*a >= 'A' && *a <= 'Z') ? (char)(*a + 32) : *a, y = (*b >= 'A' && *b <= 'Z') ? (char)(*b + 32) : *b;
+        if (x != y) return false;
+    }
+    return *a == *b;
+}
+
 bool wk_dtype_from_name(const char *name, wk_dtype *out) {
     if (!name) return false;
     for (int i = 0; i < WK_DTYPE_COUNT; i++)
-        if (strcmp(name, k_dtypes[i].name) == 0) {
+        if (k_dtypes[i].block_elems > 1 ? ascii_iequal(name, k_dtypes[i].name) : strcmp(name, k_dtypes[i].name) == 0) {
             if (out) *out = (wk_dtype)i;
             return true;
         }

@@ -5,6 +5,7 @@
 #ifndef WICK_CORE_DTYPE_H
 #define WICK_CORE_DTYPE_H
 #include "core/error.h"
+#include "core/dtype_cases.h"
 
 /* Bytes of numel elements of a descriptor's geometry (a whole storage, a
  * contiguous row, or an element offset from a block boundary). Pure, records

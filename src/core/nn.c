@@ -318,21 +318,12 @@ wk_tensor *wk_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *
                             mask ? mask->storage->buf : NULL, mask ? &lm : NULL, q->dtype, &a, dst));
 }
 
-/* ---- block-quantized work (the dtypes come with a later issue) ---- */
-
-static bool is_block_quantized(wk_dtype dt) {
-    switch (dt) {
-    case WK_U8: case WK_U32: case WK_I16: case WK_I32: case WK_I64:
-    case WK_BF16: case WK_F16: case WK_F32: case WK_F64: case WK_F8E4M3: case WK_DTYPE_COUNT:
-        return false;
-    }
-    return false;
-}
+/* ---- block-quantized work ---- */
 
 /* NULL when w can go to the entry; else the error is recorded. */
 static bool quant_check(const char *op, const wk_tensor *w, bool has_entry) {
-    if (!is_block_quantized(w->dtype)) {
-        wk__err(WK_ERR_DTYPE, op, "weight dtype %s is not a block-quantized dtype (wick has none yet)",
+    if (!wk_dtype_is_quantized(w->dtype)) {
+        wk__err(WK_ERR_DTYPE, op, "weight dtype %s is not a block-quantized dtype",
                 wk_dtype_name(w->dtype));
         return false;
     }
@@ -359,7 +350,7 @@ wk_tensor *wk_qmatmul(const wk_tensor *x, const wk_tensor *w) {
 
 wk_tensor *wk_dequantize(const wk_tensor *w, wk_dtype dt) {
     const char *op = "wk_dequantize";
-    if (!wk__check_in(op, w) || !quant_check(op, w, wk__be(w)->dequantize != NULL)) return NULL;
+    if (!wk__check_in_blocks(op, w) || !quant_check(op, w, wk__be(w)->dequantize != NULL)) return NULL;
     RUN_FUSED(op, wk__dev(w), dt, w->layout.shape, w->layout.rank,
               wk__be(w)->dequantize(wk__dev(w), w->storage->buf, &w->layout, w->dtype, dst, dt));
 }

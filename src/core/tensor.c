@@ -126,9 +126,30 @@ wk_tensor *wk__tensor_view(const wk_tensor *t, const wk_layout *l) {
     return wk__tensor_new(t->storage, l);
 }
 
+bool wk__check_block_layout(const char *op, wk_dtype dt, const wk_layout *l) {
+    const wk_dtype_info *di = wk_dtype_info_of(dt);
+    if (!di || di->block_elems == 1) return true;
+    int64_t be = di->block_elems;
+    int r = l->rank;
+    bool ok = r >= 1 && l->shape[r - 1] % be == 0 && (l->stride[r - 1] == 1 || l->shape[r - 1] == 0) &&
+              l->offset % be == 0;
+    for (int i = 0; ok && i < r - 1; i++) ok = l->shape[i] <= 1 || l->stride[i] % be == 0;
+    if (!ok)
+        wk__err(WK_ERR_SHAPE, op,
+                "a %s tensor needs rows of whole %lld-element blocks (rank >= 1, last dim a multiple of %lld and "
+                "contiguous, rows starting on block boundaries)",
+                di->name, (long long)be, (long long)be);
+    return ok;
+}
+
 wk_tensor *wk__tensor_alloc(const char *op, wk_device *dev, wk_dtype dt, const int64_t *shape, int rank) {
     int64_t n;
     if (wk__check_shape(op, shape, rank, &n) != WK_OK) return NULL;
+    if (wk_dtype_is_quantized(dt)) {
+        wk_layout bl;
+        wk__layout_contiguous(&bl, shape, rank, 0);
+        if (!wk__check_block_layout(op, dt, &bl)) return NULL;
+    }
     wk_storage *s = wk__storage_new(op, dev, dt, n);
     if (!s) return NULL;
     wk_layout l;
@@ -156,9 +177,19 @@ void wk_tensor_free(wk_tensor *t) {
 
 /* ---- checks ---- */
 
-bool wk__check_in(const char *op, const wk_tensor *t) {
+bool wk__check_in_blocks(const char *op, const wk_tensor *t) {
     if (!t) {
         wk__err_null_input(op);
+        return false;
+    }
+    return true;
+}
+
+bool wk__check_in(const char *op, const wk_tensor *t) {
+    if (!wk__check_in_blocks(op, t)) return false;
+    if (wk_dtype_is_quantized(t->dtype)) {
+        wk__err(WK_ERR_DTYPE, op, "%s is not defined on the block-quantized dtype %s (wk_dequantize it first)", op,
+                wk_dtype_name(t->dtype));
         return false;
     }
     return true;

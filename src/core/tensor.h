@@ -80,8 +80,17 @@ wk_tensor *wk__tensor_alloc(const char *op, wk_device *dev, wk_dtype dt, const i
  * growing the scope stack ran out of memory. */
 void wk__scope_fail_next_begin(void);
 
-/* Argument checks used by every op. They record the error and return false. */
+/* Argument checks used by every op. They record the error and return false.
+ * wk__check_in also refuses block-quantized dtypes (the default for any op);
+ * the few ops defined on whole blocks (row views and gathers, copies,
+ * to_dtype, quantize/dequantize, qmatmul) use wk__check_in_blocks and check
+ * the block geometry themselves. */
 bool wk__check_in(const char *op, const wk_tensor *t);
+bool wk__check_in_blocks(const char *op, const wk_tensor *t);
+/* A layout a block dtype can have: rank >= 1, the last dim contiguous and a
+ * whole number of blocks, every row starting on a block boundary (true for
+ * element dtypes). Records WK_ERR_SHAPE naming op otherwise. */
+bool wk__check_block_layout(const char *op, wk_dtype dt, const wk_layout *l);
 bool wk__check_same(const char *op, const wk_tensor *a, const wk_tensor *b);
 
 static inline const wk_backend *wk__be(const wk_tensor *t) { return t->storage->dev->be; }

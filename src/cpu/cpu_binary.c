@@ -171,7 +171,7 @@ static void bin_run(void *p, int64_t n, const int64_t *offs, const int64_t *st) 
     case WK_I32: bin_int32_t(c->op, y, a, sa, b, sb, n, &c->err); break;
     case WK_I64: bin_int64_t(c->op, y, a, sa, b, sb, n, &c->err); break;
     case WK_BF16: case WK_F16: case WK_F8E4M3: bin_narrow(c->op, y, a, sa, b, sb, n, c->dt); break;
-    case WK_DTYPE_COUNT: break;
+    WK__CASE_BLOCK_DTYPES: case WK_DTYPE_COUNT: break;
     }
 }
 
@@ -325,7 +325,7 @@ static void cmp_run(void *p, int64_t n, const int64_t *offs, const int64_t *st) 
     case WK_I32: cmp_i32(c->op, y, a, sa, b, sb, n); break;
     case WK_I64: cmp_i64(c->op, y, a, sa, b, sb, n); break;
     case WK_BF16: case WK_F16: case WK_F8E4M3: cmp_narrow(c->op, y, a, sa, b, sb, n, c->dt); break;
-    case WK_DTYPE_COUNT: break;
+    WK__CASE_BLOCK_DTYPES: case WK_DTYPE_COUNT: break;
     }
 }
 
@@ -434,7 +434,7 @@ static void where_run(void *p, int64_t n, const int64_t *offs, const int64_t *st
              * which the CUDA kernel shares */
             for (int64_t k = 0; k < mc; k++) mb[k] = wk__load_i64(ci, k * sc, c->cdt) != 0;
             break;
-        case WK_U8: case WK_DTYPE_COUNT:
+        case WK_U8: WK__CASE_BLOCK_DTYPES: case WK_DTYPE_COUNT:
             break; /* u8 went the direct way */
         }
         where_u8(c, y + i * es, mb, sc == 0 ? 0 : 1, a + i * sa * es, sa, b + i * sb * es, sb, m);

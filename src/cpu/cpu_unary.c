@@ -85,7 +85,7 @@ static void unary_run(void *p, int64_t n, const int64_t *offs, const int64_t *st
     case WK_I16: unary_int16_t(c->op, d, s, n, ss); break;
     case WK_I32: unary_int32_t(c->op, d, s, n, ss); break;
     case WK_I64: unary_int64_t(c->op, d, s, n, ss); break;
-    case WK_DTYPE_COUNT: break;
+    WK__CASE_BLOCK_DTYPES: case WK_DTYPE_COUNT: break;
     }
 }
 
