@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -19,6 +20,7 @@ struct wk__map {
     uint8_t *data;
     size_t size;
     char *path;
+    bool heap; /* data is malloc'ed (wk__map_from_bytes), not mapped */
 };
 
 static atomic_uint_fast64_t g_copied;
@@ -65,13 +67,33 @@ wk__map *wk__map_open(const char *op, const char *path) {
     return m;
 }
 
+wk__map *wk__map_from_bytes(const char *op, const void *data, size_t size) {
+    wk__map *m = calloc(1, sizeof *m);
+    char *p = m ? strdup("<memory>") : NULL;
+    uint8_t *d = p && size ? malloc(size) : NULL;
+    if (!m || !p || (size && !d)) {
+        free(m);
+        free(p);
+        wk__err(WK_ERR_OOM, op, "cannot copy a %zu-byte image", size);
+        return NULL;
+    }
+    if (size) memcpy(d, data, size);
+    m->data = d;
+    m->size = size;
+    m->path = p;
+    m->heap = true;
+    atomic_init(&m->refs, 1);
+    return m;
+}
+
 void wk__map_retain(wk__map *m) {
     if (m) atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
 }
 
 void wk__map_release(wk__map *m) {
     if (!m || atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1) return;
-    if (m->data) munmap(m->data, m->size);
+    if (m->heap) free(m->data);
+    else if (m->data) munmap(m->data, m->size);
     free(m->path);
     free(m);
 }

@@ -15,6 +15,9 @@ typedef struct wk__map wk__map;
 /* Map path read-only (an empty file maps to a NULL-data, 0-byte map).
  * NULL + WK_ERR_IO (naming op and path) when it cannot be opened or mapped. */
 wk__map *wk__map_open(const char *op, const char *path);
+/* A map over a private copy of bytes already in memory (the fuzz targets and
+ * tests parse images this way; the parsers see no difference). */
+wk__map *wk__map_from_bytes(const char *op, const void *data, size_t size);
 void wk__map_retain(wk__map *m);
 void wk__map_release(wk__map *m); /* NULL is a no-op */
 const uint8_t *wk__map_data(const wk__map *m);
