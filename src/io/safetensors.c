@@ -127,9 +127,20 @@ wk_status wk__st_finalize(const char *op, wk_safetensors *st, bool meta_first_wi
 
 /* ------------------------------------------------------------ opening */
 
+/* Tensors are views of the file's little-endian bytes. */
+static bool host_is_little_endian(void) {
+    const uint16_t probe = 1;
+    return *(const uint8_t *)&probe == 1;
+}
+
 /* A loader over one mapped file (takes the reference to m). */
 static wk_safetensors *open_single_map(const char *op, wk__map *m) {
     if (!m) return NULL;
+    if (!host_is_little_endian()) {
+        wk__map_release(m);
+        wk__err(WK_ERR_FORMAT, op, "safetensors files are little-endian; this host is not");
+        return NULL;
+    }
     wk_safetensors *st = wk__st_new(op);
     int idx;
     if (!st) {
