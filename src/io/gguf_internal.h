@@ -58,6 +58,9 @@ struct wk_gguf {
 
 /* Size in bytes of a scalar value type; 0 for string, array and invalid ids. */
 uint32_t wk__gguf_scalar_size(wk_gguf_type t);
+/* A key or tensor name: strict UTF-8 (no overlongs, surrogates or code
+ * points past U+10FFFF) without NUL bytes. */
+bool wk__gguf_valid_name(const uint8_t *s, uint64_t n);
 /* Index of a key / tensor name through the hash tables, or -1. */
 int64_t wk__gguf_kv_lookup(const wk_gguf *g, const char *key);
 int64_t wk__gguf_tensor_lookup(const wk_gguf *g, const char *name);

@@ -97,7 +97,7 @@ uint32_t wk__gguf_scalar_size(wk_gguf_type t) {
 
 /* Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF) and no NUL, which
  * a C-string name could not hold. */
-static bool valid_name(const uint8_t *s, uint64_t n) {
+bool wk__gguf_valid_name(const uint8_t *s, uint64_t n) {
     uint64_t i = 0;
     while (i < n) {
         uint8_t b = s[i];
@@ -236,7 +236,7 @@ static wk_status parse_kvs(cursor *c, wk_gguf *g, uint64_t *key_bytes) {
         uint64_t koff = 0, klen = 0;
         uint32_t ty = 0;
         if (rd_str(c, "a key", &koff, &klen) != WK_OK) return wk_last_status();
-        if (!klen || !valid_name(g->data + koff, klen))
+        if (!klen || !wk__gguf_valid_name(g->data + koff, klen))
             return FAIL(g, "key %lld at offset %llu is empty or not valid UTF-8", (long long)i, (unsigned long long)koff);
         kv->key_off = koff;
         kv->key_len = klen;
@@ -255,7 +255,7 @@ static wk_status parse_tensor(cursor *c, wk_gguf *g, int64_t i, uint64_t *name_b
     uint64_t noff = 0, nlen = 0;
     uint32_t nd = 0;
     if (rd_str(c, "a tensor name", &noff, &nlen) != WK_OK) return wk_last_status();
-    if (!nlen || !valid_name(g->data + noff, nlen))
+    if (!nlen || !wk__gguf_valid_name(g->data + noff, nlen))
         return FAIL(g, "tensor %lld's name at offset %llu is empty or not valid UTF-8", (long long)i,
                     (unsigned long long)noff);
     t->name_off = noff;
