@@ -8,9 +8,11 @@
                                   gguf-py's GGUFReader sees in it
   gguf_oracle.py dump FILE OUT    the same listing of any GGUF (e.g. the real
                                   model: every tensor's checksum)
-  gguf_oracle.py compare A B      exit 0 when GGUFReader sees the same
+  gguf_oracle.py compare A B [NAMEHEX...]
+                                  exit 0 when GGUFReader sees the same
                                   metadata (types, values, order) and tensors
-                                  (name, type, shape, bytes) in A and B
+                                  (name, type, shape, bytes) in A and B, but
+                                  for A's tensors named (hex) after B
 
 Listing lines (the C test parses them; hex keeps every byte exact):
   kv KEYHEX TYPE VALUE               scalar: ints decimal, floats float.hex(),
@@ -185,7 +187,9 @@ def main(argv):
             fh.write("\n".join(listing(argv[2])) + "\n")
         return 0
     if cmd == "compare":
-        a, b = listing(argv[2]), listing(argv[3])
+        skip = set(argv[4:])
+        a = [x for x in listing(argv[2]) if not (x.startswith("t ") and x.split()[1] in skip)]
+        b = listing(argv[3])
         if a == b:
             return 0
         for i, (x, y) in enumerate(zip(a, b)):
