@@ -251,6 +251,9 @@ static void test_hostile_tensor_infos(void **state) {
     expect_fail(&g, WK_ERR_FORMAT, "overflow");
     one_tensor(&g, "t", 2, (const uint64_t[]){UINT64_MAX, 1}, 0, 0, 4);
     expect_fail(&g, WK_ERR_FORMAT, "overflow");
+    /* an empty tensor whose other dims overflow wick's strides (found by fuzz_gguf) */
+    one_tensor(&g, "t", 3, (const uint64_t[]){1u << 30, 0, UINT64_C(1) << 40}, 0, 0, 4);
+    expect_fail(&g, WK_ERR_FORMAT, "overflow");
     one_tensor(&g, "t", 1, (const uint64_t[]){8}, 0, 32, 32);
     expect_fail(&g, WK_ERR_FORMAT, "outside");
     one_tensor(&g, "t", 1, (const uint64_t[]){8}, 0, UINT64_MAX - 31, 32);

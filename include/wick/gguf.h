@@ -139,7 +139,8 @@ wk_status wk_gguf_array_bool(const wk_gguf *g, int64_t i, uint64_t j, bool *out)
 wk_status wk_gguf_array_u64(const wk_gguf *g, int64_t i, uint64_t j, uint64_t *out);
 wk_status wk_gguf_array_i64(const wk_gguf *g, int64_t i, uint64_t j, int64_t *out);
 wk_status wk_gguf_array_f64(const wk_gguf *g, int64_t i, uint64_t j, double *out);
-/* String j of a string array, O(1) (an offset index built at open). */
+/* String j of a string array, O(1): a sparse offset index built at open
+ * (one entry per 16 strings) and a walk of at most 15 lengths. */
 wk_status wk_gguf_array_string(const wk_gguf *g, int64_t i, uint64_t j, const char **s, uint64_t *len);
 
 /* Tensor infos. Indices run 0 .. count-1 in file order. */

@@ -135,21 +135,28 @@ wk_status wk_gguf_array_bool(const wk_gguf *g, int64_t i, uint64_t j, bool *out)
     return WK_OK;
 }
 
+/* The length field of a string at file offset at (32-bit in v1). */
+static uint64_t string_len(const wk_gguf *g, uint64_t at) {
+    if (g->len_bytes == 8) {
+        uint64_t n;
+        memcpy(&n, g->data + at, 8);
+        return n;
+    }
+    uint32_t n32;
+    memcpy(&n32, g->data + at, 4);
+    return n32;
+}
+
 wk_status wk_gguf_array_string(const wk_gguf *g, int64_t i, uint64_t j, const char **s, uint64_t *len) {
     const wk__gguf_kv *kv = element("wk_gguf_array_string", g, i, j, WK_GGUF_STRING);
     if (!kv) return wk_last_status();
     if (!s || !len) return wk__err(WK_ERR_ARG, "wk_gguf_array_string", "NULL output");
-    uint64_t at = kv->off + (kv->sidx64 ? kv->sidx64[j] : kv->sidx32[j]);
-    uint64_t n = 0;
-    if (g->len_bytes == 8) {
-        memcpy(&n, g->data + at, 8);
-    } else {
-        uint32_t n32;
-        memcpy(&n32, g->data + at, 4);
-        n = n32;
-    }
+    uint64_t slot = j / WK__GGUF_SIDX_STRIDE;
+    uint64_t at = kv->off + (kv->sidx64 ? kv->sidx64[slot] : kv->sidx32[slot]);
+    /* every length was checked against the file at open */
+    for (uint64_t k = slot * WK__GGUF_SIDX_STRIDE; k < j; k++) at += g->len_bytes + string_len(g, at);
     *s = (const char *)g->data + at + g->len_bytes;
-    *len = n;
+    *len = string_len(g, at);
     return WK_OK;
 }
 

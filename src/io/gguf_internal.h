@@ -15,6 +15,7 @@
 
 #define WK__GGUF_MAX_DIMS 4 /* GGML_MAX_DIMS */
 #define WK__GGUF_DEFAULT_ALIGNMENT 32u
+#define WK__GGUF_SIDX_STRIDE 16
 
 typedef struct wk__gguf_kv {
     const char *key;        /* in the arena */
@@ -23,8 +24,10 @@ typedef struct wk__gguf_kv {
     wk_gguf_type elem_type; /* arrays only */
     uint64_t n;             /* array: element count; string: byte length */
     uint64_t off;           /* file offset of the scalar / string bytes / first array element */
-    /* string arrays: offset of each element's length field from off
-     * (32-bit when the array spans under 4 GiB, the usual case) */
+    /* string arrays: offset from off of the length field of every
+     * WK__GGUF_SIDX_STRIDE-th element (32-bit when the array spans under
+     * 4 GiB, the usual case); a lookup walks at most STRIDE - 1 strings from
+     * there. Sparse so a 49152-token vocabulary costs 12 KiB, not 192. */
     uint32_t *sidx32;
     uint64_t *sidx64;
 } wk__gguf_kv;

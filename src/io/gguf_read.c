@@ -217,14 +217,17 @@ static wk_status parse_value(cursor *c, wk_gguf_type ty, wk__gguf_kv *kv, const 
     kv->off = c->pos;
     /* the whole array lies in the bytes left; 32-bit offsets when they fit */
     bool wide = left(c) > UINT32_MAX;
-    void *idx = malloc(kv->n ? kv->n * (wide ? 8 : 4) : 1);
+    uint64_t slots = (kv->n + WK__GGUF_SIDX_STRIDE - 1) / WK__GGUF_SIDX_STRIDE;
+    void *idx = malloc(slots ? slots * (wide ? 8 : 4) : 1);
     if (!idx) return fail_as(g, WK_ERR_OOM, "cannot index the %llu strings of '%s'", (unsigned long long)kv->n, key);
     if (wide) kv->sidx64 = idx;
     else kv->sidx32 = idx;
     for (uint64_t j = 0; j < kv->n; j++) {
         uint64_t rel = c->pos - kv->off, soff = 0, slen = 0;
-        if (wide) kv->sidx64[j] = rel;
-        else kv->sidx32[j] = (uint32_t)rel;
+        if (j % WK__GGUF_SIDX_STRIDE == 0) {
+            if (wide) kv->sidx64[j / WK__GGUF_SIDX_STRIDE] = rel;
+            else kv->sidx32[j / WK__GGUF_SIDX_STRIDE] = (uint32_t)rel;
+        }
         if (rd_str(c, key, &soff, &slen) != WK_OK) return wk_last_status();
     }
     return WK_OK;
@@ -266,13 +269,17 @@ static wk_status parse_tensor(cursor *c, wk_gguf *g, int64_t i, uint64_t *name_b
     if (rd_u32(c, name, &nd) != WK_OK) return wk_last_status();
     if (nd > WK__GGUF_MAX_DIMS) return FAIL(g, "tensor '%s' has %u dims (at most %d)", name, nd, WK__GGUF_MAX_DIMS);
     t->rank = (int)nd;
-    int64_t numel = 1;
+    /* wick's shape rule (wk__shape_fits): the product of the NONZERO dims is
+     * bounded, so strides stay in range even when another dim is 0 */
+    int64_t numel = 1, nonzero = 1;
     for (uint32_t d = 0; d < nd; d++) {
         uint64_t v = 0;
         if (rd_len(c, name, &v) != WK_OK) return wk_last_status();
-        if (v > (uint64_t)WK__MAX_NUMEL || wk__mul_overflow_i64(numel, (int64_t)v, &numel) || numel > WK__MAX_NUMEL)
+        if (v > (uint64_t)WK__MAX_NUMEL || (v && wk__mul_overflow_i64(nonzero, (int64_t)v, &nonzero)) ||
+            nonzero > WK__MAX_NUMEL)
             return FAIL(g, "tensor '%s': dims overflow (dim %u is %llu)", name, d, (unsigned long long)v);
         t->ne[d] = (int64_t)v;
+        numel *= (int64_t)v; /* <= nonzero, or 0 */
     }
     uint64_t rel = 0;
     if (rd_u32(c, name, &t->ggml_type) != WK_OK || rd_u64(c, name, &rel) != WK_OK) return wk_last_status();
