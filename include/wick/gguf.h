@@ -22,6 +22,8 @@
  *
  * Tensor dims in GGUF are innermost-first: ne = [K, N] is a wick tensor of
  * shape (N, K). The wk_gguf_tensor_* accessors report wick's order.
+ * A reader is never modified after wk_gguf_open: any number of threads may
+ * query one reader at once.
  * Errors: NULL / a status, with wk_last_error naming the op and the cause. */
 #ifndef WICK_GGUF_H
 #define WICK_GGUF_H
@@ -199,7 +201,9 @@ wk_status wk_gguf_writer_copy_kv(wk_gguf_writer *w, const wk_gguf *g, int64_t i)
 /* Add a tensor of any dtype ggml has (block dtypes included), any layout and
  * device: its bytes are taken as a contiguous copy (none for a contiguous
  * CPU tensor, whose storage the writer keeps a reference to until freed).
- * Rank 1..4. The written ggml type is the dtype's (wk_dtype_to_ggml_type). */
+ * Rank 0..4 (a rank-0 tensor is written as one element, ne = [1]). The
+ * written ggml type is the dtype's (wk_dtype_to_ggml_type): WK_ERR_DTYPE for
+ * u8, u32 and f8e4m3; WK_ERR_SHAPE above rank 4. */
 wk_status wk_gguf_writer_add_tensor(wk_gguf_writer *w, const char *name, const wk_tensor *t);
 /* Write everything added so far to path (created or truncated). */
 wk_status wk_gguf_writer_write(wk_gguf_writer *w, const char *path);
