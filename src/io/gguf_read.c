@@ -154,7 +154,8 @@ int64_t wk__gguf_tensor_lookup(const wk_gguf *g, const char *name) {
     return lookup(g, g->t_hash, g->t_hmask, tensor_name, name);
 }
 
-/* A table for n names (load <= 1/2); -1 in *dup_of the first duplicate's... */
+/* An open-addressing table of the n names (load at most 1/2); a name seen
+ * twice is the file's error. */
 static wk_status build_table(wk_gguf *g, int64_t n, const char *(*name)(const wk_gguf *, int64_t), int64_t **table,
                              uint64_t *mask, const char *what) {
     uint64_t cap = 8;
