@@ -116,6 +116,10 @@ wk_tensor *wk__map_tensor(const char *op, const char *what, wk__map *m, uint64_t
         wk__err(WK_ERR_ARG, op, "%s: bad map tensor arguments", what);
         return NULL;
     }
+    if (!wk__shape_fits(shape, rank)) { /* a 0 dim beside huge ones would still overflow the strides */
+        wk__err(WK_ERR_FORMAT, op, "%s: shape has a negative or too large dimension", what);
+        return NULL;
+    }
     int64_t numel = 1;
     for (int i = 0; i < rank; i++)
         if (shape[i] < 0 || wk__mul_overflow_i64(numel, shape[i], &numel) || numel > WK__MAX_NUMEL) {
