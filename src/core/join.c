@@ -57,7 +57,8 @@ wk_tensor *wk_cat(wk_tensor *const *ts, int n, int dim) {
         off += ld.shape[d];
         if (wk__layout_numel(&ld) == 0) continue;
         wk_dtype bdt;
-        wk_layout bs = wk__block_bytes_layout(&ts[k]->layout, r->dtype, &bdt), bd = wk__block_bytes_layout(&ld, r->dtype, &bdt);
+        wk_layout bs = wk__block_bytes_layout(&ts[k]->layout, r->dtype, &bdt);
+        wk_layout bd = wk__block_bytes_layout(&ld, r->dtype, &bdt);
         if (wk__be(r)->copy_strided(wk__dev(r), ts[k]->storage->buf, &bs, r->storage->buf, &bd, bdt) != WK_OK) {
             wk_tensor_free(r);
             return NULL;
