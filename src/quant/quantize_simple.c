@@ -11,6 +11,12 @@
 #include "quant/blocks.h"
 #include "wick/wick.h"
 
+/* ggml's rounding order: no a*b+c contraction into an FMA (clang contracts
+ * by default when the target has FMA; GCC in ISO C mode does not). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 static void put_le32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)v;
     p[1] = (uint8_t)(v >> 8);
