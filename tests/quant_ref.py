@@ -52,6 +52,10 @@ def inputs(rng):
     cases.append(("special", x))
     cases.append(("large", rng.standard_normal((4, 128)) * 3e3))
     cases.append(("uniform", rng.uniform(-1, 1, (2, 512))))
+    x = rng.integers(-126, 126, (2, 64)) + 0.5
+    x[:, ::32] = 127.0  # q8_0 scale 1: every value a rounding tie (away from zero)
+    x[1] = np.where(np.arange(64) % 3 == 0, 0.49999997, x[1])
+    cases.append(("ties", x))
     cases.append(("threads", rng.standard_normal((48, 2048))))  # > 64 Ki elements: the pool
     return [(n, a.astype(np.float32)) for n, a in cases]
 
