@@ -14,6 +14,7 @@
  *    the f32 bits), its first rows requantized to the five types == gguf-py. */
 #include "testutil.h"
 #include "oracle_util.h"
+#include "cpu/vmath.h"
 #include "wick/nn.h"
 
 #include <stdio.h>
@@ -204,10 +205,17 @@ static void quantize_case(const qcase *c) {
 static void test_quantize_bytes(void **state) {
     (void)state;
     need_ref();
-    wk_scope_begin();
-    int n = for_cases('q', quantize_case);
-    wk_scope_end();
-    print_message("quantize: %d cases (x 7 sources / layouts) byte-exact with gguf-py\n", n);
+    int n = 0;
+    /* every SIMD level: the f16 / bf16 rows convert through vmath */
+    for (int lv = 0; lv <= wk__vmath_max_level(); lv++) {
+        assert_int_equal(wk__vmath_set_level(lv), 0);
+        wk_scope_begin();
+        n = for_cases('q', quantize_case);
+        wk_scope_end();
+    }
+    wk__vmath_set_level(-1);
+    print_message("quantize: %d cases (x 7 sources / layouts, x %d SIMD levels) byte-exact with gguf-py\n", n,
+                  wk__vmath_max_level() + 1);
     assert_true(n >= 30);
 }
 
@@ -254,10 +262,16 @@ static void dequantize_case(const qcase *c) {
 static void test_dequantize_values(void **state) {
     (void)state;
     need_ref();
-    wk_scope_begin();
-    int n = for_cases(0, dequantize_case);
-    wk_scope_end();
-    print_message("dequantize: %d cases (x 3 output dtypes, whole and narrowed) bit-exact with gguf-py\n", n);
+    int n = 0;
+    for (int lv = 0; lv <= wk__vmath_max_level(); lv++) {
+        assert_int_equal(wk__vmath_set_level(lv), 0);
+        wk_scope_begin();
+        n = for_cases(0, dequantize_case);
+        wk_scope_end();
+    }
+    wk__vmath_set_level(-1);
+    print_message("dequantize: %d cases (x 3 output dtypes, whole and narrowed, x %d SIMD levels) bit-exact with "
+                  "gguf-py\n", n, wk__vmath_max_level() + 1);
     assert_true(n >= 40);
 }
 
