@@ -6,11 +6,14 @@
  * does not, a walk of the whole op table with block inputs, threads. */
 #include "testutil.h"
 #include "op_table.h"
+#include "core/tensor.h"
+#include "cpu/cpu_backend.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
 #include "wick/nn.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -437,6 +440,94 @@ static void test_threads_agree(void **state) {
     wk_scope_end();
 }
 
+/* ---- a device without quantize / dequantize entries ---- */
+
+/* The CPU's table with every optional entry cleared, on a CPU-kind device
+ * of its own (as test_backend_contract's required-only backend). */
+static wk_backend g_bare_table;
+static wk_backend_desc g_bare_desc;
+static wk_device g_bare_dev;
+static wk_device *bare_open(int ordinal) {
+    if (ordinal != 0) {
+        wk__err(WK_ERR_DEVICE, "bare_open", "cpu-noquant has one device");
+        return NULL;
+    }
+    return &g_bare_dev;
+}
+static int bare_count(void) { return 1; }
+static wk_device *bare_dev(void) {
+    static bool done;
+    if (!done) {
+        done = true;
+        g_bare_table = wk__cpu_backend;
+        g_bare_table.name = "cpu-noquant";
+        memset((char *)&g_bare_table + offsetof(wk_backend, softmax), 0,
+               sizeof(wk_backend) - offsetof(wk_backend, softmax));
+        g_bare_desc = (wk_backend_desc){.name = "cpu-noquant", .kind = WK_DEVICE_CPU, .ops = &g_bare_table,
+                                        .open = bare_open, .device_count = bare_count};
+        g_bare_dev = (wk_device){.kind = WK_DEVICE_CPU, .instance = 2000, .be = &g_bare_table, .desc = &g_bare_desc,
+                                 .name = "cpu-noquant", .priv = wk_cpu()->priv};
+        assert_int_equal(wk__backend_register(&g_bare_desc), WK_OK);
+    }
+    return &g_bare_dev;
+}
+
+/* quantize / dequantize there go through the host and come back: same
+ * bytes and values as on the CPU, results on the bare device. */
+static void test_device_without_entries(void **state) {
+    (void)state;
+    wk_scope_begin();
+    wk_device *dev = bare_dev();
+    assert_null(dev->be->quantize);
+    assert_null(dev->be->dequantize);
+    wk_tensor *x = rand_f32(5, 96, true);
+    wk_tensor *xd = TU_OK(wk_to_device(x, dev));
+    for (int i = 0; i < NQ; i++) {
+        wk_tensor *qc = TU_OK(wk_quantize(x, k_quantizable[i]));
+        wk_tensor *qd = TU_OK(wk_quantize(TU_OK(wk_narrow(xd, 0, 0, 5)), k_quantizable[i]));
+        assert_true(wk_tensor_device(qd) == dev);
+        size_t nb = 5 * 3 * wk_dtype_info_of(k_quantizable[i])->block_bytes;
+        unsigned char a[5 * 3 * 36], b[5 * 3 * 36];
+        TU_STATUS_OK(wk_to_host(qc, a, nb));
+        TU_STATUS_OK(wk_to_host(qd, b, nb));
+        assert_memory_equal(a, b, nb);
+        wk_tensor *fd = TU_OK(wk_dequantize(TU_OK(wk_narrow(qd, 1, 32, 64)), WK_BF16));
+        assert_true(wk_tensor_device(fd) == dev);
+        wk_tensor *fc = TU_OK(wk_dequantize(TU_OK(wk_narrow(qc, 1, 32, 64)), WK_BF16));
+        assert_true(tu_max_abs_diff(TU_OK(wk_to_device(fd, wk_cpu())), fc) == 0.0);
+        /* its row gathers and copies need no entry: they move bytes */
+        double ids[2] = {4, 1};
+        int64_t n = 2;
+        wk_tensor *id = TU_OK(wk_to_device(TU_OK(tu_make(ids, &n, 1, WK_I64)), dev));
+        wk_tensor *rows = TU_OK(wk_index_select(qd, id, 0));
+        wk_tensor *rc = TU_OK(wk_index_select(qc, TU_OK(tu_make(ids, &n, 1, WK_I64)), 0));
+        assert_same_f32(TU_OK(wk_to_device(TU_OK(wk_dequantize(rows, WK_F32)), wk_cpu())),
+                        TU_OK(wk_dequantize(rc, WK_F32)));
+    }
+    wk_scope_end();
+}
+
+/* Empty block tensors: every path handles zero rows. */
+static void test_empty_block_tensors(void **state) {
+    (void)state;
+    wk_scope_begin();
+    int64_t s[2] = {0, 64};
+    wk_tensor *x = TU_OK(wk_zeros(s, 2, WK_F32, wk_cpu()));
+    wk_tensor *q = TU_OK(wk_quantize(x, WK_Q4_0));
+    tu_assert_shape(q, s, 2);
+    tu_assert_shape(TU_OK(wk_dequantize(q, WK_F16)), s, 2);
+    tu_assert_shape(TU_OK(wk_copy(q)), s, 2);
+    tu_assert_shape(TU_OK(wk_narrow(q, 1, 32, 32)), (int64_t[]){0, 32}, 2);
+    TU_STATUS_OK(wk_to_host(q, NULL, 0));
+    int64_t one = 0;
+    wk_tensor *noids = TU_OK(wk_zeros(&one, 1, WK_I64, wk_cpu()));
+    wk_tensor *full = TU_OK(wk_quantize(rand_f32(3, 64, false), WK_Q4_0));
+    tu_assert_shape(TU_OK(wk_index_select(full, noids, 0)), s, 2);
+    wk_tensor *both[2] = {q, full};
+    same_view(TU_OK(wk_cat(both, 2, 0)), TU_OK(wk_dequantize(full, WK_F32)));
+    wk_scope_end();
+}
+
 /* ---- the whole op table with block inputs ---- */
 
 /* Ops defined on block tensors (their results checked against the op on the
@@ -561,6 +652,7 @@ int main(void) {
         cmocka_unit_test(test_quantize_errors),     cmocka_unit_test(test_to_dtype_block_to_block),
         cmocka_unit_test(test_row_views),           cmocka_unit_test(test_bytes_moves_and_joins),
         cmocka_unit_test(test_embedding_lookup),    cmocka_unit_test(test_threads_agree),
+        cmocka_unit_test(test_device_without_entries), cmocka_unit_test(test_empty_block_tensors),
         cmocka_unit_test(test_op_table_walk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
