@@ -10,6 +10,8 @@
  *      build/libwick.a -ldl -lm -lpthread -lz -o build/quant_vs_ggml
  * Run:
  *   build/quant_vs_ggml /path/to/libggml-base.so [rows]
+ * (rows of 4096 per data set of tools/quant_vs_ggml.h, default 64; with rows
+ * 8 its hashes are the ones tests/test_quantk.c holds)
  * Exit status 0 when every block of every type matches. */
 #include <dlfcn.h>
 #include <math.h>
@@ -21,6 +23,8 @@
 #include "quant/blocks.h"
 #include "quant/quantize_k.h"
 #include "wick/wick.h"
+
+#include "quant_vs_ggml.h"
 
 typedef size_t (*ggml_chunk_fn)(int type, const float *src, void *dst, int64_t start, int64_t nrows,
                                 int64_t n_per_row, const float *imatrix);
@@ -44,48 +48,7 @@ static const qtype TYPES[] = {
     {"q8_K", 15, sizeof(wk_block_q8_K), WK_QK_K, wk__quantize_row_q8_K, "quantize_row_q8_K_ref"},
     {"iq4_xs", 23, sizeof(wk_block_iq4_xs), WK_QK_K, wk__quantize_row_iq4_xs, NULL},
 };
-
-/* ---- data ---------------------------------------------------------------- */
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rng_u64(void) { /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static double rng_unif(void) { return (double)(rng_u64() >> 11) * 0x1p-53; }
-static double rng_normal(void) {
-    double u = rng_unif(), v = rng_unif();
-    return sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v);
-}
-
-enum { N_SETS = 13 };
-static const char *SET_NAMES[N_SETS] = {"normal",   "uniform",   "outliers", "weights*0.02", "positive", "negative",
-                                        "sparse",   "zero+const", "tiny1e-4", "large1e3",    "integers", "mixed-scale",
-                                        "f16-grid"};
-
-static void fill(int set, float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        double v;
-        switch (set) {
-        case 0: v = rng_normal(); break;
-        case 1: v = 2 * rng_unif() - 1; break;
-        case 2: v = rng_normal() * (rng_unif() < 0.01 ? 50 : 1); break;
-        case 3: v = 0.02 * rng_normal(); break;
-        case 4: v = rng_unif(); break;
-        case 5: v = -rng_unif() - 0.5; break;
-        case 6: v = rng_unif() < 0.8 ? 0 : rng_normal(); break;
-        case 7: v = (i / 256) % 3 == 0 ? 0 : (i / 256) % 3 == 1 ? 0.75 : -3.0; break;
-        case 8: v = 1e-4 * rng_normal(); break;
-        case 9: v = 1e3 * rng_normal(); break;
-        case 10: v = (double)((int)(rng_unif() * 9) - 4); break; /* many exact ties */
-        case 11: v = rng_normal() * pow(10.0, (double)((i / 16) % 7) - 3); break;
-        default: v = (double)wk_f16_to_f32(wk_f32_to_f16((float)rng_normal())); break;
-        }
-        x[i] = (float)v;
-    }
-}
+#define N_TYPES (sizeof TYPES / sizeof TYPES[0])
 
 int main(int argc, char **argv) {
     if (argc < 2) {
@@ -105,15 +68,16 @@ int main(int argc, char **argv) {
     }
     const int64_t rows = argc > 2 ? atoll(argv[2]) : 64, n_per_row = 4096, n = rows * n_per_row;
     float *x = malloc((size_t)n * sizeof *x);
-    size_t max_bytes = (size_t)n / 32 * 36 + 4096; /* >= any type's size */
+    size_t max_bytes = (size_t)n * 2; /* > any block type (q8_K: 292 bytes per 256) */
     uint8_t *qa = malloc(max_bytes), *qb = malloc(max_bytes);
     if (!x || !qa || !qb) return 2;
 
     int all_ok = 1;
+    uint64_t hashes[N_TYPES][2] = {{0}};
     printf("%-8s", "type");
-    for (int s = 0; s < N_SETS; s++) printf(" %12s", SET_NAMES[s]);
+    for (int s = 0; s < QVG_N_SETS; s++) printf(" %12s", QVG_SET_NAMES[s]);
     printf("   all\n");
-    for (size_t t = 0; t < sizeof TYPES / sizeof TYPES[0]; t++) {
+    for (size_t t = 0; t < N_TYPES; t++) {
         const qtype *q = &TYPES[t];
         row_fn ggml_row = NULL;
         if (q->ggml_row_symbol) {
@@ -125,10 +89,10 @@ int main(int argc, char **argv) {
             }
         }
         int64_t nblk = n / q->block_elems, total_same = 0;
+        uint64_t hash_ggml = QVG_FNV0, hash_wick = QVG_FNV0;
         printf("%-8s", q->name);
-        for (int s = 0; s < N_SETS; s++) {
-            rng_state = 0x1234567ull * (uint64_t)(s + 1);
-            fill(s, x, n);
+        for (int s = 0; s < QVG_N_SETS; s++) {
+            qvg_fill(s, 1, x, n);
             /* pre-zero both: ggml leaves some bytes (q8_K bsums of an all-zero block) unwritten */
             size_t bytes = (size_t)nblk * q->block_bytes;
             memset(qa, 0, bytes);
@@ -146,11 +110,13 @@ int main(int argc, char **argv) {
                 else if (first_bad < 0) first_bad = b;
             }
             total_same += same;
+            hash_ggml = qvg_fnv(hash_ggml, qa, bytes);
+            hash_wick = qvg_fnv(hash_wick, qb, bytes);
             printf(" %5lld/%-6lld", (long long)same, (long long)nblk);
             if (same != nblk) {
                 all_ok = 0;
                 if (getenv("QUANT_VS_GGML_VERBOSE")) {
-                    fprintf(stderr, "%s %s: first differing block %lld, bytes:", q->name, SET_NAMES[s], (long long)first_bad);
+                    fprintf(stderr, "%s %s: first differing block %lld, bytes:", q->name, QVG_SET_NAMES[s], (long long)first_bad);
                     for (size_t k = 0; k < q->block_bytes; k++) {
                         size_t o = (size_t)first_bad * q->block_bytes + k;
                         if (qa[o] != qb[o]) fprintf(stderr, " [%zu] ggml %02x wick %02x", k, qa[o], qb[o]);
@@ -159,9 +125,17 @@ int main(int argc, char **argv) {
                 }
             }
         }
-        printf("   %s\n", total_same == nblk * N_SETS ? "EQUAL" : "DIFFER");
+        printf("   %s\n", total_same == nblk * QVG_N_SETS ? "EQUAL" : "DIFFER");
+        hashes[t][0] = hash_ggml;
+        hashes[t][1] = hash_wick;
     }
     printf("%s\n", all_ok ? "all types byte-identical to ggml" : "some blocks differ");
+    /* FNV-1a of all data sets' bytes in order, for tests/test_quantk.c (rows 8) */
+    printf("hashes over the %d data sets, %lld rows of %lld (seed 1):\n", QVG_N_SETS, (long long)rows,
+           (long long)n_per_row);
+    for (size_t t = 0; t < N_TYPES; t++)
+        printf("  %-8s ggml 0x%016llxull  wick 0x%016llxull\n", TYPES[t].name, (unsigned long long)hashes[t][0],
+               (unsigned long long)hashes[t][1]);
     free(x);
     free(qa);
     free(qb);
