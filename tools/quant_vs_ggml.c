@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "quant/blocks.h"
-#include "quant/quantize_k.h"
+#include "quant/quant.h"
 #include "wick/wick.h"
 
 #include "quant_vs_ggml.h"
@@ -30,23 +30,24 @@ typedef size_t (*ggml_chunk_fn)(int type, const float *src, void *dst, int64_t s
                                 int64_t n_per_row, const float *imatrix);
 typedef void (*row_fn)(const float *x, void *y, int64_t n);
 
+
+/* wick's block dtypes and ggml's ids (enum ggml_type) for them. Quantizers
+ * and block geometry come from wick's traits table (quant/quant.h). */
 typedef struct {
     const char *name;
-    int ggml_type;     /* ggml's enum ggml_type value */
-    size_t block_bytes;
-    int block_elems;
-    row_fn wick;
-    const char *ggml_row_symbol; /* non-NULL: call this ggml row function instead of ggml_quantize_chunk */
+    wk_dtype dt;
+    int ggml_type;
+    const char *ggml_row_symbol; /* non-NULL: ggml_quantize_chunk has no case; call this row function */
 } qtype;
 
 static const qtype TYPES[] = {
-    {"q2_K", 10, sizeof(wk_block_q2_K), WK_QK_K, wk__quantize_row_q2_K, NULL},
-    {"q3_K", 11, sizeof(wk_block_q3_K), WK_QK_K, wk__quantize_row_q3_K, NULL},
-    {"q4_K", 12, sizeof(wk_block_q4_K), WK_QK_K, wk__quantize_row_q4_K, NULL},
-    {"q5_K", 13, sizeof(wk_block_q5_K), WK_QK_K, wk__quantize_row_q5_K, NULL},
-    {"q6_K", 14, sizeof(wk_block_q6_K), WK_QK_K, wk__quantize_row_q6_K, NULL},
-    {"q8_K", 15, sizeof(wk_block_q8_K), WK_QK_K, wk__quantize_row_q8_K, "quantize_row_q8_K_ref"},
-    {"iq4_xs", 23, sizeof(wk_block_iq4_xs), WK_QK_K, wk__quantize_row_iq4_xs, NULL},
+    {"q4_0", WK_Q4_0, 2, NULL},     {"q4_1", WK_Q4_1, 3, NULL},
+    {"q5_0", WK_Q5_0, 6, NULL},     {"q5_1", WK_Q5_1, 7, NULL},
+    {"q8_0", WK_Q8_0, 8, NULL},     {"q8_1", WK_Q8_1, 9, "quantize_row_q8_1_ref"},
+    {"q2_K", WK_Q2_K, 10, NULL},    {"q3_K", WK_Q3_K, 11, NULL},
+    {"q4_K", WK_Q4_K, 12, NULL},    {"q5_K", WK_Q5_K, 13, NULL},
+    {"q6_K", WK_Q6_K, 14, NULL},    {"q8_K", WK_Q8_K, 15, "quantize_row_q8_K_ref"},
+    {"iq4_nl", WK_IQ4_NL, 20, NULL}, {"iq4_xs", WK_IQ4_XS, 23, NULL},
 };
 #define N_TYPES (sizeof TYPES / sizeof TYPES[0])
 
@@ -79,7 +80,15 @@ int main(int argc, char **argv) {
     printf("   all\n");
     for (size_t t = 0; t < N_TYPES; t++) {
         const qtype *q = &TYPES[t];
+        const wk__quant_traits *tr = wk__quant_traits_of(q->dt);
         row_fn ggml_row = NULL;
+        if (!tr || !tr->from_f32) {
+            printf("%-8s no wick quantizer\n", q->name);
+            all_ok = 0;
+            continue;
+        }
+        const size_t block_bytes = tr->block_bytes;
+        const int64_t block_elems = tr->block_elems;
         if (q->ggml_row_symbol) {
             *(void **)&ggml_row = dlsym(lib, q->ggml_row_symbol);
             if (!ggml_row) {
@@ -88,13 +97,13 @@ int main(int argc, char **argv) {
                 continue;
             }
         }
-        int64_t nblk = n / q->block_elems, total_same = 0;
+        int64_t nblk = n / block_elems, total_same = 0;
         uint64_t hash_ggml = QVG_FNV0, hash_wick = QVG_FNV0;
         printf("%-8s", q->name);
         for (int s = 0; s < QVG_N_SETS; s++) {
             qvg_fill(s, 1, x, n);
             /* pre-zero both: ggml leaves some bytes (q8_K bsums of an all-zero block) unwritten */
-            size_t bytes = (size_t)nblk * q->block_bytes;
+            size_t bytes = (size_t)nblk * block_bytes;
             memset(qa, 0, bytes);
             memset(qb, 0, bytes);
             if (ggml_row) {
@@ -103,10 +112,10 @@ int main(int argc, char **argv) {
                 chunk(q->ggml_type, x, qa, 0, rows, n_per_row, NULL);
             }
             for (int64_t r = 0; r < rows; r++)
-                q->wick(x + r * n_per_row, qb + (size_t)r * (size_t)(n_per_row / q->block_elems) * q->block_bytes, n_per_row);
+                tr->from_f32(x + r * n_per_row, qb + (size_t)r * (size_t)(n_per_row / block_elems) * block_bytes, n_per_row);
             int64_t same = 0, first_bad = -1;
             for (int64_t b = 0; b < nblk; b++) {
-                if (!memcmp(qa + (size_t)b * q->block_bytes, qb + (size_t)b * q->block_bytes, q->block_bytes)) same++;
+                if (!memcmp(qa + (size_t)b * block_bytes, qb + (size_t)b * block_bytes, block_bytes)) same++;
                 else if (first_bad < 0) first_bad = b;
             }
             total_same += same;
@@ -117,8 +126,8 @@ int main(int argc, char **argv) {
                 all_ok = 0;
                 if (getenv("QUANT_VS_GGML_VERBOSE")) {
                     fprintf(stderr, "%s %s: first differing block %lld, bytes:", q->name, QVG_SET_NAMES[s], (long long)first_bad);
-                    for (size_t k = 0; k < q->block_bytes; k++) {
-                        size_t o = (size_t)first_bad * q->block_bytes + k;
+                    for (size_t k = 0; k < block_bytes; k++) {
+                        size_t o = (size_t)first_bad * block_bytes + k;
                         if (qa[o] != qb[o]) fprintf(stderr, " [%zu] ggml %02x wick %02x", k, qa[o], qb[o]);
                     }
                     fprintf(stderr, "\n");
