@@ -1,6 +1,6 @@
 /* The K-type and IQ4_XS row quantizers (src/quant/quantize_k.c), on the CPU,
- * without the venv: byte equality with ggml through the hashes of ggml's own
- * output on the shared data sets (tools/quant_vs_ggml.h; the tool run against
+ * without the venv: byte equality with ggml (all 14 block types, through the
+ * traits table) via the hashes of ggml's own output on the shared data sets (tools/quant_vs_ggml.h; the tool run against
  * libggml-base produced them), dequantize(quantize(x)) error within bounds a
  * little above what each type gives on each data set, q8_K's bsums and
  * scale, near-idempotence, finite output, zero and constant rows, and every
@@ -15,6 +15,7 @@
 
 #include "quant/blocks.h"
 #include "quant/dequant_block.h"
+#include "quant/quant.h"
 #include "quant/quantize_k.h"
 #include "../tools/quant_vs_ggml.h"
 
@@ -37,10 +38,6 @@ typedef struct {
     size_t bytes;
     quant_fn quant;
     deq_fn deq;
-    /* FNV-1a of ggml_quantize_chunk's bytes (q8_K: quantize_row_q8_K_ref) for
-     * the QVG_N_SETS data sets, 8 rows of 4096, seed 1: tools/quant_vs_ggml
-     * against libggml-base 0.25.3 of llama-cpp-python 0.3.36 */
-    uint64_t ggml_hash;
     /* relative RMSE bound per data set (QVG_SET_NAMES order): about 10% above
      * what this implementation (= ggml) gives on set seed 7, 128 blocks (the
      * "tiny" set, |x| ~ 1e-4, loses precision to f16-subnormal block scales,
@@ -49,19 +46,19 @@ typedef struct {
 } ktype;
 
 static const ktype TYPES[NT] = {
-    {"q2_K", sizeof(wk_block_q2_K), wk__quantize_row_q2_K, deq_q2_K, 0xe5bf963b95a19dcbull,
+    {"q2_K", sizeof(wk_block_q2_K), wk__quantize_row_q2_K, deq_q2_K,
      {0.32, 0.26, 0.23, 0.32, 0.15, 0.073, 0.51, 0.0005, 0.32, 0.32, 0.27, 0.32, 0.32}},
-    {"q3_K", sizeof(wk_block_q3_K), wk__quantize_row_q3_K, deq_q3_K, 0x36780b2c42408353ull,
+    {"q3_K", sizeof(wk_block_q3_K), wk__quantize_row_q3_K, deq_q3_K,
      {0.17, 0.14, 0.092, 0.17, 0.13, 0.098, 0.11, 0.0005, 0.17, 0.17, 0.12, 0.16, 0.17}},
-    {"q4_K", sizeof(wk_block_q4_K), wk__quantize_row_q4_K, deq_q4_K, 0xba250583a3b36574ull,
+    {"q4_K", sizeof(wk_block_q4_K), wk__quantize_row_q4_K, deq_q4_K,
      {0.076, 0.061, 0.085, 0.076, 0.033, 0.018, 0.061, 0.0005, 0.086, 0.076, 0.054, 0.084, 0.076}},
-    {"q5_K", sizeof(wk_block_q5_K), wk__quantize_row_q5_K, deq_q5_K, 0x534af85c20c8f027ull,
+    {"q5_K", sizeof(wk_block_q5_K), wk__quantize_row_q5_K, deq_q5_K,
      {0.039, 0.031, 0.056, 0.039, 0.016, 0.0091, 0.04, 0.0005, 0.06, 0.039, 0.028, 0.044, 0.039}},
-    {"q6_K", sizeof(wk_block_q6_K), wk__quantize_row_q6_K, deq_q6_K, 0xd3cf3272c8542c5full,
+    {"q6_K", sizeof(wk_block_q6_K), wk__quantize_row_q6_K, deq_q6_K,
      {0.019, 0.015, 0.037, 0.019, 0.015, 0.012, 0.012, 0.0005, 0.083, 0.019, 0.013, 0.019, 0.019}},
-    {"q8_K", sizeof(wk_block_q8_K), wk__quantize_row_q8_K, deq_q8_K, 0x799d4f271cd54a24ull,
+    {"q8_K", sizeof(wk_block_q8_K), wk__quantize_row_q8_K, deq_q8_K,
      {0.0069, 0.0044, 0.032, 0.0069, 0.0043, 0.0036, 0.006, 0.0005, 0.0069, 0.0069, 0.004, 0.0099, 0.0069}},
-    {"iq4_xs", sizeof(wk_block_iq4_xs), wk__quantize_row_iq4_xs, deq_iq4_xs, 0x69062c1784385077ull,
+    {"iq4_xs", sizeof(wk_block_iq4_xs), wk__quantize_row_iq4_xs, deq_iq4_xs,
      {0.082, 0.072, 0.1, 0.082, 0.067, 0.063, 0.068, 0.0005, 0.17, 0.082, 0.077, 0.084, 0.082}},
 };
 
@@ -104,6 +101,26 @@ static void bufs_free(bufs *b) {
     free(b->q2);
 }
 
+/* FNV-1a of ggml's bytes for the QVG_N_SETS data sets, 8 rows of 4096, seed
+ * 1: tools/quant_vs_ggml against libggml-base 0.25.3 from llama-cpp-python
+ * 0.3.36 (ggml_quantize_chunk without imatrix; q8_1 and q8_K, which it has
+ * no case for, through quantize_row_q8_1_ref / quantize_row_q8_K_ref). The
+ * 32-element types are wip/quant's (quantize_simple.c); all go through the
+ * traits table, as wk_quantize does. */
+static const struct {
+    wk_dtype dt;
+    const char *name;
+    uint64_t ggml_hash;
+} GGML_HASHES[] = {
+    {WK_Q4_0, "q4_0", 0xd704c0fdfb6ce6e1ull},   {WK_Q4_1, "q4_1", 0xd976a1cebef472d7ull},
+    {WK_Q5_0, "q5_0", 0xb94a6ed6092cac0dull},   {WK_Q5_1, "q5_1", 0x388c5339b45e3cfdull},
+    {WK_Q8_0, "q8_0", 0xefd3a1ed36cf25a5ull},   {WK_Q8_1, "q8_1", 0x79657460af85af63ull},
+    {WK_Q2_K, "q2_K", 0xe5bf963b95a19dcbull},   {WK_Q3_K, "q3_K", 0x36780b2c42408353ull},
+    {WK_Q4_K, "q4_K", 0xba250583a3b36574ull},   {WK_Q5_K, "q5_K", 0x534af85c20c8f027ull},
+    {WK_Q6_K, "q6_K", 0xd3cf3272c8542c5full},   {WK_Q8_K, "q8_K", 0x799d4f271cd54a24ull},
+    {WK_IQ4_NL, "iq4_nl", 0xd1b06d5060a7ab79ull}, {WK_IQ4_XS, "iq4_xs", 0x69062c1784385077ull},
+};
+
 /* wick's bytes hash to ggml's on the tool's data sets: the CI stand-in for
  * tools/quant_vs_ggml (which needs libggml-base). Any change to a rounding,
  * an operation order or a packing shows here. */
@@ -114,20 +131,38 @@ static void test_bytes_match_ggml_hashes(void **state) {
     uint8_t *q = malloc((size_t)n / WK_QK_K * sizeof(wk_block_q8_K));
     assert_non_null(x);
     assert_non_null(q);
-    for (int t = 0; t < NT; t++) {
+    for (size_t t = 0; t < sizeof GGML_HASHES / sizeof GGML_HASHES[0]; t++) {
+        const wk__quant_traits *tr = wk__quant_traits_of(GGML_HASHES[t].dt);
+        assert_non_null(tr);
+        assert_non_null(tr->from_f32);
         uint64_t h = QVG_FNV0;
-        size_t row_bytes = (size_t)(per_row / WK_QK_K) * TYPES[t].bytes;
+        size_t row_bytes = (size_t)(per_row / tr->block_elems) * tr->block_bytes;
         for (int s = 0; s < QVG_N_SETS; s++) {
             qvg_fill(s, 1, x, n);
-            for (int64_t r = 0; r < rows; r++) TYPES[t].quant(x + r * per_row, q + (size_t)r * row_bytes, per_row);
+            for (int64_t r = 0; r < rows; r++)
+                assert_int_equal(wk__quantize_row(GGML_HASHES[t].dt, x + r * per_row, q + (size_t)r * row_bytes, per_row),
+                                 WK_OK);
             h = qvg_fnv(h, q, (size_t)rows * row_bytes);
         }
-        if (h != TYPES[t].ggml_hash)
-            fail_msg("%s: bytes hash 0x%016llx, ggml's 0x%016llx", TYPES[t].name, (unsigned long long)h,
-                     (unsigned long long)TYPES[t].ggml_hash);
+        if (h != GGML_HASHES[t].ggml_hash)
+            fail_msg("%s: bytes hash 0x%016llx, ggml's 0x%016llx", GGML_HASHES[t].name, (unsigned long long)h,
+                     (unsigned long long)GGML_HASHES[t].ggml_hash);
     }
     free(x);
     free(q);
+}
+
+/* The traits table routes the K types and iq4_xs to these quantizers. */
+static void test_traits_slots(void **state) {
+    (void)state;
+    static const wk_dtype dts[NT] = {WK_Q2_K, WK_Q3_K, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_Q8_K, WK_IQ4_XS};
+    for (int t = 0; t < NT; t++) {
+        const wk__quant_traits *tr = wk__quant_traits_of(dts[t]);
+        assert_non_null(tr);
+        assert_true(tr->from_f32 == TYPES[t].quant);
+        assert_int_equal(tr->block_elems, WK_QK_K);
+        assert_int_equal(tr->block_bytes, TYPES[t].bytes);
+    }
 }
 
 static void test_error_bounds(void **state) {
@@ -310,6 +345,7 @@ static void test_deterministic_and_complete(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_match_ggml_hashes),
+        cmocka_unit_test(test_traits_slots),
         cmocka_unit_test(test_error_bounds),
         cmocka_unit_test(test_q8_K_scale_and_bsums),
         cmocka_unit_test(test_requantize_dequantized),
