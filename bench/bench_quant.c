@@ -7,9 +7,9 @@
  * The ggml column needs libggml-base.so (from a llama-cpp-python build; the
  * path may also come from WICK_GGML_BASE); without it, it says n/a. Data: a
  * 576 x 1536 weight-like matrix (normal, sigma 0.02: SmolLM2's down_proj),
- * quantized row by row on one thread. Timing: one warm-up call, the batch
- * grows until it takes >= 0.2 s (--quick: 10 ms), then the median of 5
- * batches. MB/s counts the f32 input bytes. "vs ggml" = ggml time / wick
+ * quantized row by row on one thread. Timing, by the thread's CPU time:
+ * one warm-up call, the batch grows until it takes >= 0.2 s (--quick:
+ * 10 ms), then the median of 5 batches. MB/s counts the f32 input bytes. "vs ggml" = ggml time / wick
  * time (above 1: wick is faster); "same bytes" says whether the two outputs
  * are identical. */
 #include <dlfcn.h>
@@ -51,6 +51,33 @@ typedef struct {
     int ggml_type;
 } ctx_t;
 
+/* Seconds per call of call(ctx) by this thread's CPU time (the bench is
+ * single-threaded; on a shared, loaded machine wall time mostly measures
+ * waiting for a core): one warm-up call, the batch doubles until it takes
+ * min_time, then the median of 5 batches. */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+static double time_calls_cpu(void (*call)(void *), void *ctx, double min_time) {
+    call(ctx);
+    int64_t n = 1;
+    for (;;) {
+        double t0 = cpu_now();
+        for (int64_t i = 0; i < n; i++) call(ctx);
+        if (cpu_now() - t0 >= min_time || n > (1 << 20)) break;
+        n *= 2;
+    }
+    double t[5];
+    for (int r = 0; r < 5; r++) {
+        double t0 = cpu_now();
+        for (int64_t i = 0; i < n; i++) call(ctx);
+        t[r] = (cpu_now() - t0) / (double)n;
+    }
+    return bench_median(t, 5);
+}
+
 static void run_wick(void *p) {
     ctx_t *c = p;
     size_t row_bytes = (size_t)(COLS / c->tr->block_elems) * c->tr->block_bytes;
@@ -86,7 +113,7 @@ int main(int argc, char **argv) {
     if (!x || !qa || !qb) return 1;
     qvg_fill(3, 1, x, (int64_t)n); /* "weights": 0.02 * normal */
 
-    printf("row quantizers, %d x %d f32 (%.1f MB), 1 thread; ggml: %s\n", ROWS, COLS, (double)n * 4 / 1e6,
+    printf("row quantizers, %d x %d f32 (%.1f MB), 1 thread, CPU time; ggml: %s\n", ROWS, COLS, (double)n * 4 / 1e6,
            chunk ? ggml_path : "n/a");
     printf("%-8s %12s %12s %9s %11s\n", "type", "wick MB/s", "ggml MB/s", "vs ggml", "same bytes");
     for (size_t t = 0; t < sizeof TYPES / sizeof TYPES[0]; t++) {
@@ -96,7 +123,7 @@ int main(int argc, char **argv) {
             continue;
         }
         ctx_t c = {x, qb, tr, chunk, NULL, TYPES[t].ggml_type};
-        double tw = bench_time_calls(run_wick, &c, min_time);
+        double tw = time_calls_cpu(run_wick, &c, min_time);
         double mbw = (double)n * 4 / tw / 1e6;
         if (!chunk) {
             printf("%-8s %12.1f %12s %9s %11s\n", TYPES[t].name, mbw, "n/a", "n/a", "n/a");
@@ -108,7 +135,7 @@ int main(int argc, char **argv) {
             continue;
         }
         c.q = qa;
-        double tg = bench_time_calls(run_ggml, &c, min_time);
+        double tg = time_calls_cpu(run_ggml, &c, min_time);
         size_t bytes = n / tr->block_elems * tr->block_bytes;
         memset(qa, 0, bytes); /* ggml leaves q8_K bsums of zero blocks unwritten */
         memset(qb, 0, bytes);

@@ -52,115 +52,195 @@ static inline int nearest_iq4nl(float v) {
 /* Affine fit x[i] ~ scale * L[i] + min with L in 0..nmax and min <= 0, for the
  * types that store a min (q2_K, q4_K, q5_K): start from the min/max grid,
  * then try nstep + 1 grids stretched by rmin + rdelta * k levels (anchored at
- * the best min found so far), solve the
- * weighted least squares scale and min for each one's levels, and keep the
- * best by weighted squared (or absolute, abs_err) error. ggml's
- * make_qkx2_quants. Returns scale; *neg_min = -min (>= 0). */
-static float fit_scale_min(int n, int nmax, const float *x, const float *w, uint8_t *L, uint8_t *trial,
-                           float *neg_min, float rmin, float rdelta, int nstep, bool abs_err) {
-    float lo = x[0], hi = x[0];
-    float sum_w = w[0], sum_x = sum_w * x[0];
+ * the best min found so far), solve the weighted least squares scale and min
+ * for each one's levels, and keep the best by weighted squared (or absolute,
+ * abs_err) error. ggml's make_qkx2_quants.
+ *
+ * Done for NL sub-blocks at once, one lane each: x, w and L are transposed
+ * (element i of sub-block j at [i * NL + j]) so the inner loops run across
+ * the independent sub-blocks and vectorize, while each lane does exactly the
+ * scalar fit's operations in its order (no sum is reassociated), so the
+ * result is bit for bit the one-sub-block-at-a-time result. Writes scale[j]
+ * and neg_min[j] = -min (>= 0). */
+enum { MAX_LANES = 16 };
+#if defined(__GNUC__)
+#define WK__INLINE_ALWAYS inline __attribute__((always_inline)) /* specialised per call's constants */
+#else
+#define WK__INLINE_ALWAYS inline
+#endif
+static WK__INLINE_ALWAYS void fit_scale_min_lanes(
+    const int NL, const int n, const int nmax, const float *xt, const float *wt, uint8_t *Lt, float *scale_out,
+    float *neg_min_out, const float rmin, const float rdelta, const int nstep, const bool abs_err) {
+    float lo[MAX_LANES], hi[MAX_LANES], sum_w[MAX_LANES], sum_x[MAX_LANES];
+    float scale[MAX_LANES], min[MAX_LANES], best[MAX_LANES], den[MAX_LANES];
+    float s[MAX_LANES], m[MAX_LANES], err[MAX_LANES];
+    float sum_l[MAX_LANES], sum_l2[MAX_LANES], sum_xl[MAX_LANES];
+    int flat[MAX_LANES], take[MAX_LANES];
+    /* levels as int32 so every lane array has the floats' width (one vector shape) */
+    int32_t trial[32 * MAX_LANES], Li[32 * MAX_LANES];
+    for (int j = 0; j < NL; j++) {
+        lo[j] = hi[j] = xt[j];
+        sum_w[j] = wt[j];
+        sum_x[j] = sum_w[j] * xt[j];
+    }
     for (int i = 1; i < n; i++) {
-        if (x[i] < lo) lo = x[i];
-        if (x[i] > hi) hi = x[i];
-        sum_w += w[i];
-        sum_x += w[i] * x[i];
+        for (int j = 0; j < NL; j++) {
+            float v = xt[i * NL + j], w = wt[i * NL + j];
+            lo[j] = v < lo[j] ? v : lo[j];
+            hi[j] = v > hi[j] ? v : hi[j];
+            sum_w[j] += w;
+            sum_x[j] += w * v;
+        }
     }
-    if (lo > 0) lo = 0;
-    if (hi == lo) {
-        memset(L, 0, (size_t)n);
-        *neg_min = -lo;
-        return 0.f;
+    for (int j = 0; j < NL; j++) {
+        if (lo[j] > 0) lo[j] = 0;
+        flat[j] = hi[j] == lo[j];
+        /* a flat lane (all values equal, none above 0) keeps L = 0; its
+         * other arithmetic runs on a harmless denominator and is dropped */
+        float iscale = nmax / (flat[j] ? 1.f : hi[j] - lo[j]);
+        scale[j] = 1 / iscale;
+        min[j] = lo[j];
+        best[j] = 0;
+        den[j] = iscale;
     }
-    float iscale = nmax / (hi - lo);
-    float scale = 1 / iscale, min = lo;
-    float best_err = 0;
     for (int i = 0; i < n; i++) {
-        L[i] = (uint8_t)clamp_int(round_nearest(iscale * (x[i] - lo)), 0, nmax);
-        float diff = scale * L[i] + lo - x[i];
-        best_err += w[i] * (abs_err ? fabsf(diff) : diff * diff);
+        for (int j = 0; j < NL; j++) {
+            float v = xt[i * NL + j];
+            int l = clamp_int(round_nearest(den[j] * (v - lo[j])), 0, nmax);
+            Li[i * NL + j] = l;
+            float diff = scale[j] * l + lo[j] - v;
+            best[j] += wt[i * NL + j] * (abs_err ? fabsf(diff) : diff * diff);
+        }
     }
     for (int k = 0; k <= nstep; k++) {
-        /* the grid's origin is the best min so far, not the data's (as in ggml) */
-        iscale = (rmin + rdelta * k + nmax) / (hi - min);
-        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+        const float stretch = rmin + rdelta * k + nmax;
+        for (int j = 0; j < NL; j++) {
+            den[j] = stretch / (flat[j] ? 1.f : hi[j] - min[j]); /* the inverse scale of this grid */
+            sum_l[j] = sum_l2[j] = sum_xl[j] = 0;
+        }
         for (int i = 0; i < n; i++) {
-            int l = clamp_int(round_nearest(iscale * (x[i] - min)), 0, nmax);
-            trial[i] = (uint8_t)l;
-            sum_l += w[i] * l;
-            sum_l2 += w[i] * l * l;
-            sum_xl += w[i] * l * x[i];
+            for (int j = 0; j < NL; j++) {
+                float v = xt[i * NL + j], w = wt[i * NL + j];
+                int l = clamp_int(round_nearest(den[j] * (v - min[j])), 0, nmax);
+                trial[i * NL + j] = l;
+                sum_l[j] += w * l;
+                sum_l2[j] += w * l * l;
+                sum_xl[j] += w * l * v;
+            }
         }
-        float det = sum_w * sum_l2 - sum_l * sum_l;
-        if (!(det > 0)) continue;
-        float s = (sum_w * sum_xl - sum_x * sum_l) / det;
-        float m = (sum_l2 * sum_x - sum_l * sum_xl) / det;
-        if (m > 0) { /* the min must stay <= 0: refit the scale alone */
-            m = 0;
-            s = sum_xl / sum_l2;
+        for (int j = 0; j < NL; j++) {
+            float det = sum_w[j] * sum_l2[j] - sum_l[j] * sum_l[j];
+            take[j] = det > 0 && !flat[j];
+            if (!take[j]) det = 1.f;
+            s[j] = (sum_w[j] * sum_xl[j] - sum_x[j] * sum_l[j]) / det;
+            m[j] = (sum_l2[j] * sum_x[j] - sum_l[j] * sum_xl[j]) / det;
+            if (m[j] > 0) { /* the min must stay <= 0: refit the scale alone */
+                m[j] = 0;
+                s[j] = sum_xl[j] / (take[j] ? sum_l2[j] : 1.f);
+            }
+            err[j] = 0;
         }
-        float err = 0;
         for (int i = 0; i < n; i++) {
-            float diff = s * trial[i] + m - x[i];
-            err += w[i] * (abs_err ? fabsf(diff) : diff * diff);
+            for (int j = 0; j < NL; j++) {
+                float diff = s[j] * trial[i * NL + j] + m[j] - xt[i * NL + j];
+                err[j] += wt[i * NL + j] * (abs_err ? fabsf(diff) : diff * diff);
+            }
         }
-        if (err < best_err) {
-            memcpy(L, trial, (size_t)n);
-            best_err = err;
-            scale = s;
-            min = m;
+        int any = 0;
+        for (int j = 0; j < NL; j++) {
+            take[j] = take[j] && err[j] < best[j];
+            any |= take[j];
+            if (take[j]) {
+                best[j] = err[j];
+                scale[j] = s[j];
+                min[j] = m[j];
+            }
+        }
+        if (!any) continue;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < NL; j++) Li[i * NL + j] = take[j] ? trial[i * NL + j] : Li[i * NL + j];
+    }
+    for (int j = 0; j < NL; j++) {
+        if (flat[j]) {
+            for (int i = 0; i < n; i++) Li[i * NL + j] = 0;
+            scale_out[j] = 0.f;
+            neg_min_out[j] = -lo[j];
+        } else {
+            scale_out[j] = scale[j];
+            neg_min_out[j] = -min[j];
         }
     }
-    *neg_min = -min;
-    return scale;
+    for (int i = 0; i < n * NL; i++) Lt[i] = (uint8_t)Li[i];
 }
 
 /* Symmetric fit x[i] ~ scale * (L[i] - nmax) with L - nmax in -nmax..nmax-1,
  * weights x^2 (q6_K): the grid through the largest magnitude, then the least
  * squares scale of 18 grids nudged by +-0.1..0.9 levels, keeping the one that
  * explains most of x. ggml's make_qx_quants with rmse_type 1, no weights.
- * Returns the (signed) scale; 0 and all-zero levels for an all-zero block. */
-static float fit_scale_sym_x2(int n, int nmax, const float *x, int8_t *L) {
-    float amax = 0, vmax = 0;
-    for (int i = 0; i < n; i++) {
-        float a = fabsf(x[i]);
-        if (a > amax) {
-            amax = a;
-            vmax = x[i];
+ * Gives the (signed) scale; 0 and all-zero levels for an all-zero sub-block.
+ * Lane-parallel over NL sub-blocks as fit_scale_min_lanes (transposed x and
+ * L, each lane the scalar fit's operations in order). */
+static WK__INLINE_ALWAYS void fit_scale_sym_x2_lanes(const int NL, const int n, const int nmax, const float *xt,
+                                                     int8_t *Lt, float *scale_out) {
+    float amax[MAX_LANES], vmax[MAX_LANES], iscale[MAX_LANES], sumlx[MAX_LANES], suml2[MAX_LANES];
+    float scale[MAX_LANES], best[MAX_LANES];
+    int zero[MAX_LANES], take[MAX_LANES];
+    int32_t Li[16 * MAX_LANES], trial[16 * MAX_LANES];
+    for (int j = 0; j < NL; j++) amax[j] = vmax[j] = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < NL; j++) {
+            float v = xt[i * NL + j], a = fabsf(v);
+            vmax[j] = a > amax[j] ? v : vmax[j];
+            amax[j] = a > amax[j] ? a : amax[j];
         }
+    for (int j = 0; j < NL; j++) {
+        zero[j] = amax[j] < ZERO_EPS;
+        iscale[j] = -nmax / (zero[j] ? 1.f : vmax[j]);
+        sumlx[j] = suml2[j] = 0;
     }
-    if (amax < ZERO_EPS) {
-        memset(L, 0, (size_t)n);
-        return 0.f;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < NL; j++) {
+            float v = xt[i * NL + j], w = v * v;
+            int l = clamp_int(round_nearest(iscale[j] * v), -nmax, nmax - 1);
+            Li[i * NL + j] = l + nmax;
+            sumlx[j] += w * v * l;
+            suml2[j] += w * l * l;
+        }
+    for (int j = 0; j < NL; j++) {
+        scale[j] = suml2[j] ? sumlx[j] / (suml2[j] ? suml2[j] : 1.f) : 0.0f;
+        best[j] = scale[j] * sumlx[j];
     }
-    float iscale = -nmax / vmax;
-    float sumlx = 0, suml2 = 0;
-    for (int i = 0; i < n; i++) {
-        int l = clamp_int(round_nearest(iscale * x[i]), -nmax, nmax - 1);
-        L[i] = (int8_t)(l + nmax);
-        float w = x[i] * x[i];
-        sumlx += w * x[i] * l;
-        suml2 += w * l * l;
-    }
-    float scale = suml2 ? sumlx / suml2 : 0.0f;
-    float best = scale * sumlx;
     for (int k = -9; k <= 9; k++) {
         if (k == 0) continue;
-        iscale = -(nmax + 0.1f * k) / vmax;
-        sumlx = suml2 = 0;
-        for (int i = 0; i < n; i++) {
-            int l = clamp_int(round_nearest(iscale * x[i]), -nmax, nmax - 1);
-            float w = x[i] * x[i];
-            sumlx += w * x[i] * l;
-            suml2 += w * l * l;
+        const float num = -(nmax + 0.1f * k);
+        for (int j = 0; j < NL; j++) {
+            iscale[j] = num / (zero[j] ? 1.f : vmax[j]);
+            sumlx[j] = suml2[j] = 0;
         }
-        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-            for (int i = 0; i < n; i++) L[i] = (int8_t)(nmax + clamp_int(round_nearest(iscale * x[i]), -nmax, nmax - 1));
-            scale = sumlx / suml2;
-            best = scale * sumlx;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < NL; j++) {
+                float v = xt[i * NL + j], w = v * v;
+                int l = clamp_int(round_nearest(iscale[j] * v), -nmax, nmax - 1);
+                trial[i * NL + j] = l + nmax;
+                sumlx[j] += w * v * l;
+                suml2[j] += w * l * l;
+            }
+        int any = 0;
+        for (int j = 0; j < NL; j++) {
+            take[j] = !zero[j] && suml2[j] > 0 && sumlx[j] * sumlx[j] > best[j] * suml2[j];
+            any |= take[j];
+            if (take[j]) {
+                scale[j] = sumlx[j] / suml2[j];
+                best[j] = scale[j] * sumlx[j];
+            }
         }
+        if (!any) continue;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < NL; j++) Li[i * NL + j] = take[j] ? trial[i * NL + j] : Li[i * NL + j];
     }
-    return scale;
+    for (int j = 0; j < NL; j++) scale_out[j] = zero[j] ? 0.f : scale[j];
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < NL; j++) Lt[i * NL + j] = (int8_t)(zero[j] ? 0 : Li[i * NL + j]);
 }
 
 /* Symmetric fit for q3_K: levels -nmax..nmax-1 from the largest magnitude,
@@ -216,12 +296,18 @@ static float fit_scale_q3(int n, int nmax, const float *x, int8_t *L) {
 /* ---- q2_K ---------------------------------------------------------------- */
 
 static void quantize_block_q2_K(const float *x, wk_block_q2_K *y) {
-    uint8_t L[WK_QK_K], trial[16];
-    float w[16], mins[16], scales[16];
+    uint8_t L[WK_QK_K], Lt[WK_QK_K];
+    float xt[WK_QK_K], wt[WK_QK_K], mins[16], scales[16];
+    for (int j = 0; j < 16; j++) /* transpose: the 16 sub-blocks of 16 become lanes */
+        for (int i = 0; i < 16; i++) {
+            xt[i * 16 + j] = x[16 * j + i];
+            wt[i * 16 + j] = fabsf(x[16 * j + i]);
+        }
+    fit_scale_min_lanes(16, 16, 3, xt, wt, Lt, scales, mins, -0.5f, 0.1f, 15, true);
+    for (int j = 0; j < 16; j++)
+        for (int i = 0; i < 16; i++) L[16 * j + i] = Lt[i * 16 + j];
     float max_scale = 0, max_min = 0; /* scales and mins are >= 0 here */
     for (int j = 0; j < 16; j++) {
-        for (int l = 0; l < 16; l++) w[l] = fabsf(x[16 * j + l]);
-        scales[j] = fit_scale_min(16, 3, x + 16 * j, w, L + 16 * j, trial, &mins[j], -0.5f, 0.1f, 15, true);
         if (scales[j] > max_scale) max_scale = scales[j];
         if (mins[j] > max_min) max_min = mins[j];
     }
@@ -313,16 +399,27 @@ static void quantize_block_q3_K(const float *x, wk_block_q3_K *y) {
  * requantize to the stored scales. Shared by q4_K (nmax 15) and q5_K (31). */
 static void quantize_scales_mins_k(const float *x, int nmax, float rmin, int nstep, uint8_t *L, uint8_t packed[12],
                                    uint16_t *d16, uint16_t *dmin16) {
-    uint8_t trial[32];
-    float w[32], mins[8], scales[8];
+    float xt[WK_QK_K], wt[WK_QK_K], mins[8], scales[8], sum_x2[8];
+    uint8_t Lt[WK_QK_K];
+    /* transpose: the 8 sub-blocks of 32 become lanes; weights av_x + |x|
+     * with av_x the sub-block's RMS */
+    for (int j = 0; j < 8; j++) sum_x2[j] = 0;
+    for (int i = 0; i < 32; i++)
+        for (int j = 0; j < 8; j++) {
+            float v = x[32 * j + i];
+            xt[i * 8 + j] = v;
+            sum_x2[j] += v * v;
+        }
+    for (int j = 0; j < 8; j++) {
+        float av_x = sqrtf(sum_x2[j] / 32);
+        for (int i = 0; i < 32; i++) wt[i * 8 + j] = av_x + fabsf(xt[i * 8 + j]);
+    }
+    if (nmax == 15) fit_scale_min_lanes(8, 32, 15, xt, wt, Lt, scales, mins, rmin, 0.1f, nstep, false);
+    else fit_scale_min_lanes(8, 32, 31, xt, wt, Lt, scales, mins, rmin, 0.1f, nstep, false);
+    for (int j = 0; j < 8; j++)
+        for (int i = 0; i < 32; i++) L[32 * j + i] = Lt[i * 8 + j];
     float max_scale = 0, max_min = 0;
     for (int j = 0; j < 8; j++) {
-        const float *xb = x + 32 * j;
-        float sum_x2 = 0;
-        for (int l = 0; l < 32; l++) sum_x2 += xb[l] * xb[l];
-        float av_x = sqrtf(sum_x2 / 32);
-        for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xb[l]);
-        scales[j] = fit_scale_min(32, nmax, xb, w, L + 32 * j, trial, &mins[j], rmin, 0.1f, nstep, false);
         if (scales[j] > max_scale) max_scale = scales[j];
         if (mins[j] > max_min) max_min = mins[j];
     }
@@ -389,11 +486,15 @@ static void quantize_block_q5_K(const float *x, wk_block_q5_K *y) {
 /* ---- q6_K ---------------------------------------------------------------- */
 
 static void quantize_block_q6_K(const float *x, wk_block_q6_K *y) {
-    int8_t L[WK_QK_K];
-    float scales[16];
+    int8_t L[WK_QK_K], Lt[WK_QK_K];
+    float xt[WK_QK_K], scales[16];
+    for (int j = 0; j < 16; j++) /* transpose: the 16 sub-blocks of 16 become lanes */
+        for (int i = 0; i < 16; i++) xt[i * 16 + j] = x[16 * j + i];
+    fit_scale_sym_x2_lanes(16, 16, 32, xt, Lt, scales);
+    for (int j = 0; j < 16; j++)
+        for (int i = 0; i < 16; i++) L[16 * j + i] = Lt[i * 16 + j];
     float max_scale = 0, max_abs = 0;
     for (int j = 0; j < 16; j++) {
-        scales[j] = fit_scale_sym_x2(16, 32, x + 16 * j, L + 16 * j);
         float a = fabsf(scales[j]);
         if (a > max_abs) {
             max_abs = a;
