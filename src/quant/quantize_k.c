@@ -568,52 +568,80 @@ static void quantize_block_q8_K(const float *x, wk_block_q8_K *y) {
  * grids offset by -7..7 table units; then 6-bit signed sub-block scales
  * against one f16 d = -max / 32 and indices requantized to d * scale. ggml's
  * quantize_row_iq4_nl_impl for a 256 super-block, ntry 7, no weights. */
+/* The value of the iq4nl entry nearest_iq4nl(v) picks, without branches
+ * (so the lane loops below vectorize): with t[0] < v < t[15] the bisection
+ * ends at the last entry <= v and its successor, which a scan over the
+ * increasing table finds too; at or beyond either end the same comparison
+ * picks the end entry. The same float comparisons, so the same choice. */
+static inline float nearest_iq4nl_value(float v) {
+    static const float t[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    float lo = t[0], hi = t[1];
+    for (int k = 1; k < 15; k++) {
+        int le = t[k] <= v;
+        lo = le ? t[k] : lo;
+        hi = le ? t[k + 1] : hi;
+    }
+    return v - lo < hi - v ? lo : hi;
+}
+
 static void quantize_block_iq4_xs(const float *x, wk_block_iq4_xs *y) {
     const int8_t *t = wk_iq4nl_values;
     uint8_t L[WK_QK_K];
     float scales[8];
+    /* the 8 sub-blocks of 32 as lanes (transposed), each running the
+     * scalar search's operations in order, as in fit_scale_min_lanes */
+    float xt[WK_QK_K], amax[8], vmax[8], sid[8], sd[8], best[8], sumqx[8], sumq2[8];
+    int zero[8];
+    for (int j = 0; j < 8; j++) amax[j] = vmax[j] = 0;
+    for (int i = 0; i < 32; i++)
+        for (int j = 0; j < 8; j++) {
+            float v = x[32 * j + i], a = fabsf(v);
+            xt[i * 8 + j] = v;
+            vmax[j] = a > amax[j] ? v : vmax[j];
+            amax[j] = a > amax[j] ? a : amax[j];
+        }
+    for (int j = 0; j < 8; j++) {
+        zero[j] = amax[j] < ZERO_EPS;
+        if (zero[j]) vmax[j] = 1.f; /* dropped below; keeps the arithmetic finite */
+        sd[j] = -vmax[j] / t[0];
+        sid[j] = 1 / sd[j];
+        sumqx[j] = sumq2[j] = 0;
+    }
+    for (int i = 0; i < 32; i++)
+        for (int j = 0; j < 8; j++) {
+            float v = xt[i * 8 + j], q = nearest_iq4nl_value(sid[j] * v), w = v * v;
+            sumqx[j] += w * q * v;
+            sumq2[j] += w * q * q;
+        }
+    for (int j = 0; j < 8; j++) {
+        sd[j] = sumq2[j] > 0 ? sumqx[j] / (sumq2[j] > 0 ? sumq2[j] : 1.f) : 0.f;
+        best[j] = sd[j] * sumqx[j];
+    }
+    for (int k = -7; k <= 7; k++) {
+        for (int j = 0; j < 8; j++) {
+            sid[j] = (k + t[0]) / vmax[j];
+            sumqx[j] = sumq2[j] = 0;
+        }
+        for (int i = 0; i < 32; i++)
+            for (int j = 0; j < 8; j++) {
+                float v = xt[i * 8 + j], q = nearest_iq4nl_value(sid[j] * v), w = v * v;
+                sumqx[j] += w * q * v;
+                sumq2[j] += w * q * q;
+            }
+        for (int j = 0; j < 8; j++) {
+            if (sumq2[j] > 0 && sumqx[j] * sumqx[j] > best[j] * sumq2[j]) {
+                sd[j] = sumqx[j] / sumq2[j];
+                best[j] = sd[j] * sumqx[j];
+            }
+        }
+    }
     float max_scale = 0, amax_scale = 0;
     for (int ib = 0; ib < 8; ib++) {
-        const float *xb = x + 32 * ib;
-        float amax = 0, vmax = 0;
-        for (int j = 0; j < 32; j++) {
-            float a = fabsf(xb[j]);
-            if (a > amax) {
-                amax = a;
-                vmax = xb[j];
-            }
-        }
-        if (amax < ZERO_EPS) {
-            scales[ib] = 0;
-            continue;
-        }
-        float d = -vmax / t[0];
-        float id = 1 / d;
-        float sumqx = 0, sumq2 = 0;
-        for (int j = 0; j < 32; j++) {
-            float q = t[nearest_iq4nl(id * xb[j])], w = xb[j] * xb[j];
-            sumqx += w * q * xb[j];
-            sumq2 += w * q * q;
-        }
-        d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
-        float best = d * sumqx;
-        for (int k = -7; k <= 7; k++) {
-            id = (k + t[0]) / vmax;
-            sumqx = sumq2 = 0;
-            for (int j = 0; j < 32; j++) {
-                float q = t[nearest_iq4nl(id * xb[j])], w = xb[j] * xb[j];
-                sumqx += w * q * xb[j];
-                sumq2 += w * q * q;
-            }
-            if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-                d = sumqx / sumq2;
-                best = d * sumqx;
-            }
-        }
-        scales[ib] = d;
-        if (fabsf(d) > amax_scale) {
-            amax_scale = fabsf(d);
-            max_scale = d;
+        scales[ib] = zero[ib] ? 0.f : sd[ib];
+        if (zero[ib]) continue;
+        if (fabsf(sd[ib]) > amax_scale) {
+            amax_scale = fabsf(sd[ib]);
+            max_scale = sd[ib];
         }
     }
     /* the unrounded d drives the sub-block scales, as in ggml; an all-zero
