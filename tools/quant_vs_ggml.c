@@ -10,8 +10,11 @@
  *      build/libwick.a -ldl -lm -lpthread -lz -o build/quant_vs_ggml
  * Run:
  *   build/quant_vs_ggml /path/to/libggml-base.so [rows]
+ *   build/quant_vs_ggml /path/to/libggml-base.so --file values.f32
  * (rows of 4096 per data set of tools/quant_vs_ggml.h, default 64; with rows
- * 8 its hashes are the ones tests/test_quantk.c holds)
+ * 8 its hashes are the ones tests/test_quantk.c holds; --file: one data set,
+ * the little-endian f32 values of a file, e.g. real weights dumped with
+ * gguf-py, in rows of 4096)
  * Exit status 0 when every block of every type matches. */
 #include <dlfcn.h>
 #include <math.h>
@@ -67,16 +70,41 @@ int main(int argc, char **argv) {
         fprintf(stderr, "no ggml_quantize_chunk in %s\n", argv[1]);
         return 2;
     }
-    const int64_t rows = argc > 2 ? atoll(argv[2]) : 64, n_per_row = 4096, n = rows * n_per_row;
+    /* rows of the synthetic sets, or --file: one set, a file's floats */
+    const int from_file = argc > 3 && !strcmp(argv[2], "--file");
+    const int n_sets = from_file ? 1 : QVG_N_SETS;
+    const int64_t n_per_row = 4096;
+    int64_t rows = argc > 2 && !from_file ? atoll(argv[2]) : 64;
+    FILE *fin = NULL;
+    if (from_file) {
+        fin = fopen(argv[3], "rb");
+        if (!fin || fseek(fin, 0, SEEK_END) != 0) {
+            fprintf(stderr, "cannot read %s\n", argv[3]);
+            return 2;
+        }
+        rows = ftell(fin) / (long)sizeof(float) / n_per_row;
+        rewind(fin);
+    }
+    if (rows < 1) return 2;
+    const int64_t n = rows * n_per_row;
     float *x = malloc((size_t)n * sizeof *x);
     size_t max_bytes = (size_t)n * 2; /* > any block type (q8_K: 292 bytes per 256) */
     uint8_t *qa = malloc(max_bytes), *qb = malloc(max_bytes);
     if (!x || !qa || !qb) return 2;
+    if (fin) {
+        if (fread(x, sizeof *x, (size_t)n, fin) != (size_t)n) return 2;
+        fclose(fin);
+        for (int64_t i = 0; i < n; i++)
+            if (!isfinite(x[i])) {
+                fprintf(stderr, "%s: non-finite value at %lld\n", argv[3], (long long)i);
+                return 2;
+            }
+    }
 
     int all_ok = 1;
     uint64_t hashes[N_TYPES][2] = {{0}};
     printf("%-8s", "type");
-    for (int s = 0; s < QVG_N_SETS; s++) printf(" %12s", QVG_SET_NAMES[s]);
+    for (int s = 0; s < n_sets; s++) printf(" %12s", from_file ? "file" : QVG_SET_NAMES[s]);
     printf("   all\n");
     for (size_t t = 0; t < N_TYPES; t++) {
         const qtype *q = &TYPES[t];
@@ -100,8 +128,8 @@ int main(int argc, char **argv) {
         int64_t nblk = n / block_elems, total_same = 0;
         uint64_t hash_ggml = QVG_FNV0, hash_wick = QVG_FNV0;
         printf("%-8s", q->name);
-        for (int s = 0; s < QVG_N_SETS; s++) {
-            qvg_fill(s, 1, x, n);
+        for (int s = 0; s < n_sets; s++) {
+            if (!from_file) qvg_fill(s, 1, x, n);
             /* pre-zero both: ggml leaves some bytes (q8_K bsums of an all-zero block) unwritten */
             size_t bytes = (size_t)nblk * block_bytes;
             memset(qa, 0, bytes);
@@ -125,7 +153,7 @@ int main(int argc, char **argv) {
             if (same != nblk) {
                 all_ok = 0;
                 if (getenv("QUANT_VS_GGML_VERBOSE")) {
-                    fprintf(stderr, "%s %s: first differing block %lld, bytes:", q->name, QVG_SET_NAMES[s], (long long)first_bad);
+                    fprintf(stderr, "%s %s: first differing block %lld, bytes:", q->name, from_file ? "file" : QVG_SET_NAMES[s], (long long)first_bad);
                     for (size_t k = 0; k < block_bytes; k++) {
                         size_t o = (size_t)first_bad * block_bytes + k;
                         if (qa[o] != qb[o]) fprintf(stderr, " [%zu] ggml %02x wick %02x", k, qa[o], qb[o]);
@@ -134,15 +162,15 @@ int main(int argc, char **argv) {
                 }
             }
         }
-        printf("   %s\n", total_same == nblk * QVG_N_SETS ? "EQUAL" : "DIFFER");
+        printf("   %s\n", total_same == nblk * n_sets ? "EQUAL" : "DIFFER");
         hashes[t][0] = hash_ggml;
         hashes[t][1] = hash_wick;
     }
     printf("%s\n", all_ok ? "all types byte-identical to ggml" : "some blocks differ");
     /* FNV-1a of all data sets' bytes in order, for tests/test_quantk.c (rows 8) */
-    printf("hashes over the %d data sets, %lld rows of %lld (seed 1):\n", QVG_N_SETS, (long long)rows,
+    if (!from_file) printf("hashes over the %d data sets, %lld rows of %lld (seed 1):\n", QVG_N_SETS, (long long)rows,
            (long long)n_per_row);
-    for (size_t t = 0; t < N_TYPES; t++)
+    for (size_t t = 0; t < N_TYPES && !from_file; t++)
         printf("  %-8s ggml 0x%016llxull  wick 0x%016llxull\n", TYPES[t].name, (unsigned long long)hashes[t][0],
                (unsigned long long)hashes[t][1]);
     free(x);
