@@ -322,7 +322,9 @@ static void quantize_block_q2_K(const float *x, wk_block_q2_K *y) {
     }
     if (max_min > 0) {
         float iscale = 15.f / max_min;
-        for (int j = 0; j < 16; j++) y->scales[j] |= (uint8_t)(round_nearest(iscale * mins[j]) << 4);
+        /* unsigned shift: the same low byte as ggml's int shift, also for the
+         * meaningless level of an overflowing (inf) iscale, without UB */
+        for (int j = 0; j < 16; j++) y->scales[j] |= (uint8_t)((unsigned)round_nearest(iscale * mins[j]) << 4);
         y->dmin = to_f16(max_min / 15.f);
     } else {
         y->dmin = to_f16(0.f);
