@@ -5,7 +5,13 @@
  * integers converted to float at the same points), and this file is built
  * without FMA contraction (ISO C mode, baseline x86-64 flags), as
  * libggml-base is. The per-block scratch (levels, trial levels, weights,
- * sub-block scales) lives on the stack: nothing is allocated. */
+ * sub-block scales) lives on the stack: nothing is allocated.
+ *
+ * Speed: ggml fits one sub-block at a time, a chain of dependent float sums.
+ * Here the fits run lane-parallel over a block's sub-blocks (two blocks' for
+ * q4_K / q5_K), transposed so the compiler vectorizes across sub-blocks with
+ * the baseline SSE2 it may use in this file; within a lane nothing is
+ * reordered, so the bytes are the same (test_quantk's ggml hashes). */
 #include "quant/quantize_k.h"
 
 #include <math.h>
