@@ -1,10 +1,11 @@
 /* The K-type and IQ4_XS row quantizers (src/quant/quantize_k.c), on the CPU,
  * without the venv: byte equality with ggml (all 14 block types, through the
- * traits table) via the hashes of ggml's own output on the shared data sets (tools/quant_vs_ggml.h; the tool run against
- * libggml-base produced them), dequantize(quantize(x)) error within bounds a
- * little above what each type gives on each data set, q8_K's bsums and
- * scale, near-idempotence, finite output, zero and constant rows, and every
- * output byte written independent of what the buffer held.
+ * traits table) via the hashes of ggml's own output on the shared data sets
+ * (tools/quant_vs_ggml.h; the tool run against libggml-base produced them),
+ * dequantize(quantize(x)) error within bounds a little above what each type
+ * gives on each data set, q8_K's bsums and scale, near-idempotence, finite
+ * output, zero and constant rows, and every output byte written independent
+ * of what the buffer held and of how a row is split into calls.
  *
  * WICK_QUANTK_PRINT=1 prints the observed errors (to re-derive the bounds). */
 #include "testutil.h"
