@@ -4,6 +4,7 @@
  * (K types, IQ4_XS). */
 #include "quant/quant.h"
 #include "quant/dequant_block.h"
+#include "quant/quantize_k.h"
 #include "core/dtype.h"
 
 /* ggml's rounding order: no a*b+c contraction into an FMA (clang contracts
@@ -48,13 +49,13 @@ static const wk__quant_traits traits[] = {
     TRAITS(WK_IQ4_NL, iq4_nl, WK_QK, wk__quantize_row_iq4_nl, WK_Q8_0),
 
     /* K types and IQ4_XS: quantizers from quantize_k.c (wip/quantk) */
-    TRAITS(WK_Q2_K, q2_K, WK_QK_K, NULL /* q2_K quantizer */, WK_Q8_K),
-    TRAITS(WK_Q3_K, q3_K, WK_QK_K, NULL /* q3_K quantizer */, WK_Q8_K),
-    TRAITS(WK_Q4_K, q4_K, WK_QK_K, NULL /* q4_K quantizer */, WK_Q8_K),
-    TRAITS(WK_Q5_K, q5_K, WK_QK_K, NULL /* q5_K quantizer */, WK_Q8_K),
-    TRAITS(WK_Q6_K, q6_K, WK_QK_K, NULL /* q6_K quantizer */, WK_Q8_K),
-    TRAITS(WK_Q8_K, q8_K, WK_QK_K, NULL /* q8_K quantizer */, WK_Q8_K),
-    TRAITS(WK_IQ4_XS, iq4_xs, WK_QK_K, NULL /* iq4_xs quantizer */, WK_Q8_K),
+    TRAITS(WK_Q2_K, q2_K, WK_QK_K, wk__quantize_row_q2_K, WK_Q8_K),
+    TRAITS(WK_Q3_K, q3_K, WK_QK_K, wk__quantize_row_q3_K, WK_Q8_K),
+    TRAITS(WK_Q4_K, q4_K, WK_QK_K, wk__quantize_row_q4_K, WK_Q8_K),
+    TRAITS(WK_Q5_K, q5_K, WK_QK_K, wk__quantize_row_q5_K, WK_Q8_K),
+    TRAITS(WK_Q6_K, q6_K, WK_QK_K, wk__quantize_row_q6_K, WK_Q8_K),
+    TRAITS(WK_Q8_K, q8_K, WK_QK_K, wk__quantize_row_q8_K, WK_Q8_K),
+    TRAITS(WK_IQ4_XS, iq4_xs, WK_QK_K, wk__quantize_row_iq4_xs, WK_Q8_K),
 };
 _Static_assert(sizeof(traits) / sizeof(traits[0]) == WK_DTYPE_COUNT - WK_ELEM_DTYPE_COUNT,
                "one traits entry per block dtype");
