@@ -83,6 +83,28 @@ for name in ("blk.0.ffn_down.weight", "blk.3.attn_q.weight"):
     err = np.sqrt(np.mean((got - want) ** 2)) / (np.sqrt(np.mean(want ** 2)) + 1e-30)
     check(err < 0.08, f"{name} q4_K relative rms error {err:.4f} < 0.08")
 
+# an HF-style safetensors directory in: names kept, 2-D weights quantized
+from safetensors.numpy import save_file
+hf = os.path.join(work, "hf")
+os.makedirs(hf, exist_ok=True)
+rng = np.random.default_rng(5)
+w = rng.standard_normal((64, 96)).astype(np.float32)
+emb = rng.standard_normal((100, 64)).astype(np.float32)
+save_file({"model.layers.0.mlp.up_proj.weight": w, "model.norm.weight": np.ones(64, np.float32),
+           "model.embed_tokens.weight": emb, "model.pos_ids": np.arange(8, dtype=np.int64)},
+          os.path.join(hf, "model.safetensors"), metadata={"format": "pt"})
+hq = os.path.join(work, "hf-q8_0.gguf")
+run("quantize", hf, hq, "q8_0")
+rh = {t.name: t for t in GGUFReader(hq).tensors}
+check(rh["model.layers.0.mlp.up_proj.weight"].tensor_type == T.Q8_0, "safetensors weight -> q8_0")
+check(rh["model.norm.weight"].tensor_type == T.F32, "safetensors norm stays f32")
+check(rh["model.pos_ids"].tensor_type == T.I64, "safetensors i64 copied")
+got = dequantize(rh["model.layers.0.mlp.up_proj.weight"].data, T.Q8_0).reshape(w.shape)
+from gguf.quants import quantize
+check(np.array_equal(got, dequantize(quantize(w, T.Q8_0), T.Q8_0)), "q8_0 of safetensors weight equals gguf-py's")
+inspect = run("inspect", hf).stdout
+check("model.embed_tokens.weight" in inspect and "F32" in inspect and "I64" in inspect, "inspect a safetensors dir")
+
 run("quantize", model, os.path.join(work, "x.gguf"), "q9_9", expect=2)
 run("quantize", model, expect=2)
 bad = os.path.join(work, "bad.gguf")
