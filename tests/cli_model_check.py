@@ -54,7 +54,7 @@ run("quantize", model, f32, "F32")
 r32 = GGUFReader(f32)
 check(len(r32.tensors) == 272, "f32 file has 272 tensors")
 check(all(t.tensor_type == T.F32 for t in r32.tensors), "f32 file is all f32")
-for t in r32.tensors[:40]:
+for t in r32.tensors:
     want = dequantize(ref_t[t.name].data, ref_t[t.name].tensor_type).reshape(-1)
     check(np.array_equal(np.asarray(t.data).reshape(-1), want), f"f32 {t.name} equals gguf-py's dequantization")
 
