@@ -1,11 +1,13 @@
-/* The wick command-line tool: `wick info` and `wick demo` (the seeds'
- * experiments replayed on this machine). */
+/* The wick command-line tool: `wick info`, `wick demo` (the seeds'
+ * experiments replayed on this machine), `wick inspect` and `wick quantize`
+ * (tools/wick_inspect.c, tools/wick_quantize.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "wick/wick.h"
+#include "tools/wick_cli.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -198,12 +200,16 @@ static int cmd_demo(void) {
 
 int main(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0) {
-        printf("usage: wick <command>\n  info   version, SIMD level, threads, backends\n"
-               "  demo   replay the seeds' experiments on this machine\n");
+        printf("usage: wick <command>\n  info       version, SIMD level, threads, backends\n"
+               "  demo       replay the seeds' experiments on this machine\n"
+               "  inspect FILE           a GGUF / safetensors file's metadata and tensors\n"
+               "  quantize IN OUT TYPE   write a GGUF with its weights in TYPE (q4_0 ... f16)\n");
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "info") == 0) return cmd_info();
     if (strcmp(argv[1], "demo") == 0) return cmd_demo();
+    if (strcmp(argv[1], "inspect") == 0) return wk__cli_inspect(argc - 2, argv + 2);
+    if (strcmp(argv[1], "quantize") == 0) return wk__cli_quantize(argc - 2, argv + 2);
     fprintf(stderr, "wick: unknown command '%s' (try 'wick help')\n", argv[1]);
     return 2;
 }

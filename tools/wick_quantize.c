@@ -1,0 +1,245 @@
+/* `wick quantize IN OUT TYPE`: write a GGUF whose weight tensors are TYPE
+ * (any GGML block type, or f32/f16/bf16 to dequantize), from a GGUF or an HF
+ * safetensors file/directory, as llama.cpp's quantizer chooses:
+ *  - 1-D tensors and norms stay f32; non-float tensors are copied as they are;
+ *  - the output projection (output.weight / lm_head.weight, or the token
+ *    embedding when it is tied) gets q6_K for every quantized TYPE but q8_0;
+ *  - a tensor whose rows are not whole blocks of TYPE falls back to a type
+ *    they fit (q2_K/q3_K/iq4_xs -> iq4_nl, q4_K -> q5_0, q5_K -> q5_1,
+ *    q6_K/q8_K -> q8_0; then f16), said on stderr;
+ *  - a tensor already in its target dtype is copied byte for byte.
+ * Everything else in a GGUF's metadata is copied; general.file_type is set. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "tools/wick_cli.h"
+#include "wick/gguf.h"
+#include "wick/nn.h"
+#include "wick/safetensors.h"
+
+/* TYPE as ggml names it, any case: a block dtype or f32/f16/bf16. */
+static bool parse_type(const char *s, wk_dtype *out) {
+    char low[16];
+    size_t n = strlen(s);
+    if (n >= sizeof low) return false;
+    for (size_t i = 0; i <= n; i++) low[i] = (char)((s[i] >= 'A' && s[i] <= 'Z') ? s[i] + 32 : s[i]);
+    if (!strcmp(low, "f32") || !strcmp(low, "f16") || !strcmp(low, "bf16")) return wk_dtype_from_name(low, out);
+    return wk_dtype_from_name(low, out) && wk_dtype_is_quantized(*out);
+}
+
+/* llama.cpp's general.file_type (enum llama_ftype) for a whole-file type;
+ * -1 where it has none (q8_1, q8_K are activation types there). */
+static int ftype_of(wk_dtype dt) {
+    switch (dt) {
+    case WK_F32: return 0;
+    case WK_F16: return 1;
+    case WK_Q4_0: return 2;
+    case WK_Q4_1: return 3;
+    case WK_Q8_0: return 7;
+    case WK_Q5_0: return 8;
+    case WK_Q5_1: return 9;
+    case WK_Q2_K: return 10;
+    case WK_Q3_K: return 11; /* Q3_K_S: every weight q3_K */
+    case WK_Q4_K: return 14; /* Q4_K_S */
+    case WK_Q5_K: return 16; /* Q5_K_S */
+    case WK_Q6_K: return 18;
+    case WK_IQ4_NL: return 25;
+    case WK_IQ4_XS: return 30;
+    case WK_BF16: return 32;
+    case WK_Q8_1: case WK_Q8_K:
+    case WK_U8: case WK_U32: case WK_I16: case WK_I32: case WK_I64: case WK_F64: case WK_F8E4M3:
+    case WK_DTYPE_COUNT:
+        return -1;
+    }
+    return -1;
+}
+
+static bool fits(wk_dtype dt, int64_t row) {
+    const wk_dtype_info *di = wk_dtype_info_of(dt);
+    return di && row % di->block_elems == 0;
+}
+
+/* llama.cpp's fallback when rows are not whole blocks of dt. */
+static wk_dtype fallback(wk_dtype dt, int64_t row) {
+    if (fits(dt, row)) return dt;
+    wk_dtype next = WK_F16;
+    switch (dt) {
+    case WK_Q2_K: case WK_Q3_K: case WK_IQ4_XS: next = WK_IQ4_NL; break;
+    case WK_Q4_K: next = WK_Q5_0; break;
+    case WK_Q5_K: next = WK_Q5_1; break;
+    case WK_Q6_K: case WK_Q8_K: next = WK_Q8_0; break;
+    case WK_Q4_0: case WK_Q4_1: case WK_Q5_0: case WK_Q5_1: case WK_Q8_0: case WK_Q8_1: case WK_IQ4_NL:
+    case WK_U8: case WK_U32: case WK_I16: case WK_I32: case WK_I64: case WK_BF16: case WK_F16: case WK_F32:
+    case WK_F64: case WK_F8E4M3: case WK_DTYPE_COUNT:
+        break;
+    }
+    return fits(next, row) ? next : WK_F16;
+}
+
+static bool is_output(const char *name, bool tied) {
+    return !strcmp(name, "output.weight") || !strcmp(name, "lm_head.weight") ||
+           (tied && (!strcmp(name, "token_embd.weight") || !strcmp(name, "model.embed_tokens.weight")));
+}
+
+/* The dtype a tensor is written in. */
+static wk_dtype target_of(const char *name, const wk_tensor *t, wk_dtype want, bool tied) {
+    wk_dtype cur = wk_tensor_dtype(t);
+    if (!wk_dtype_is_float(cur)) return cur; /* ids, masks: as they are */
+    int r = wk_rank(t);
+    if (r < 2 || strstr(name, "norm")) return WK_F32;
+    wk_dtype dt = want;
+    if (wk_dtype_is_quantized(want) && want != WK_Q8_0 && is_output(name, tied)) dt = WK_Q6_K;
+    return wk_dtype_is_quantized(dt) ? fallback(dt, wk_shape(t)[r - 1]) : dt;
+}
+
+typedef struct {
+    int done, total;
+    bool tty;
+    int last_decile;
+} progress;
+
+static void progress_step(progress *p, const char *name) {
+    p->done++;
+    if (p->tty) {
+        int w = 30, fill = p->total ? p->done * w / p->total : w;
+        fprintf(stderr, "\r[%.*s%*s] %d/%d %-40.40s", fill, "##############################", w - fill, "", p->done,
+                p->total, name);
+        if (p->done == p->total) fputc('\n', stderr);
+    } else {
+        int dec = p->total ? p->done * 10 / p->total : 10;
+        if (dec != p->last_decile || p->done == p->total) {
+            fprintf(stderr, "wick quantize: %d/%d tensors (%d%%)\n", p->done, p->total,
+                    p->total ? p->done * 100 / p->total : 100);
+            p->last_decile = dec;
+        }
+    }
+}
+
+/* Convert one tensor and hand it to the writer. */
+static bool add_converted(wk_gguf_writer *w, const char *name, wk_tensor *t, wk_dtype want, bool tied,
+                          int *n_fallback) {
+    wk_dtype to = target_of(name, t, want, tied);
+    if (wk_dtype_is_quantized(want) && wk_rank(t) >= 2 && wk_dtype_is_float(wk_tensor_dtype(t)) &&
+        !strstr(name, "norm") && to != want && !(is_output(name, tied) && (to == WK_Q6_K || to == WK_Q8_0)) &&
+        !fits(want, wk_shape(t)[wk_rank(t) - 1])) {
+        if ((*n_fallback)++ < 8)
+            fprintf(stderr, "wick quantize: %s: rows of %lld are not whole %s blocks, using %s\n", name,
+                    (long long)wk_shape(t)[wk_rank(t) - 1], wk_dtype_name(want), wk_dtype_name(to));
+    }
+    wk_tensor *out = t;
+    wk_tensor *f32 = NULL;
+    if (wk_tensor_dtype(t) != to) {
+        /* through f32: block -> element dequantizes, element -> block quantizes */
+        const wk_tensor *src = t;
+        if (wk_dtype_is_quantized(wk_tensor_dtype(t)) && wk_dtype_is_quantized(to)) {
+            f32 = wk_to_dtype(t, WK_F32);
+            if (!f32) return false;
+            src = f32;
+        }
+        out = wk_to_dtype(src, to);
+        if (!out) {
+            wk_tensor_free(f32);
+            return false;
+        }
+    }
+    wk_status st = wk_gguf_writer_add_tensor(w, name, out);
+    if (out != t) wk_tensor_free(out);
+    wk_tensor_free(f32);
+    return st == WK_OK;
+}
+
+static bool copy_metadata(wk_gguf_writer *w, const wk_gguf *g) {
+    for (int64_t i = 0; i < wk_gguf_kv_count(g); i++) {
+        const char *k = wk_gguf_key(g, i);
+        if (!strcmp(k, "general.file_type") || !strcmp(k, "general.quantization_version")) continue;
+        if (wk_gguf_writer_copy_kv(w, g, i) != WK_OK) return false;
+    }
+    return true;
+}
+
+static bool set_file_type(wk_gguf_writer *w, wk_dtype want) {
+    int ft = ftype_of(want);
+    if (ft >= 0 && wk_gguf_writer_add_u32(w, "general.file_type", (uint32_t)ft) != WK_OK) return false;
+    if (wk_dtype_is_quantized(want) && wk_gguf_writer_add_u32(w, "general.quantization_version", 2) != WK_OK)
+        return false;
+    return true;
+}
+
+static int quantize_gguf(const char *in, const char *out, wk_dtype want) {
+    wk_gguf *g = wk_gguf_open(in);
+    if (!g) return wk__cli_fail("quantize");
+    wk_gguf_writer *w = wk_gguf_writer_new();
+    int rc = 1, n_fallback = 0;
+    bool tied = wk_gguf_find_tensor(g, "output.weight") < 0;
+    progress p = {.total = (int)wk_gguf_tensor_count(g), .tty = isatty(2), .last_decile = -1};
+    if (!w || !copy_metadata(w, g) || !set_file_type(w, want)) goto done;
+    for (int64_t i = 0; i < wk_gguf_tensor_count(g); i++) {
+        const char *name = wk_gguf_tensor_name(g, i);
+        wk_tensor *t = wk_gguf_tensor_at(g, i);
+        if (!t) goto done;
+        bool ok = add_converted(w, name, t, want, tied, &n_fallback);
+        wk_tensor_free(t);
+        if (!ok) goto done;
+        progress_step(&p, name);
+    }
+    if (wk_gguf_writer_write(w, out) != WK_OK) goto done;
+    if (n_fallback > 8) fprintf(stderr, "wick quantize: ... %d tensors used a fallback type in all\n", n_fallback);
+    rc = 0;
+done:
+    if (rc) wk__cli_fail("quantize");
+    wk_gguf_writer_free(w);
+    wk_gguf_close(g);
+    return rc;
+}
+
+static int quantize_safetensors(const char *in, const char *out, wk_dtype want) {
+    wk_safetensors *st = wk_safetensors_open(in);
+    if (!st) return wk__cli_fail("quantize");
+    wk_gguf_writer *w = wk_gguf_writer_new();
+    int rc = 1, n_fallback = 0;
+    bool tied = wk_safetensors_find(st, "lm_head.weight") < 0;
+    progress p = {.total = wk_safetensors_count(st), .tty = isatty(2), .last_decile = -1};
+    if (!w || !set_file_type(w, want)) goto done;
+    /* the checkpoint's own metadata, namespaced; names stay the HF ones */
+    for (int i = 0; i < wk_safetensors_meta_count(st); i++) {
+        const char *k = wk_safetensors_meta_key(st, i), *v = wk_safetensors_meta_value(st, k);
+        char key[256];
+        snprintf(key, sizeof key, "safetensors.%s", k);
+        if (wk_gguf_writer_add_string(w, key, v, strlen(v)) != WK_OK) goto done;
+    }
+    for (int i = 0; i < wk_safetensors_count(st); i++) {
+        const char *name = wk_safetensors_name(st, i);
+        wk_tensor *t = wk_safetensors_get(st, name);
+        if (!t) goto done;
+        bool ok = add_converted(w, name, t, want, tied, &n_fallback);
+        wk_tensor_free(t);
+        if (!ok) goto done;
+        progress_step(&p, name);
+    }
+    if (wk_gguf_writer_write(w, out) != WK_OK) goto done;
+    rc = 0;
+done:
+    if (rc) wk__cli_fail("quantize");
+    wk_gguf_writer_free(w);
+    wk_safetensors_close(st);
+    return rc;
+}
+
+int wk__cli_quantize(int argc, char **argv) {
+    wk_dtype want;
+    if (argc != 3 || !parse_type(argv[2], &want)) {
+        fprintf(stderr,
+                "usage: wick quantize IN OUT TYPE\n"
+                "  IN    a GGUF file, or a safetensors file / index .json / directory\n"
+                "  OUT   the GGUF to write\n"
+                "  TYPE  q4_0 q4_1 q5_0 q5_1 q8_0 q8_1 q2_K q3_K q4_K q5_K q6_K q8_K iq4_nl iq4_xs,\n"
+                "        or f32 f16 bf16 (dequantize); any case\n");
+        return 2;
+    }
+    int fmt = wk__cli_sniff(argv[0]);
+    if (fmt == WK__CLI_GGUF) return quantize_gguf(argv[0], argv[1], want);
+    if (fmt == WK__CLI_SAFETENSORS) return quantize_safetensors(argv[0], argv[1], want);
+    fprintf(stderr, "wick quantize: %s is neither a GGUF nor a safetensors file or directory\n", argv[0]);
+    return 1;
+}
