@@ -33,7 +33,7 @@
 #ifndef WICK_SAFETENSORS_H
 #define WICK_SAFETENSORS_H
 
-#include "wick.h"
+#include "wick/wick.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -606,4 +606,6 @@ wk_status wk_device_release_cache(wk_device *dev, size_t *released);
 #endif
 
 #include "wick/nn.h"
+#include "wick/gguf.h"
+#include "wick/safetensors.h"
 #endif /* WICK_WICK_H */
