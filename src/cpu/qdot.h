@@ -72,6 +72,15 @@ wk_qdot_fn wk__qdot_pick(wk_dtype wdt);
  * AVX-512 level (2); 0 restores the run-time choice. */
 void wk__qdot_force(int mode);
 
+/* Prefill GEMM for the 32-element types on AVX512-VNNI (qgemm_avx512vnni.c):
+ * out (m, n) = A (m rows of nb wk_qa32 blocks, `as` bytes apart) times the
+ * n weight rows (wrs bytes apart)^T; threads on the pool. false: out of
+ * memory (nothing else can fail). Call only when wk__cpu_has_avx512vnni()
+ * and wk__qgemm32_supported(wdt). */
+bool wk__qgemm32_supported(wk_dtype wdt);
+bool wk__qgemm32_avx512vnni(wk_dtype wdt, int64_t m, int64_t n, int64_t nb, const uint8_t *w, size_t wrs,
+                            const uint8_t *A, size_t as, float *out);
+
 /* The backend entry (backend.h's qmatmul), in cpu/qmatmul.c. */
 wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk_dtype xdt, const void *w,
                           const wk_layout *lw, wk_dtype wdt, void *dst);

@@ -224,6 +224,15 @@ wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk
         }
         quant_ctx qc = {X, k, kind, A, as};
         wk__parallel_for(m, 1, m * k >= (1 << 15) ? 0 : INT64_MAX, quant_rows, &qc);
+        const uint8_t *wp = (const uint8_t *)w + (size_t)(lw->offset / wi->block_elems) * wi->block_bytes;
+        size_t wrs = (size_t)(lw->stride[0] / wi->block_elems) * wi->block_bytes;
+        if (m >= QM_PREFILL && nb > 0 && atomic_load(&g_force) == 0 && wk__cpu_has_avx512vnni() &&
+            wk__qgemm32_supported(wdt)) {
+            if (!wk__qgemm32_avx512vnni(wdt, m, n, nb, wp, wrs, A, as, out))
+                st = wk__err(WK_ERR_OOM, op, "cannot allocate the packed panels (%lld x %lld blocks)", (long long)m,
+                             (long long)nb);
+            goto convert;
+        }
         qmm_ctx c = {wk__qdot_pick(wdt),
                      (const uint8_t *)w + (size_t)(lw->offset / wi->block_elems) * wi->block_bytes,
                      (size_t)(lw->stride[0] / wi->block_elems) * wi->block_bytes,
@@ -243,6 +252,8 @@ wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk
             wk__parallel_for(n, 16, n * k * m >= (1 << 17) ? 0 : INT64_MAX, hmm_slice, &h);
         }
     }
+convert:
+    if (st != WK_OK) goto done;
     if (xdt == WK_F16) wk__vcvt_f32_to_f16(dst, out, m * n);
     else if (xdt == WK_BF16) wk__vcvt_f32_to_bf16(dst, out, m * n);
 done:
