@@ -7,6 +7,7 @@
  * row-strided w; SIMD == portable bit for bit on data whose float sums are
  * exact; f16/bf16 weights; the argument errors. */
 #include "core/tensor.h"
+#include "cpu/gemm.h"
 #include "cpu/qdot.h"
 #include "cpu/vmath.h"
 #include "quant/dequant_block.h"
@@ -336,6 +337,8 @@ static void half_weights(void) {
             double *W = malloc(sizeof(double) * (size_t)(n * k)), *A = malloc(sizeof(double) * (size_t)(m * k));
             TU_STATUS_OK(wk_to_host_f64(w, W, (size_t)(n * k)));
             TU_STATUS_OK(wk_to_host_f64(x, A, (size_t)(m * k)));
+            if (wdt == WK_BF16 && m >= 16 && wk__gemm_kernels().bf16_dot) /* that path rounds x to bf16 */
+                for (int64_t i = 0; i < m * k; i++) A[i] = wk_bf16_to_f32(wk_f32_to_bf16((float)A[i]));
             TU_STATUS_OK(wk_set_num_threads(1));
             float *Y1 = run(x, w, m, n);
             TU_STATUS_OK(wk_set_num_threads(2));
