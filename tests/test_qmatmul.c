@@ -245,6 +245,20 @@ static void test_all_types_all_levels(void **state) {
     each_level(all_types_shapes);
 }
 
+/* long rows (K = 4096 for the 32-element types, 2048 for the others) and a
+ * weight row count past several panels: the loops over many blocks */
+static void long_rows(void) {
+    for (int t = 0; t < NTYPES; t++) {
+        bool k32 = wk_dtype_info_of(all_types[t])->block_elems == 32;
+        one_case(all_types[t], 1, 150, k32 ? 128 : 8, X_PLAIN);
+        one_case(all_types[t], 19, 131, k32 ? 37 : 3, X_PLAIN);
+    }
+}
+static void test_long_rows_all_levels(void **state) {
+    (void)state;
+    each_level(long_rows);
+}
+
 static void layouts(void) {
     static const wk_dtype types[] = {WK_Q4_0, WK_Q4_1, WK_Q8_0, WK_Q4_K, WK_Q6_K, WK_Q5_K, WK_IQ4_XS};
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
@@ -394,6 +408,7 @@ static void test_errors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_types_all_levels),
+        cmocka_unit_test(test_long_rows_all_levels),
         cmocka_unit_test(test_batch_strided_half_x),
         cmocka_unit_test(test_simd_equals_portable_exact),
         cmocka_unit_test(test_row_strided_weight),
