@@ -376,6 +376,7 @@ static void test_half_weights_all_levels(void **state) {
 
 static void test_errors(void **state) {
     (void)state;
+    wk_scope_begin(); /* every tensor below goes with the scope */
     size_t nbytes;
     uint8_t *wb = make_weights(WK_Q4_0, 4, 64, false, &nbytes);
     wk_tensor *w = TU_OK(wk_from_host(wb, nbytes, (int64_t[]){4, 64}, 2, WK_Q4_0, wk_cpu()));
@@ -403,6 +404,7 @@ static void test_errors(void **state) {
     wk_tensor *y0 = TU_OK(wk_qmatmul(x0, w));
     assert_int_equal(wk_shape(y0)[0], 0);
     free(wb);
+    wk_scope_end();
 }
 
 int main(void) {
