@@ -74,7 +74,7 @@ wk_qdot_fn wk__qdot_pick(wk_dtype wdt);
  * restores the run-time choice. */
 void wk__qdot_force(int mode);
 
-/* Prefill GEMM for the 32-element types on AVX512-VNNI (qgemm_avx512vnni.c):
+/* Prefill GEMM for the 32-element types on AVX512-VNNI (qmatmul_panel_avx512vnni.c):
  * out (m, n) = A (m rows of nb wk_qa32 blocks, `as` bytes apart) times the
  * n weight rows (wrs bytes apart)^T; threads on the pool. false: out of
  * memory (nothing else can fail). Call only when wk__cpu_has_avx512vnni()

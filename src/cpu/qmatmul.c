@@ -10,6 +10,9 @@
  * one group: every weight byte is read exactly once, so the loop streams at
  * memory bandwidth. For M >= 16 (prefill) the weight panel is reused from
  * cache by M / 8 groups, a blocked GEMM rather than M matrix-vector products.
+ * On AVX512-VNNI the 32-element types' prefill instead runs the 16 x 8 zmm
+ * panel GEMM of qmatmul_panel_avx512vnni.c (about twice the 1 x 8 tile).
+ * Nothing is cached between calls: packed panels live for one call.
  *
  * f16/bf16 w: decode dots each weight row with the f32 rows of x, widening
  * in registers; prefill widens panels of QM_HNC weight rows to f32 and runs
