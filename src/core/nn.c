@@ -335,17 +335,6 @@ static bool quant_check(const char *op, const wk_tensor *w, bool has_entry) {
     return true;
 }
 
-wk_tensor *wk_qmatmul(const wk_tensor *x, const wk_tensor *w) {
-    const char *op = "wk_qmatmul";
-    if (!wk__check_same(op, x, w) || !quant_check(op, w, wk__be(w)->qmatmul != NULL)) return NULL;
-    /* reached only once block dtypes exist: the entry computes (..., K) x (N, K)^T */
-    int r = x->layout.rank;
-    int64_t oshape[WK_MAX_RANK];
-    memcpy(oshape, x->layout.shape, sizeof(int64_t) * (size_t)r);
-    oshape[r - 1] = w->layout.shape[0];
-    RUN_FUSED(op, wk__dev(x), x->dtype, oshape, r,
-              wk__be(x)->qmatmul(wk__dev(x), x->storage->buf, &x->layout, x->dtype, w->storage->buf, &w->layout,
-                                 w->dtype, dst));
-}
+/* wk_qmatmul lives in core/qmatmul.c (it takes f16/bf16 weights too). */
 
 /* wk_quantize / wk_dequantize: src/core/quantize.c */
