@@ -320,21 +320,6 @@ wk_tensor *wk_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *
 
 /* ---- block-quantized work ---- */
 
-/* NULL when w can go to the entry; else the error is recorded. */
-static bool quant_check(const char *op, const wk_tensor *w, bool has_entry) {
-    if (!wk_dtype_is_quantized(w->dtype)) {
-        wk__err(WK_ERR_DTYPE, op, "weight dtype %s is not a block-quantized dtype",
-                wk_dtype_name(w->dtype));
-        return false;
-    }
-    if (!has_entry) {
-        wk__err(WK_ERR_NOT_COMPILED, op, "backend %s has no %s entry for dtype %s", wk__be(w)->name, op,
-                wk_dtype_name(w->dtype));
-        return false;
-    }
-    return true;
-}
-
 /* wk_qmatmul lives in core/qmatmul.c (it takes f16/bf16 weights too). */
 
 /* wk_quantize / wk_dequantize: src/core/quantize.c */
