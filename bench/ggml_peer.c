@@ -68,10 +68,14 @@ static char g_version[128];
 static char g_features[128];
 static void *g_pools[65]; /* threadpool per thread count */
 
-/* dlopen dir/name, its symbols global (see ggml_peer_open). */
+/* dlopen dir/name, else dir/name.0 (a build tree has only the versioned
+ * file plus links), its symbols global (see ggml_peer_open). */
 static void *open_lib(const char *dir, const char *name) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
+    void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    if (h) return h;
+    snprintf(path, sizeof path, "%s/%s.0", dir, name);
     return dlopen(path, RTLD_NOW | RTLD_GLOBAL);
 }
 
