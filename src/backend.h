@@ -168,6 +168,11 @@ typedef struct wk_backend {
                          const wk_layout *lw, wk_dtype wdt, void *dst);
     wk_status (*dequantize)(wk_device *dev, const void *w, const wk_layout *lw, wk_dtype wdt, void *dst,
                             wk_dtype ddt);
+    /* Quantize x (sdt: f32 f16 bf16 f64, any layout, last dim whole blocks)
+     * into dst (qdt, contiguous). NULL: the tensor layer quantizes on the
+     * host (the CPU backend's entry) and moves the blocks over. */
+    wk_status (*quantize)(wk_device *dev, const void *x, const wk_layout *lx, wk_dtype sdt, void *dst,
+                          wk_dtype qdt);
     /* Copy the view (src, ls) of sdev into the contiguous buffer dst of ddev,
      * a device of the same backend (peer copy). NULL => through the host. */
     wk_status (*copy_between)(wk_device *sdev, const void *src, const wk_layout *ls, wk_dtype dt, wk_device *ddev,

@@ -79,7 +79,8 @@ static void test_cpu_backend_complete(void **state) {
     assert_non_null(be->rms_norm);
     assert_non_null(be->layer_norm);
     assert_null(be->qmatmul);
-    assert_null(be->dequantize);
+    assert_non_null(be->dequantize); /* cpu_quant.c */
+    assert_non_null(be->quantize);
 }
 
 #ifdef WICK_HAVE_CUDA

@@ -43,7 +43,17 @@ wk_tensor *wk_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *
  * answers WK_ERR_DTYPE naming the dtype (and WK_ERR_NOT_COMPILED, naming op
  * and backend, once the dtypes exist on a backend without the entry). */
 wk_tensor *wk_qmatmul(const wk_tensor *x, const wk_tensor *w);
+/* Dequantize a block tensor w (any valid block view) into a new contiguous
+ * tensor of element dtype dt (f32, f16, bf16 directly; other element dtypes
+ * through f32), same shape and device. Bit-exact with gguf-py's f32 values. */
 wk_tensor *wk_dequantize(const wk_tensor *w, wk_dtype dt);
+/* Quantize t (f32, f16, bf16 or f64; any layout, rank >= 1, last dim a
+ * multiple of qdt's block) into a new contiguous tensor of the block dtype
+ * qdt, same shape and device (a device without a quantize entry goes
+ * through the host). ggml's reference quantizers, byte-exact with gguf-py
+ * 0.19.0 for q4_0 q4_1 q5_0 q5_1 q8_0. A block-dtype t is requantized
+ * through f32. WK_ERR_NOT_COMPILED for a type with no quantizer yet. */
+wk_tensor *wk_quantize(const wk_tensor *t, wk_dtype qdt);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,7 @@
  * gather, scatter, index_add) or a composition of existing ops (embedding,
  * slice_scatter, flip, roll, repeat, pads, masked_fill). The backends check
  * the index values themselves. */
+#include "core/block_bytes.h"
 #include "core/checked.h"
 #include "core/tensor.h"
 #include <inttypes.h>
@@ -23,8 +24,11 @@ static bool same_device(const char *op, const wk_tensor *a, const wk_tensor *b) 
     return true;
 }
 
-static bool check_ids(const char *op, const wk_tensor *t, const wk_tensor *ids) {
-    if (!wk__check_in(op, t) || !wk__check_in(op, ids)) return false;
+/* t_check: wk__check_in, or wk__check_in_blocks for the row gathers that
+ * take block dtypes (index_select, embedding). */
+static bool check_ids_with(const char *op, const wk_tensor *t, const wk_tensor *ids,
+                           bool (*t_check)(const char *, const wk_tensor *)) {
+    if (!t_check(op, t) || !wk__check_in(op, ids)) return false;
     if (!same_device(op, t, ids)) return false;
     wk_dtype d = ids->dtype;
     if (d != WK_U8 && d != WK_U32 && d != WK_I32 && d != WK_I64) {
@@ -32,6 +36,10 @@ static bool check_ids(const char *op, const wk_tensor *t, const wk_tensor *ids) 
         return false;
     }
     return true;
+}
+
+static bool check_ids(const char *op, const wk_tensor *t, const wk_tensor *ids) {
+    return check_ids_with(op, t, ids, wk__check_in);
 }
 
 static bool check_1d(const char *op, const wk_tensor *ids) {
@@ -59,22 +67,30 @@ static wk_layout ids_1d(const wk_tensor *ids) {
 
 wk_tensor *wk_index_select(const wk_tensor *t, const wk_tensor *ids, int dim) {
     const char *op = "wk_index_select";
-    if (!check_ids(op, t, ids) || !check_1d(op, ids)) return NULL;
+    if (!check_ids_with(op, t, ids, wk__check_in_blocks) || !check_1d(op, ids)) return NULL;
     int d;
     if (wk__norm_dim(op, dim, t->layout.rank, &d) != WK_OK) return NULL;
+    if (wk_dtype_is_quantized(t->dtype) && d == t->layout.rank - 1) {
+        wk__err(WK_ERR_SHAPE, op, "cannot pick elements along the last dim of a %s tensor (its blocks); gather whole "
+                "rows along another dim, or wk_dequantize first", wk_dtype_name(t->dtype));
+        return NULL;
+    }
     wk_layout li = ids_1d(ids);
     int64_t shape[WK_MAX_RANK];
     for (int i = 0; i < t->layout.rank; i++) shape[i] = t->layout.shape[i];
     shape[d] = li.shape[0];
     wk_tensor *r = wk__tensor_alloc(op, wk__dev(t), t->dtype, shape, t->layout.rank);
     if (!r || li.shape[0] == 0) return r;
-    return finish(r, wk__be(t)->index_select(wk__dev(t), t->storage->buf, &t->layout, ids->storage->buf, &li,
-                                             ids->dtype, d, r->storage->buf, t->dtype));
+    /* block dtypes: a gather of whole rows is a gather of their bytes */
+    wk_dtype bdt;
+    wk_layout lt = wk__block_bytes_layout(&t->layout, t->dtype, &bdt);
+    return finish(r, wk__be(t)->index_select(wk__dev(t), t->storage->buf, &lt, ids->storage->buf, &li, ids->dtype, d,
+                                             r->storage->buf, bdt));
 }
 
 wk_tensor *wk_embedding(const wk_tensor *ids, const wk_tensor *table) {
     const char *op = "wk_embedding";
-    if (!check_ids(op, table, ids)) return NULL;
+    if (!check_ids_with(op, table, ids, wk__check_in_blocks)) return NULL; /* quantized tables: rows stay blocks */
     if (table->layout.rank != 2) {
         char b[128];
         wk__err(WK_ERR_SHAPE, op, "table must be 2-D (vocab, hidden), got %s",

@@ -1,13 +1,26 @@
 /* cat and stack: each input is copied into its slice of one output. */
+#include "core/block_bytes.h"
 #include "core/checked.h"
 #include "core/tensor.h"
+
+/* wk__check_same, also for two block tensors: cat copies whole rows (along
+ * the last dim: whole blocks), which is a byte copy. */
+static bool check_pair(const char *op, const wk_tensor *a, const wk_tensor *b) {
+    if (!wk__check_in_blocks(op, a) || !wk__check_in_blocks(op, b)) return false;
+    if (!wk_dtype_is_quantized(a->dtype) || a->dtype != b->dtype) return wk__check_same(op, a, b);
+    if (wk__dev(a) != wk__dev(b)) {
+        wk__err(WK_ERR_DEVICE, op, "device mismatch: %s vs %s", wk__dev(a)->name, wk__dev(b)->name);
+        return false;
+    }
+    return true;
+}
 
 wk_tensor *wk_cat(wk_tensor *const *ts, int n, int dim) {
     const char *op = "wk_cat";
     if (n < 1) { wk__err(WK_ERR_ARG, op, "needs at least one tensor, got n = %d", n); return NULL; }
     if (!ts) { wk__err(WK_ERR_ARG, op, "NULL tensor array with n = %d", n); return NULL; }
     for (int i = 0; i < n; i++)
-        if (!wk__check_same(op, ts[0], ts[i])) return NULL;
+        if (!check_pair(op, ts[0], ts[i])) return NULL;
     const wk_layout *l0 = &ts[0]->layout;
     int d;
     if (wk__norm_dim(op, dim, l0->rank, &d) != WK_OK) return NULL;
@@ -43,8 +56,9 @@ wk_tensor *wk_cat(wk_tensor *const *ts, int n, int dim) {
         ld.shape[d] = ts[k]->layout.shape[d];
         off += ld.shape[d];
         if (wk__layout_numel(&ld) == 0) continue;
-        if (wk__be(r)->copy_strided(wk__dev(r), ts[k]->storage->buf, &ts[k]->layout, r->storage->buf, &ld, r->dtype) !=
-            WK_OK) {
+        wk_dtype bdt;
+        wk_layout bs = wk__block_bytes_layout(&ts[k]->layout, r->dtype, &bdt), bd = wk__block_bytes_layout(&ld, r->dtype, &bdt);
+        if (wk__be(r)->copy_strided(wk__dev(r), ts[k]->storage->buf, &bs, r->storage->buf, &bd, bdt) != WK_OK) {
             wk_tensor_free(r);
             return NULL;
         }
@@ -58,7 +72,7 @@ wk_tensor *wk_stack(wk_tensor *const *ts, int n, int dim) {
     if (!ts) { wk__err(WK_ERR_ARG, op, "NULL tensor array with n = %d", n); return NULL; }
     if (n > 4096) { wk__err(WK_ERR_ARG, op, "at most 4096 tensors, got %d", n); return NULL; }
     for (int i = 0; i < n; i++)
-        if (!wk__check_in(op, ts[i])) return NULL;
+        if (!wk__check_in_blocks(op, ts[i])) return NULL;
     for (int i = 1; i < n; i++) {
         const wk_layout *a = &ts[0]->layout, *b = &ts[i]->layout;
         bool same = a->rank == b->rank;

@@ -348,9 +348,4 @@ wk_tensor *wk_qmatmul(const wk_tensor *x, const wk_tensor *w) {
                                  w->dtype, dst));
 }
 
-wk_tensor *wk_dequantize(const wk_tensor *w, wk_dtype dt) {
-    const char *op = "wk_dequantize";
-    if (!wk__check_in_blocks(op, w) || !quant_check(op, w, wk__be(w)->dequantize != NULL)) return NULL;
-    RUN_FUSED(op, wk__dev(w), dt, w->layout.shape, w->layout.rank,
-              wk__be(w)->dequantize(wk__dev(w), w->storage->buf, &w->layout, w->dtype, dst, dt));
-}
+/* wk_quantize / wk_dequantize: src/core/quantize.c */

@@ -1,5 +1,7 @@
 /* Readback, copies, casts, device moves and in-place writes. Readback copies
  * exactly the elements of the view (a one-element read moves one element). */
+#include "core/block_bytes.h"
+#include "core/quantize.h"
 #include "core/tensor.h"
 #include <stdlib.h>
 #include <string.h>
@@ -8,17 +10,25 @@ static bool is_cpu(const wk_tensor *t) { return wk__dev(t)->kind == WK_DEVICE_CP
 
 wk_status wk_to_host(const wk_tensor *t, void *buf, size_t nbytes) {
     const char *op = "wk_to_host";
-    if (!wk__check_in(op, t)) return wk_last_status();
+    if (!wk__check_in_blocks(op, t)) return wk_last_status(); /* block dtypes: the raw blocks */
     size_t need;
     if (wk__dtype_bytes_for(op, t->dtype, wk_numel(t), &need) != WK_OK) return wk_last_status();
     if (nbytes < need) return wk__err(WK_ERR_ARG, op, "buffer of %zu bytes, the view needs %zu", nbytes, need);
     if (need == 0) return WK_OK;
     if (!buf) return wk__err(WK_ERR_ARG, op, "NULL buffer");
-    return wk__be(t)->to_host(wk__dev(t), t->storage->buf, &t->layout, t->dtype, buf);
+    wk_dtype bdt;
+    wk_layout bl = wk__block_bytes_layout(&t->layout, t->dtype, &bdt);
+    return wk__be(t)->to_host(wk__dev(t), t->storage->buf, &bl, bdt, buf);
 }
 
 static wk_status to_host_as(const char *op, const wk_tensor *t, void *buf, size_t count, wk_dtype dt) {
-    if (!wk__check_in(op, t)) return wk_last_status();
+    if (!wk__check_in_blocks(op, t)) return wk_last_status();
+    if (wk_dtype_is_quantized(t->dtype)) { /* the values: dequantized */
+        wk_tensor *f = wk_dequantize(t, WK_F32);
+        wk_status fs = f ? to_host_as(op, f, buf, count, dt) : wk_last_status();
+        wk_tensor_free(f);
+        return fs;
+    }
     int64_t n = wk_numel(t);
     if (count < (size_t)n) return wk__err(WK_ERR_ARG, op, "buffer of %zu elements, the view has %lld", count, (long long)n);
     if (n == 0) return WK_OK;
@@ -80,11 +90,13 @@ wk_status wk_get(const wk_tensor *t, const int64_t *index, double *out) {
 
 wk_tensor *wk_copy(const wk_tensor *t) {
     const char *op = "wk_copy";
-    if (!wk__check_in(op, t)) return NULL;
+    if (!wk__check_in_blocks(op, t)) return NULL;
     wk_tensor *r = wk__tensor_alloc(op, wk__dev(t), t->dtype, t->layout.shape, t->layout.rank);
     if (!r) return NULL;
-    if (wk_numel(r) && wk__be(t)->copy_strided(wk__dev(t), t->storage->buf, &t->layout, r->storage->buf, &r->layout,
-                                               t->dtype) != WK_OK) {
+    /* block dtypes copy their rows as bytes */
+    wk_dtype bdt;
+    wk_layout ls = wk__block_bytes_layout(&t->layout, t->dtype, &bdt), ld = wk__block_bytes_layout(&r->layout, r->dtype, &bdt);
+    if (wk_numel(r) && wk__be(t)->copy_strided(wk__dev(t), t->storage->buf, &ls, r->storage->buf, &ld, bdt) != WK_OK) {
         wk_tensor_free(r);
         return NULL;
     }
@@ -92,16 +104,17 @@ wk_tensor *wk_copy(const wk_tensor *t) {
 }
 
 wk_tensor *wk_contiguous(const wk_tensor *t) {
-    if (!wk__check_in("wk_contiguous", t)) return NULL;
+    if (!wk__check_in_blocks("wk_contiguous", t)) return NULL;
     if (wk__layout_is_contiguous(&t->layout)) return wk__tensor_view(t, &t->layout);
     return wk_copy(t);
 }
 
 wk_tensor *wk_to_dtype(const wk_tensor *t, wk_dtype dt) {
     const char *op = "wk_to_dtype";
-    if (!wk__check_in(op, t)) return NULL;
-    if (!wk_dtype_size(dt)) { wk__err(WK_ERR_DTYPE, op, "invalid dtype %d", (int)dt); return NULL; }
+    if (!wk__check_in_blocks(op, t)) return NULL;
+    if (!wk_dtype_info_of(dt)) { wk__err(WK_ERR_DTYPE, op, "invalid dtype %d", (int)dt); return NULL; }
     if (dt == t->dtype) return wk__tensor_view(t, &t->layout);
+    if (wk_dtype_is_quantized(t->dtype) || wk_dtype_is_quantized(dt)) return wk__to_dtype_blocks(op, t, dt);
     wk_tensor *r = wk__tensor_alloc(op, wk__dev(t), dt, t->layout.shape, t->layout.rank);
     if (!r) return NULL;
     if (wk_numel(r) && wk__be(t)->cast(wk__dev(t), t->storage->buf, &t->layout, t->dtype, r->storage->buf, dt) != WK_OK) {
@@ -121,7 +134,7 @@ wk_tensor *wk_to_dtype(const wk_tensor *t, wk_dtype dt) {
  * Every step is a contract entry of the backends involved. */
 wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev) {
     const char *op = "wk_to_device";
-    if (!wk__check_in(op, t)) return NULL;
+    if (!wk__check_in_blocks(op, t)) return NULL; /* block dtypes move their bytes */
     if (!dev) { wk__err(WK_ERR_ARG, op, "NULL device"); return NULL; }
     wk_device *src = wk__dev(t);
     if (dev == src) return wk__tensor_view(t, &t->layout);
@@ -135,12 +148,14 @@ wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev) {
         wk_tensor *r = wk__tensor_alloc(op, dev, t->dtype, t->layout.shape, t->layout.rank);
         if (!r || nb == 0) return r;
         wk_status st;
+        wk_dtype bdt;
+        wk_layout bl = wk__block_bytes_layout(&t->layout, t->dtype, &bdt);
         if (dev->kind == WK_DEVICE_CPU)
-            st = wk__be(t)->to_host(src, t->storage->buf, &t->layout, t->dtype, r->storage->buf);
+            st = wk__be(t)->to_host(src, t->storage->buf, &bl, bdt, r->storage->buf);
         else if (src->kind == WK_DEVICE_CPU)
             st = dev->be->from_host(dev, r->storage->buf, 0, (const char *)t->storage->buf + off, nb);
         else
-            st = src->be->copy_between(src, t->storage->buf, &t->layout, t->dtype, dev, r->storage->buf);
+            st = src->be->copy_between(src, t->storage->buf, &bl, bdt, dev, r->storage->buf);
         if (st != WK_OK) {
             wk_tensor_free(r);
             return NULL;

@@ -7,6 +7,14 @@
 
 static char *shp(const wk_tensor *t, char *b, size_t n) { return (char *)wk__shape_str(t->layout.shape, t->layout.rank, b, n); }
 
+/* A view of t with layout l. Block dtypes take the views that keep rows of
+ * whole blocks (WK_ERR_SHAPE naming op for the rest: a transpose of the
+ * last dim, a narrow or select inside a block). */
+static wk_tensor *view_of(const char *op, const wk_tensor *t, const wk_layout *l) {
+    if (!wk__check_block_layout(op, t->dtype, l)) return NULL;
+    return wk__tensor_view(t, l);
+}
+
 /* Try to express `shape` over layout l without copying (numpy's attempt_nocopy_reshape). */
 static bool reshape_view(const wk_layout *l, const int64_t *shape, int rank, wk_layout *out) {
     /* drop size-1 dims of the source */
@@ -38,7 +46,7 @@ static bool reshape_view(const wk_layout *l, const int64_t *shape, int rank, wk_
 
 wk_tensor *wk_reshape(const wk_tensor *t, const int64_t *shape, int rank) {
     const char *op = "wk_reshape";
-    if (!wk__check_in(op, t)) return NULL;
+    if (!wk__check_in_blocks(op, t)) return NULL;
     if (rank < 0 || rank > WK_MAX_RANK) { wk__err(WK_ERR_SHAPE, op, "rank %d out of range [0, %d]", rank, WK_MAX_RANK); return NULL; }
     if (rank && !shape) { wk__err(WK_ERR_ARG, op, "NULL shape"); return NULL; }
     int64_t s[WK_MAX_RANK], known = 1, nz = 1, n = wk_numel(t);
@@ -76,11 +84,14 @@ wk_tensor *wk_reshape(const wk_tensor *t, const int64_t *shape, int rank) {
         return NULL;
     }
     wk_layout l;
+    /* block dtypes: the new shape must hold rows of whole blocks */
+    wk__layout_contiguous(&l, s, rank, 0);
+    if (!wk__check_block_layout(op, t->dtype, &l)) return NULL;
     if (n == 0) {
         wk__layout_contiguous(&l, s, rank, t->layout.offset);
-        return wk__tensor_view(t, &l);
+        return view_of(op, t, &l);
     }
-    if (reshape_view(&t->layout, s, rank, &l)) return wk__tensor_view(t, &l);
+    if (reshape_view(&t->layout, s, rank, &l)) return view_of(op, t, &l);
     wk_tensor *c = wk_copy(t);
     if (!c) return NULL;
     wk__layout_contiguous(&l, s, rank, 0);
@@ -91,7 +102,7 @@ wk_tensor *wk_reshape(const wk_tensor *t, const int64_t *shape, int rank) {
 
 wk_tensor *wk_narrow(const wk_tensor *t, int dim, int64_t start, int64_t len) {
     const char *op = "wk_narrow";
-    if (!wk__check_in(op, t)) return NULL;
+    if (!wk__check_in_blocks(op, t)) return NULL;
     int d;
     if (wk__norm_dim(op, dim, t->layout.rank, &d) != WK_OK) return NULL;
     int64_t size = t->layout.shape[d];
@@ -104,12 +115,12 @@ wk_tensor *wk_narrow(const wk_tensor *t, int dim, int64_t start, int64_t len) {
     wk_layout l = t->layout;
     l.offset += start * l.stride[d];
     l.shape[d] = len;
-    return wk__tensor_view(t, &l);
+    return view_of(op, t, &l);
 }
 
 wk_tensor *wk_transpose(const wk_tensor *t, int d0, int d1) {
     const char *op = "wk_transpose";
-    if (!wk__check_in(op, t)) return NULL;
+    if (!wk__check_in_blocks(op, t)) return NULL;
     int a, b;
     if (wk__norm_dim(op, d0, t->layout.rank, &a) != WK_OK || wk__norm_dim(op, d1, t->layout.rank, &b) != WK_OK) return NULL;
     wk_layout l = t->layout;
@@ -117,18 +128,18 @@ wk_tensor *wk_transpose(const wk_tensor *t, int d0, int d1) {
     l.shape[b] = t->layout.shape[a];
     l.stride[a] = t->layout.stride[b];
     l.stride[b] = t->layout.stride[a];
-    return wk__tensor_view(t, &l);
+    return view_of(op, t, &l);
 }
 
 wk_tensor *wk_t(const wk_tensor *t) {
-    if (!wk__check_in("wk_t", t)) return NULL;
+    if (!wk__check_in_blocks("wk_t", t)) return NULL;
     if (t->layout.rank < 2) { wk__err(WK_ERR_SHAPE, "wk_t", "needs rank >= 2, got %d", t->layout.rank); return NULL; }
     return wk_transpose(t, -2, -1);
 }
 
 wk_tensor *wk_permute(const wk_tensor *t, const int *dims, int rank) {
     const char *op = "wk_permute";
-    if (!wk__check_in(op, t)) return NULL;
+    if (!wk__check_in_blocks(op, t)) return NULL;
     if (rank != t->layout.rank) { wk__err(WK_ERR_SHAPE, op, "%d dims given for a rank-%d tensor", rank, t->layout.rank); return NULL; }
     if (rank && !dims) { wk__err(WK_ERR_ARG, op, "NULL dims"); return NULL; }
     bool seen[WK_MAX_RANK] = {false};
@@ -141,7 +152,7 @@ wk_tensor *wk_permute(const wk_tensor *t, const int *dims, int rank) {
         l.shape[i] = t->layout.shape[d];
         l.stride[i] = t->layout.stride[d];
     }
-    return wk__tensor_view(t, &l);
+    return view_of(op, t, &l);
 }
 
 wk_tensor *wk_broadcast_as(const wk_tensor *t, const int64_t *shape, int rank) {
@@ -169,19 +180,19 @@ wk_tensor *wk_broadcast_left(const wk_tensor *t, const int64_t *left, int nleft)
 
 wk_tensor *wk_squeeze(const wk_tensor *t, int dim) {
     const char *op = "wk_squeeze";
-    if (!wk__check_in(op, t)) return NULL;
+    if (!wk__check_in_blocks(op, t)) return NULL;
     int d;
     if (wk__norm_dim(op, dim, t->layout.rank, &d) != WK_OK) return NULL;
     if (t->layout.shape[d] != 1) return wk__tensor_view(t, &t->layout);
     wk_layout l = t->layout;
     for (int i = d; i < l.rank - 1; i++) { l.shape[i] = l.shape[i + 1]; l.stride[i] = l.stride[i + 1]; }
     l.rank--;
-    return wk__tensor_view(t, &l);
+    return view_of(op, t, &l);
 }
 
 wk_tensor *wk_unsqueeze(const wk_tensor *t, int dim) {
     const char *op = "wk_unsqueeze";
-    if (!wk__check_in(op, t)) return NULL;
+    if (!wk__check_in_blocks(op, t)) return NULL;
     int r = t->layout.rank, d;
     if (r == WK_MAX_RANK) { wk__err(WK_ERR_SHAPE, op, "rank would exceed %d", WK_MAX_RANK); return NULL; }
     if (wk__norm_dim(op, dim, r + 1, &d) != WK_OK) return NULL;
@@ -190,12 +201,12 @@ wk_tensor *wk_unsqueeze(const wk_tensor *t, int dim) {
     l.shape[d] = 1;
     l.stride[d] = d < r ? t->layout.stride[d] * t->layout.shape[d] : 1;
     l.rank = r + 1;
-    return wk__tensor_view(t, &l);
+    return view_of(op, t, &l);
 }
 
 wk_tensor *wk_flatten(const wk_tensor *t, int start_dim, int end_dim) {
     const char *op = "wk_flatten";
-    if (!wk__check_in(op, t)) return NULL;
+    if (!wk__check_in_blocks(op, t)) return NULL;
     if (t->layout.rank == 0) { int64_t one = 1; return wk_reshape(t, &one, 1); }
     int a, b;
     if (wk__norm_dim(op, start_dim, t->layout.rank, &a) != WK_OK || wk__norm_dim(op, end_dim, t->layout.rank, &b) != WK_OK)
@@ -212,14 +223,14 @@ wk_tensor *wk_flatten(const wk_tensor *t, int start_dim, int end_dim) {
 }
 
 wk_tensor *wk_flatten_all(const wk_tensor *t) {
-    if (!wk__check_in("wk_flatten_all", t)) return NULL;
+    if (!wk__check_in_blocks("wk_flatten_all", t)) return NULL;
     int64_t n = wk_numel(t);
     return wk_reshape(t, &n, 1);
 }
 
 wk_tensor *wk_select(const wk_tensor *t, int dim, int64_t index) {
     const char *op = "wk_select";
-    if (!wk__check_in(op, t)) return NULL;
+    if (!wk__check_in_blocks(op, t)) return NULL;
     int d;
     if (wk__norm_dim(op, dim, t->layout.rank, &d) != WK_OK) return NULL;
     int64_t size = t->layout.shape[d], k = index < 0 ? index + size : index;
@@ -231,12 +242,12 @@ wk_tensor *wk_select(const wk_tensor *t, int dim, int64_t index) {
     l.offset += k * l.stride[d];
     for (int i = d; i < l.rank - 1; i++) { l.shape[i] = l.shape[i + 1]; l.stride[i] = l.stride[i + 1]; }
     l.rank--;
-    return wk__tensor_view(t, &l);
+    return view_of(op, t, &l);
 }
 
 wk_status wk_split(const wk_tensor *t, const int64_t *sizes, int n, int dim, wk_tensor **out) {
     const char *op = "wk_split";
-    if (!wk__check_in(op, t)) return wk_last_status();
+    if (!wk__check_in_blocks(op, t)) return wk_last_status();
     if (n < 1 || !sizes || !out) return wk__err(WK_ERR_ARG, op, "need n >= 1 sizes and an output array");
     int d;
     if (wk__norm_dim(op, dim, t->layout.rank, &d) != WK_OK) return wk_last_status();
@@ -264,7 +275,7 @@ wk_status wk_split(const wk_tensor *t, const int64_t *sizes, int n, int dim, wk_
 
 wk_status wk_chunk(const wk_tensor *t, int n, int dim, wk_tensor **out, int *count) {
     const char *op = "wk_chunk";
-    if (!wk__check_in(op, t)) return wk_last_status();
+    if (!wk__check_in_blocks(op, t)) return wk_last_status();
     if (n < 1 || !out) return wk__err(WK_ERR_ARG, op, "need n >= 1 and an output array");
     /* without the count the caller cannot know which outputs to free */
     if (!count) return wk__err(WK_ERR_ARG, op, "NULL count");

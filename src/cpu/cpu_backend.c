@@ -5,6 +5,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_rng.h"
 #include "cpu/cpu_convert.h"
+#include "cpu/cpu_quant.h"
 #include "cpu/vmath.h"
 
 static wk_status cpu_alloc(wk_device *dev, size_t nbytes, void **buf) {
@@ -129,4 +130,7 @@ const wk_backend wk__cpu_backend = {
     .log_softmax = wk__cpu_log_softmax,
     .rms_norm = wk__cpu_rms_norm,
     .layer_norm = wk__cpu_layer_norm,
+    /* block dtypes: cpu_quant.c */
+    .dequantize = wk__cpu_dequantize,
+    .quantize = wk__cpu_quantize,
 };
