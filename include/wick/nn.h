@@ -38,10 +38,14 @@ wk_tensor *wk_rope(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *si
 wk_tensor *wk_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
                                            const wk_tensor *mask, double scale, bool causal);
 
-/* Block-quantized matmul x (..., K) @ w^T, w (N, K) quantized, and
- * dequantization of w to dt. No block-quantized dtype exists yet: every call
- * answers WK_ERR_DTYPE naming the dtype (and WK_ERR_NOT_COMPILED, naming op
- * and backend, once the dtypes exist on a backend without the entry). */
+/* Quantized matmul y = x @ w^T: x (..., K) f32/f16/bf16 with any batch dims
+ * and strides, w (N, K) of a GGML block dtype or f16/bf16, rows contiguous
+ * (any row stride), same device. y (..., N) in x's dtype. As ggml does, the
+ * rows of x are quantized once to w's partner block type (q8_0 / q8_1 / q8_K)
+ * and dotted in integers; f16/bf16 weights are widened, x stays f32.
+ * Errors: WK_ERR_DTYPE (x not float, w neither blocks nor f16/bf16),
+ * WK_ERR_SHAPE (w not 2-D, K differs, w rows not contiguous),
+ * WK_ERR_DEVICE, WK_ERR_NOT_COMPILED (a backend without the entry). */
 wk_tensor *wk_qmatmul(const wk_tensor *x, const wk_tensor *w);
 /* Dequantize a block tensor w (any valid block view) into a new contiguous
  * tensor of element dtype dt (f32, f16, bf16 directly; other element dtypes

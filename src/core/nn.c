@@ -320,32 +320,6 @@ wk_tensor *wk_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *
 
 /* ---- block-quantized work ---- */
 
-/* NULL when w can go to the entry; else the error is recorded. */
-static bool quant_check(const char *op, const wk_tensor *w, bool has_entry) {
-    if (!wk_dtype_is_quantized(w->dtype)) {
-        wk__err(WK_ERR_DTYPE, op, "weight dtype %s is not a block-quantized dtype",
-                wk_dtype_name(w->dtype));
-        return false;
-    }
-    if (!has_entry) {
-        wk__err(WK_ERR_NOT_COMPILED, op, "backend %s has no %s entry for dtype %s", wk__be(w)->name, op,
-                wk_dtype_name(w->dtype));
-        return false;
-    }
-    return true;
-}
-
-wk_tensor *wk_qmatmul(const wk_tensor *x, const wk_tensor *w) {
-    const char *op = "wk_qmatmul";
-    if (!wk__check_same(op, x, w) || !quant_check(op, w, wk__be(w)->qmatmul != NULL)) return NULL;
-    /* reached only once block dtypes exist: the entry computes (..., K) x (N, K)^T */
-    int r = x->layout.rank;
-    int64_t oshape[WK_MAX_RANK];
-    memcpy(oshape, x->layout.shape, sizeof(int64_t) * (size_t)r);
-    oshape[r - 1] = w->layout.shape[0];
-    RUN_FUSED(op, wk__dev(x), x->dtype, oshape, r,
-              wk__be(x)->qmatmul(wk__dev(x), x->storage->buf, &x->layout, x->dtype, w->storage->buf, &w->layout,
-                                 w->dtype, dst));
-}
+/* wk_qmatmul lives in core/qmatmul.c (it takes f16/bf16 weights too). */
 
 /* wk_quantize / wk_dequantize: src/core/quantize.c */

@@ -6,6 +6,7 @@
 #include "cpu/cpu_rng.h"
 #include "cpu/cpu_convert.h"
 #include "cpu/cpu_quant.h"
+#include "cpu/qdot.h"
 #include "cpu/vmath.h"
 
 static wk_status cpu_alloc(wk_device *dev, size_t nbytes, void **buf) {
@@ -133,4 +134,5 @@ const wk_backend wk__cpu_backend = {
     /* block dtypes: cpu_quant.c */
     .dequantize = wk__cpu_dequantize,
     .quantize = wk__cpu_quantize,
+    .qmatmul = wk__cpu_qmatmul,
 };
