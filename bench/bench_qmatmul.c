@@ -40,11 +40,16 @@
  * Q8_K partner blocks; F16 / BF16 for those weights), which costs about
  * 0.5% here; over 2% prints BAD and the exit status is 1.
  *
- * Read bandwidth: the sum of a buffer larger than the last-level cache
- * (u64 lanes, AVX2 where the CPU has it) on 1 and T threads, best of 5, in
- * the header; for M = 1 rows also a buffer of the weights' size (small
- * ones are summed repeatedly, >= 64 MiB a round), and the weights' GB/s
- * (their bytes / time per call) as a percentage of it.
+ * Read bandwidth: the sum of a buffer >= 2x the last-level cache (u64
+ * lanes, AVX2 where the CPU has it) on 1 and T threads, best of 5, in the
+ * header. Decode is measured twice: M = 1 with the same weights called back
+ * to back (from the cache when they fit), beside the read bandwidth of a
+ * buffer of their size (small ones summed repeatedly, >= 64 MiB a round);
+ * and M = 1c, the calls cycling through copies of the weights that together
+ * exceed the cache twice (every call reads them from memory, as a decode
+ * step over a model larger than the cache does), beside the header's
+ * buffer. The weights' GB/s (bytes / time per call) is given as a share of
+ * that bandwidth (re-measured for every row, the highest figure kept).
  *
  * Exit status 0 unless a check printed BAD or ggml failed; a wick call that
  * fails (wk_qmatmul not implemented for that type yet) prints n/a and the
@@ -121,7 +126,7 @@ static const int64_t k_check_rows[] = {0, 1, 127, 511};
 /* ------------------------------------------------------------ options */
 
 static struct {
-    int quick, no_peer, clock_cpu;
+    int quick, no_peer, clock_cpu, no_cold;
     int threads[8], nthreads;
     int types[NTYPES], ntypes;
     shape shapes[16];
@@ -137,12 +142,13 @@ static void usage(FILE *f, const char *argv0) {
     fprintf(f,
             "usage: %s [--quick] [--threads 1,2] [--types q4_0,q4_1,q8_0,q4_K,q6_K,f16,bf16]\n"
             "       [--shapes NxK,...] [--m 1,128,512] [--rounds N] [--min-time SECONDS]\n"
-            "       [--ggml-lib DIR] [--no-peer] [--clock wall|cpu]\n"
+            "       [--ggml-lib DIR] [--no-peer] [--no-cold] [--clock wall|cpu]\n"
             "  --ggml-lib DIR: the directory with libggml-base.so and libggml-cpu.so\n"
             "  (default $WICK_GGML_LIB_DIR, else <source>/.bench-venv/.../llama_cpp/lib;\n"
             "  scripts/bench-qmatmul.sh --install-peer makes that venv)\n"
             "  --clock cpu: 1-thread rows timed by the calling thread's CPU time (both libraries\n"
-            "  compute a 1-thread product on the calling thread), for a loaded machine\n",
+            "  compute a 1-thread product on the calling thread), for a loaded machine\n"
+            "  --no-cold: no M = 1c rows (decode with the weights cycled through copies beyond the cache)\n",
             argv0);
 }
 
@@ -169,6 +175,7 @@ static bool parse_args(int argc, char **argv) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--quick") == 0) opt.quick = 1;
         else if (strcmp(a, "--no-peer") == 0) opt.no_peer = 1;
+        else if (strcmp(a, "--no-cold") == 0) opt.no_cold = 1;
         else if (strcmp(a, "--clock") == 0 && v && (strcmp(v, "cpu") == 0 || strcmp(v, "wall") == 0))
             opt.clock_cpu = strcmp(v, "cpu") == 0, i++;
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { usage(stdout, argv[0]); exit(0); }
@@ -264,6 +271,20 @@ static const char *default_lib_dir(char *buf, size_t len) {
     return NULL;
 }
 
+/* ------------------------------------------------------------ clocks */
+
+/* Wall time, or with --clock cpu on one thread the calling thread's CPU time
+ * (time spent waiting for a core left out). Both libraries compute a
+ * 1-thread product on the calling thread, and so does read_bw on 1 thread. */
+static double clock_for(int threads) {
+    if (opt.clock_cpu && threads == 1) {
+        struct timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    }
+    return bench_now();
+}
+
 /* ------------------------------------------------------------ read bandwidth */
 
 typedef struct bw_job {
@@ -310,12 +331,15 @@ static void *bw_worker(void *q) {
 }
 
 /* Best-of-5 GB/s summing a buffer of `bytes` split over nt threads (small
- * buffers summed repeatedly, >= 64 MiB a round). Memoized per (bytes, nt). */
+ * buffers summed repeatedly, >= 64 MiB a round), measured on every call;
+ * the highest figure so far for (bytes, nt) is returned (the neighbours'
+ * load only ever lowers it). */
 static double read_bw(size_t bytes, int nt) {
-    static struct { size_t bytes; int nt; double gbs; } memo[64];
+    static struct { size_t bytes; int nt; double gbs; } memo[128];
     static int nmemo;
+    int slot = -1;
     for (int i = 0; i < nmemo; i++)
-        if (memo[i].bytes == bytes && memo[i].nt == nt) return memo[i].gbs;
+        if (memo[i].bytes == bytes && memo[i].nt == nt) slot = i;
     if (nt < 1 || nt > 64) return 0;
     size_t chunk = (size_t)nt * 16; /* words: every slice a multiple of 16 */
     size_t n = bytes / sizeof(uint64_t) / chunk * chunk;
@@ -332,22 +356,24 @@ static double read_bw(size_t bytes, int nt) {
         bw_job jobs[64];
         bool started[64] = {0};
         for (int i = 0; i < nt; i++) jobs[i] = (bw_job){buf + (size_t)i * per, per, passes, 0};
-        double t0 = bench_now();
+        double t0 = clock_for(nt);
         for (int i = 1; i < nt; i++) started[i] = pthread_create(&th[i], NULL, bw_worker, &jobs[i]) == 0;
         bw_worker(&jobs[0]);
         for (int i = 1; i < nt; i++) {
             if (started[i]) pthread_join(th[i], NULL);
             else bw_worker(&jobs[i]);
         }
-        double dt = bench_now() - t0;
+        double dt = clock_for(nt) - t0;
         for (int i = 0; i < nt; i++) sink += jobs[i].sink;
         if (r > 0 && dt < best) best = dt;
     }
     free(buf);
     if (sink == 42) puts("");
     double gbs = (double)n * sizeof(uint64_t) * (double)passes / best * 1e-9;
-    if (nmemo < 64) memo[nmemo].bytes = bytes, memo[nmemo].nt = nt, memo[nmemo++].gbs = gbs;
-    return gbs;
+    if (slot < 0 && nmemo < 128) slot = nmemo++, memo[slot].bytes = bytes, memo[slot].nt = nt, memo[slot].gbs = 0;
+    if (slot < 0) return gbs;
+    if (gbs > memo[slot].gbs) memo[slot].gbs = gbs;
+    return memo[slot].gbs;
 }
 
 /* The last-level cache: sysfs first (a VM's CPUID may report the host
@@ -375,6 +401,9 @@ static size_t llc_bytes(void) {
 #endif
     return (size_t)(l3 > 0 ? l3 : l2 > 0 ? l2 : 0);
 }
+
+static size_t g_llc; /* last-level cache bytes */
+static size_t g_big; /* the header's buffer, >= 2x g_llc */
 
 /* ------------------------------------------------------------ data */
 
@@ -431,26 +460,33 @@ static double rel_err(const float *y, const double *ref, int64_t n, int64_t m) {
 
 typedef bool (*call_fn)(void *ctx);
 
+/* A side's calls cycle through `copies` copies of the weights: 1 for the
+ * hot rows, enough to exceed the last-level cache for the cold ones. */
 typedef struct wick_call {
-    wk_tensor *x, *w;
+    wk_tensor *x, **w;
+    int copies, next;
 } wick_call;
 
 static bool call_wick(void *p) {
     wick_call *c = p;
-    wk_tensor *y = wk_qmatmul(c->x, c->w);
+    wk_tensor *w = c->w[c->next];
+    c->next = (c->next + 1) % c->copies;
+    wk_tensor *y = wk_qmatmul(c->x, w);
     if (!y) return false;
     wk_tensor_free(y);
     return true;
 }
 
 typedef struct ggml_call {
-    ggml_peer_mm *mm;
-    int threads;
+    ggml_peer_mm **mm;
+    int copies, next, threads;
 } ggml_call;
 
 static bool call_ggml(void *p) {
     ggml_call *c = p;
-    return ggml_peer_mm_run(c->mm, c->threads);
+    ggml_peer_mm *mm = c->mm[c->next];
+    c->next = (c->next + 1) % c->copies;
+    return ggml_peer_mm_run(mm, c->threads);
 }
 
 typedef struct side {
@@ -466,17 +502,8 @@ static void settle(int threads) {
     if (threads > 1) nanosleep(&(struct timespec){0, 2000000}, NULL);
 }
 
-/* The clock of a burst: wall time, or with --clock cpu on one thread the
- * calling thread's CPU time (time spent waiting for a core left out). */
 static int g_clock_threads;
-static double burst_now(void) {
-    if (opt.clock_cpu && g_clock_threads == 1) {
-        struct timespec ts;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-    }
-    return bench_now();
-}
+static double burst_now(void) { return clock_for(g_clock_threads); }
 
 /* One burst: iters calls, seconds per call; negative on failure. */
 static double burst(side *s) {
@@ -515,9 +542,9 @@ static int time_sides(side *sides, int nsides, int threads) {
 
 /* ------------------------------------------------------------ table */
 
-static int g_bad, g_rows, g_both, g_wins, g_decode, g_decode_ok;
-static char g_missed[8192], g_decode_missed[8192];
-static size_t g_missed_len, g_decode_missed_len;
+static int g_bad, g_rows, g_both, g_wins, g_decode[2], g_decode_ok[2]; /* [cold] */
+static char g_missed[16384], g_decode_missed[2][8192];
+static size_t g_missed_len, g_decode_missed_len[2];
 static char g_wick_reasons[8][256];
 static int g_nreasons;
 
@@ -543,34 +570,54 @@ static void append(char *dst, size_t cap, size_t *len, const char *s) {
     if (*len + strlen(s) + 1 < cap) *len += (size_t)snprintf(dst + *len, cap - *len, "%s", s);
 }
 
-/* Runs and prints the rows of one (shape, type, M) for every thread count. */
+/* Runs and prints the rows of one (shape, type, M) for every thread count.
+ * cold: M = 1 with the calls cycling through copies of the weights that
+ * together exceed the last-level cache twice, so every call reads them from
+ * memory, as a decode step reads a model larger than the cache. */
 static void run_rows(const shape *sh, const qtype *t, int64_t m, const void *wq, const float *x,
-                     const double *ref, bool have_ref) {
+                     const double *ref, bool have_ref, bool cold) {
     int64_t n = sh->n, k = sh->k;
     size_t wbytes = row_bytes(t, k) * (size_t)n;
     double flop = 2.0 * (double)m * (double)n * (double)k;
+    size_t wstride = (wbytes + 63) / 64 * 64;
+    int copies = 1;
+    if (cold) {
+        size_t want = 2 * (g_llc ? g_llc : (size_t)32 << 20) / wstride + 2;
+        copies = want > 512 ? 512 : (int)want;
+    }
 
-    /* wick: the same bytes, zero-copy */
+    /* wick: the same bytes, zero-copy (the cold copies in one buffer) */
     wk_clear_error();
     int64_t wshape[2] = {n, k}, xshape[2] = {m, k};
-    wk_tensor *w = wk_from_blob((void *)wq, wbytes, wshape, 2, NULL, t->dt, wk_cpu(), NULL, NULL, WK_BLOB_READ_ONLY);
+    uint8_t *wbuf = copies > 1 ? aligned_alloc(64, wstride * (size_t)copies) : NULL;
+    wk_tensor **w = calloc((size_t)copies, sizeof *w);
+    bool w_ok = w && (copies == 1 || wbuf);
+    for (int i = 0; w_ok && i < copies; i++) {
+        const void *src = wq;
+        if (wbuf) {
+            memcpy(wbuf + (size_t)i * wstride, wq, wbytes);
+            src = wbuf + (size_t)i * wstride;
+        }
+        w[i] = wk_from_blob((void *)src, wbytes, wshape, 2, NULL, t->dt, wk_cpu(), NULL, NULL, WK_BLOB_READ_ONLY);
+        w_ok = w[i] != NULL;
+    }
     wk_tensor *xt = wk_from_host(x, (size_t)(m * k) * sizeof(float), xshape, 2, WK_F32, wk_cpu());
     char wick_why[256] = "";
-    if (!w || !xt) snprintf(wick_why, sizeof wick_why, "%s", wk_last_error());
+    if (!w_ok || !xt) snprintf(wick_why, sizeof wick_why, "%s", w ? wk_last_error() : "out of memory");
 
-    /* ggml: its own copy of the bytes */
-    ggml_peer_mm *mm = NULL;
-    if (ggml_peer_loaded()) {
-        mm = ggml_peer_mm_new(t->ggml, n, k, m);
-        if (mm && ggml_peer_mm_weight_bytes(mm) == wbytes) {
-            memcpy(ggml_peer_mm_weights(mm), wq, wbytes);
-            memcpy(ggml_peer_mm_x(mm), x, (size_t)(m * k) * sizeof(float));
+    /* ggml: its own copies of the bytes */
+    ggml_peer_mm **mm = calloc((size_t)copies, sizeof *mm);
+    bool mm_ok = ggml_peer_loaded() && mm;
+    for (int i = 0; mm_ok && i < copies; i++) {
+        mm[i] = ggml_peer_mm_new(t->ggml, n, k, m);
+        if (mm[i] && ggml_peer_mm_weight_bytes(mm[i]) == wbytes) {
+            memcpy(ggml_peer_mm_weights(mm[i]), wq, wbytes);
+            memcpy(ggml_peer_mm_x(mm[i]), x, (size_t)(m * k) * sizeof(float));
         } else {
             printf("  ggml: could not set up %s %lldx%lld M=%lld\n", t->name, (long long)n, (long long)k,
                    (long long)m);
             g_bad = 1;
-            ggml_peer_mm_free(mm);
-            mm = NULL;
+            mm_ok = false;
         }
     }
     float *y = malloc((size_t)(m * n) * sizeof(float));
@@ -578,15 +625,15 @@ static void run_rows(const shape *sh, const qtype *t, int64_t m, const void *wq,
     for (int ti = 0; ti < opt.nthreads; ti++) {
         int T = opt.threads[ti];
         wk_set_num_threads(T);
-        wick_call wc = {xt, w};
-        ggml_call gc = {mm, T};
-        side sides[2] = {{call_wick, &wc, w && xt, 0, {0}}, {call_ggml, &gc, mm != NULL, 0, {0}}};
+        wick_call wc = {xt, w, copies, 0};
+        ggml_call gc = {mm, copies, 0, T};
+        side sides[2] = {{call_wick, &wc, w_ok && xt, 0, {0}}, {call_ggml, &gc, mm_ok, 0, {0}}};
 
         /* correctness first (also the warm-up) */
         double err_w = -1, err_g = -1;
         if (sides[0].ok) {
             wk_clear_error();
-            wk_tensor *yt = wk_qmatmul(xt, w);
+            wk_tensor *yt = wk_qmatmul(xt, w[0]);
             if (!yt) {
                 snprintf(wick_why, sizeof wick_why, "%s", wk_last_error());
                 sides[0].ok = false;
@@ -597,12 +644,12 @@ static void run_rows(const shape *sh, const qtype *t, int64_t m, const void *wq,
             }
         }
         if (sides[1].ok) {
-            if (!ggml_peer_mm_run(mm, T)) {
+            if (!ggml_peer_mm_run(mm[0], T)) {
                 printf("  ggml: graph compute failed\n");
                 sides[1].ok = false;
                 g_bad = 1;
             } else if (have_ref) {
-                err_g = rel_err(ggml_peer_mm_y(mm), ref, n, m);
+                err_g = rel_err(ggml_peer_mm_y(mm[0]), ref, n, m);
             }
             settle(T);
         }
@@ -620,8 +667,12 @@ static void run_rows(const shape *sh, const qtype *t, int64_t m, const void *wq,
         fmt(c[2], 32, "%.1f", flop / tw * 1e-9, sides[0].ok);
         fmt(c[3], 32, "%.1f", flop / tg * 1e-9, sides[1].ok);
         fmt(c[4], 32, "%.2f", tg / tw, sides[0].ok && sides[1].ok);
-        double rd = m == 1 ? read_bw(wbytes, T) : 0;
+        /* decode: against a buffer of the weights' size (hot) or one beyond
+         * the cache (cold), measured again now at T threads */
+        double rd = m == 1 ? read_bw(cold ? g_big : wbytes, T) : 0;
         bool dec = m == 1;
+        char mname[16];
+        snprintf(mname, sizeof mname, "%lld%s", (long long)m, cold ? "c" : "");
         if (dec) {
             fmt(c[5], 32, "%.1f", (double)wbytes / tw * 1e-9, sides[0].ok);
             fmt(c[6], 32, "%.1f", (double)wbytes / tg * 1e-9, sides[1].ok);
@@ -637,8 +688,8 @@ static void run_rows(const shape *sh, const qtype *t, int64_t m, const void *wq,
         if (err_g >= 0 || err_g != err_g) snprintf(c[11], 32, "%.1e%s", err_g, bad_g ? " BAD" : "");
         else snprintf(c[11], 32, "n/a");
         if (bad_w || bad_g) g_bad = 1;
-        printf("%-11s %-5s %4lld %2d %10s %10s %8s %8s %9s %7s %7s %7s %5s %5s %8s %8s\n", name, t->name,
-               (long long)m, T, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11]);
+        printf("%-11s %-5s %4s %2d %10s %10s %8s %8s %9s %7s %7s %7s %5s %5s %8s %8s\n", name, t->name,
+               mname, T, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11]);
         fflush(stdout);
 
         /* summary bookkeeping */
@@ -648,26 +699,29 @@ static void run_rows(const shape *sh, const qtype *t, int64_t m, const void *wq,
             g_both++;
             if (tg / tw >= 1.0) g_wins++;
             else {
-                snprintf(item, sizeof item, "%s%s %s M%lld T%d %.2f", g_missed_len ? ", " : "", name, t->name,
-                         (long long)m, T, tg / tw);
+                snprintf(item, sizeof item, "%s%s %s M%s T%d %.2f", g_missed_len ? ", " : "", name, t->name,
+                         mname, T, tg / tw);
                 append(g_missed, sizeof g_missed, &g_missed_len, item);
             }
         }
         if (dec && sides[0].ok && rd > 0) {
             double pct = 100.0 * (double)wbytes / tw * 1e-9 / rd;
-            g_decode++;
-            if (pct >= 85.0) g_decode_ok++;
+            g_decode[cold]++;
+            if (pct >= 85.0) g_decode_ok[cold]++;
             else {
-                snprintf(item, sizeof item, "%s%s %s T%d %.0f%%", g_decode_missed_len ? ", " : "", name, t->name,
-                         T, pct);
-                append(g_decode_missed, sizeof g_decode_missed, &g_decode_missed_len, item);
+                snprintf(item, sizeof item, "%s%s %s T%d %.0f%%", g_decode_missed_len[cold] ? ", " : "", name,
+                         t->name, T, pct);
+                append(g_decode_missed[cold], sizeof g_decode_missed[cold], &g_decode_missed_len[cold], item);
             }
         }
     }
     free(y);
-    wk_tensor_free(w);
+    for (int i = 0; w && i < copies; i++) wk_tensor_free(w[i]);
+    free(w);
+    free(wbuf);
     wk_tensor_free(xt);
-    ggml_peer_mm_free(mm);
+    for (int i = 0; mm && i < copies; i++) ggml_peer_mm_free(mm[i]);
+    free(mm);
 }
 
 /* The weights' bytes of type t: ggml's quantizer when loaded, else wick's
@@ -716,9 +770,11 @@ int main(int argc, char **argv) {
         printf("peer: ggml n/a (%s)%s\n", why,
                dir ? "" : "; scripts/bench-qmatmul.sh --install-peer, or --ggml-lib DIR / WICK_GGML_LIB_DIR");
 
-    size_t llc = llc_bytes();
+    if (opt.clock_cpu) printf("1-thread rows and bandwidth timed by the calling thread's CPU time (--clock cpu)\n");
+    size_t llc = g_llc = llc_bytes();
     size_t big = opt.quick ? (size_t)64 << 20 : (size_t)256 << 20;
     while (big < 2 * llc) big *= 2;
+    g_big = big;
     printf("read bandwidth (sum of a %.0f MiB buffer, LLC %.0f MiB):", (double)big / (1 << 20),
            (double)llc / (1 << 20));
     bool one_done = false;
@@ -729,11 +785,11 @@ int main(int argc, char **argv) {
     }
     if (!one_done) printf(", %.1f GB/s on 1 thread", read_bw(big, 1));
     printf("\n");
-    if (opt.clock_cpu) printf("1-thread rows timed by the calling thread's CPU time (--clock cpu)\n");
     printf("columns: us per call (median of rounds), GF = GFLOP/s (2MNK), wick/ggml = ggml time / wick time\n"
            "(> 1: wick faster); M = 1: GB = weight bytes / time, rd GB = read bandwidth of a buffer of the\n"
-           "weights' size, %%w %%g = wick's / ggml's share of it; err = max|y - ref| / max|ref|, ref in f64 from\n"
-           "the dequantized weights (x unquantized)\n\n");
+           "weights' size, %%w %%g = wick's / ggml's share of it; M = 1c: the same with the calls cycling through\n"
+           "copies of the weights > 2x the LLC (read from memory), rd GB = the buffer above; err = max|y - ref| /\n"
+           "max|ref|, ref in f64 from the dequantized weights (x unquantized)\n\n");
     print_header();
 
     int64_t mmax = 1;
@@ -771,7 +827,10 @@ int main(int argc, char **argv) {
                 continue;
             }
             reference(t, wq, n, k, x, mmax, ref);
-            for (int mi = 0; mi < opt.nms; mi++) run_rows(sh, t, opt.ms[mi], wq, x, ref, true);
+            for (int mi = 0; mi < opt.nms; mi++) {
+                run_rows(sh, t, opt.ms[mi], wq, x, ref, true, false);
+                if (opt.ms[mi] == 1 && !opt.no_cold) run_rows(sh, t, 1, wq, x, ref, true, true);
+            }
             free(wq);
         }
         free(wf);
@@ -785,12 +844,17 @@ int main(int argc, char **argv) {
                g_missed, g_missed_len ? ")" : "");
     else
         printf("- wick >= ggml: no row had both (wick n/a on %d rows%s)\n", g_rows, peer ? "" : ", ggml n/a");
-    if (g_decode)
-        printf("- decode (M = 1) >= 85%% of the read bandwidth of the weights' bytes: %d/%d rows%s%s%s\n", g_decode_ok,
-               g_decode, g_decode_missed_len ? " (missed: " : "", g_decode_missed,
-               g_decode_missed_len ? ")" : "");
-    else
-        printf("- decode >= 85%% of the read bandwidth: no wick figures\n");
+    static const char *const what[2] = {
+        "hot (M = 1, the weights read back to back: a buffer of their size)",
+        "cold (M = 1c, copies beyond the cache: a buffer beyond it)"};
+    for (int c = 0; c < 2; c++) {
+        if (g_decode[c])
+            printf("- decode %s >= 85%% of the read bandwidth: %d/%d rows%s%s%s\n", what[c], g_decode_ok[c],
+                   g_decode[c], g_decode_missed_len[c] ? " (missed: " : "", g_decode_missed[c],
+                   g_decode_missed_len[c] ? ")" : "");
+        else
+            printf("- decode %s >= 85%% of the read bandwidth: no wick figures\n", what[c]);
+    }
     for (int i = 0; i < g_nreasons; i++) printf("- wick n/a: %s\n", g_wick_reasons[i]);
     printf("total time %.1f s\n", bench_now() - t_start);
     ggml_peer_close();
