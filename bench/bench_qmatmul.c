@@ -542,7 +542,7 @@ static int time_sides(side *sides, int nsides, int threads) {
 
 /* ------------------------------------------------------------ table */
 
-static int g_bad, g_rows, g_both, g_wins, g_decode[2], g_decode_ok[2]; /* [cold] */
+static int g_bad, g_rows, g_wick_na, g_ggml_na, g_both, g_wins, g_decode[2], g_decode_ok[2]; /* [cold] */
 static char g_missed[16384], g_decode_missed[2][8192];
 static size_t g_missed_len, g_decode_missed_len[2];
 static char g_wick_reasons[8][256];
@@ -694,6 +694,8 @@ static void run_rows(const shape *sh, const qtype *t, int64_t m, const void *wq,
 
         /* summary bookkeeping */
         g_rows++;
+        g_wick_na += !sides[0].ok;
+        g_ggml_na += !sides[1].ok;
         char item[96];
         if (sides[0].ok && sides[1].ok) {
             g_both++;
@@ -843,7 +845,8 @@ int main(int argc, char **argv) {
         printf("- wick >= ggml (wick/ggml >= 1): %d/%d rows%s%s%s\n", g_wins, g_both, g_missed_len ? " (missed: " : "",
                g_missed, g_missed_len ? ")" : "");
     else
-        printf("- wick >= ggml: no row had both (wick n/a on %d rows%s)\n", g_rows, peer ? "" : ", ggml n/a");
+        printf("- wick >= ggml: no row had both figures (%d rows: wick n/a on %d, ggml n/a on %d)\n", g_rows, g_wick_na,
+               g_ggml_na);
     static const char *const what[2] = {
         "hot (M = 1, the weights read back to back: a buffer of their size)",
         "cold (M = 1c, copies beyond the cache: a buffer beyond it)"};
