@@ -1,6 +1,8 @@
 """gguf-py's quantize / dequantize on random data, for tests/test_quant_oracle.c.
 
-Run by the project venv's python (gguf==0.19.0, numpy): `quant_ref.py OUTDIR`.
+Run by the project venv's python (gguf==0.19.0, numpy): `quant_ref.py OUTDIR`
+(random data, below) or `quant_ref.py --model GGUF OUTFILE` (a real model's
+tensors: see model()).
 Writes raw little-endian files and OUTDIR/manifest.txt, one case a line:
   q NAME ROWS COLS TYPE   NAME.f32 / .f16 / .bf16 (the inputs: f32 values and
                           their f16 / bf16 bit patterns), NAME.TYPE.q (gguf-py
@@ -50,6 +52,10 @@ def inputs(rng):
     cases.append(("special", x))
     cases.append(("large", rng.standard_normal((4, 128)) * 3e3))
     cases.append(("uniform", rng.uniform(-1, 1, (2, 512))))
+    x = rng.integers(-126, 126, (2, 64)) + 0.5
+    x[:, ::32] = 127.0  # q8_0 scale 1: every value a rounding tie (away from zero)
+    x[1] = np.where(np.arange(64) % 3 == 0, 0.49999997, x[1])
+    cases.append(("ties", x))
     cases.append(("threads", rng.standard_normal((48, 2048))))  # > 64 Ki elements: the pool
     return [(n, a.astype(np.float32)) for n, a in cases]
 
@@ -61,7 +67,43 @@ def dequant_sets(out, name, qtype, qbytes):
     write(out, name + ".dqb16", bf16_bits(dq))
 
 
+def checksums(a):
+    """Two position-sensitive sums (uint64, wrapping) of an array's bit patterns."""
+    u = a.reshape(-1).view(np.uint32 if a.dtype.itemsize == 4 else np.uint8).astype(np.uint64)
+    w = np.arange(u.size, dtype=np.uint64) % np.uint64(65521) + np.uint64(1)
+    return int(u.sum(dtype=np.uint64)), int((u * w).sum(dtype=np.uint64))
+
+
+def model(path, out):
+    """Every quantized tensor of a GGUF: where its bytes are and checksums of
+    gguf-py's dequantization; of its first rows (<= 64), checksums of
+    gguf-py's quantization of those dequantized values to each QUANT_TYPE.
+      t NAME TYPE ROWS COLS OFFSET NBYTES S1 S2 QROWS [QTYPE S1 S2]..."""
+    np.seterr(all="ignore")
+    r = gguf.GGUFReader(path)
+    lines = []
+    for t in r.tensors:
+        qt = t.tensor_type
+        if qt not in quants._type_traits or qt == T.BF16:
+            continue
+        cols = int(t.shape[0])
+        rows = int(np.prod(t.shape[1:])) if len(t.shape) > 1 else 1
+        dq = quants.dequantize(t.data, qt).astype(np.float32).reshape(rows, cols)
+        s1, s2 = checksums(dq)
+        qrows = min(rows, 64)
+        parts = [f"t {t.name} {qt.name.lower()} {rows} {cols} {t.data_offset} {t.n_bytes} {s1} {s2} {qrows}"]
+        for tn in QUANT_TYPES:
+            a, b = checksums(quants.quantize(dq[:qrows], T[tn]))
+            parts.append(f"{tn.lower()} {a} {b}")
+        lines.append(" ".join(parts))
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def main():
+    if sys.argv[1] == "--model":
+        model(sys.argv[2], sys.argv[3])
+        return
     out = sys.argv[1]
     np.seterr(all="ignore")  # random block bytes hold inf / NaN scales
     os.makedirs(out, exist_ok=True)

@@ -8,9 +8,13 @@
  *  - wick's dequantize == gguf-py's (bit for bit; NaN matches NaN) for every
  *    type gguf-py dequantizes (all but q8_1 and q8_K), to f32 and rounded to
  *    f16 / bf16, on quantized data and on random block bytes, from whole
- *    tensors and from row / block narrowed views. */
+ *    tensors and from row / block narrowed views;
+ *  - every quantized tensor of the real SmolLM2 GGUF ($WICK_SMOLLM2_GGUF),
+ *    read as raw blocks at its offset: dequantized == gguf-py (checksums of
+ *    the f32 bits), its first rows requantized to the five types == gguf-py. */
 #include "testutil.h"
 #include "oracle_util.h"
+#include "cpu/vmath.h"
 #include "wick/nn.h"
 
 #include <stdio.h>
@@ -80,7 +84,8 @@ static int for_cases(char kind, void (*fn)(const qcase *)) {
     while (ou_next_line(f, line, sizeof line)) {
         qcase c;
         long long r, k;
-        if (sscanf(line, " %c %63s %lld %lld %15s", &c.kind, c.name, &r, &k, c.type) != 5) fail_msg("bad line %s", line);
+        if (sscanf(line, " %c %63s %lld %lld %15s", &c.kind, c.name, &r, &k, c.type) != 5)
+            fail_msg("bad line %s", line);
         c.rows = r;
         c.cols = k;
         assert_true(wk_dtype_from_name(c.type, &c.qdt));
@@ -200,10 +205,17 @@ static void quantize_case(const qcase *c) {
 static void test_quantize_bytes(void **state) {
     (void)state;
     need_ref();
-    wk_scope_begin();
-    int n = for_cases('q', quantize_case);
-    wk_scope_end();
-    print_message("quantize: %d cases (x 7 sources / layouts) byte-exact with gguf-py\n", n);
+    int n = 0;
+    /* every SIMD level: the f16 / bf16 rows convert through vmath */
+    for (int lv = 0; lv <= wk__vmath_max_level(); lv++) {
+        assert_int_equal(wk__vmath_set_level(lv), 0);
+        wk_scope_begin();
+        n = for_cases('q', quantize_case);
+        wk_scope_end();
+    }
+    wk__vmath_set_level(-1);
+    print_message("quantize: %d cases (x 7 sources / layouts, x %d SIMD levels) byte-exact with gguf-py\n", n,
+                  wk__vmath_max_level() + 1);
     assert_true(n >= 30);
 }
 
@@ -250,10 +262,16 @@ static void dequantize_case(const qcase *c) {
 static void test_dequantize_values(void **state) {
     (void)state;
     need_ref();
-    wk_scope_begin();
-    int n = for_cases(0, dequantize_case);
-    wk_scope_end();
-    print_message("dequantize: %d cases (x 3 output dtypes, whole and narrowed) bit-exact with gguf-py\n", n);
+    int n = 0;
+    for (int lv = 0; lv <= wk__vmath_max_level(); lv++) {
+        assert_int_equal(wk__vmath_set_level(lv), 0);
+        wk_scope_begin();
+        n = for_cases(0, dequantize_case);
+        wk_scope_end();
+    }
+    wk__vmath_set_level(-1);
+    print_message("dequantize: %d cases (x 3 output dtypes, whole and narrowed, x %d SIMD levels) bit-exact with "
+                  "gguf-py\n", n, wk__vmath_max_level() + 1);
     assert_true(n >= 40);
 }
 
@@ -285,11 +303,117 @@ static void test_to_host_f32_dequantizes(void **state) {
     assert_true(n >= 12);
 }
 
+/* ---- the real model file ---- */
+
+/* quant_ref.py's checksums: sums of the bit patterns (u32 of f32 values, or
+ * bytes), plain and weighted by position % 65521 + 1, wrapping. */
+static void checksums(const void *p, size_t n, int esz, uint64_t *s1, uint64_t *s2) {
+    uint64_t a = 0, b = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t u;
+        if (esz == 4) {
+            uint32_t v;
+            memcpy(&v, (const char *)p + 4 * i, 4);
+            u = v;
+        } else {
+            u = ((const unsigned char *)p)[i];
+        }
+        a += u;
+        b += u * (uint64_t)(i % 65521 + 1);
+    }
+    *s1 = a;
+    *s2 = b;
+}
+
+/* Every quantized tensor of the SmolLM2 GGUF (read at its offset, as raw
+ * blocks): wick's dequantization == gguf-py's, and requantizing its first
+ * rows to each of the five types == gguf-py's bytes. */
+static void test_real_model(void **state) {
+    (void)state;
+    need_ref();
+    const char *gguf = getenv("WICK_SMOLLM2_GGUF"), *py = getenv("WICK_VENV_PYTHON");
+    if (!gguf || !*gguf) {
+        print_message("WICK_SMOLLM2_GGUF not set (run scripts/setup.sh): skipping the real model\n");
+        skip();
+    }
+    char list[1200], cmd[4096], src[1024];
+    snprintf(list, sizeof list, "%s/model.txt", g_dir);
+    snprintf(src, sizeof src, "%s", __FILE__);
+    char *slash = strrchr(src, '/');
+    if (slash) *slash = 0;
+    snprintf(cmd, sizeof cmd, "'%s' '%s/quant_ref.py' --model '%s' '%s'", py, src, gguf, list);
+    assert_int_equal(system(cmd), 0);
+    FILE *lf = fopen(list, "r"), *mf = fopen(gguf, "rb");
+    assert_non_null(lf);
+    assert_non_null(mf);
+    static char line[4096];
+    int tensors = 0, requant = 0;
+    int64_t elems = 0;
+    while (fgets(line, sizeof line, lf)) {
+        char name[128], type[16];
+        long long rows, cols, off, nbytes, qrows;
+        unsigned long long w1, w2;
+        int used = 0;
+        if (sscanf(line, "t %127s %15s %lld %lld %lld %lld %llu %llu %lld%n", name, type, &rows, &cols, &off, &nbytes,
+                   &w1, &w2, &qrows, &used) != 9)
+            fail_msg("bad line %s", line);
+        wk_dtype qdt;
+        assert_true(wk_dtype_from_name(type, &qdt));
+        void *raw = malloc((size_t)nbytes);
+        assert_non_null(raw);
+        assert_int_equal(fseek(mf, (long)off, SEEK_SET), 0);
+        assert_int_equal(fread(raw, 1, (size_t)nbytes, mf), (size_t)nbytes);
+        wk_scope_begin();
+        int64_t shape[2] = {rows, cols};
+        wk_tensor *q = TU_OK(wk_from_host(raw, (size_t)nbytes, shape, 2, qdt, wk_cpu()));
+        free(raw);
+        wk_tensor *f = TU_OK(wk_dequantize(q, WK_F32));
+        size_t n = (size_t)(rows * cols);
+        float *v = malloc(n * 4);
+        assert_non_null(v);
+        TU_STATUS_OK(wk_to_host(f, v, n * 4));
+        uint64_t s1, s2;
+        checksums(v, n, 4, &s1, &s2);
+        free(v);
+        if (s1 != w1 || s2 != w2)
+            fail_msg("%s (%s %lldx%lld): dequantized values differ from gguf-py's", name, type, rows, cols);
+        /* requantize the first rows to the five types gguf-py quantizes */
+        wk_tensor *head = TU_OK(wk_narrow(f, 0, 0, qrows));
+        const char *p = line + used;
+        char tn[16];
+        int adv;
+        while (sscanf(p, " %15s %llu %llu%n", tn, &w1, &w2, &adv) == 3) {
+            p += adv;
+            wk_dtype t2;
+            assert_true(wk_dtype_from_name(tn, &t2));
+            wk_tensor *r = TU_OK(wk_quantize(head, t2));
+            size_t nb = (size_t)(qrows * cols) / 32 * wk_dtype_info_of(t2)->block_bytes;
+            unsigned char *b = malloc(nb);
+            assert_non_null(b);
+            TU_STATUS_OK(wk_to_host(r, b, nb));
+            checksums(b, nb, 1, &s1, &s2);
+            free(b);
+            if (s1 != w1 || s2 != w2)
+                fail_msg("%s rows 0..%lld requantized to %s: bytes differ from gguf-py's", name, qrows, tn);
+            requant++;
+        }
+        wk_scope_end();
+        tensors++;
+        elems += rows * cols;
+    }
+    fclose(lf);
+    fclose(mf);
+    print_message("real model: %d quantized tensors (%lld values) dequantized as gguf-py does; %d requantizations "
+                  "byte-exact\n", tensors, (long long)elems, requant);
+    assert_true(tensors >= 200);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantize_bytes),
         cmocka_unit_test(test_dequantize_values),
         cmocka_unit_test(test_to_host_f32_dequantizes),
+        cmocka_unit_test(test_real_model),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -7,7 +7,12 @@
  * the last dim: whole blocks), which is a byte copy. */
 static bool check_pair(const char *op, const wk_tensor *a, const wk_tensor *b) {
     if (!wk__check_in_blocks(op, a) || !wk__check_in_blocks(op, b)) return false;
-    if (!wk_dtype_is_quantized(a->dtype) || a->dtype != b->dtype) return wk__check_same(op, a, b);
+    if (!wk_dtype_is_quantized(a->dtype) && !wk_dtype_is_quantized(b->dtype)) return wk__check_same(op, a, b);
+    if (a->dtype != b->dtype) {
+        wk__err(WK_ERR_DTYPE, op, "dtype mismatch: %s and %s (no implicit casts; use wk_to_dtype)",
+                wk_dtype_name(a->dtype), wk_dtype_name(b->dtype));
+        return false;
+    }
     if (wk__dev(a) != wk__dev(b)) {
         wk__err(WK_ERR_DEVICE, op, "device mismatch: %s vs %s", wk__dev(a)->name, wk__dev(b)->name);
         return false;
@@ -57,7 +62,8 @@ wk_tensor *wk_cat(wk_tensor *const *ts, int n, int dim) {
         off += ld.shape[d];
         if (wk__layout_numel(&ld) == 0) continue;
         wk_dtype bdt;
-        wk_layout bs = wk__block_bytes_layout(&ts[k]->layout, r->dtype, &bdt), bd = wk__block_bytes_layout(&ld, r->dtype, &bdt);
+        wk_layout bs = wk__block_bytes_layout(&ts[k]->layout, r->dtype, &bdt);
+        wk_layout bd = wk__block_bytes_layout(&ld, r->dtype, &bdt);
         if (wk__be(r)->copy_strided(wk__dev(r), ts[k]->storage->buf, &bs, r->storage->buf, &bd, bdt) != WK_OK) {
             wk_tensor_free(r);
             return NULL;

@@ -95,7 +95,8 @@ wk_tensor *wk_copy(const wk_tensor *t) {
     if (!r) return NULL;
     /* block dtypes copy their rows as bytes */
     wk_dtype bdt;
-    wk_layout ls = wk__block_bytes_layout(&t->layout, t->dtype, &bdt), ld = wk__block_bytes_layout(&r->layout, r->dtype, &bdt);
+    wk_layout ls = wk__block_bytes_layout(&t->layout, t->dtype, &bdt);
+    wk_layout ld = wk__block_bytes_layout(&r->layout, r->dtype, &bdt);
     if (wk_numel(r) && wk__be(t)->copy_strided(wk__dev(t), t->storage->buf, &ls, r->storage->buf, &ld, bdt) != WK_OK) {
         wk_tensor_free(r);
         return NULL;

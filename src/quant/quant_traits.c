@@ -6,6 +6,12 @@
 #include "quant/dequant_block.h"
 #include "core/dtype.h"
 
+/* ggml's rounding order: no a*b+c contraction into an FMA (clang contracts
+ * by default when the target has FMA; GCC in ISO C mode does not). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 /* One row dequantizer per type: n / block_elems blocks, block after block. */
 #define WK__DQ_ROW(name, qk)                                                  \
     static void dq_row_##name(const void *src, float *dst, int64_t n) {       \

@@ -11,6 +11,12 @@
 #include "quant/blocks.h"
 #include "wick/wick.h"
 
+/* ggml's rounding order: no a*b+c contraction into an FMA (clang contracts
+ * by default when the target has FMA; GCC in ISO C mode does not). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 static void put_le32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)v;
     p[1] = (uint8_t)(v >> 8);
@@ -41,11 +47,12 @@ static void min_max(const float *x, int n, float *mn, float *mx) {
 }
 
 /* trunc(v) clamped to [0, top]: the (int8_t) cast then MIN of ggml, which
- * gguf-py writes as trunc + astype(uint8) + clip; v >= 0 up to rounding. */
+ * gguf-py writes as trunc + astype(uint8) + clip; v >= 0 up to rounding.
+ * The int conversion truncates like truncf (a libm call without SSE4.1)
+ * and only sees values in (0, top), so it is always defined. */
 static uint8_t trunc_clamp(float v, int top) {
-    float t = truncf(v);
-    if (!(t > 0.0f)) return 0;
-    return t >= (float)top ? (uint8_t)top : (uint8_t)t;
+    if (!(v > 0.0f)) return 0;
+    return v >= (float)top ? (uint8_t)top : (uint8_t)(int)v;
 }
 
 void wk__quantize_row_q4_0(const float *x, void *y, int64_t n) {
@@ -123,12 +130,15 @@ static float absmax(const float *x, int n) {
     return amax;
 }
 
-/* roundf(x * id): |x * id| <= 127 by construction (ties away from zero). */
+/* roundf(x * id), ties away from zero: |x * id| <= 127 by construction
+ * (clamped anyway; NaN gives 0). a - trunc(a) is exact, so the tie test is
+ * roundf's, without its libm call. */
 static int8_t round_q8(float v) {
-    float r = roundf(v);
-    if (r > 127.0f) return 127;
-    if (r < -128.0f) return -128;
-    return (int8_t)r;
+    float a = fabsf(v);
+    if (!(a < 127.5f)) return a >= 127.5f ? (v > 0 ? 127 : -127) : 0;
+    int r = (int)a;
+    if (a - (float)r >= 0.5f) r++;
+    return (int8_t)(v < 0 ? -r : r);
 }
 
 void wk__quantize_row_q8_0(const float *x, void *y, int64_t n) {
