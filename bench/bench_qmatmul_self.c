@@ -2,7 +2,10 @@
  * and GB/s of weight bytes for the bench rows, 1 and 2 threads, beside the
  * read bandwidth of a buffer of the weights' size measured in the same run.
  *   bench_qmatmul_self [type ...]     (default: q4_0 q4_1 q8_0 q4_K q6_K f16 bf16)
- * env BENCH_M="1 128 512", BENCH_SHAPES="4096x4096 576x576 ..." (N x K). */
+ * env BENCH_M="1 128 512", BENCH_SHAPES="4096x4096 576x576 ..." (N x K).
+ * BENCH_CPUTIME=1 times by the process's CPU time instead of the wall clock
+ * (on a machine shared with other jobs: the time this process computed,
+ * which for 2 threads is the sum over both). */
 #include "peer.h"
 #include "quant/blocks.h"
 #include "wick/nn.h"
@@ -10,6 +13,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static int g_cputime;
+
+static double now(void) {
+    if (!g_cputime) return bench_now();
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* bench_time_calls with the clock chosen above */
+static double time_calls(void (*call)(void *), void *ctx, double min_time) {
+    call(ctx);
+    int64_t n = 1;
+    for (;;) {
+        double t0 = now();
+        for (int64_t i = 0; i < n; i++) call(ctx);
+        if (now() - t0 >= min_time || n > (1 << 24)) break;
+        n *= 2;
+    }
+    double t[5];
+    for (int r = 0; r < 5; r++) {
+        double t0 = now();
+        for (int64_t i = 0; i < n; i++) call(ctx);
+        t[r] = (now() - t0) / (double)n;
+    }
+    return bench_median(t, 5);
+}
 
 typedef struct {
     wk_tensor *x, *w;
@@ -69,6 +100,7 @@ static wk_tensor *weights(wk_dtype dt, int64_t n, int64_t k) {
 int main(int argc, char **argv) {
     const char *deft[] = {"q4_0", "q4_1", "q8_0", "q4_K", "q6_K", "f16", "bf16"};
     int nt = argc > 1 ? argc - 1 : 7;
+    g_cputime = getenv("BENCH_CPUTIME") && atoi(getenv("BENCH_CPUTIME"));
     const char *ms_env = getenv("BENCH_M"), *sh_env = getenv("BENCH_SHAPES");
     char ms_buf[256], sh_buf[512];
     snprintf(ms_buf, sizeof ms_buf, "%s", ms_env ? ms_env : "1 128 512");
@@ -87,6 +119,11 @@ int main(int argc, char **argv) {
             return 2;
         }
         for (int s = 0; s < ns; s++) {
+            if (sk[s] % wk_dtype_info_of(dt)->block_elems) {
+                printf("%-5s %6ld %6ld    -   - (K is not a whole number of %u-element blocks)\n", wk_dtype_name(dt),
+                       (long)sn[s], (long)sk[s], wk_dtype_info_of(dt)->block_elems);
+                continue;
+            }
             wk_tensor *w = weights(dt, sn[s], sk[s]);
             if (!w) {
                 fprintf(stderr, "%s\n", wk_last_error());
@@ -101,8 +138,8 @@ int main(int argc, char **argv) {
                 for (int th = 1; th <= 2; th++) {
                     wk_set_num_threads(th);
                     qcall c = {x, w};
-                    double t = bench_time_calls(call_qmm, &c, 0.05);
-                    double tr = bench_time_calls(call_read, &rc, 0.02);
+                    double t = time_calls(call_qmm, &c, 0.05);
+                    double tr = time_calls(call_read, &rc, 0.02);
                     printf("%-5s %6ld %6ld %4ld %3d %10.3f %9.1f %9.1f %9.1f\n", wk_dtype_name(dt), (long)sn[s],
                            (long)sk[s], (long)ms[mi], th, t * 1e3, 2.0 * (double)ms[mi] * (double)sn[s] * (double)sk[s] / t * 1e-9,
                            (double)wbytes / t * 1e-9, (double)wbytes / tr * 1e-9);

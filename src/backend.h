@@ -160,8 +160,9 @@ typedef struct wk_backend {
     wk_status (*attention)(wk_device *dev, const void *q, const wk_layout *lq, const void *k, const wk_layout *lk,
                            const void *v, const wk_layout *lv, const void *mask, const wk_layout *lm, wk_dtype dt,
                            const wk_attention_args *a, void *dst);
-    /* Block-quantized work (the dtypes arrive with a later issue): x (..., K)
-     * in dtype xdt times quantized w (N, K) in wdt -> dst (..., N) in xdt;
+    /* Block-quantized work: x (..., K) in dtype xdt (f32/f16/bf16, any
+     * strides) times w (N, K) in wdt, a block dtype or f16/bf16, rows
+     * contiguous at any row stride -> dst (..., N) contiguous in xdt;
      * dequantize w (wdt) into dst (ddt, contiguous). No composite exists:
      * with NULL entries the dispatcher answers WK_ERR_DTYPE / NOT_COMPILED. */
     wk_status (*qmatmul)(wk_device *dev, const void *x, const wk_layout *lx, wk_dtype xdt, const void *w,

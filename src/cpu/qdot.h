@@ -68,11 +68,13 @@ bool wk__cpu_has_avx512vnni(void);
 /* The kernel the CPU qmatmul uses now for wdt (level, VNNI and the test
  * switch below considered). */
 wk_qdot_fn wk__qdot_pick(wk_dtype wdt);
-/* Tests: force the portable kernels (1) or the non-VNNI AVX2 ones at the
- * AVX-512 level (2); 0 restores the run-time choice. */
+/* Tests: 1 forces the portable kernels for every weight dtype (f16/bf16
+ * included: no SIMD dot, no bf16 GEMM); 2 keeps SIMD but turns VNNI off
+ * (the AVX2 kernels and the 1 x 8 tile also at the AVX-512 level); 0
+ * restores the run-time choice. */
 void wk__qdot_force(int mode);
 
-/* Prefill GEMM for the 32-element types on AVX512-VNNI (qgemm_avx512vnni.c):
+/* Prefill GEMM for the 32-element types on AVX512-VNNI (qmatmul_panel_avx512vnni.c):
  * out (m, n) = A (m rows of nb wk_qa32 blocks, `as` bytes apart) times the
  * n weight rows (wrs bytes apart)^T; threads on the pool. false: out of
  * memory (nothing else can fail). Call only when wk__cpu_has_avx512vnni()

@@ -10,17 +10,29 @@ static inline __m256 hd_load8(const uint16_t *w, bool f16) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
+/* U independent accumulators per row (U * MR <= 8) so the fma chains
+ * overlap: with one row a single chain would run at the fma latency */
 static inline __attribute__((always_inline)) void hd_mr(int64_t k, const uint16_t *w, bool f16, const float *x,
                                                         int64_t xs, const int MR, float *out, int64_t ldo) {
-    __m256 acc[WK_QDOT_MR];
-    for (int i = 0; i < MR; i++) acc[i] = _mm256_setzero_ps();
+    enum { U_MAX = 4 };
+    const int U = MR == 1 ? 4 : MR == 2 ? 4 : MR <= 4 ? 2 : 1;
+    __m256 acc[U_MAX][WK_QDOT_MR];
+    for (int u = 0; u < U; u++)
+        for (int i = 0; i < MR; i++) acc[u][i] = _mm256_setzero_ps();
     int64_t p = 0;
+    for (; p + 8 * U <= k; p += 8 * U)
+        for (int u = 0; u < U; u++) {
+            __m256 wv = hd_load8(w + p + 8 * u, f16);
+            for (int i = 0; i < MR; i++)
+                acc[u][i] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + i * xs + p + 8 * u), acc[u][i]);
+        }
     for (; p + 8 <= k; p += 8) {
         __m256 wv = hd_load8(w + p, f16);
-        for (int i = 0; i < MR; i++) acc[i] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + i * xs + p), acc[i]);
+        for (int i = 0; i < MR; i++) acc[0][i] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + i * xs + p), acc[0][i]);
     }
     for (int i = 0; i < MR; i++) {
-        float s = qd_hsum(acc[i]);
+        for (int u = 1; u < U; u++) acc[0][i] = _mm256_add_ps(acc[0][i], acc[u][i]);
+        float s = qd_hsum(acc[0][i]);
         for (int64_t q = p; q < k; q++) s += (f16 ? _cvtsh_ss(w[q]) : wk_bf16_to_f32(w[q])) * x[i * xs + q];
         out[i * ldo] = s;
     }

@@ -10,10 +10,15 @@
  * one group: every weight byte is read exactly once, so the loop streams at
  * memory bandwidth. For M >= 16 (prefill) the weight panel is reused from
  * cache by M / 8 groups, a blocked GEMM rather than M matrix-vector products.
+ * On AVX512-VNNI the 32-element types' prefill instead runs the 16 x 8 zmm
+ * panel GEMM of qmatmul_panel_avx512vnni.c (about twice the 1 x 8 tile).
+ * Nothing is cached between calls: packed panels live for one call.
  *
  * f16/bf16 w: decode dots each weight row with the f32 rows of x, widening
  * in registers; prefill widens panels of QM_HNC weight rows to f32 and runs
- * wick's f32 GEMM (its packing, micro-kernels and threads) on them. */
+ * wick's f32 GEMM (its packing, micro-kernels and threads) on them, except
+ * bf16 weights on AVX512-BF16, where x is rounded to bf16 (as ggml does)
+ * and the bf16 GEMM reads the weights as they are (twice the speed). */
 #include "core/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/gemm.h"
@@ -241,7 +246,17 @@ wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk
         wk__parallel_for(n, m >= QM_PREFILL ? QM_NC : 16, n * k * m >= (1 << 17) ? 0 : INT64_MAX, qmm_slice, &c);
     } else {
         hmm_ctx h = {hdot_pick(), (const uint16_t *)w + lw->offset, lw->stride[0], k, m, n, wdt == WK_F16, X, out};
-        if (m >= QM_PREFILL && k > 0) {
+        if (wdt == WK_BF16 && m >= QM_PREFILL && k > 0 && atomic_load(&g_force) != 1 && wk__gemm_kernels().bf16_dot) {
+            /* AVX512-BF16: x rounded to bf16 (as ggml's bf16 vec_dot_type)
+             * and vdpbf16ps straight on the weights, sums in f32 */
+            uint16_t *Xb = malloc(sizeof(uint16_t) * (size_t)(m * k));
+            if (!Xb || (wk__vcvt_f32_to_bf16(Xb, X, m * k),
+                        !wk__gemm_bf16_avx512bf16(m, n, k, Xb, k, 1, h.w, 1, h.wrs, out)))
+                st = wk__err(WK_ERR_OOM, op, "cannot allocate %lld x %lld bf16 activations", (long long)m,
+                             (long long)k);
+            free(Xb);
+            if (st != WK_OK) goto done;
+        } else if (m >= QM_PREFILL && k > 0) {
             st = half_prefill(&h);
             if (st != WK_OK) {
                 wk__err(st, op, "cannot allocate the widened weight panel (%lld x %lld floats)",
