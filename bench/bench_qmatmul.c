@@ -418,12 +418,13 @@ static size_t row_bytes(const qtype *t, int64_t k) {
     return (size_t)(k / info->block_elems) * info->block_bytes;
 }
 
-/* ref[c][n] = sum_k x[row c][k] * W[n][k] in f64, W dequantized from wq. */
-static void reference(const qtype *t, const void *wq, int64_t n, int64_t k, const float *x, int64_t mmax,
+/* ref[c][n] = sum_k x[row c][k] * W[n][k] in f64, W dequantized from wq.
+ * False when out of memory (the rows then go unchecked). */
+static bool reference(const qtype *t, const void *wq, int64_t n, int64_t k, const float *x, int64_t mmax,
                       double *ref) {
     const wk_dtype_info *info = wk_dtype_info_of(t->dt);
     float *wrow = malloc((size_t)k * sizeof(float));
-    if (!wrow) return;
+    if (!wrow) return false;
     size_t rb = row_bytes(t, k);
     for (int64_t r = 0; r < n; r++) {
         const uint8_t *src = (const uint8_t *)wq + (size_t)r * rb;
@@ -438,6 +439,7 @@ static void reference(const qtype *t, const void *wq, int64_t n, int64_t k, cons
         }
     }
     free(wrow);
+    return true;
 }
 
 /* max |y - ref| / max |ref| over the checked rows < m. */
@@ -603,7 +605,9 @@ static void run_rows(const shape *sh, const qtype *t, int64_t m, const void *wq,
     }
     wk_tensor *xt = wk_from_host(x, (size_t)(m * k) * sizeof(float), xshape, 2, WK_F32, wk_cpu());
     char wick_why[256] = "";
-    if (!w_ok || !xt) snprintf(wick_why, sizeof wick_why, "%s", w ? wk_last_error() : "out of memory");
+    if (!w_ok || !xt)
+        snprintf(wick_why, sizeof wick_why, "%s",
+                 !w || (copies > 1 && !wbuf) ? "out of memory for the weights' copies" : wk_last_error());
 
     /* ggml: its own copies of the bytes */
     ggml_peer_mm **mm = calloc((size_t)copies, sizeof *mm);
@@ -828,10 +832,10 @@ int main(int argc, char **argv) {
                 printf("%lldx%lld %s: no weights (%s)\n", (long long)n, (long long)k, t->name, qwhy);
                 continue;
             }
-            reference(t, wq, n, k, x, mmax, ref);
+            bool have_ref = reference(t, wq, n, k, x, mmax, ref);
             for (int mi = 0; mi < opt.nms; mi++) {
-                run_rows(sh, t, opt.ms[mi], wq, x, ref, true, false);
-                if (opt.ms[mi] == 1 && !opt.no_cold) run_rows(sh, t, 1, wq, x, ref, true, true);
+                run_rows(sh, t, opt.ms[mi], wq, x, ref, have_ref, false);
+                if (opt.ms[mi] == 1 && !opt.no_cold) run_rows(sh, t, 1, wq, x, ref, have_ref, true);
             }
             free(wq);
         }
