@@ -292,6 +292,7 @@ static wk_status parse_index(const char *op, wk__map *im, index_doc *x) {
     }
     wk__json_free(&p);
     if (oom) return wk_last_status();
+    if (p.oom) return wk__err(WK_ERR_OOM, op, "%s: %s", path, p.msg);
     if (p.failed) return wk__err(WK_ERR_FORMAT, op, "%s: %s", path, p.msg);
     return WK_OK;
 }
