@@ -2,15 +2,18 @@
  *
  * Allocations counted: every wk__cpu_alloc (through the allocator's fail
  * hook, so a cache hit can fail too) and every malloc / calloc / realloc /
- * posix_memalign / aligned_alloc / strdup that the executable's objects make
- * (wick_static's included): the test is linked with -Wl,--wrap=...
+ * posix_memalign / aligned_alloc / strdup that the executable's objects
+ * make (wick_static's included), and every fopen / opendir (each allocates
+ * its stream; failed as ENOMEM): the test is linked with -Wl,--wrap=...
  * (tests/CMakeLists.txt), which sends those references to the __wrap_
- * functions below. Allocations inside other libraries (libc's own, e.g.
- * fopen's and opendir's, cmocka, zlib) are not seen. */
+ * functions below. Allocations inside other libraries (cmocka, zlib, libc's
+ * own beyond those two) are not seen. */
 #include "alloc_fail.h"
 
 #include "cpu/cpu_alloc.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <execinfo.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -26,6 +29,8 @@ int __real_posix_memalign(void **p, size_t align, size_t n);
 void *__real_aligned_alloc(size_t align, size_t n);
 void __real_free(void *p);
 char *__real_strdup(const char *s);
+FILE *__real_fopen(const char *path, const char *mode);
+DIR *__real_opendir(const char *path);
 void *__wrap_malloc(size_t n);
 void *__wrap_calloc(size_t n, size_t m);
 void *__wrap_realloc(void *p, size_t n);
@@ -33,6 +38,8 @@ int __wrap_posix_memalign(void **p, size_t align, size_t n);
 void *__wrap_aligned_alloc(size_t align, size_t n);
 void __wrap_free(void *p);
 char *__wrap_strdup(const char *s);
+FILE *__wrap_fopen(const char *path, const char *mode);
+DIR *__wrap_opendir(const char *path);
 
 static atomic_int g_active;      /* count (and maybe fail) only while the program runs */
 static atomic_long g_count;      /* allocations seen in this run */
@@ -85,6 +92,16 @@ void *__wrap_realloc(void *p, size_t n) {
     return q;
 }
 char *__wrap_strdup(const char *s) { return inject() ? NULL : live(__real_strdup(s)); }
+/* fopen and opendir allocate their streams inside libc: failing them as
+ * ENOMEM stands for those allocations (their blocks are not counted live) */
+FILE *__wrap_fopen(const char *path, const char *mode) {
+    if (inject()) return errno = ENOMEM, NULL;
+    return __real_fopen(path, mode);
+}
+DIR *__wrap_opendir(const char *path) {
+    if (inject()) return errno = ENOMEM, NULL;
+    return __real_opendir(path);
+}
 void __wrap_free(void *p) {
     if (p) atomic_fetch_sub(&g_live, 1);
     __real_free(p);
