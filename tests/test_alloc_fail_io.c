@@ -16,7 +16,9 @@
  *    misaligned (the private copy), a tensor outliving its map reference;
  *  - quant: wk_quantize / wk_dequantize / wk_to_dtype both ways and through
  *    f32, strided sources, a pool-sized tensor on 2 threads, block views,
- *    index_select and cat of block tensors.
+ *    index_select and cat of block tensors;
+ *  - real_model: the real SmolLM2 GGUF opened and every tensor viewed
+ *    (skipped when WICK_SMOLLM2_GGUF is unset).
  * Fixture files are written before the counted runs, into a temp dir. */
 #include "alloc_fail.h"
 
@@ -552,16 +554,78 @@ static void check(const char *name, af_program prog, long min_allocs) {
     assert_true(r.unreached <= r.allocs / 20);
 }
 
-static void test_gguf_read(void **state) { (void)state; check("gguf_read", prog_gguf_read, 20); }
+/* The misplaced tensors of the alignment-1 file and the map scenario's
+ * odd offsets really took the copy path. */
+static void test_gguf_read(void **state) {
+    (void)state;
+    uint64_t c0 = wk__map_tensor_copied();
+    check("gguf_read", prog_gguf_read, 20);
+    assert_true(wk__map_tensor_copied() > c0);
+}
 static void test_gguf_write(void **state) { (void)state; check("gguf_write", prog_gguf_write, 40); }
 static void test_safetensors(void **state) { (void)state; check("safetensors", prog_safetensors, 40); }
-static void test_map(void **state) { (void)state; check("map", prog_map, 8); }
+static void test_map(void **state) {
+    (void)state;
+    uint64_t c0 = wk__map_tensor_copied();
+    check("map", prog_map, 8);
+    assert_true(wk__map_tensor_copied() > c0);
+}
+
+/* The real SmolLM2 GGUF (49152-token vocabulary, 272 tensors): opened, its
+ * metadata's types and lengths read, a string of every array at its end
+ * (the sparse index), every tensor viewed (not read: its numel recorded). */
+static const char *g_model;
+
+static void prog_model(af_trace *tr) {
+    wk_gguf *g = wk_gguf_open(g_model);
+    wk_tensor *t = NULL;
+    if (!g) {
+        af_fail_with(tr, wk_last_status());
+        goto done;
+    }
+    for (int64_t i = 0; i < wk_gguf_kv_count(g); i++) {
+        V(wk_gguf_kv_type(g, i));
+        wk_gguf_type et;
+        uint64_t n;
+        if (wk_gguf_kv_type(g, i) != WK_GGUF_ARRAY) continue;
+        S(wk_gguf_get_array(g, i, &et, &n));
+        V(n);
+        if (et == WK_GGUF_STRING && n) {
+            const char *s;
+            uint64_t len;
+            S(wk_gguf_array_string(g, i, n - 1, &s, &len));
+            V(len);
+        }
+    }
+    for (int64_t i = 0; i < wk_gguf_tensor_count(g); i++) {
+        if (!(t = wk_gguf_tensor_at(g, i))) {
+            af_fail_with(tr, wk_last_status());
+            goto done;
+        }
+        V(wk_numel(t));
+        wk_tensor_free(t);
+        t = NULL;
+    }
+done:
+    wk_tensor_free(t);
+    wk_gguf_close(g);
+}
+
+static void test_real_model(void **state) {
+    (void)state;
+    g_model = getenv("WICK_SMOLLM2_GGUF");
+    if (!g_model || access(g_model, R_OK) != 0) {
+        print_message("skipped: WICK_SMOLLM2_GGUF is not set or not readable (scripts/setup.sh provides it)\n");
+        skip();
+    }
+    check("real_model", prog_model, 272);
+}
 static void test_quant(void **state) { (void)state; check("quant", prog_quant, 50); }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gguf_read),  cmocka_unit_test(test_gguf_write), cmocka_unit_test(test_safetensors),
-        cmocka_unit_test(test_map),        cmocka_unit_test(test_quant),
+        cmocka_unit_test(test_map),        cmocka_unit_test(test_quant),      cmocka_unit_test(test_real_model),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
