@@ -4,7 +4,7 @@
  * hook, so a cache hit can fail too) and every malloc / calloc / realloc /
  * posix_memalign / aligned_alloc / strdup that the executable's objects
  * make (wick_static's included), and every fopen / opendir (each allocates
- * its stream; failed as ENOMEM): the test is linked with -Wl,--wrap=...
+ * its stream) and mmap (failed as ENOMEM): the test is linked with -Wl,--wrap=...
  * (tests/CMakeLists.txt), which sends those references to the __wrap_
  * functions below. Allocations inside other libraries (cmocka, zlib, libc's
  * own beyond those two) are not seen. */
@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ---- the counting wrappers ---- */
 
@@ -31,6 +32,7 @@ void __real_free(void *p);
 char *__real_strdup(const char *s);
 FILE *__real_fopen(const char *path, const char *mode);
 DIR *__real_opendir(const char *path);
+void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 void *__wrap_malloc(size_t n);
 void *__wrap_calloc(size_t n, size_t m);
 void *__wrap_realloc(void *p, size_t n);
@@ -40,6 +42,7 @@ void __wrap_free(void *p);
 char *__wrap_strdup(const char *s);
 FILE *__wrap_fopen(const char *path, const char *mode);
 DIR *__wrap_opendir(const char *path);
+void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 
 static atomic_int g_active;      /* count (and maybe fail) only while the program runs */
 static atomic_long g_count;      /* allocations seen in this run */
@@ -101,6 +104,12 @@ FILE *__wrap_fopen(const char *path, const char *mode) {
 DIR *__wrap_opendir(const char *path) {
     if (inject()) return errno = ENOMEM, NULL;
     return __real_opendir(path);
+}
+/* a mapping (a model file's, or the CPU allocator's for big blocks) that
+ * fails as ENOMEM: the address space or the map count ran out */
+void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+    if (inject()) return errno = ENOMEM, MAP_FAILED;
+    return __real_mmap(addr, len, prot, flags, fd, off);
 }
 void __wrap_free(void *p) {
     if (p) atomic_fetch_sub(&g_live, 1);
