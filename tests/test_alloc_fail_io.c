@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -322,6 +323,54 @@ done:
     wk_scope_end();
 }
 
+/* ---- gguf_write_retry: a failed add leaves the writer as it was ---- */
+
+static wk_tensor *g_wt[4]; /* made in setup: contiguous, strided, block, rank 0 */
+
+/* The file's bytes, weighted by position (read with open/read: no stream to fail). */
+static double file_sum(const char *path) {
+    static unsigned char b[1 << 16];
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, b, sizeof b);
+    close(fd);
+    double s = (double)n;
+    for (ssize_t i = 0; i < n; i++) s += (double)b[i] * (double)(1 + i % 13);
+    return s;
+}
+
+/* Retried once when the one failing allocation hit it. */
+#define R(expr)                                  \
+    do {                                         \
+        wk_status st_ = (expr);                  \
+        if (st_ == WK_ERR_OOM) st_ = (expr);     \
+        if (!af_step_s(tr, st_)) goto done;      \
+    } while (0)
+
+/* Every add that fails is made again: the file must come out byte for byte
+ * as in the clean run, so a failed add must roll back whatever it began. */
+static void prog_gguf_write_retry(af_trace *tr) {
+    wk_gguf_writer *w = wk_gguf_writer_new();
+    if (!w) w = wk_gguf_writer_new();
+    if (!w) {
+        af_fail_with(tr, wk_last_status());
+        goto done;
+    }
+    R(wk_gguf_writer_add_string(w, "general.architecture", "llama", 5));
+    R(wk_gguf_writer_add_u32(w, "general.alignment", 16));
+    R(wk_gguf_writer_add_string_array(w, "a.strings", g_strs, NULL, 20));
+    R(wk_gguf_writer_add_array(w, "a.f64", WK_GGUF_F64, g_f64s, 2));
+    R(wk_gguf_writer_copy_kv(w, g_copy_src, wk_gguf_find_key(g_copy_src, "a.lens")));
+    R(wk_gguf_writer_add_tensor(w, "contig", g_wt[0]));
+    R(wk_gguf_writer_add_tensor(w, "strided", g_wt[1]));
+    R(wk_gguf_writer_add_tensor(w, "q8_0", g_wt[2]));
+    R(wk_gguf_writer_add_tensor(w, "scalar", g_wt[3]));
+    R(wk_gguf_writer_write(w, g_gguf_out));
+    V(file_sum(g_gguf_out));
+done:
+    wk_gguf_writer_free(w);
+}
+
 /* ---- safetensors ---- */
 
 static int query_st(af_trace *tr, wk_safetensors *st) {
@@ -526,6 +575,13 @@ static int setup(void **state) {
                            " \"w.i64\": \"a-1.safetensors\", \"w.u8\": \"a-1.safetensors\"}}");
     wk_scope_end();
     if (!(g_copy_src = wk_gguf_open(g_gguf))) return -1;
+    wk_scope_begin(); /* frees the temporaries; the four are kept */
+    g_wt[0] = wk_reshape(wk_arange(0, 96, 1, WK_F32, cpu), (int64_t[]){3, 32}, 2);
+    g_wt[1] = wk_transpose(g_wt[0], 0, 1);
+    g_wt[2] = wk_quantize(g_wt[0], WK_Q8_0);
+    g_wt[3] = wk_full(NULL, 0, 7, WK_F32, cpu);
+    for (int i = 0; i < 4; i++) g_wt[i] = wk_keep(g_wt[i]);
+    wk_scope_end();
     TU_STATUS_OK(wk_set_num_threads(2));
     return 0;
 }
@@ -533,6 +589,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     (void)state;
     wk_gguf_close(g_copy_src);
+    for (int i = 0; i < 4; i++) wk_tensor_free(g_wt[i]);
     free(g_img);
     free(g_st_img);
     char p[256];
@@ -563,6 +620,14 @@ static void test_gguf_read(void **state) {
     assert_true(wk__map_tensor_copied() > c0);
 }
 static void test_gguf_write(void **state) { (void)state; check("gguf_write", prog_gguf_write, 40); }
+/* Every failure is absorbed by the retry (the final write's checksum equals
+ * the clean run's); none is left. */
+static void test_gguf_write_retry(void **state) {
+    (void)state;
+    af_result r = af_fail_each("gguf_write_retry", prog_gguf_write_retry);
+    assert_true(r.allocs >= 20);
+    assert_int_equal(r.absorbed, r.allocs);
+}
 static void test_safetensors(void **state) { (void)state; check("safetensors", prog_safetensors, 40); }
 static void test_map(void **state) {
     (void)state;
@@ -624,7 +689,8 @@ static void test_quant(void **state) { (void)state; check("quant", prog_quant, 5
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gguf_read),  cmocka_unit_test(test_gguf_write), cmocka_unit_test(test_safetensors),
+        cmocka_unit_test(test_gguf_read),  cmocka_unit_test(test_gguf_write), cmocka_unit_test(test_gguf_write_retry),
+        cmocka_unit_test(test_safetensors),
         cmocka_unit_test(test_map),        cmocka_unit_test(test_quant),      cmocka_unit_test(test_real_model),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
