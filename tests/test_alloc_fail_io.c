@@ -227,7 +227,7 @@ static int query_gguf(af_trace *tr, const wk_gguf *g, wk_tensor **keep) {
     V(wk_gguf_kv_count(g));
     for (int64_t i = 0; i < wk_gguf_kv_count(g); i++) {
         V(wk_gguf_find_key(g, wk_gguf_key(g, i)) == i);
-        double v;
+        double v = 0;
         S(kv_value(g, i, &v));
         V(v);
     }
