@@ -11,146 +11,22 @@
  * the count of live host blocks return to what they were (and, in the
  * sanitizer build, LeakSanitizer reports nothing at exit).
  *
- * Allocations counted: every wk__cpu_alloc (through the allocator's fail
- * hook, so a cache hit can fail too) and every malloc / calloc / realloc /
- * posix_memalign / aligned_alloc that wick_static's objects make: this
- * executable is linked with -Wl,--wrap=... (tests/CMakeLists.txt), which
- * sends those references to the __wrap_ functions below. Allocations inside
- * other libraries (libc's own, cmocka, zlib) are not seen. */
-#include "testutil.h"
+ * The wrappers and the loop are tests/alloc_fail.c's (shared with
+ * test_alloc_fail_io.c, the model-file and block-dtype paths). */
+#include "alloc_fail.h"
 
-#include "cpu/cpu_alloc.h"
-
-#include <execinfo.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* ---- the counting wrappers ---- */
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-int __real_posix_memalign(void **p, size_t align, size_t n);
-void *__real_aligned_alloc(size_t align, size_t n);
-void __real_free(void *p);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t m);
-void *__wrap_realloc(void *p, size_t n);
-int __wrap_posix_memalign(void **p, size_t align, size_t n);
-void *__wrap_aligned_alloc(size_t align, size_t n);
-void __wrap_free(void *p);
-
-static atomic_int g_active;      /* count (and maybe fail) only while the program runs */
-static atomic_long g_count;      /* allocations seen in this run */
-static atomic_long g_fail_at;    /* which one fails (0: none) */
-static atomic_int g_failed;      /* it happened */
-static atomic_long g_live;       /* host blocks from the wrappers not yet freed */
-
-static void *g_site[16]; /* the call stack of the failed allocation, for messages */
-static int g_nsite;
-
-/* True when this allocation is the one to fail. */
-static int inject(void) {
-    if (!atomic_load(&g_active)) return 0;
-    long c = atomic_fetch_add(&g_count, 1) + 1;
-    if (c != atomic_load(&g_fail_at)) return 0;
-    atomic_store(&g_failed, 1);
-    g_nsite = backtrace(g_site, 16);
-    return 1;
-}
-
-/* Print where the failed allocation was made (addresses: addr2line -e). */
-static void print_site(void) {
-    fprintf(stderr, "the failed allocation was made at:\n");
-    backtrace_symbols_fd(g_site, g_nsite, 2);
-}
-
-static int cpu_hook(size_t nbytes) {
-    (void)nbytes;
-    return inject();
-}
-
-static void *live(void *p) {
-    if (p) atomic_fetch_add(&g_live, 1);
-    return p;
-}
-
-void *__wrap_malloc(size_t n) { return inject() ? NULL : live(__real_malloc(n)); }
-void *__wrap_calloc(size_t n, size_t m) { return inject() ? NULL : live(__real_calloc(n, m)); }
-void *__wrap_aligned_alloc(size_t align, size_t n) { return inject() ? NULL : live(__real_aligned_alloc(align, n)); }
-int __wrap_posix_memalign(void **p, size_t align, size_t n) {
-    if (inject()) return 12; /* ENOMEM */
-    int rc = __real_posix_memalign(p, align, n);
-    if (rc == 0) live(*p);
-    return rc;
-}
-void *__wrap_realloc(void *p, size_t n) {
-    if (inject()) return NULL; /* p stays valid, as with a real failure */
-    void *q = __real_realloc(p, n);
-    if (!p) live(q);
-    return q;
-}
-void __wrap_free(void *p) {
-    if (p) atomic_fetch_sub(&g_live, 1);
-    __real_free(p);
-}
-
 /* ---- the program ---- */
 
-#define MAXSTEPS 128
-#define BIG (1 << 17) /* elements: above WK_PAR_MIN_ELEMS, so the pool threads work */
+#define BIG AF_BIG
 
-typedef struct {
-    int n;                  /* calls that succeeded */
-    double sum[MAXSTEPS];   /* a checksum of each result */
-    wk_status st;           /* status of the call that failed (WK_OK if none) */
-    char msg[256];          /* its message */
-} trace;
-
-static double g_buf[BIG];
 static char g_npy[4096], g_npz[4096];
 
-static int fail_with(trace *tr, wk_status st) {
-    tr->st = st == WK_OK ? WK_ERR_INTERNAL : st; /* a NULL without a status is a bug too */
-    snprintf(tr->msg, sizeof tr->msg, "%s", wk_last_error());
-    return 0;
-}
-
-/* A tensor result: its elements read back (also a wick call that may fail)
- * and weighted by position, so a wrong order shows. */
-static int step_t(trace *tr, wk_tensor *t) {
-    if (!t) return fail_with(tr, wk_last_status());
-    int64_t n = wk_numel(t);
-    if (n > BIG || tr->n == MAXSTEPS) return fail_with(tr, WK_ERR_INTERNAL);
-    wk_status st = wk_to_host_f64(t, g_buf, (size_t)n);
-    if (st != WK_OK) return fail_with(tr, st);
-    double s = 0;
-    for (int64_t i = 0; i < n; i++) s += g_buf[i] * (double)(1 + i % 7);
-    tr->sum[tr->n++] = s;
-    return 1;
-}
-
-static int step_s(trace *tr, wk_status st) {
-    if (st != WK_OK) return fail_with(tr, st);
-    if (tr->n == MAXSTEPS) return fail_with(tr, WK_ERR_INTERNAL);
-    tr->sum[tr->n++] = 0;
-    return 1;
-}
-
-#define T(var, expr)                          \
-    do {                                      \
-        var = (expr);                         \
-        if (!step_t(tr, var)) goto done;      \
-    } while (0)
-#define S(expr)                               \
-    do {                                      \
-        if (!step_s(tr, (expr))) goto done;   \
-    } while (0)
-
-static void program(trace *tr) {
+static void program(af_trace *tr) {
     memset(tr, 0, sizeof *tr);
     wk_device *cpu = wk_cpu();
     wk_tensor *kept = NULL, **arrs = NULL;
@@ -243,7 +119,7 @@ static void program(trace *tr) {
     S(wk_npz_save(g_npz, (const char *const[]){"a", "cy"}, (wk_tensor *const[]){a, cy}, 2));
     S(wk_npz_load(g_npz, cpu, &names, &arrs, &count));
     if (count != 2) {
-        fail_with(tr, WK_ERR_INTERNAL);
+        af_fail_with(tr, WK_ERR_INTERNAL);
         goto done;
     }
     T(l, arrs[0]);
@@ -265,32 +141,6 @@ done:
     wk_tensor_free(kept);
 }
 
-/* ---- the runs ---- */
-
-static size_t in_use(void) {
-    wk_cpu_mem_stats s;
-    wk_cpu_mem_stats_get(&s);
-    return s.bytes_in_use;
-}
-
-typedef struct {
-    long allocs;     /* allocations counted */
-    int failed;      /* the chosen one happened */
-} run_info;
-
-static run_info run(long fail_at, trace *tr) {
-    wk_cpu_cache_release(); /* the same cache state every run */
-    atomic_store(&g_count, 0);
-    atomic_store(&g_failed, 0);
-    atomic_store(&g_fail_at, fail_at);
-    atomic_store(&g_active, 1);
-    program(tr);
-    atomic_store(&g_active, 0);
-    wk_cpu_cache_release(); /* cached blocks are not leaks: return them before counting */
-    run_info ri = {atomic_load(&g_count), atomic_load(&g_failed)};
-    return ri;
-}
-
 static void test_every_allocation_fails_cleanly(void **state) {
     (void)state;
     char dir[] = "/tmp/wick_allocfail_XXXXXX";
@@ -298,71 +148,10 @@ static void test_every_allocation_fails_cleanly(void **state) {
     snprintf(g_npy, sizeof g_npy, "%s/t.npy", dir);
     snprintf(g_npz, sizeof g_npz, "%s/t.npz", dir);
     TU_STATUS_OK(wk_set_num_threads(2));
-    g_nsite = backtrace(g_site, 16); /* loads what backtrace needs before any run */
-    wk__cpu_alloc_set_fail_hook(cpu_hook);
-
-    /* the clean run (twice: the first starts the pool threads and any
-     * once-only state, which then stays outside the counted runs) */
-    static trace ref, tr;
-    run(0, &ref);
-    if (ref.st != WK_OK) fail_msg("clean run failed at call %d: %s", ref.n + 1, ref.msg);
-    size_t used0 = in_use();
-    long live0 = atomic_load(&g_live);
-    run_info ri = run(0, &ref);
-    assert_int_equal(ref.st, WK_OK);
-    assert_int_equal(in_use(), used0);
-    assert_int_equal(atomic_load(&g_live), live0);
-    long K = ri.allocs;
-    assert_true(K > 50);
-    print_message("%d calls, %ld allocations; failing each in turn\n", ref.n, K);
-
-    const char *verbose = getenv("WICK_ALLOCFAIL_VERBOSE");
-    long oom_runs = 0, absorbed = 0, unreached = 0;
-    for (long n = 1; n <= K; n++) {
-        ri = run(n, &tr);
-        if (ri.failed && tr.st == WK_OK && tr.n == ref.n) {
-            /* a kernel with a fallback for its scratch (max_pool2d's row
-             * buffer) computed the result another way: allowed, since every
-             * result is checked against the clean run below */
-            if (verbose) print_site();
-            absorbed++;
-        } else if (ri.failed) {
-            /* it stopped at a call with WK_ERR_OOM */
-            if (tr.st != WK_ERR_OOM) print_site();
-            if (tr.st != WK_ERR_OOM)
-                fail_msg("allocation %ld of %ld failed: call %d gave %s (%s), not WK_ERR_OOM", n, K, tr.n + 1,
-                         wk_status_name(tr.st), tr.msg);
-            if (!tr.msg[0]) fail_msg("allocation %ld: WK_ERR_OOM without a message", n);
-            oom_runs++;
-        } else {
-            /* thread timing may make a run allocate less (it never did
-             * here): then it must have run through */
-            if (tr.st != WK_OK) fail_msg("allocation %ld never failed, yet call %d gave %s", n, tr.n + 1, tr.msg);
-            unreached++;
-        }
-        /* the calls before it gave the clean results */
-        assert_true(tr.n <= ref.n);
-        for (int i = 0; i < tr.n; i++)
-            if (tr.sum[i] != ref.sum[i])
-                fail_msg("allocation %ld failed: call %d gave %.17g, the clean run %.17g", n, i + 1, tr.sum[i],
-                         ref.sum[i]);
-        /* and nothing stayed behind */
-        if (in_use() != used0 || atomic_load(&g_live) != live0) print_site();
-        if (in_use() != used0) fail_msg("allocation %ld failed: %zu bytes of tensor memory left", n, in_use() - used0);
-        if (atomic_load(&g_live) != live0)
-            fail_msg("allocation %ld failed: %ld host blocks left", n, atomic_load(&g_live) - live0);
-    }
-    print_message("%ld runs stopped with WK_ERR_OOM, %ld absorbed the failure, %ld did not reach it\n", oom_runs,
-                  absorbed, unreached);
-    assert_int_equal(oom_runs + absorbed + unreached, K);
-    assert_true(absorbed <= 4); /* those two kernels, one buffer per piece, two pieces on two threads */
-    assert_true(unreached <= K / 20);
-
-    /* the hook off: the program runs as before */
-    wk__cpu_alloc_set_fail_hook(NULL);
-    run(0, &tr);
-    assert_int_equal(tr.st, WK_OK);
-    assert_int_equal(tr.n, ref.n);
+    af_result r = af_fail_each("ops", program);
+    assert_true(r.allocs > 50);
+    assert_true(r.absorbed <= 4); /* max_pool2d's and upsample_bilinear2d's row buffers, two pieces on two threads */
+    assert_true(r.unreached <= r.allocs / 20);
     unlink(g_npy);
     unlink(g_npz);
     rmdir(dir);

@@ -5,6 +5,7 @@
  * alignment, so writing a model costs no second copy of its weights. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 #include "core/tensor.h"
@@ -318,7 +319,8 @@ wk_status wk_gguf_writer_write(wk_gguf_writer *w, const char *path) {
     const char *op = "wk_gguf_writer_write";
     if (!w || !path) return wk__err(WK_ERR_ARG, op, "NULL writer or path");
     FILE *f = fopen(path, "wb");
-    if (!f) return wk__err(WK_ERR_IO, op, "cannot create %s", path);
+    if (!f) /* fopen allocates its stream: ENOMEM is an allocation failure */
+        return wk__err(errno == ENOMEM ? WK_ERR_OOM : WK_ERR_IO, op, "cannot create %s: %s", path, strerror(errno));
     bool ok = fput(f, "GGUF", 4) && fput_u32(f, 3) && fput_u64(f, (uint64_t)w->n_tensors) &&
               fput_u64(f, (uint64_t)w->n_kv) && fput(f, w->kv, w->kv_len);
     uint64_t pos = 4 + 4 + 8 + 8 + w->kv_len, data = 0;

@@ -119,7 +119,12 @@ static bool put(wk__json *p, size_t *len, const char *b, size_t k) {
         size_t cap = p->cap ? p->cap : 64;
         while (cap < *len + k + 1) cap *= 2; /* bounded by the document length */
         char *nb = realloc(p->buf, cap);
-        if (!nb) return wk__json_fail(p, "JSON: out of memory for a %zu-byte string", *len + k);
+        if (!nb) {
+            bool first = !p->failed;
+            wk__json_fail(p, "JSON: out of memory for a %zu-byte string", *len + k);
+            p->oom = first; /* the caller reports WK_ERR_OOM, not a format error */
+            return false;
+        }
         p->buf = nb;
         p->cap = cap;
     }

@@ -33,6 +33,7 @@ typedef struct wk__json {
     int depth;       /* open containers */
     uint64_t fresh;  /* bit d: the container at depth d has had no member yet */
     bool failed;
+    bool oom;        /* the failure was the string scratch's allocation, not the document */
     char msg[160];   /* the first error, with its byte position */
     char *buf;       /* decoded string scratch (wk__json_string / key) */
     size_t cap;

@@ -54,7 +54,9 @@ wk__map *wk__map_open(const char *op, const char *path) {
     if (m->size) {
         void *d = mmap(NULL, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (d == MAP_FAILED) {
-            wk__err(WK_ERR_IO, op, "cannot map %s (%zu bytes): %s", path, m->size, strerror(errno));
+            /* ENOMEM: no address space or map count left, an allocation failure */
+            wk__err(errno == ENOMEM ? WK_ERR_OOM : WK_ERR_IO, op, "cannot map %s (%zu bytes): %s", path, m->size,
+                    strerror(errno));
             close(fd);
             free(m->path);
             free(m);

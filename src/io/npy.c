@@ -368,7 +368,7 @@ wk_tensor *wk_npy_load_bytes(const void *data, size_t len, wk_device *dev) {
 static FILE *open_read(const char *path, struct stat *st, const char *op) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        wk__err(WK_ERR_IO, op, "cannot open '%s': %s", path, strerror(errno));
+        wk__err(errno == ENOMEM ? WK_ERR_OOM : WK_ERR_IO, op, "cannot open '%s': %s", path, strerror(errno));
         return NULL;
     }
     if (fstat(fileno(f), st) != 0) {
@@ -612,7 +612,8 @@ wk_status wk_npy_save(const char *path, const wk_tensor *t) {
     }
     FILE *f = fopen(path, "wb");
     if (!f) {
-        st = wk__err(WK_ERR_IO, op, "cannot open '%s' for writing: %s", path, strerror(errno));
+        st = wk__err(errno == ENOMEM ? WK_ERR_OOM : WK_ERR_IO, op, "cannot open '%s' for writing: %s", path,
+                     strerror(errno));
     } else {
         bool ok = fwrite(pre, 1, pre_len, f) == pre_len && (data_len == 0 || fwrite(data, 1, data_len, f) == data_len);
         int e = ok ? 0 : errno;

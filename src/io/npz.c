@@ -495,7 +495,8 @@ wk_status wk_npz_save(const char *path, const char *const *names, wk_tensor *con
 
     FILE *f = fopen(path, "wb");
     if (!f) {
-        st = wk__err(WK_ERR_IO, op, "cannot open '%s' for writing: %s", path, strerror(errno));
+        st = wk__err(errno == ENOMEM ? WK_ERR_OOM : WK_ERR_IO, op, "cannot open '%s' for writing: %s", path,
+                     strerror(errno));
         goto done;
     }
     bool ok = true;

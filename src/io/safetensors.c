@@ -2,6 +2,7 @@
  * lookups over what the headers said (safetensors_header.c parses them). */
 #include <dirent.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "core/error.h"
@@ -292,6 +293,7 @@ static wk_status parse_index(const char *op, wk__map *im, index_doc *x) {
     }
     wk__json_free(&p);
     if (oom) return wk_last_status();
+    if (p.oom) return wk__err(WK_ERR_OOM, op, "%s: %s", path, p.msg);
     if (p.failed) return wk__err(WK_ERR_FORMAT, op, "%s: %s", path, p.msg);
     return WK_OK;
 }
@@ -433,7 +435,9 @@ static wk_status pick_in_dir(const char *op, const char *dir, char **out) {
         free(p);
     }
     DIR *d = opendir(dir);
-    if (!d) return wk__err(WK_ERR_IO, op, "cannot list directory %s", dir);
+    if (!d) /* opendir allocates its stream: ENOMEM is an allocation failure */
+        return wk__err(errno == ENOMEM ? WK_ERR_OOM : WK_ERR_IO, op, "cannot list directory %s: %s", dir,
+                       strerror(errno));
     char *index = NULL, *file = NULL;
     int nindex = 0, nfile = 0;
     struct dirent *e;

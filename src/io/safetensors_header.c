@@ -240,6 +240,7 @@ wk_status wk__st_parse_file(const char *op, wk_safetensors *st, int shard) {
     }
     wk__json_free(&p);
     if (oom) return wk_last_status();
+    if (p.oom) return wk__err(WK_ERR_OOM, op, "%s: header: %s", path, p.msg);
     if (p.failed) return wk__err(kind, op, "%s: header: %s", path, p.msg);
     return check_tiling(op, st, first, data_start, size, path);
 }

@@ -187,7 +187,8 @@ wk_status wk_safetensors_save(const char *path, int n, const char *const *names,
     if (s == WK_OK) {
         FILE *f = fopen(path, "wb");
         if (!f) {
-            s = wk__err(WK_ERR_IO, op, "cannot open '%s' for writing: %s", path, strerror(errno));
+            s = wk__err(errno == ENOMEM ? WK_ERR_OOM : WK_ERR_IO, op, "cannot open '%s' for writing: %s", path,
+                        strerror(errno));
         } else {
             uint8_t len8[8];
             for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)h.len >> (8 * i));
