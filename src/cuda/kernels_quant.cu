@@ -82,10 +82,14 @@ template <int DT> int dequant_t(wk_cu_stream s, const wk_cu_qrows &q, const void
     return wkc_launch_items<DqItem<DT>>(s, p, q.rows * q.nblk);
 }
 
-/* ---- mat-vec: one warp per weight row ---- */
+/* ---- mat-vec: a group of lanes per weight row ----
+ * A row of nblk blocks gets g lanes, the smallest power of two >= nblk up
+ * to the warp's 32, so a warp serves 32 / g rows at once: a q4_K row of
+ * 4096 (16 super-blocks) takes half a warp instead of leaving 16 lanes
+ * idle, short rows share a warp further. */
 
 #define QMV_LANES 32
-#define QMV_WARPS 4 /* warps (rows) per thread block */
+#define QMV_WARPS 4 /* warps per thread block */
 
 template <int DT> struct MvP {
     wk_cu_qrows q;
@@ -93,16 +97,18 @@ template <int DT> struct MvP {
     const float *x; /* m x k, contiguous */
     void *dst;      /* m x rows, contiguous */
     int32_t ddt, m;
+    int32_t g;      /* lanes per row: a power of two, 1..32 */
 };
 
-/* Lane `lane`'s partial sums of row n with each row of x: blocks lane,
- * lane + 32, ...; each block's dot is summed on its own, then added. */
+/* Lane `lane` (of the row's g)'s partial sums of row n with each row of x:
+ * blocks lane, lane + g, ...; each block's dot is summed on its own, then
+ * added. */
 template <int DT> WKC_HD void mv_lane(const MvP<DT> &p, int64_t n, int lane, float *acc) {
     typedef wkc_qblk<DT> B;
     WKC_UNROLL
     for (int m = 0; m < WK_CU_QMV_MAX_M; m++) acc[m] = 0.0f;
     const uint8_t *row = p.w + qrow_byte(p.q, n);
-    for (int64_t b = lane; b < p.q.nblk; b += QMV_LANES) {
+    for (int64_t b = lane; b < p.q.nblk; b += p.g) {
         float y[B::qk];
         B::dq(row + b * B::bytes, y);
         const float *xb = p.x + b * B::qk;
@@ -122,18 +128,33 @@ template <int DT> WKC_HD void mv_store(const MvP<DT> &p, int64_t n, const float 
     for (int m = 0; m < p.m; m++) qput(p.dst, m * p.q.rows + n, p.ddt, &acc[m], 1);
 }
 
+/* Thread tid of thread block blk: its warp's first row (*n0), its row (*n)
+ * and its lane in the row's group (*sub). */
+template <int DT> WKC_HD void mv_where(const MvP<DT> &p, int64_t blk, int tid, int64_t *n0, int64_t *n, int *sub) {
+    const int rpw = QMV_LANES / p.g; /* rows per warp */
+    int lane = tid % QMV_LANES;
+    *n0 = (blk * QMV_WARPS + tid / QMV_LANES) * rpw;
+    *n = *n0 + lane / p.g;
+    *sub = lane % p.g;
+}
+
 template <int DT> __global__ void __launch_bounds__(QMV_LANES *QMV_WARPS) qmv_kernel(const __grid_constant__ MvP<DT> p) {
-    int64_t n = (int64_t)blockIdx.x * QMV_WARPS + threadIdx.x / QMV_LANES;
-    int lane = (int)(threadIdx.x % QMV_LANES);
-    if (n >= p.q.rows) return; /* whole warps: the shuffles below see full warps */
+    int64_t n0, n;
+    int sub;
+    mv_where<DT>(p, blockIdx.x, (int)threadIdx.x, &n0, &n, &sub);
+    if (n0 >= p.q.rows) return; /* whole warps: the shuffles below see full warps */
     float acc[WK_CU_QMV_MAX_M];
-    mv_lane<DT>(p, n, lane, acc);
-    WKC_UNROLL
-    for (int m = 0; m < WK_CU_QMV_MAX_M; m++) {
+    if (n < p.q.rows) {
+        mv_lane<DT>(p, n, sub, acc);
+    } else { /* past the last row: still in the shuffles, stores nothing */
         WKC_UNROLL
-        for (int off = QMV_LANES / 2; off > 0; off /= 2) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], off);
+        for (int m = 0; m < WK_CU_QMV_MAX_M; m++) acc[m] = 0.0f;
     }
-    if (lane == 0) mv_store<DT>(p, n, acc);
+    /* xor offsets below g stay inside the row's aligned group of g lanes */
+    WKC_UNROLL
+    for (int m = 0; m < WK_CU_QMV_MAX_M; m++)
+        for (int off = p.g / 2; off > 0; off /= 2) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], off);
+    if (sub == 0 && n < p.q.rows) mv_store<DT>(p, n, acc);
 }
 
 template <int DT> int qmv_t(wk_cu_stream s, const wk_cu_qrows &q, const void *w, const float *x, int64_t m, void *dst,
@@ -145,22 +166,44 @@ template <int DT> int qmv_t(wk_cu_stream s, const wk_cu_qrows &q, const void *w,
     p.dst = dst;
     p.ddt = ddt;
     p.m = (int32_t)m;
+    p.g = 1;
+    while (p.g < q.nblk && p.g < QMV_LANES) p.g *= 2;
+    int64_t rpw = QMV_LANES / p.g, warps = (q.rows + rpw - 1) / rpw;
+    int64_t blocks = (warps + QMV_WARPS - 1) / QMV_WARPS;
 #ifdef WKC_HOST_EMULATION
-    /* each row's 32 lanes, then the device's xor butterfly in its order */
+    /* every thread of the grid computes its lane's partials where the
+     * kernel's mv_where puts it (each (row, lane) exactly once, or the
+     * launch fails), then each row's group meets in the device's xor
+     * butterfly, in its order */
     (void)s;
-    for (int64_t n = 0; n < q.rows; n++) {
+    const int64_t per_row = (int64_t)p.g * WK_CU_QMV_MAX_M;
+    float *part = (float *)malloc(sizeof(float) * (size_t)(q.rows * per_row));
+    unsigned char *seen = (unsigned char *)calloc((size_t)(q.rows * p.g), 1);
+    bool ok = part && seen;
+    for (int64_t blk = 0; ok && blk < blocks; blk++)
+        for (int tid = 0; tid < QMV_LANES * QMV_WARPS; tid++) {
+            int64_t n0, n;
+            int sub;
+            mv_where<DT>(p, blk, tid, &n0, &n, &sub);
+            if (n0 >= q.rows || n >= q.rows) continue;
+            ok = ok && !seen[n * p.g + sub]++;
+            mv_lane<DT>(p, n, sub, part + n * per_row + sub * WK_CU_QMV_MAX_M);
+        }
+    for (int64_t i = 0; ok && i < q.rows * p.g; i++) ok = seen[i] == 1;
+    for (int64_t n = 0; ok && n < q.rows; n++) {
         float v[QMV_LANES][WK_CU_QMV_MAX_M], t[QMV_LANES][WK_CU_QMV_MAX_M];
-        for (int l = 0; l < QMV_LANES; l++) mv_lane<DT>(p, n, l, v[l]);
-        for (int off = QMV_LANES / 2; off > 0; off /= 2) {
-            for (int l = 0; l < QMV_LANES; l++)
+        memcpy(v, part + n * per_row, sizeof v[0] * (size_t)p.g);
+        for (int off = p.g / 2; off > 0; off /= 2) {
+            for (int l = 0; l < p.g; l++)
                 for (int k = 0; k < WK_CU_QMV_MAX_M; k++) t[l][k] = v[l][k] + v[l ^ off][k];
-            memcpy(v, t, sizeof v);
+            memcpy(v, t, sizeof v[0] * (size_t)p.g);
         }
         mv_store<DT>(p, n, v[0]);
     }
-    return 0;
+    free(part);
+    free(seen);
+    return ok ? 0 : (int)cudaErrorLaunchFailure;
 #else
-    int64_t blocks = (q.rows + QMV_WARPS - 1) / QMV_WARPS;
     if (blocks > 0x7fffffff) return WKC_BAD_ARG;
     void *args[] = {&p};
     void (*k)(const MvP<DT>) = qmv_kernel<DT>;

@@ -40,7 +40,8 @@ int wk__cu_dequantize(wk_cu_stream s, const void *w, wk_cu_view lw, wk_dtype wdt
 
 /* The decode product for 1 <= m <= WK_CU_QMV_MAX_M rows of activations:
  * dst (m x N contiguous, ddt) = x (m x K contiguous f32) . w^T, w the N x K
- * block tensor lw (2-D). One warp per weight row: each lane takes every 32nd
+ * block tensor lw (2-D). A group of g lanes per weight row (g the power of
+ * two >= the row's blocks, at most a warp): each lane takes every g-th
  * block, dequantizes it in registers (dequant_block.h) and dots it with the
  * m rows of x, so the weights are read once for all m; the lanes' sums meet
  * in a fixed xor-butterfly (the same bits for any timing). */

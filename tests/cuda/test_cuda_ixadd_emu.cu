@@ -138,7 +138,7 @@ static void one_case(int dt, int idt, int rank, const int64_t *dsh, int dim, int
 static void test_matrix() {
     long before = g_checks, fails = g_fail;
     int turn = 0;
-    for (int dt = 0; dt < WK_DTYPE_COUNT; dt++)
+    for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++)
         for (int ii = 0; ii < 4; ii++) {
             const int idt = IDTS[ii];
             for (int dim = 0; dim < 3; dim++)
@@ -167,7 +167,7 @@ static void test_matrix() {
  * embedding backward, rank 4, single-element outer, empty outer, no ids */
 static void test_shapes() {
     long before = g_checks, fails = g_fail;
-    for (int dt = 0; dt < WK_DTYPE_COUNT; dt++) {
+    for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++) {
         const int idt = IDTS[dt % 4];
         { const int64_t sh[1] = {50}; one_case(dt, idt, 1, sh, 0, 5000, I_SET3, V_CONTIG, V_CONTIG, 0, "1-D set3"); }
         { const int64_t sh[1] = {50}; one_case(dt, idt, 1, sh, 0, 3000, I_RANDOM, V_NARROWED, V_NARROWED, 1, "1-D random"); }

@@ -25,7 +25,7 @@ extern "C" {
 static int32_t *g_err;
 #endif
 
-static const int NDT = WK_DTYPE_COUNT;
+static const int NDT = WK_ELEM_DTYPE_COUNT;
 
 /* ---------------- conversions ---------------- */
 static void test_conversions() {

@@ -134,7 +134,7 @@ static void test_pool(Buf *in) {
                 const int64_t n = os[0] * os[1] * OH * OW;
                 for (int mode = 0; mode < 3; mode++) { /* max, avg, avg count_include_pad */
                     wk_pool_params p = {{kh, kw}, {sh_, sw}, {ph, pw}, mode == 0, mode == 2};
-                    for (int dt = 0; dt < WK_DTYPE_COUNT; dt++) {
+                    for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++) {
                         if (mode > 0 && !is_float_dt(dt)) continue;
                         const int es = wkc_size(dt);
                         Buf a((size_t)n * es + 8, 0x5a), b((size_t)n * es + 8, 0x5a);
@@ -166,7 +166,7 @@ static void test_pool(Buf *in) {
         const wk_layout lx = contig4(xs), ld = contig4(os);
         wk_pool_params p = {{3, 3}, {2, 2}, {1, 1}, true, false};
         Buf b(16, 0x77), ref(16, 0x77);
-        for (int dt = 0; dt < WK_DTYPE_COUNT; dt++) {
+        for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++) {
             CHECK(wk__cu_pool2d(s, in[dt].data(), cv(lx), b.data(), cv(ld), (wk_dtype)dt, &p) == 0, "empty max rc");
             SYNC();
             CHECK(b == ref, "empty max wrote");
@@ -184,7 +184,7 @@ static void test_pool(Buf *in) {
         const wk_layout lx = contig4(xs), ld = contig4(os);
         wk_pool_params avg = {{2, 2}, {2, 2}, {0, 0}, false, false};
         Buf b(64, 0);
-        for (int dt = 0; dt < WK_DTYPE_COUNT; dt++)
+        for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++)
             if (!is_float_dt(dt))
                 CHECK(wk__cu_pool2d(s, in[dt].data(), cv(lx), b.data(), cv(ld), (wk_dtype)dt, &avg) != 0,
                       "avg %s accepted", dtn(dt));
@@ -238,7 +238,7 @@ static void test_upsample(Buf *in) {
             CHECK(emu_need(L.l) <= BUFN, "buffer too small for %s", L.name);
             for (int mode = 0; mode < 3; mode++) { /* nearest, bilinear, bilinear align_corners */
                 const bool bil = mode > 0, ac = mode == 2;
-                for (int dt = 0; dt < WK_DTYPE_COUNT; dt++) {
+                for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++) {
                     if (bil && !is_float_dt(dt)) continue;
                     const int es = wkc_size(dt);
                     Buf a((size_t)n * es + 8, 0x5a), b((size_t)n * es + 8, 0x5a);
@@ -261,7 +261,7 @@ static void test_upsample(Buf *in) {
     {
         const int64_t xs[4] = {0, 2, 3, 3}, os[4] = {0, 2, 6, 6}, xs2[4] = {1, 0, 3, 3}, os2[4] = {1, 0, 5, 2};
         Buf b(16, 0x77), ref(16, 0x77);
-        for (int dt = 0; dt < WK_DTYPE_COUNT; dt++)
+        for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++)
             for (int mode = 0; mode < 3; mode++) {
                 if (mode && !is_float_dt(dt)) continue;
                 CHECK(wk__cu_upsample2d(s, in[dt].data(), cv(contig4(xs)), b.data(), cv(contig4(os)), (wk_dtype)dt,
@@ -277,7 +277,7 @@ static void test_upsample(Buf *in) {
         const int64_t xs[4] = {1, 2, 3, 3}, os[4] = {1, 2, 5, 5}, bad_os[4] = {1, 3, 5, 5}, hole[4] = {1, 2, 0, 3};
         const wk_layout lx = contig4(xs), ld = contig4(os);
         Buf b(256, 0);
-        for (int dt = 0; dt < WK_DTYPE_COUNT; dt++)
+        for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++)
             if (!is_float_dt(dt))
                 CHECK(wk__cu_upsample2d(s, in[dt].data(), cv(lx), b.data(), cv(ld), (wk_dtype)dt, true, false) != 0,
                       "bilinear %s accepted", dtn(dt));
@@ -321,8 +321,8 @@ static void test_unravel() {
 
 int main() {
     if (emu_no_device()) return 0;
-    Buf in[WK_DTYPE_COUNT];
-    for (int dt = 0; dt < WK_DTYPE_COUNT; dt++) in[dt] = make_input(dt);
+    Buf in[WK_ELEM_DTYPE_COUNT];
+    for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++) in[dt] = make_input(dt);
     test_pool(in);
     test_upsample(in);
     test_unravel();

@@ -187,7 +187,7 @@ static Case base_case(int dt, int idt, int rank, int dim, bool add, const char *
 static void test_matrix() {
     long before = g_checks, fails = g_fail;
     int turn = 0;
-    for (int dt = 0; dt < WK_DTYPE_COUNT; dt++)
+    for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++)
         for (int ii = 0; ii < 4; ii++)
             for (int dim = 0; dim < 3; dim++)
                 for (int ik = 0; ik < I_KINDS; ik++)
@@ -216,7 +216,7 @@ static void test_matrix() {
  * rank 3, a dst 0-stride where the ids do not reach, empty shapes */
 static void test_shapes() {
     long before = g_checks, fails = g_fail;
-    for (int dt = 0; dt < WK_DTYPE_COUNT; dt++)
+    for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++)
         for (int add = 0; add < 2; add++) {
             const int idt = IDTS[(dt + add) % 4];
             {

@@ -264,7 +264,7 @@ static void test_sort() {
         bool big = len >= 1000;
         std::vector<Shape> shapes;
         shapes_for(len, shapes, !big);
-        for (int dt = 0; dt < WK_DTYPE_COUNT; dt++)
+        for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++)
             for (const Shape &sh : shapes)
                 for (int kind = 0; kind < V_KINDS; kind++) {
                     if (big && kind != V_CONTIG && kind != V_TRANSPOSED && kind != V_BCAST_DIM) continue;
@@ -292,7 +292,7 @@ static void test_sort() {
                 }
         /* big lines: top-k on a few configurations */
         if (big)
-            for (int dt = 0; dt < WK_DTYPE_COUNT; dt++) {
+            for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++) {
                 int64_t need;
                 Shape sh = {2, {3, len, 0}, 1};
                 wk_layout l = make_view(sh.s, sh.rank, V_NARROWED, sh.dim, &need);
@@ -306,7 +306,7 @@ static void test_sort() {
     }
     /* many short lines: several lines per shared-memory tile, several
      * tiles, a partial last tile */
-    for (int dt = 0; dt < WK_DTYPE_COUNT; dt++) {
+    for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++) {
         int64_t a[2] = {300, 17}, b[2] = {45, 300}, need;
         wk_layout la = make_view(a, 2, V_NARROWED, 1, &need);
         Buf src;
@@ -318,7 +318,7 @@ static void test_sort() {
         one_order("sort 300 lines of 45 dim 0", src, lb, dt, 0, dt & 1, -1, 3);
     }
     /* values only / indices only */
-    for (int dt = 0; dt < WK_DTYPE_COUNT; dt++) {
+    for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++) {
         int64_t shape[2] = {4, 33}, need;
         wk_layout l = make_view(shape, 2, V_TRANSPOSED, 1, &need);
         Buf src;
@@ -384,7 +384,7 @@ static void test_scan() {
     for (int64_t len : lens) {
         std::vector<Shape> shapes;
         shapes_for(len, shapes, true);
-        for (int dt = 0; dt < WK_DTYPE_COUNT; dt++)
+        for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++)
             for (const Shape &sh : shapes)
                 for (int kind = 0; kind < V_KINDS; kind++)
                     for (int prod = 0; prod < 2; prod++) {
@@ -412,7 +412,7 @@ static void test_scan() {
         one_scan("scan 2048 x 4100 dim 1", src, l, dt, 1, dt == WK_BF16, EXACT);
     }
     /* GPU-chunked: 20000 long lines, dims first and last, strided */
-    for (int dt = 0; dt < WK_DTYPE_COUNT; dt++)
+    for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++)
         for (int prod = 0; prod < 2; prod++) {
             int64_t a[2] = {20000, 3}, b[2] = {2, 20011}, need;
             wk_layout la = make_view(a, 2, V_STEP, 0, &need);
@@ -429,7 +429,7 @@ static void test_scan() {
         }
     /* the CPU's chunked plan: bit-identical */
     const int64_t N = (INT64_C(1) << 20) + 37;
-    for (int dt = 0; dt < WK_DTYPE_COUNT; dt++)
+    for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++)
         for (int prod = 0; prod < 2; prod++) {
             int64_t need;
             int64_t s1[1] = {N}, s2[2] = {N, 2}, s3[2] = {2, N};
@@ -450,7 +450,7 @@ static void test_scan() {
 /* ---------------- empty and malformed ---------------- */
 
 static void test_edges() {
-    for (int dt = 0; dt < WK_DTYPE_COUNT; dt++) {
+    for (int dt = 0; dt < WK_ELEM_DTYPE_COUNT; dt++) {
         int64_t shapes[3][2] = {{0, 4}, {3, 0}, {0, 0}};
         for (auto &sh : shapes)
             for (int dim = 0; dim < 2; dim++) {
