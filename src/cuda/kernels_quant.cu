@@ -138,7 +138,8 @@ template <int DT> WKC_HD void mv_where(const MvP<DT> &p, int64_t blk, int tid, i
     *sub = lane % p.g;
 }
 
-template <int DT> __global__ void __launch_bounds__(QMV_LANES *QMV_WARPS) qmv_kernel(const __grid_constant__ MvP<DT> p) {
+template <int DT>
+__global__ void __launch_bounds__(QMV_LANES *QMV_WARPS) qmv_kernel(const __grid_constant__ MvP<DT> p) {
     int64_t n0, n;
     int sub;
     mv_where<DT>(p, blockIdx.x, (int)threadIdx.x, &n0, &n, &sub);

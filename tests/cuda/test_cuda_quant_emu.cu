@@ -343,12 +343,14 @@ static void test_word_moves() {
         wk_layout lids = emu_layout(&nid, 1);
         lids.stride[0] = 1;
         Buf g((size_t)(nid * nb * qb), 0);
-        CHECK(wk__cu_index_select(NULL, w.data(), cv(wl), ids.data(), cv(lids), WK_I32, 0, g.data(), wdt, err_flag()) == 0,
-              "%s index_select", dtn(dt));
+        int rc = wk__cu_index_select(NULL, w.data(), cv(wl), ids.data(), cv(lids), WK_I32, 0, g.data(), wdt,
+                                     err_flag());
+        CHECK(rc == 0, "%s index_select", dtn(dt));
         SYNC();
         bad = 0;
         for (int i = 0; i < nid; i++)
-            if (memcmp(g.data() + i * nb * qb, blk_at(w, dt, l.offset + idv[i] * l.stride[0]), (size_t)(nb * qb))) bad++;
+            if (memcmp(g.data() + i * nb * qb, blk_at(w, dt, l.offset + idv[i] * l.stride[0]), (size_t)(nb * qb)))
+                bad++;
         CHECK(bad == 0, "%s index_select of block rows: %ld rows differ", dtn(dt), bad);
         int64_t gs[2] = {nid, k};
         wk_layout lg = emu_layout(gs, 2);
