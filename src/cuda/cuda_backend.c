@@ -41,6 +41,7 @@
 #include "cuda/kernels_pool.h"
 #include "cuda/cuda_conv.h"
 #include "cuda/kernels_sort.h"
+#include "cuda/cuda_quant.h"
 
 #define ENTER(op)                                          \
     wk_cuda_dev *d = wk__cuda_dev(dev);                    \
@@ -111,6 +112,10 @@ static wk_status gather(const char *op, wk_cuda_dev *d, const void *src, const w
 static wk_status cu_to_host(wk_device *dev, const void *src, const wk_layout *l, wk_dtype dt, void *dst) {
     const char *op = "to_host";
     ENTER(op);
+    wk_layout words; /* block rows move as raw words */
+    wk_status qs = wk__cuq_word_layout(op, dt, l, &words, &dt);
+    if (qs != WK_OK) return qs;
+    l = &words;
     int64_t n = wk__layout_numel(l);
     if (n == 0) return WK_OK;
     size_t es = wk__dtype_elem_bytes(dt), nb = (size_t)n * es;
@@ -135,6 +140,10 @@ wk_status wk__cuda_copy_between(wk_device *sdev, const void *src, const wk_layou
                                 void *dst) {
     const char *op = "wk_to_device";
     wk_cuda_dev *s = wk__cuda_dev(sdev), *t = wk__cuda_dev(ddev);
+    wk_layout words; /* block rows move as raw words */
+    wk_status qs = wk__cuq_word_layout(op, dt, ls, &words, &dt);
+    if (qs != WK_OK) return qs;
+    ls = &words;
     int64_t n = wk__layout_numel(ls);
     if (n == 0) return WK_OK;
     size_t es = wk__dtype_elem_bytes(dt), nb = (size_t)n * es;
@@ -175,7 +184,12 @@ wk_status wk__cuda_copy_between(wk_device *sdev, const void *src, const wk_layou
 static wk_status cu_copy_strided(wk_device *dev, const void *src, const wk_layout *ls, void *dst, const wk_layout *ld,
                                  wk_dtype dt) {
     ENTER("copy_strided");
-    return wk__cuda_launched("copy_strided", d, wk__cu_copy_strided(d->stream, src, wk__cu_view(ls), dst, wk__cu_view(ld), dt));
+    wk_layout ws, wd; /* block rows move as raw words */
+    wk_dtype wdt = dt;
+    wk_status qs = wk__cuq_word_layout("copy_strided", dt, ls, &ws, &wdt);
+    if (qs == WK_OK) qs = wk__cuq_word_layout("copy_strided", dt, ld, &wd, &wdt);
+    if (qs != WK_OK) return qs;
+    return wk__cuda_launched("copy_strided", d, wk__cu_copy_strided(d->stream, src, wk__cu_view(&ws), dst, wk__cu_view(&wd), wdt));
 }
 
 static wk_status cu_fill(wk_device *dev, void *dst, const wk_layout *ld, wk_dtype dt, double value) {
@@ -428,10 +442,16 @@ static wk_status cu_index_select(wk_device *dev, const void *src, const wk_layou
                                  const wk_layout *lids, wk_dtype idt, int dim, void *dst, wk_dtype dt) {
     const char *op = "wk_index_select";
     ENTER(op);
-    wk_status st = check_ids(op, d, ids, lids, idt, dim, ls->shape[dim]);
+    /* block rows (any dim but the last) are gathered as raw words */
+    if (wk_dtype_is_quantized(dt) && dim == ls->rank - 1)
+        return wk__err(WK_ERR_DTYPE, op, "selects whole rows of %s, not elements of the last dim", wk_dtype_name(dt));
+    wk_layout words;
+    wk_status st = wk__cuq_word_layout(op, dt, ls, &words, &dt);
+    if (st != WK_OK) return st;
+    st = check_ids(op, d, ids, lids, idt, dim, ls->shape[dim]);
     if (st != WK_OK) return st;
     return wk__cuda_launched(op, d,
-                    wk__cu_index_select(d->stream, src, wk__cu_view(ls), ids, wk__cu_view(lids), idt, dim, dst, dt,
+                    wk__cu_index_select(d->stream, src, wk__cu_view(&words), ids, wk__cu_view(lids), idt, dim, dst, dt,
                                         d->flag_dev));
 }
 static wk_status cu_gather(wk_device *dev, const void *src, const wk_layout *ls, const void *ids, const wk_layout *lids,
@@ -653,6 +673,9 @@ const wk_backend wk__cuda_backend = {
     .rand_normal = cu_rand_normal,
     .set_seed = cu_set_seed,
     .synchronize = cu_synchronize,
+    /* block-quantized dtypes (cuda_quant.c) */
+    .qmatmul = wk__cuda_qmatmul,
+    .dequantize = wk__cuda_dequantize,
     /* optional: fused ops run as composites; peer copies between GPUs */
     .copy_between = wk__cuda_copy_between,
 };
