@@ -2,9 +2,10 @@
  * strides (any strides, 0 included: the narrowed 4-D case of seed 002 is
  * simply a different batch offset) and hands each 2-D product to the GEMM
  * chosen for this CPU at run time: f32 / f64 to wick's packed GEMM (or the
- * system BLAS in a -DWICK_BLAS build), bf16 to the AVX512-BF16 kernel where
- * the CPU has it, other narrow floats through f32 copies (vector-converted),
- * each result rounded once. m == 1 / n == 1 take the GEMV path. */
+ * system BLAS in a -DWICK_BLAS build), f16 / bf16 to the same loop nest with
+ * their own packers (widened to f32 strip by strip; bf16 on vdpbf16ps where
+ * the CPU has AVX512-BF16), f8 through f32 copies, each result rounded once.
+ * m == 1 / n == 1 take the GEMV path. */
 #include "core/tensor.h"
 #include "cpu/cpu_alloc.h"
 #include "cpu/cpu_backend.h"
@@ -212,10 +213,11 @@ wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, con
         } else if (dt == WK_F64) {
             ok = gemm_f64(&kk, m, n, k, (const double *)a + ao, ars, acs, (const double *)b + bo, brs, bcs,
                           (double *)dst + bi * m * n);
-        } else if (dt == WK_BF16 && kk.bf16_dot) {
-            /* vdpbf16ps reads the bf16 operands as they lie: no widening */
-            ok = wk__gemm_bf16_avx512bf16(m, n, k, (const uint16_t *)a + ao, ars, acs, (const uint16_t *)b + bo, brs,
-                                          bcs, cw);
+        } else if (dt == WK_F16 || dt == WK_BF16) {
+            /* the loop nest with the type's packers: widened to f32 strip by
+             * strip (or read as bf16 pairs by vdpbf16ps), never copied whole */
+            wk_gemm_args g = {m, n, k, (const uint16_t *)a + ao, ars, acs, (const uint16_t *)b + bo, brs, bcs, cw, NULL};
+            ok = wk__gemm_run(dt == WK_F16 ? kk.f16 : kk.bf16, &g);
             if (ok) narrow_out(dst, bi * m * n, cw, m * n, dt);
         } else {
             float *aw = widen(a, ao, m, k, ars, acs, dt), *bw = widen(b, bo, k, n, brs, bcs, dt);

@@ -55,14 +55,18 @@
     for (int64_t r = 0; r < mr; r++)                                                            \
         for (int64_t j = 0; j < nr; j++) c[r * ldc + j] = first ? tile[r][j] : c[r * ldc + j] + tile[r][j];
 
-static void micro_f32_6x16(int64_t kc, const float *restrict ap, const float *restrict bp, int64_t ldb,
-                           float *restrict c, int64_t ldc, int64_t mr, int64_t nr, bool first) {
+static void micro_f32_6x16(int64_t kc, const void *vap, const void *vbp, int64_t ldb, void *vc, int64_t ldc,
+                           int64_t mr, int64_t nr, bool first) {
+    const float *restrict ap = vap, *restrict bp = vbp;
+    float *restrict c = vc;
     MICRO_BODY(float, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps,
                _mm256_add_ps, _mm256_setzero_ps)
 }
 
-static void micro_f64_6x8(int64_t kc, const double *restrict ap, const double *restrict bp, int64_t ldb,
-                          double *restrict c, int64_t ldc, int64_t mr, int64_t nr, bool first) {
+static void micro_f64_6x8(int64_t kc, const void *vap, const void *vbp, int64_t ldb, void *vc, int64_t ldc,
+                           int64_t mr, int64_t nr, bool first) {
+    const double *restrict ap = vap, *restrict bp = vbp;
+    double *restrict c = vc;
     MICRO_BODY(double, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd,
                _mm256_add_pd, _mm256_setzero_pd)
 }
@@ -74,4 +78,6 @@ static void micro_f64_6x8(int64_t kc, const double *restrict ap, const double *r
 #define GEMM_NR_F64 8
 #define GEMM_MICRO_F32 micro_f32_6x16
 #define GEMM_MICRO_F64 micro_f64_6x8
+#define GEMM_CVT_F16 wk__vcvt_f16_to_f32_avx2
+#define GEMM_CVT_BF16 wk__vcvt_bf16_to_f32_avx2
 #include "cpu/gemm_instances.inc"

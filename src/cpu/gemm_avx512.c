@@ -69,14 +69,18 @@
         MSTORE(row + VL, m1, v1);                                                                            \
     }
 
-static void micro_f32_8x32(int64_t kc, const float *restrict ap, const float *restrict bp, int64_t ldb,
-                           float *restrict c, int64_t ldc, int64_t mr, int64_t nr, bool first) {
+static void micro_f32_8x32(int64_t kc, const void *vap, const void *vbp, int64_t ldb, void *vc, int64_t ldc,
+                           int64_t mr, int64_t nr, bool first) {
+    const float *restrict ap = vap, *restrict bp = vbp;
+    float *restrict c = vc;
     MICRO_BODY(float, __m512, 16, __mmask16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_mask_loadu_ps,
                _mm512_mask_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_setzero_ps)
 }
 
-static void micro_f64_8x16(int64_t kc, const double *restrict ap, const double *restrict bp, int64_t ldb,
-                           double *restrict c, int64_t ldc, int64_t mr, int64_t nr, bool first) {
+static void micro_f64_8x16(int64_t kc, const void *vap, const void *vbp, int64_t ldb, void *vc, int64_t ldc,
+                           int64_t mr, int64_t nr, bool first) {
+    const double *restrict ap = vap, *restrict bp = vbp;
+    double *restrict c = vc;
     MICRO_BODY(double, __m512d, 8, __mmask8, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_mask_loadu_pd,
                _mm512_mask_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd, _mm512_setzero_pd)
 }
@@ -88,4 +92,6 @@ static void micro_f64_8x16(int64_t kc, const double *restrict ap, const double *
 #define GEMM_NR_F64 16
 #define GEMM_MICRO_F32 micro_f32_8x32
 #define GEMM_MICRO_F64 micro_f64_8x16
+#define GEMM_CVT_F16 wk__vcvt_f16_to_f32_avx512
+#define GEMM_CVT_BF16 wk__vcvt_bf16_to_f32_avx512
 #include "cpu/gemm_instances.inc"

@@ -1,0 +1,174 @@
+/* The one GEMM loop nest (contract in gemm.h): blocking, packing order and
+ * threading for every operand type, with the type's packers and
+ * micro-kernel called through its wk_gemm_ukr. Compiled for the baseline
+ * target: nothing here is a hot inner loop (the micro-kernel runs kc
+ * k steps per call, the packers a whole strip), so the indirect calls cost
+ * nothing measurable and every ISA shares this code.
+ *
+ * KC / MC / NC come from the cache sizes (cpu_cache.c) unless the type
+ * fixes them. k is cut into equal slices, so every C element is summed in
+ * an order that depends only on k: results are identical for any thread
+ * count. */
+#include "cpu/cpu_alloc.h"
+#include "cpu/cpu_cache.h"
+#include "cpu/gemm.h"
+#include "cpu/threadpool.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+typedef struct {
+    const wk_gemm_ukr *u;
+    const wk_gemm_args *g;
+    char *bp;                   /* packed B panel for the current (jc, pc) */
+    int64_t jc, nc, pc, kc;
+    int64_t mcb;                /* rows of A per packed block */
+    size_t astrip, bstrip;      /* bytes of one packed A / B strip at this kc */
+    bool direct_b;              /* try b_direct for full strips (short M) */
+    atomic_bool oom;            /* a piece could not get its A buffer */
+} loop_ctx;
+
+static inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Rows [i0, i1) x NR-strips [s0, s1) of C for the current B panel, packing
+ * A blocks into ap (room for min(mcb, i1 - i0) rows, rounded up to MR). */
+static void block(loop_ctx *x, int64_t i0, int64_t i1, int64_t s0, int64_t s1, char *ap) {
+    const wk_gemm_ukr *u = x->u;
+    const wk_gemm_args *g = x->g;
+    const int64_t MR = u->mr, NR = u->nr, csz = u->c_size;
+    const bool first = x->pc == 0;
+    for (int64_t ic = i0; ic < i1; ic += x->mcb) {
+        int64_t mc = min64(i1 - ic, x->mcb);
+        for (int64_t ir = 0; ir < mc; ir += MR)
+            u->pack_a(g, ic + ir, min64(mc - ir, MR), x->pc, x->kc, ap + (size_t)(ir / MR) * x->astrip);
+        for (int64_t jr = s0 * NR; jr < x->nc && jr < s1 * NR; jr += NR) {
+            int64_t nr = min64(x->nc - jr, NR);
+            const void *bs = x->bp + (size_t)(jr / NR) * x->bstrip;
+            int64_t ldb = u->b_packed_ld;
+            if (x->direct_b && nr == NR) {
+                int64_t ld = 0;
+                const void *d = u->b_direct(g, x->jc + jr, x->pc, &ld);
+                if (d) bs = d, ldb = ld;
+            }
+            for (int64_t ir = 0; ir < mc; ir += MR) {
+                char *c = (char *)g->c + ((ic + ir) * g->n + x->jc + jr) * csz;
+                u->micro(x->kc, ap + (size_t)(ir / MR) * x->astrip, bs, ldb, c, g->n, min64(mc - ir, MR), nr,
+                         first);
+            }
+        }
+    }
+}
+
+/* One thread's piece with its own A buffer (from wick's buffer cache, so
+ * repeated products do not fault fresh pages in). */
+static void piece(loop_ctx *x, int64_t i0, int64_t i1, int64_t s0, int64_t s1) {
+    int64_t strips = ceil_div(min64(i1 - i0, x->mcb), x->u->mr);
+    size_t bytes = x->astrip * (size_t)strips;
+    char *ap = wk__cpu_alloc(bytes);
+    if (!ap) {
+        atomic_store(&x->oom, true);
+        return;
+    }
+    block(x, i0, i1, s0, s1, ap);
+    wk__cpu_free(ap, bytes);
+}
+
+/* Thread pieces: a range of rows (all strips), or a range of strips (all
+ * rows; each thread packs the few rows of A itself) when M is short. */
+static void rows_piece(void *vctx, int64_t i0, int64_t i1, int tid) {
+    (void)tid;
+    loop_ctx *x = vctx;
+    piece(x, i0, i1, 0, ceil_div(x->nc, x->u->nr));
+}
+static void cols_piece(void *vctx, int64_t s0, int64_t s1, int tid) {
+    (void)tid;
+    loop_ctx *x = vctx;
+    piece(x, 0, x->g->m, s0, s1);
+}
+
+/* Pack NR-column strips [s0, s1) of the current B panel. */
+static void pack_b_strips(void *vctx, int64_t s0, int64_t s1, int tid) {
+    (void)tid;
+    loop_ctx *x = vctx;
+    const int64_t NR = x->u->nr;
+    for (int64_t s = s0; s < s1; s++) {
+        int64_t jr = s * NR;
+        x->u->pack_b(x->g, x->jc + jr, min64(x->nc - jr, NR), x->pc, x->kc, x->bp + (size_t)s * x->bstrip);
+    }
+}
+
+/* Equal slices of len no longer than cap, rounded up to a multiple of q:
+ * a k of 400 with KC 384 becomes 2 x 200, not 384 + 16. */
+static int64_t even_slices(int64_t len, int64_t cap, int64_t q) {
+    if (cap < q) cap = q;
+    int64_t parts = ceil_div(len, cap);
+    if (parts < 1) parts = 1;
+    int64_t s = ceil_div(ceil_div(len, parts), q) * q;
+    return s < q ? q : s;
+}
+
+bool wk__gemm_run(const wk_gemm_ukr *u, const wk_gemm_args *g) {
+    const int64_t m = g->m, n = g->n, k = g->k, MR = u->mr, NR = u->nr, kq = u->kq;
+    if (m <= 0 || n <= 0) return true;
+    if (k <= 0) {
+        memset(g->c, 0, (size_t)(m * n) * (size_t)u->c_size);
+        return true;
+    }
+    /* blocking from the caches, sized by the bytes a packed k value takes */
+    int64_t KC, MC, NC;
+    int64_t esize = ceil_div(u->b_unit, kq);
+    wk__gemm_blocking(MR, NR, esize < 1 ? 1 : esize, &KC, &MC, &NC);
+    if (u->kc) KC = u->kc;
+    if (u->mc) MC = u->mc;
+    if (u->nc) NC = u->nc;
+    /* KC a multiple of kq and of 8 (packed strips stay 32-byte aligned) */
+    int64_t kround = kq;
+    while (kround % 8) kround += kq;
+    KC = even_slices(k, KC, kround);
+    NC = even_slices(n, NC, NR);
+    MC = even_slices(m, MC, MR);
+    int64_t kmax = min64(k, KC), nmax = ceil_div(min64(n, NC), NR) * NR;
+    /* packing buffer sized to this product, not to the block maxima */
+    size_t bstrip_max = (size_t)(NR * ceil_div(kmax, kq) * u->b_unit);
+    size_t bbytes = bstrip_max * (size_t)(nmax / NR);
+    char *bp = wk__cpu_alloc(bbytes);
+    if (!bp) return false;
+    loop_ctx x = {.u = u, .g = g, .bp = bp, .mcb = MC};
+    atomic_init(&x.oom, false);
+    /* Full strips are read where they lie when M is short (each strip feeds
+     * only a few micro-kernel calls, and packing it cost as much as the
+     * arithmetic: 46% of a 32 x 4096 x 4096 f32 product) or when all of B
+     * fits in half the L2 (nothing to gain from packing: f32 128^3 +9%,
+     * 384^3 +14%, 512^3 even). The type says no per strip (NULL). */
+    int64_t bbytes_all = ceil_div(k, kq) * n * u->b_unit;
+    x.direct_b = u->b_direct && (m <= u->direct_b_max_m || bbytes_all <= wk__cpu_caches()->l2 / 2);
+    for (int64_t jc = 0; jc < n && !atomic_load(&x.oom); jc += NC) {
+        int64_t nc = min64(n - jc, NC);
+        for (int64_t pc = 0; pc < k && !atomic_load(&x.oom); pc += KC) {
+            int64_t kc = min64(k - pc, KC);
+            x.jc = jc; x.nc = nc; x.pc = pc; x.kc = kc;
+            x.astrip = (size_t)(MR * ceil_div(kc, kq) * u->a_unit);
+            x.bstrip = (size_t)(NR * ceil_div(kc, kq) * u->b_unit);
+            int64_t strips = ceil_div(nc, NR);
+            if (x.direct_b) {
+                /* strips the type reads in place are not packed at all */
+                for (int64_t s = 0; s < strips; s++) {
+                    int64_t ld;
+                    if (s * NR + NR > nc || !u->b_direct(g, jc + s * NR, pc, &ld)) pack_b_strips(&x, s, s + 1, 0);
+                }
+            } else {
+                /* split across threads: with a small M this copy rivals the FLOPs */
+                wk__parallel_for(strips, 1, kc * nc >= (1 << 16) ? 0 : INT64_MAX, pack_b_strips, &x);
+            }
+            /* threads only when the slice is worth waking a core for (~1M MACs) */
+            int64_t work = m * nc * kc, serial = work >= (1 << 20) ? 0 : INT64_MAX;
+            if (ceil_div(m, MR) >= strips)
+                wk__parallel_for(m, MR, serial, rows_piece, &x);
+            else
+                wk__parallel_for(strips, 1, serial, cols_piece, &x);
+        }
+    }
+    wk__cpu_free(bp, bbytes);
+    return !atomic_load(&x.oom);
+}
