@@ -16,8 +16,11 @@
  * loop order:
  *   for jc: NC-column panels of B
  *     for pc: KC-deep slices of k (k cut into equal slices, multiples of kq)
- *       each NR-column strip of the panel: u->b_direct (read in place) or
- *         u->pack_b into the shared panel buffer (threads split the strips)
+ *       each NR-column strip of the panel is read in place (u->b_direct,
+ *         very short M), or packed by u->pack_b: all strips up front into
+ *         the shared panel buffer (threads split them), or, when A fits
+ *         one MC block and threads split the strips, each strip just
+ *         before its use into the thread's own L1-sized buffer
  *       threads take row ranges, or strip ranges when M is short; each:
  *         for ic: MC-row blocks: u->pack_a each MR-row strip into its own
  *           buffer, then for each B strip x A strip: u->micro, which stores
@@ -83,11 +86,11 @@ typedef struct wk_gemm_ukr {
     int a_unit, b_unit;        /* bytes of one packed unit of A / B */
     int c_size;                /* bytes of one C element */
     int64_t kc, mc, nc;        /* fixed blocking, or 0: from the caches (wk__gemm_blocking) */
-    int64_t direct_b_max_m;    /* b_direct is tried for m <= this (and when B fits half the L2) */
     int64_t b_packed_ld;       /* ldb handed to micro for a packed strip */
     wk_gemm_pack_a_fn pack_a;
     wk_gemm_pack_b_fn pack_b;
-    wk_gemm_b_direct_fn b_direct; /* NULL: always pack */
+    wk_gemm_b_direct_fn b_direct; /* NULL: always pack. Tried when M spans at most two
+                                   * row strips or B fits half the L2 (gemm_loop.c) */
     wk_gemm_micro_fn micro;
 } wk_gemm_ukr;
 

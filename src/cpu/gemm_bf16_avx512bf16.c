@@ -213,7 +213,7 @@ static void micro_dp(int64_t kc, const void *ap, const void *bp, int64_t ldb, vo
 
 const wk_gemm_ukr wk__ukr_bf16dp_avx512bf16 = {
     .name = "bf16 vdpbf16ps 14x32", .mr = MR, .nr = NR, .kq = 2, .a_unit = 4, .b_unit = 4, .c_size = 4,
-    .kc = KC_DP, .mc = MC, .nc = NC, .direct_b_max_m = 0, .b_packed_ld = 2 * NR,
+    .kc = KC_DP, .mc = MC, .nc = NC, .b_packed_ld = 2 * NR,
     .pack_a = pack_a_dp, .pack_b = pack_b_dp, .b_direct = NULL, .micro = micro_dp};
 
 /* Which inner product: vdpbf16ps does 32 products per 512-bit instruction

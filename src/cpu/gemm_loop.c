@@ -25,6 +25,7 @@ typedef struct {
     int64_t mcb;                /* rows of A per packed block */
     size_t astrip, bstrip;      /* bytes of one packed A / B strip at this kc */
     bool direct_b;              /* try b_direct for full strips (short M) */
+    bool jit_b;                 /* pack each strip just before its use, per thread */
     atomic_bool oom;            /* a piece could not get its A buffer */
 } loop_ctx;
 
@@ -33,7 +34,7 @@ static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* Rows [i0, i1) x NR-strips [s0, s1) of C for the current B panel, packing
  * A blocks into ap (room for min(mcb, i1 - i0) rows, rounded up to MR). */
-static void block(loop_ctx *x, int64_t i0, int64_t i1, int64_t s0, int64_t s1, char *ap) {
+static void block(loop_ctx *x, int64_t i0, int64_t i1, int64_t s0, int64_t s1, char *ap, char *bj) {
     const wk_gemm_ukr *u = x->u;
     const wk_gemm_args *g = x->g;
     const int64_t MR = u->mr, NR = u->nr, csz = u->c_size;
@@ -46,7 +47,10 @@ static void block(loop_ctx *x, int64_t i0, int64_t i1, int64_t s0, int64_t s1, c
             int64_t nr = min64(x->nc - jr, NR);
             const void *bs = x->bp + (size_t)(jr / NR) * x->bstrip;
             int64_t ldb = u->b_packed_ld;
-            if (x->direct_b && nr == NR) {
+            if (x->jit_b) {
+                u->pack_b(g, x->jc + jr, nr, x->pc, x->kc, bj);
+                bs = bj;
+            } else if (x->direct_b && nr == NR) {
                 int64_t ld = 0;
                 const void *d = u->b_direct(g, x->jc + jr, x->pc, &ld);
                 if (d) bs = d, ldb = ld;
@@ -64,13 +68,13 @@ static void block(loop_ctx *x, int64_t i0, int64_t i1, int64_t s0, int64_t s1, c
  * repeated products do not fault fresh pages in). */
 static void piece(loop_ctx *x, int64_t i0, int64_t i1, int64_t s0, int64_t s1) {
     int64_t strips = ceil_div(min64(i1 - i0, x->mcb), x->u->mr);
-    size_t bytes = x->astrip * (size_t)strips;
+    size_t bytes = x->astrip * (size_t)strips + (x->jit_b ? x->bstrip : 0);
     char *ap = wk__cpu_alloc(bytes);
     if (!ap) {
         atomic_store(&x->oom, true);
         return;
     }
-    block(x, i0, i1, s0, s1, ap);
+    block(x, i0, i1, s0, s1, ap, ap + x->astrip * (size_t)strips);
     wk__cpu_free(ap, bytes);
 }
 
@@ -136,13 +140,26 @@ bool wk__gemm_run(const wk_gemm_ukr *u, const wk_gemm_args *g) {
     if (!bp) return false;
     loop_ctx x = {.u = u, .g = g, .bp = bp, .mcb = MC};
     atomic_init(&x.oom, false);
-    /* Full strips are read where they lie when M is short (each strip feeds
-     * only a few micro-kernel calls, and packing it cost as much as the
-     * arithmetic: 46% of a 32 x 4096 x 4096 f32 product) or when all of B
-     * fits in half the L2 (nothing to gain from packing: f32 128^3 +9%,
-     * 384^3 +14%, 512^3 even). The type says no per strip (NULL). */
+    /* How B reaches the micro-kernel (measured on Zen 4, 1 thread, f32,
+     * M x 4096 x 4096; the packed values are the same every way, so the
+     * choice never changes a result):
+     *  - in place (b_direct) when each strip feeds at most two row strips
+     *    or all of B fits in half the L2: packing would cost as much as the
+     *    arithmetic (AVX2 M = 8: 33 GFLOP/s in place, 29 packed per strip,
+     *    21 as a panel). Not beyond: B rows a power-of-two apart all fall
+     *    in one L1 / L2 set, so a strip read in place is re-fetched from L3
+     *    by every row strip (AVX2 M = 32: 45 in place, 65 per strip);
+     *  - packed per strip, just before its row strips use it, into the
+     *    thread's own L1-resident buffer, when A fits one MC block (each
+     *    strip is packed once per slice) and threads split the strips
+     *    (none packs another's): AVX2 M = 32 / 128: 65 / 92 vs 54 / 85
+     *    as a panel, AVX-512 M = 32 / 128: 66 / 91 vs 63 / 86;
+     *  - else the whole panel up front, split across threads (square
+     *    products: AVX2 1024^3 109 vs 106 per strip). */
     int64_t bbytes_all = ceil_div(k, kq) * n * u->b_unit;
-    x.direct_b = u->b_direct && (m <= u->direct_b_max_m || bbytes_all <= wk__cpu_caches()->l2 / 2);
+    int64_t strips_max = ceil_div(min64(n, NC), NR);
+    x.direct_b = u->b_direct && (ceil_div(m, MR) <= 2 || bbytes_all <= wk__cpu_caches()->l2 / 2);
+    x.jit_b = !x.direct_b && m <= MC && ceil_div(m, MR) < strips_max;
     for (int64_t jc = 0; jc < n && !atomic_load(&x.oom); jc += NC) {
         int64_t nc = min64(n - jc, NC);
         for (int64_t pc = 0; pc < k && !atomic_load(&x.oom); pc += KC) {
@@ -151,7 +168,8 @@ bool wk__gemm_run(const wk_gemm_ukr *u, const wk_gemm_args *g) {
             x.astrip = (size_t)(MR * ceil_div(kc, kq) * u->a_unit);
             x.bstrip = (size_t)(NR * ceil_div(kc, kq) * u->b_unit);
             int64_t strips = ceil_div(nc, NR);
-            if (x.direct_b) {
+            if (x.jit_b) {
+            } else if (x.direct_b) {
                 /* strips the type reads in place are not packed at all */
                 for (int64_t s = 0; s < strips; s++) {
                     int64_t ld;
