@@ -89,8 +89,8 @@ typedef struct wk_gemm_ukr {
     int64_t b_packed_ld;       /* ldb handed to micro for a packed strip */
     wk_gemm_pack_a_fn pack_a;
     wk_gemm_pack_b_fn pack_b;
-    wk_gemm_b_direct_fn b_direct; /* NULL: always pack. Tried when M spans at most two
-                                   * row strips or B fits half the L2 (gemm_loop.c) */
+    wk_gemm_b_direct_fn b_direct; /* NULL: always pack */
+    int64_t direct_b_max_m;       /* b_direct is tried for m <= this, and when B fits half the L2 */
     wk_gemm_micro_fn micro;
 } wk_gemm_ukr;
 

@@ -67,10 +67,59 @@
     for (int64_t r = 0; r < mr; r++)                                                            \
         for (int64_t j = 0; j < nr; j++) c[r * ldc + j] = first ? tile[r][j] : c[r * ldc + j] + tile[r][j];
 
+/* The edge rows of C (mr <= R < 6): the same kc x 2-vector product for R
+ * rows only, so a 2-row remainder (M = 32, 128, 512 with MR 6) costs a
+ * third of a full tile, not all of it. ap is still [kc][6]. Each C element
+ * gets the same FMA chain in the same k order as in the 6-row kernel: which
+ * kernel covers a row never changes its bits. */
+#define EDGE_BODY(T, V, VL, R, LOAD, STORE, SET1, FMA, ADD, ZERO)                                \
+    V acc[R][2];                                                                                \
+    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = ZERO();                                 \
+    for (int64_t p = 0; p < kc; p++) {                                                          \
+        if (ldb != 2 * VL) _mm_prefetch((const char *)(bp + 8 * ldb), _MM_HINT_T0);             \
+        V b0 = LOAD(bp), b1 = LOAD(bp + VL);                                                    \
+        for (int r = 0; r < R; r++) {                                                           \
+            V a = SET1(ap[r]);                                                                  \
+            acc[r][0] = FMA(a, b0, acc[r][0]);                                                  \
+            acc[r][1] = FMA(a, b1, acc[r][1]);                                                  \
+        }                                                                                       \
+        ap += 6;                                                                                \
+        bp += ldb;                                                                              \
+    }                                                                                           \
+    T tile[R][2 * VL];                                                                          \
+    for (int r = 0; r < R; r++) {                                                               \
+        STORE(tile[r], acc[r][0]);                                                              \
+        STORE(tile[r] + VL, acc[r][1]);                                                         \
+    }                                                                                           \
+    for (int64_t r = 0; r < mr; r++)                                                            \
+        for (int64_t j = 0; j < nr; j++) c[r * ldc + j] = first ? tile[r][j] : c[r * ldc + j] + tile[r][j];
+
+#define DEF_EDGE(T, sfx, V, VL, R, LOAD, STORE, SET1, FMA, ADD, ZERO)                                          \
+    static void edge_##sfx##_##R(int64_t kc, const T *restrict ap, const T *restrict bp, int64_t ldb,          \
+                                 T *restrict c, int64_t ldc, int64_t mr, int64_t nr, bool first) {            \
+        EDGE_BODY(T, V, VL, R, LOAD, STORE, SET1, FMA, ADD, ZERO)                                              \
+    }
+DEF_EDGE(float, f32, __m256, 8, 2, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps,
+         _mm256_setzero_ps)
+DEF_EDGE(float, f32, __m256, 8, 4, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps,
+         _mm256_setzero_ps)
+DEF_EDGE(double, f64, __m256d, 4, 2, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd,
+         _mm256_add_pd, _mm256_setzero_pd)
+DEF_EDGE(double, f64, __m256d, 4, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd,
+         _mm256_add_pd, _mm256_setzero_pd)
+
 static void micro_f32_6x16(int64_t kc, const void *vap, const void *vbp, int64_t ldb, void *vc, int64_t ldc,
                            int64_t mr, int64_t nr, bool first) {
     const float *restrict ap = vap, *restrict bp = vbp;
     float *restrict c = vc;
+    if (mr <= 2) {
+        edge_f32_2(kc, ap, bp, ldb, c, ldc, mr, nr, first);
+        return;
+    }
+    if (mr <= 4) {
+        edge_f32_4(kc, ap, bp, ldb, c, ldc, mr, nr, first);
+        return;
+    }
     MICRO_BODY(float, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps,
                _mm256_add_ps, _mm256_setzero_ps)
 }
@@ -79,6 +128,14 @@ static void micro_f64_6x8(int64_t kc, const void *vap, const void *vbp, int64_t 
                            int64_t mr, int64_t nr, bool first) {
     const double *restrict ap = vap, *restrict bp = vbp;
     double *restrict c = vc;
+    if (mr <= 2) {
+        edge_f64_2(kc, ap, bp, ldb, c, ldc, mr, nr, first);
+        return;
+    }
+    if (mr <= 4) {
+        edge_f64_4(kc, ap, bp, ldb, c, ldc, mr, nr, first);
+        return;
+    }
     MICRO_BODY(double, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd,
                _mm256_add_pd, _mm256_setzero_pd)
 }

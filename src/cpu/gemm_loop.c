@@ -143,9 +143,9 @@ bool wk__gemm_run(const wk_gemm_ukr *u, const wk_gemm_args *g) {
     /* How B reaches the micro-kernel (measured on Zen 4, 1 thread, f32,
      * M x 4096 x 4096; the packed values are the same every way, so the
      * choice never changes a result):
-     *  - in place (b_direct) when each strip feeds at most two row strips
-     *    or all of B fits in half the L2: packing would cost as much as the
-     *    arithmetic (AVX2 M = 8: 33 GFLOP/s in place, 29 packed per strip,
+     *  - in place (b_direct) when each strip feeds few row strips (the
+     *    type's direct_b_max_m: two on AVX2) or all of B fits in half the
+     *    L2: packing would cost as much as the arithmetic (AVX2 M = 8: 33 GFLOP/s in place, 29 packed per strip,
      *    21 as a panel). Not beyond: B rows a power-of-two apart all fall
      *    in one L1 / L2 set, so a strip read in place is re-fetched from L3
      *    by every row strip (AVX2 M = 32: 45 in place, 65 per strip);
@@ -158,7 +158,7 @@ bool wk__gemm_run(const wk_gemm_ukr *u, const wk_gemm_args *g) {
      *    products: AVX2 1024^3 109 vs 106 per strip). */
     int64_t bbytes_all = ceil_div(k, kq) * n * u->b_unit;
     int64_t strips_max = ceil_div(min64(n, NC), NR);
-    x.direct_b = u->b_direct && (ceil_div(m, MR) <= 2 || bbytes_all <= wk__cpu_caches()->l2 / 2);
+    x.direct_b = u->b_direct && (m <= u->direct_b_max_m || bbytes_all <= wk__cpu_caches()->l2 / 2);
     x.jit_b = !x.direct_b && m <= MC && ceil_div(m, MR) < strips_max;
     for (int64_t jc = 0; jc < n && !atomic_load(&x.oom); jc += NC) {
         int64_t nc = min64(n - jc, NC);
