@@ -44,6 +44,11 @@
  * / bli_thread_set_num_threads per table; with > 1 thread the program sleeps
  * 150 ms after each timed row (wick's and each peer's) so spinning workers
  * go idle before the next one is timed.
+ * With WICK_ISA=avx2 the peers are lowered to their AVX2 kernels as well
+ * (OPENBLAS_CORETYPE=Haswell; BLIS left to its own choice if that is one of
+ * its zen2, zen3, haswell or zen contexts, else BLIS_ARCH_TYPE = the id of
+ * the first of them a child survives a small sgemm with),
+ * so an AVX-512 machine gives the comparison of an AVX2-only CPU.
  *
  * FMA peak: 12 independent zmm (ymm without AVX-512) FMA chains per thread on
  * 1 and N pthreads, best of 7, measured at the start and again before and
@@ -140,17 +145,65 @@ static void *open_first(const char *override, const char *const *cands, char *pa
  * keep it only if the child survives a small sgemm; otherwise leave BLIS to
  * its own detection. Returns a note for the header. */
 static const char *g_blis_arch_note = "";
-static const char *blis_arch_probe(const char *const *cands) {
-    const char *cur = getenv("BLIS_ARCH_TYPE");
-    if (cur) return "BLIS_ARCH_TYPE from the environment";
+
+/* WICK_ISA=avx2: the peers run their AVX2 kernels too (as bench_ops lowers
+ * PyTorch), so the tables compare like with like on an AVX-512 machine and
+ * stand for an AVX2-only CPU: OpenBLAS as OPENBLAS_CORETYPE=Haswell (what
+ * it runs on Zen 1-3), BLIS on its zen2 (else haswell) context. */
+static int peers_avx2(void) {
+    const char *isa = getenv("WICK_ISA");
+    return isa && strcasecmp(isa, "avx2") == 0 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+/* In a child: the id of the BLIS context called name (bli_arch_string), or
+ * with name NULL the one BLIS picks itself (bli_arch_query_id); -1 if none. */
+static int blis_arch_id(const char *const *cands, const char *name) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
-    if (pid < 0) return "BLIS_ARCH_TYPE unset (fork failed)";
+    if (pid < 0) {
+        close(fds[0]), close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        char path[256];
+        void *h = open_first(opt.blis_path, cands, path, sizeof path);
+        const char *(*arch_string)(int) = NULL;
+        int (*query_id)(void) = NULL;
+        int found = -1;
+        if (!name) {
+            if (h && load_sym(h, "bli_arch_query_id", &query_id, sizeof query_id)) found = query_id();
+        } else if (h && load_sym(h, "bli_arch_string", &arch_string, sizeof arch_string))
+            for (int i = 0; i < 24 && found < 0; i++) { /* a bound: the count is not exported */
+                const char *nm = arch_string(i);
+                if (!nm) break;
+                if (strcmp(nm, name) == 0) found = i;
+            }
+        if (write(fds[1], &found, sizeof found) < 0) _exit(1);
+        _exit(0);
+    }
+    close(fds[1]);
+    int id = -1;
+    if (read(fds[0], &id, sizeof id) != (ssize_t)sizeof id) id = -1;
+    close(fds[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    return id;
+}
+
+/* Whether BLIS survives a small sgemm with BLIS_ARCH_TYPE=value (a child). */
+static int blis_arch_ok(const char *const *cands, const char *value) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) return 0;
     if (pid == 0) {
         int devnull = open("/dev/null", O_WRONLY);
         if (devnull >= 0) dup2(devnull, 2);
-        setenv("BLIS_ARCH_TYPE", "0", 1);
+        setenv("BLIS_ARCH_TYPE", value, 1);
         char path[256];
         void *h = open_first(opt.blis_path, cands, path, sizeof path);
         sgemm_fn f = NULL;
@@ -166,7 +219,41 @@ static const char *blis_arch_probe(const char *const *cands) {
         _exit(c[0] == want ? 0 : 4);
     }
     int st = 0;
-    if (waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+    return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static const char *blis_arch_probe(const char *const *cands) {
+    const char *cur = getenv("BLIS_ARCH_TYPE");
+    if (cur) return "BLIS_ARCH_TYPE from the environment";
+    if (peers_avx2()) {
+        /* BLIS's AVX2 contexts, the Zen 2 one first (Debian's BLIS 0.9
+         * registers only some of them: the others abort) */
+        static const char *const avx2_archs[] = {"zen2", "zen3", "haswell", "zen"};
+        static char note[128];
+        /* BLIS 0.9 aborts with BLIS_ARCH_TYPE set to most ids, even the one
+         * it detects itself (zen3 on Zen 4): leave it unset if that one is
+         * an AVX2 context already */
+        int own = blis_arch_id(cands, NULL);
+        for (size_t i = 0; own >= 0 && i < sizeof avx2_archs / sizeof avx2_archs[0]; i++)
+            if (blis_arch_id(cands, avx2_archs[i]) == own) {
+                snprintf(note, sizeof note, "BLIS_ARCH_TYPE unset: it picks %s, an AVX2 context, as WICK_ISA=avx2",
+                         avx2_archs[i]);
+                return note;
+            }
+        for (size_t i = 0; i < sizeof avx2_archs / sizeof avx2_archs[0]; i++) {
+            int id = blis_arch_id(cands, avx2_archs[i]);
+            char value[16];
+            snprintf(value, sizeof value, "%d", id);
+            if (id >= 0 && blis_arch_ok(cands, value)) {
+                setenv("BLIS_ARCH_TYPE", value, 1);
+                snprintf(note, sizeof note, "BLIS_ARCH_TYPE=%s (%s): an AVX2 context, as WICK_ISA=avx2", value,
+                         avx2_archs[i]);
+                return note;
+            }
+        }
+        return "WICK_ISA=avx2 but no AVX2 context of this BLIS runs: BLIS_ARCH_TYPE unset";
+    }
+    if (blis_arch_ok(cands, "0")) {
         setenv("BLIS_ARCH_TYPE", "0", 1);
         return "BLIS_ARCH_TYPE=0";
     }
@@ -182,6 +269,10 @@ static const char *blis_arch_probe(const char *const *cands) {
  * Returns a note for the header. */
 static const char *g_ob_core_note = "";
 static const char *openblas_core_probe(const char *const *cands) {
+    if (peers_avx2()) {
+        setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+        return "OPENBLAS_CORETYPE=Haswell: its AVX2 kernels, as WICK_ISA=avx2";
+    }
     int fds[2];
     if (pipe(fds) != 0) return "auto-detected core (pipe failed)";
     fflush(stdout);

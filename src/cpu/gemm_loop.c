@@ -45,16 +45,16 @@ static void block(loop_ctx *x, int64_t i0, int64_t i1, int64_t s0, int64_t s1, c
             u->pack_a(g, ic + ir, min64(mc - ir, MR), x->pc, x->kc, ap + (size_t)(ir / MR) * x->astrip);
         for (int64_t jr = s0 * NR; jr < x->nc && jr < s1 * NR; jr += NR) {
             int64_t nr = min64(x->nc - jr, NR);
-            const void *bs = x->bp + (size_t)(jr / NR) * x->bstrip;
+            const void *bs = NULL;
             int64_t ldb = u->b_packed_ld;
             if (x->jit_b) {
                 u->pack_b(g, x->jc + jr, nr, x->pc, x->kc, bj);
                 bs = bj;
             } else if (x->direct_b && nr == NR) {
-                int64_t ld = 0;
-                const void *d = u->b_direct(g, x->jc + jr, x->pc, &ld);
-                if (d) bs = d, ldb = ld;
+                bs = u->b_direct(g, x->jc + jr, x->pc, &ldb);
+                if (!bs) ldb = u->b_packed_ld;
             }
+            if (!bs) bs = x->bp + (size_t)(jr / NR) * x->bstrip;
             for (int64_t ir = 0; ir < mc; ir += MR) {
                 char *c = (char *)g->c + ((ic + ir) * g->n + x->jc + jr) * csz;
                 u->micro(x->kc, ap + (size_t)(ir / MR) * x->astrip, bs, ldb, c, g->n, min64(mc - ir, MR), nr,
@@ -64,17 +64,20 @@ static void block(loop_ctx *x, int64_t i0, int64_t i1, int64_t s0, int64_t s1, c
     }
 }
 
-/* One thread's piece with its own A buffer (from wick's buffer cache, so
- * repeated products do not fault fresh pages in). */
+/* One thread's piece with its own A buffer, and its own B strip when strips
+ * are packed just in time (from wick's buffer cache, so repeated products
+ * do not fault fresh pages in). The strip starts on a cache line: a
+ * misaligned one splits every vector load of the micro-kernel in two. */
 static void piece(loop_ctx *x, int64_t i0, int64_t i1, int64_t s0, int64_t s1) {
     int64_t strips = ceil_div(min64(i1 - i0, x->mcb), x->u->mr);
-    size_t bytes = x->astrip * (size_t)strips + (x->jit_b ? x->bstrip : 0);
+    size_t abytes = (x->astrip * (size_t)strips + 63) / 64 * 64;
+    size_t bytes = abytes + (x->jit_b ? x->bstrip : 0);
     char *ap = wk__cpu_alloc(bytes);
     if (!ap) {
         atomic_store(&x->oom, true);
         return;
     }
-    block(x, i0, i1, s0, s1, ap, ap + x->astrip * (size_t)strips);
+    block(x, i0, i1, s0, s1, ap, ap + abytes);
     wk__cpu_free(ap, bytes);
 }
 
@@ -132,34 +135,36 @@ bool wk__gemm_run(const wk_gemm_ukr *u, const wk_gemm_args *g) {
     KC = even_slices(k, KC, kround);
     NC = even_slices(n, NC, NR);
     MC = even_slices(m, MC, MR);
-    int64_t kmax = min64(k, KC), nmax = ceil_div(min64(n, NC), NR) * NR;
-    /* packing buffer sized to this product, not to the block maxima */
-    size_t bstrip_max = (size_t)(NR * ceil_div(kmax, kq) * u->b_unit);
-    size_t bbytes = bstrip_max * (size_t)(nmax / NR);
-    char *bp = wk__cpu_alloc(bbytes);
-    if (!bp) return false;
-    loop_ctx x = {.u = u, .g = g, .bp = bp, .mcb = MC};
-    atomic_init(&x.oom, false);
     /* How B reaches the micro-kernel (measured on Zen 4, 1 thread, f32,
      * M x 4096 x 4096; the packed values are the same every way, so the
      * choice never changes a result):
      *  - in place (b_direct) when each strip feeds few row strips (the
      *    type's direct_b_max_m: two on AVX2) or all of B fits in half the
-     *    L2: packing would cost as much as the arithmetic (AVX2 M = 8: 33 GFLOP/s in place, 29 packed per strip,
-     *    21 as a panel). Not beyond: B rows a power-of-two apart all fall
-     *    in one L1 / L2 set, so a strip read in place is re-fetched from L3
-     *    by every row strip (AVX2 M = 32: 45 in place, 65 per strip);
+     *    L2: packing would cost as much as the arithmetic (AVX2 M = 8:
+     *    33 GFLOP/s in place, 29 packed per strip, 21 as a panel). Not
+     *    beyond: B rows a power of two apart all fall in one L1 / L2 set,
+     *    so a strip read in place is fetched again from L3 by every row
+     *    strip (AVX2 M = 32: 45 in place, 65 packed per strip);
      *  - packed per strip, just before its row strips use it, into the
-     *    thread's own L1-resident buffer, when A fits one MC block (each
-     *    strip is packed once per slice) and threads split the strips
-     *    (none packs another's): AVX2 M = 32 / 128: 65 / 92 vs 54 / 85
-     *    as a panel, AVX-512 M = 32 / 128: 66 / 91 vs 63 / 86;
-     *  - else the whole panel up front, split across threads (square
-     *    products: AVX2 1024^3 109 vs 106 per strip). */
+     *    thread's own L1-sized buffer, when A fits one MC block (each strip
+     *    is packed once per slice) and threads split the strips (none packs
+     *    another's): AVX2 M = 32 / 128: 65 / 92 vs 54 / 85 as a panel,
+     *    AVX-512 66 / 91 vs 63 / 86;
+     *  - else the whole panel up front, threads splitting the strips
+     *    (squares: AVX2 1024^3 109 vs 106 packed per strip). */
+    loop_ctx x = {.u = u, .g = g, .mcb = MC};
     int64_t bbytes_all = ceil_div(k, kq) * n * u->b_unit;
     int64_t strips_max = ceil_div(min64(n, NC), NR);
     x.direct_b = u->b_direct && (m <= u->direct_b_max_m || bbytes_all <= wk__cpu_caches()->l2 / 2);
     x.jit_b = !x.direct_b && m <= MC && ceil_div(m, MR) < strips_max;
+    /* the panel buffer (not needed when each thread packs its own strips),
+     * sized to this product, not to the block maxima */
+    size_t bbytes = x.jit_b ? 0 : (size_t)(NR * ceil_div(min64(k, KC), kq) * u->b_unit) * (size_t)strips_max;
+    if (bbytes) {
+        x.bp = wk__cpu_alloc(bbytes);
+        if (!x.bp) return false;
+    }
+    atomic_init(&x.oom, false);
     for (int64_t jc = 0; jc < n && !atomic_load(&x.oom); jc += NC) {
         int64_t nc = min64(n - jc, NC);
         for (int64_t pc = 0; pc < k && !atomic_load(&x.oom); pc += KC) {
@@ -168,14 +173,13 @@ bool wk__gemm_run(const wk_gemm_ukr *u, const wk_gemm_args *g) {
             x.astrip = (size_t)(MR * ceil_div(kc, kq) * u->a_unit);
             x.bstrip = (size_t)(NR * ceil_div(kc, kq) * u->b_unit);
             int64_t strips = ceil_div(nc, NR);
-            if (x.jit_b) {
-            } else if (x.direct_b) {
+            if (x.direct_b) {
                 /* strips the type reads in place are not packed at all */
                 for (int64_t s = 0; s < strips; s++) {
                     int64_t ld;
                     if (s * NR + NR > nc || !u->b_direct(g, jc + s * NR, pc, &ld)) pack_b_strips(&x, s, s + 1, 0);
                 }
-            } else {
+            } else if (!x.jit_b) {
                 /* split across threads: with a small M this copy rivals the FLOPs */
                 wk__parallel_for(strips, 1, kc * nc >= (1 << 16) ? 0 : INT64_MAX, pack_b_strips, &x);
             }
@@ -187,6 +191,6 @@ bool wk__gemm_run(const wk_gemm_ukr *u, const wk_gemm_args *g) {
                 wk__parallel_for(strips, 1, serial, cols_piece, &x);
         }
     }
-    wk__cpu_free(bp, bbytes);
+    wk__cpu_free(x.bp, bbytes);
     return !atomic_load(&x.oom);
 }
