@@ -5,6 +5,8 @@
  * broadcast A value that is 15 of the 16 ymm registers, and 12 independent
  * FMA chains cover the FMA latency (4-5 cycles) on two 256-bit pipes.
  * Register block: f32 6x16, f64 6x8. */
+#include "cpu/vmath.h"
+
 #include <immintrin.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -140,6 +142,23 @@ static void micro_f64_6x8(int64_t kc, const void *vap, const void *vbp, int64_t 
                _mm256_add_pd, _mm256_setzero_pd)
 }
 
+/* f16 / bf16 runs widened while packing (gemm_narrow.inc): inline, as a
+ * B row of a strip is only 16 values and a call to vmath's converter per
+ * row cost a third of a short-M product. A NaN stays a NaN (F16C quiets a
+ * signaling one; only the payload of a NaN result could differ). */
+static inline void widen_f16(float *y, const uint16_t *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
+    if (i < n) wk__vcvt_f16_to_f32_avx2(y + i, x + i, n - i);
+}
+static inline void widen_bf16(float *y, const uint16_t *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_si256((__m256i *)(y + i),
+                            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(x + i))), 16));
+    if (i < n) wk__vcvt_bf16_to_f32_avx2(y + i, x + i, n - i);
+}
+
 #define GEMM_ISA avx2
 #define GEMM_MR_F32 6
 #define GEMM_NR_F32 16
@@ -147,6 +166,6 @@ static void micro_f64_6x8(int64_t kc, const void *vap, const void *vbp, int64_t 
 #define GEMM_NR_F64 8
 #define GEMM_MICRO_F32 micro_f32_6x16
 #define GEMM_MICRO_F64 micro_f64_6x8
-#define GEMM_CVT_F16 wk__vcvt_f16_to_f32_avx2
-#define GEMM_CVT_BF16 wk__vcvt_bf16_to_f32_avx2
+#define GEMM_CVT_F16 widen_f16
+#define GEMM_CVT_BF16 widen_bf16
 #include "cpu/gemm_instances.inc"

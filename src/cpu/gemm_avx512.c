@@ -8,6 +8,8 @@
  * 6 x 32 reached ~105-140 GFLOP/s without the C prefetch and ~150 with it;
  * 8 x 32 and 12-14 x 32 reach ~150-160. 8 rows wastes nothing on the
  * 32/64/128-row products of language models and convolutions. */
+#include "cpu/vmath.h"
+
 #include <immintrin.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -85,6 +87,22 @@ static void micro_f64_8x16(int64_t kc, const void *vap, const void *vbp, int64_t
                _mm512_mask_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd, _mm512_setzero_pd)
 }
 
+/* f16 / bf16 runs widened while packing (gemm_narrow.inc): inline, as a
+ * B row of a strip is only 32 values (see gemm_avx2.c). A NaN stays a NaN. */
+static inline void widen_f16(float *y, const uint16_t *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + i))));
+    if (i < n) wk__vcvt_f16_to_f32_avx512(y + i, x + i, n - i);
+}
+static inline void widen_bf16(float *y, const uint16_t *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_si512((void *)(y + i),
+                            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(x + i))), 16));
+    if (i < n) wk__vcvt_bf16_to_f32_avx512(y + i, x + i, n - i);
+}
+
 #define GEMM_ISA avx512
 #define GEMM_MR_F32 MR
 #define GEMM_NR_F32 32
@@ -96,6 +114,6 @@ static void micro_f64_8x16(int64_t kc, const void *vap, const void *vbp, int64_t
 #define GEMM_DIRECT_B_MAX_M(MR) 32
 #define GEMM_MICRO_F32 micro_f32_8x32
 #define GEMM_MICRO_F64 micro_f64_8x16
-#define GEMM_CVT_F16 wk__vcvt_f16_to_f32_avx512
-#define GEMM_CVT_BF16 wk__vcvt_bf16_to_f32_avx512
+#define GEMM_CVT_F16 widen_f16
+#define GEMM_CVT_BF16 widen_bf16
 #include "cpu/gemm_instances.inc"
