@@ -45,12 +45,14 @@
  *    (Q8_0 / Q8_1 / Q8_K) before wk__gemm_run, pass those rows as g->a
  *    (ars = bytes per quantized row, acs unused) and let pack_a interleave
  *    MR rows' blocks for one slice (a_unit = bytes of one partner block);
- *    or quantize inside pack_a (then it runs once per thread per panel).
+ *    or quantize inside pack_a (then it runs again for every column
+ *    panel, k slice and thread).
  *  - B: W's rows are B's columns. pack_b may repack NR rows of W into an
  *    interleaved strip (b_unit = bytes of one weight block), or b_direct
  *    may return W itself (row j0's block p0 / kq, *ldb = W's row stride in
- *    bytes) when the micro-kernel reads NR weight rows in place; weights
- *    repacked once at load come in the same way, through g->b.
+ *    bytes) when the micro-kernel reads NR weight rows in place
+ *    (direct_b_max_m = INT64_MAX: always); weights repacked once at load
+ *    come in the same way, through g->b.
  *  - micro: integer dot products of the A strip's and the B strip's blocks,
  *    scaled per block pair, summed into an f32 MR x NR tile in block order,
  *    stored to C (c_size 4) on the first slice and added on later ones.
@@ -58,8 +60,11 @@
  * ------------------------------------------------------------------------ */
 typedef struct wk_gemm_args {
     int64_t m, n, k;
-    const void *a; int64_t ars, acs; /* A[i][p] at a + i*ars + p*acs (A's elements) */
-    const void *b; int64_t brs, bcs; /* B[p][j] at b + p*brs + j*bcs (B's elements) */
+    /* A[i][p] at a + i*ars + p*acs, B[p][j] at b + p*brs + j*bcs, counted
+     * in elements for the float types; only the type's packers read these,
+     * so a block type gives them its own meaning (bytes per row, say) */
+    const void *a; int64_t ars, acs;
+    const void *b; int64_t brs, bcs;
     void *c;                         /* m x n, contiguous, c_size-byte elements */
     const void *extra;               /* type-specific extras; NULL for the float types */
 } wk_gemm_args;
