@@ -4,7 +4,7 @@
  *
  *   bench_gemm [--quick] [--threads 1,2] [--dtypes f32,f64,f16,bf16]
  *              [--sizes 64,128,...] [--no-lm] [--no-peers] [--python PATH]
- *              [--openblas LIB] [--blis LIB]
+ *              [--openblas LIB] [--blis LIB] [--clock wall|cpu]
  *
  * Rows (A is M x K, B is K x N, both row-major, C = A @ B): square sizes
  * 64 .. 4096 (64, 128, 256 with --quick; --sizes overrides) and the
@@ -29,7 +29,9 @@
  * beta = 0. Timing: one warm-up call, then an iteration count reaching
  * --min-time, then 5 repeats (3 in --quick; 3 of one call when a call takes
  * over 0.3 s, 2 over 1 s); the median per call is reported. torch is timed
- * the same way inside its script.
+ * the same way inside its script. --clock cpu times the 1-thread tables'
+ * wick and BLAS rows by the calling thread's CPU time (on a shared machine
+ * it leaves out the time spent waiting for a core; the header says so).
  *
  * The peers are loaded at run time with dlopen (both export cblas_sgemm, so
  * they cannot be linked into one binary); a library that does not load
@@ -87,6 +89,7 @@ static struct {
     const char *python, *openblas_path, *blis_path;
     double min_time;
     int repeats;
+    int clock_cpu;       /* --clock cpu: 1-thread rows timed by the thread's CPU time */
     int threads[MAX_THREADS_LIST];
     int nthreads;
 } opt;
@@ -419,14 +422,20 @@ static void *fma_worker(void *p) {
 }
 
 /* Best-of-7 f32 GFLOP/s of nt threads each running the 12-chain loop. */
+static int g_cpu_clock_now;
+static double row_now(void);
+
 static double fma_peak(int nt, long iters) {
     if (!g_fma_lanes || nt < 1 || nt > 64) return 0.0;
+    /* on one thread with --clock cpu, in CPU time like the rows it rates */
+    int cpu = opt.clock_cpu && nt == 1, was = g_cpu_clock_now;
+    g_cpu_clock_now = cpu;
     double best = 1e30, sink = 0;
     for (int r = 0; r < 8; r++) { /* first round: warm-up (clock ramp) */
         pthread_t th[64];
         fma_job jobs[64];
         int started[64] = {0};
-        double t0 = bench_now();
+        double t0 = row_now();
         for (int i = 0; i < nt; i++) jobs[i] = (fma_job){iters, 0};
         for (int i = 1; i < nt; i++) started[i] = pthread_create(&th[i], NULL, fma_worker, &jobs[i]) == 0;
         fma_worker(&jobs[0]);
@@ -434,10 +443,11 @@ static double fma_peak(int nt, long iters) {
             if (started[i]) pthread_join(th[i], NULL);
             else fma_worker(&jobs[i]);
         }
-        double dt = bench_now() - t0;
+        double dt = row_now() - t0;
         for (int i = 0; i < nt; i++) sink += jobs[i].sink;
         if (r > 0 && dt < best) best = dt;
     }
+    g_cpu_clock_now = was;
     if (sink == 12345.678) puts(""); /* keep the results alive */
     return (double)nt * (double)iters * 12.0 * (double)g_fma_lanes * 2.0 / best * 1e-9;
 }
@@ -551,28 +561,39 @@ static double read_bw(size_t bytes, int nt, int fresh) {
 
 typedef int (*call_fn)(void *ctx); /* 0 on success */
 
+/* The clock of the current table: wall time, or with --clock cpu on a
+ * 1-thread table the calling thread's CPU time (wick, OpenBLAS and BLIS
+ * then all compute on this thread; time spent waiting for a core on a
+ * shared machine is left out; torch times itself in its script). */
+static double row_now(void) {
+    if (!g_cpu_clock_now) return bench_now();
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Median seconds per call, negative on failure. */
 static double time_call(call_fn fn, void *ctx) {
-    double t0 = bench_now();
+    double t0 = row_now();
     if (fn(ctx)) return -1.0;
-    double t1 = bench_now() - t0;
+    double t1 = row_now() - t0;
     int reps = opt.repeats;
     long iters = 1;
     if (t1 > 1.0) reps = 2;
     else if (t1 > 0.3) reps = 3;
     else {
-        t0 = bench_now(); /* a second warm-up: the first touched fresh pages */
+        t0 = row_now(); /* a second warm-up: the first touched fresh pages */
         if (fn(ctx)) return -1.0;
-        t1 = bench_now() - t0;
+        t1 = row_now() - t0;
         if (t1 < opt.min_time) iters = (long)(opt.min_time / (t1 > 1e-9 ? t1 : 1e-9)) + 1;
     }
     double times[16];
     if (reps > 16) reps = 16;
     for (int r = 0; r < reps; r++) {
-        t0 = bench_now();
+        t0 = row_now();
         for (long i = 0; i < iters; i++)
             if (fn(ctx)) return -1.0;
-        times[r] = (bench_now() - t0) / (double)iters;
+        times[r] = (row_now() - t0) / (double)iters;
     }
     return bench_median(times, reps);
 }
@@ -1166,7 +1187,7 @@ static int parse_dtypes(const char *s) {
 static void usage(FILE *f, const char *argv0) {
     fprintf(f,
             "usage: %s [--quick] [--threads 1,2] [--dtypes f32,f64,f16,bf16] [--sizes 64,128,...] [--no-lm]\n"
-            "          [--no-peers] [--python PATH] [--openblas LIB] [--blis LIB]\n",
+            "          [--no-peers] [--python PATH] [--openblas LIB] [--blis LIB] [--clock wall|cpu]\n",
             argv0);
 }
 
@@ -1182,6 +1203,9 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--python") == 0 && i + 1 < argc) opt.python = argv[++i];
         else if (strcmp(argv[i], "--openblas") == 0 && i + 1 < argc) opt.openblas_path = argv[++i];
         else if (strcmp(argv[i], "--blis") == 0 && i + 1 < argc) opt.blis_path = argv[++i];
+        else if (strcmp(argv[i], "--clock") == 0 && i + 1 < argc && (strcmp(argv[i + 1], "cpu") == 0 ||
+                                                                     strcmp(argv[i + 1], "wall") == 0))
+            opt.clock_cpu = strcmp(argv[++i], "cpu") == 0;
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             opt.nthreads = parse_int_list(argv[++i], opt.threads, MAX_THREADS_LIST, 1, 64);
             if (!opt.nthreads) {
@@ -1234,6 +1258,9 @@ int main(int argc, char **argv) {
 
     printf("bench_gemm: C = A @ B, row-major, A M x K, B K x N; GFLOP/s = 2MKN / median time; wick ISA %s\n",
            wk_cpu_isa());
+    if (opt.clock_cpu)
+        printf("clock: 1-thread tables' wick and BLAS rows in the calling thread's CPU time (--clock cpu); "
+               "the 1-thread FMA peak too; torch, bandwidths and other thread counts in wall time\n");
     printf("wick: c = wk_matmul(a, b) + free (allocation included); peers: cblas_?gemm into an existing C, beta 0;\n"
            "torch: torch.matmul on bfloat16 tensors (/usr/bin/python3, ATEN_CPU_CAPABILITY=%s)\n",
            bench_aten_capability() ? bench_aten_capability() : "unset");
@@ -1281,6 +1308,7 @@ int main(int argc, char **argv) {
         int nt = opt.threads[t];
         wk_set_num_threads(nt);
         if (!opt.no_peers) peers_set_threads(nt);
+        g_cpu_clock_now = opt.clock_cpu && nt == 1;
         double again = fma_peak(nt, fma_iters);
         if (again > g_peak[t]) g_peak[t] = again;
         printf("\n=== threads %d (FMA peak %.1f GFLOP/s f32) ===\n", nt, g_peak[t]);
