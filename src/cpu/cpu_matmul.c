@@ -58,7 +58,7 @@ typedef struct {
     const uint16_t *b; int64_t brs, bcs;
     void *y; int64_t yoff;
     wk_dtype dt;
-    bool avx512;                     /* fused widen + FMA loops */
+    const wk_gemm_kernels *kk;       /* half_rows / half_dot: fused widen + FMA loops, or NULL */
 } ngemv_ctx;
 
 static void cvt_run(float *d, const uint16_t *s, int64_t cnt, wk_dtype dt) {
@@ -72,11 +72,12 @@ static void ngemv_piece(void *vc, int64_t j0, int64_t j1, int tid) {
     float acc[NGEMV_BLOCK], tmp[4 * NGEMV_BLOCK];
     for (int64_t jb = j0; jb < j1; jb += NGEMV_BLOCK) {
         int64_t w = j1 - jb < NGEMV_BLOCK ? j1 - jb : NGEMV_BLOCK;
-        if (v->avx512 && v->bcs == 1) {
+        if (v->kk->half_rows && v->bcs == 1) {
             for (int64_t j = 0; j < w; j++) acc[j] = 0;
-            wk__gemv_half_rows_avx512(acc, v->x, v->b + jb, v->brs, v->k, w, v->dt == WK_F16);
-        } else if (v->avx512 && v->brs == 1) {
-            for (int64_t j = 0; j < w; j++) acc[j] = wk__gemv_half_dot_avx512(v->x, v->b + (jb + j) * v->bcs, v->k, v->dt == WK_F16);
+            v->kk->half_rows(acc, v->x, v->b + jb, v->brs, v->k, w, v->dt == WK_F16);
+        } else if (v->kk->half_dot && v->brs == 1) {
+            for (int64_t j = 0; j < w; j++)
+                acc[j] = v->kk->half_dot(v->x, v->b + (jb + j) * v->bcs, v->k, v->dt == WK_F16);
         } else if (v->bcs == 1) {
             /* rows of B contiguous: scaled converted rows into acc, four
              * rows a pass (2 KiB runs of each: short runs at a large row
@@ -130,7 +131,7 @@ static bool narrow_gemv(const wk_gemm_kernels *kk, int64_t n, int64_t k, const v
     float *x = malloc(sizeof(float) * (size_t)(k > 0 ? k : 1));
     if (!x) return false;
     for (int64_t p = 0; p < k; p++) x[p] = wk__narrow_load(xbuf, xoff + p * xs, dt);
-    ngemv_ctx v = {n, k, x, (const uint16_t *)bbuf + boff, brs, bcs, dst, yoff, dt, kk->avx512};
+    ngemv_ctx v = {n, k, x, (const uint16_t *)bbuf + boff, brs, bcs, dst, yoff, dt, kk};
     wk__parallel_for(n, NGEMV_BLOCK, n * k >= (1 << 16) ? 0 : INT64_MAX, ngemv_piece, &v);
     free(x);
     return true;

@@ -137,9 +137,11 @@ typedef struct wk_gemm_kernels {
     wk_gemm_f64_fn f64;
     wk_gemv_f32_fn v32;
     wk_gemv_f64_fn v64;
-    bool avx512;   /* the AVX-512 level: f16/bf16 GEMV widens in registers */
     bool bf16_dot; /* AVX512-BF16: bf16 products without widening */
     const wk_gemm_ukr *f16, *bf16; /* f16 / bf16 GEMM into an f32 C */
+    /* f16 / bf16 GEMV loops widening in registers (gemv_half.h), or NULL */
+    void (*half_rows)(float *acc, const float *x, const uint16_t *b, int64_t brs, int64_t k, int64_t w, bool f16);
+    float (*half_dot)(const float *x, const uint16_t *col, int64_t k, bool f16);
 } wk_gemm_kernels;
 wk_gemm_kernels wk__gemm_kernels(void);
 
