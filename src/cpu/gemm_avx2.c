@@ -18,19 +18,7 @@
 #define MICRO_BODY(T, V, VL, LOAD, STORE, SET1, FMA, ADD, ZERO)                                  \
     V c0a = ZERO(), c0b = ZERO(), c1a = ZERO(), c1b = ZERO(), c2a = ZERO(), c2b = ZERO();       \
     V c3a = ZERO(), c3b = ZERO(), c4a = ZERO(), c4b = ZERO(), c5a = ZERO(), c5b = ZERO();       \
-    /* C is touched only after the k loop: fetch it now (as the AVX-512                         \
-     * kernel does) so the final loads and stores do not wait on memory */                      \
-    for (int64_t r = 0; r < mr; r++) {                                                          \
-        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);                                 \
-        _mm_prefetch((const char *)(c + r * ldc + 2 * VL - 1), _MM_HINT_T0);                    \
-    }                                                                                           \
     for (int64_t p = 0; p < kc; p++) {                                                          \
-        /* unpacked B rows (ldb != 2*VL) are a page apart: no hardware                          \
-         * prefetcher follows them, so fetch eight rows ahead */                                \
-        if (ldb != 2 * VL) {                                                                    \
-            _mm_prefetch((const char *)(bp + 8 * ldb), _MM_HINT_T0);                            \
-            _mm_prefetch((const char *)(bp + 8 * ldb + 2 * VL - 1), _MM_HINT_T0);               \
-        }                                                                                       \
         V b0 = LOAD(bp), b1 = LOAD(bp + VL), a;                                                 \
         a = SET1(ap[0]); c0a = FMA(a, b0, c0a); c0b = FMA(a, b1, c0b);                          \
         a = SET1(ap[1]); c1a = FMA(a, b0, c1a); c1b = FMA(a, b1, c1b);                          \
@@ -78,7 +66,6 @@
     V acc[R][2];                                                                                \
     for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = ZERO();                                 \
     for (int64_t p = 0; p < kc; p++) {                                                          \
-        if (ldb != 2 * VL) _mm_prefetch((const char *)(bp + 8 * ldb), _MM_HINT_T0);             \
         V b0 = LOAD(bp), b1 = LOAD(bp + VL);                                                    \
         for (int r = 0; r < R; r++) {                                                           \
             V a = SET1(ap[r]);                                                                  \
