@@ -142,9 +142,10 @@ bool wk__gemm_run(const wk_gemm_ukr *u, const wk_gemm_args *g) {
      *    type's direct_b_max_m: two on AVX2) or all of B fits in half the
      *    L2: packing would cost as much as the arithmetic (AVX2 M = 8:
      *    33 GFLOP/s in place, 29 packed per strip, 21 as a panel). Not
-     *    beyond: B rows a power of two apart all fall in one L1 / L2 set,
+     *    beyond: B rows a power of two apart fall in a few L1 / L2 sets,
      *    so a strip read in place is fetched again from L3 by every row
-     *    strip (AVX2 M = 32: 45 in place, 65 packed per strip);
+     *    strip (AVX2 M = 32: 45-60 in place, by where the pages land, 65
+     *    packed per strip);
      *  - packed per strip, just before its row strips use it, into the
      *    thread's own L1-sized buffer, when A fits one MC block (each strip
      *    is packed once per slice) and threads split the strips (none packs
