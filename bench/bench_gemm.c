@@ -4,7 +4,7 @@
  *
  *   bench_gemm [--quick] [--threads 1,2] [--dtypes f32,f64,f16,bf16]
  *              [--sizes 64,128,...] [--no-lm] [--no-peers] [--python PATH]
- *              [--openblas LIB] [--blis LIB]
+ *              [--openblas LIB] [--blis LIB] [--clock wall|cpu]
  *
  * Rows (A is M x K, B is K x N, both row-major, C = A @ B): square sizes
  * 64 .. 4096 (64, 128, 256 with --quick; --sizes overrides) and the
@@ -29,7 +29,9 @@
  * beta = 0. Timing: one warm-up call, then an iteration count reaching
  * --min-time, then 5 repeats (3 in --quick; 3 of one call when a call takes
  * over 0.3 s, 2 over 1 s); the median per call is reported. torch is timed
- * the same way inside its script.
+ * the same way inside its script. --clock cpu times the 1-thread tables'
+ * wick and BLAS rows by the calling thread's CPU time (on a shared machine
+ * it leaves out the time spent waiting for a core; the header says so).
  *
  * The peers are loaded at run time with dlopen (both export cblas_sgemm, so
  * they cannot be linked into one binary); a library that does not load
@@ -44,6 +46,11 @@
  * / bli_thread_set_num_threads per table; with > 1 thread the program sleeps
  * 150 ms after each timed row (wick's and each peer's) so spinning workers
  * go idle before the next one is timed.
+ * With WICK_ISA=avx2 the peers are lowered to their AVX2 kernels as well
+ * (OPENBLAS_CORETYPE=Haswell; BLIS left to its own choice if that is one of
+ * its zen2, zen3, haswell or zen contexts, else BLIS_ARCH_TYPE = the id of
+ * the first of them a child survives a small sgemm with),
+ * so an AVX-512 machine gives the comparison of an AVX2-only CPU.
  *
  * FMA peak: 12 independent zmm (ymm without AVX-512) FMA chains per thread on
  * 1 and N pthreads, best of 7, measured at the start and again before and
@@ -82,6 +89,7 @@ static struct {
     const char *python, *openblas_path, *blis_path;
     double min_time;
     int repeats;
+    int clock_cpu;       /* --clock cpu: 1-thread rows timed by the thread's CPU time */
     int threads[MAX_THREADS_LIST];
     int nthreads;
 } opt;
@@ -140,17 +148,65 @@ static void *open_first(const char *override, const char *const *cands, char *pa
  * keep it only if the child survives a small sgemm; otherwise leave BLIS to
  * its own detection. Returns a note for the header. */
 static const char *g_blis_arch_note = "";
-static const char *blis_arch_probe(const char *const *cands) {
-    const char *cur = getenv("BLIS_ARCH_TYPE");
-    if (cur) return "BLIS_ARCH_TYPE from the environment";
+
+/* WICK_ISA=avx2: the peers run their AVX2 kernels too (as bench_ops lowers
+ * PyTorch), so the tables compare like with like on an AVX-512 machine and
+ * stand for an AVX2-only CPU: OpenBLAS as OPENBLAS_CORETYPE=Haswell (what
+ * it runs on Zen 1-3), BLIS on its zen2 (else haswell) context. */
+static int peers_avx2(void) {
+    const char *isa = getenv("WICK_ISA");
+    return isa && strcasecmp(isa, "avx2") == 0 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+/* In a child: the id of the BLIS context called name (bli_arch_string), or
+ * with name NULL the one BLIS picks itself (bli_arch_query_id); -1 if none. */
+static int blis_arch_id(const char *const *cands, const char *name) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
-    if (pid < 0) return "BLIS_ARCH_TYPE unset (fork failed)";
+    if (pid < 0) {
+        close(fds[0]), close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        char path[256];
+        void *h = open_first(opt.blis_path, cands, path, sizeof path);
+        const char *(*arch_string)(int) = NULL;
+        int (*query_id)(void) = NULL;
+        int found = -1;
+        if (!name) {
+            if (h && load_sym(h, "bli_arch_query_id", &query_id, sizeof query_id)) found = query_id();
+        } else if (h && load_sym(h, "bli_arch_string", &arch_string, sizeof arch_string))
+            for (int i = 0; i < 24 && found < 0; i++) { /* a bound: the count is not exported */
+                const char *nm = arch_string(i);
+                if (!nm) break;
+                if (strcmp(nm, name) == 0) found = i;
+            }
+        if (write(fds[1], &found, sizeof found) < 0) _exit(1);
+        _exit(0);
+    }
+    close(fds[1]);
+    int id = -1;
+    if (read(fds[0], &id, sizeof id) != (ssize_t)sizeof id) id = -1;
+    close(fds[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    return id;
+}
+
+/* Whether BLIS survives a small sgemm with BLIS_ARCH_TYPE=value (a child). */
+static int blis_arch_ok(const char *const *cands, const char *value) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) return 0;
     if (pid == 0) {
         int devnull = open("/dev/null", O_WRONLY);
         if (devnull >= 0) dup2(devnull, 2);
-        setenv("BLIS_ARCH_TYPE", "0", 1);
+        setenv("BLIS_ARCH_TYPE", value, 1);
         char path[256];
         void *h = open_first(opt.blis_path, cands, path, sizeof path);
         sgemm_fn f = NULL;
@@ -166,7 +222,41 @@ static const char *blis_arch_probe(const char *const *cands) {
         _exit(c[0] == want ? 0 : 4);
     }
     int st = 0;
-    if (waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+    return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static const char *blis_arch_probe(const char *const *cands) {
+    const char *cur = getenv("BLIS_ARCH_TYPE");
+    if (cur) return "BLIS_ARCH_TYPE from the environment";
+    if (peers_avx2()) {
+        /* BLIS's AVX2 contexts, the Zen 2 one first (Debian's BLIS 0.9
+         * registers only some of them: the others abort) */
+        static const char *const avx2_archs[] = {"zen2", "zen3", "haswell", "zen"};
+        static char note[128];
+        /* BLIS 0.9 aborts with BLIS_ARCH_TYPE set to most ids, even the one
+         * it detects itself (zen3 on Zen 4): leave it unset if that one is
+         * an AVX2 context already */
+        int own = blis_arch_id(cands, NULL);
+        for (size_t i = 0; own >= 0 && i < sizeof avx2_archs / sizeof avx2_archs[0]; i++)
+            if (blis_arch_id(cands, avx2_archs[i]) == own) {
+                snprintf(note, sizeof note, "BLIS_ARCH_TYPE unset: it picks %s, an AVX2 context, as WICK_ISA=avx2",
+                         avx2_archs[i]);
+                return note;
+            }
+        for (size_t i = 0; i < sizeof avx2_archs / sizeof avx2_archs[0]; i++) {
+            int id = blis_arch_id(cands, avx2_archs[i]);
+            char value[16];
+            snprintf(value, sizeof value, "%d", id);
+            if (id >= 0 && blis_arch_ok(cands, value)) {
+                setenv("BLIS_ARCH_TYPE", value, 1);
+                snprintf(note, sizeof note, "BLIS_ARCH_TYPE=%s (%s): an AVX2 context, as WICK_ISA=avx2", value,
+                         avx2_archs[i]);
+                return note;
+            }
+        }
+        return "WICK_ISA=avx2 but no AVX2 context of this BLIS runs: BLIS_ARCH_TYPE unset";
+    }
+    if (blis_arch_ok(cands, "0")) {
         setenv("BLIS_ARCH_TYPE", "0", 1);
         return "BLIS_ARCH_TYPE=0";
     }
@@ -182,6 +272,10 @@ static const char *blis_arch_probe(const char *const *cands) {
  * Returns a note for the header. */
 static const char *g_ob_core_note = "";
 static const char *openblas_core_probe(const char *const *cands) {
+    if (peers_avx2()) {
+        setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+        return "OPENBLAS_CORETYPE=Haswell: its AVX2 kernels, as WICK_ISA=avx2";
+    }
     int fds[2];
     if (pipe(fds) != 0) return "auto-detected core (pipe failed)";
     fflush(stdout);
@@ -328,14 +422,20 @@ static void *fma_worker(void *p) {
 }
 
 /* Best-of-7 f32 GFLOP/s of nt threads each running the 12-chain loop. */
+static int g_cpu_clock_now;
+static double row_now(void);
+
 static double fma_peak(int nt, long iters) {
     if (!g_fma_lanes || nt < 1 || nt > 64) return 0.0;
+    /* on one thread with --clock cpu, in CPU time like the rows it rates */
+    int cpu = opt.clock_cpu && nt == 1, was = g_cpu_clock_now;
+    g_cpu_clock_now = cpu;
     double best = 1e30, sink = 0;
     for (int r = 0; r < 8; r++) { /* first round: warm-up (clock ramp) */
         pthread_t th[64];
         fma_job jobs[64];
         int started[64] = {0};
-        double t0 = bench_now();
+        double t0 = row_now();
         for (int i = 0; i < nt; i++) jobs[i] = (fma_job){iters, 0};
         for (int i = 1; i < nt; i++) started[i] = pthread_create(&th[i], NULL, fma_worker, &jobs[i]) == 0;
         fma_worker(&jobs[0]);
@@ -343,10 +443,11 @@ static double fma_peak(int nt, long iters) {
             if (started[i]) pthread_join(th[i], NULL);
             else fma_worker(&jobs[i]);
         }
-        double dt = bench_now() - t0;
+        double dt = row_now() - t0;
         for (int i = 0; i < nt; i++) sink += jobs[i].sink;
         if (r > 0 && dt < best) best = dt;
     }
+    g_cpu_clock_now = was;
     if (sink == 12345.678) puts(""); /* keep the results alive */
     return (double)nt * (double)iters * 12.0 * (double)g_fma_lanes * 2.0 / best * 1e-9;
 }
@@ -460,28 +561,39 @@ static double read_bw(size_t bytes, int nt, int fresh) {
 
 typedef int (*call_fn)(void *ctx); /* 0 on success */
 
+/* The clock of the current table: wall time, or with --clock cpu on a
+ * 1-thread table the calling thread's CPU time (wick, OpenBLAS and BLIS
+ * then all compute on this thread; time spent waiting for a core on a
+ * shared machine is left out; torch times itself in its script). */
+static double row_now(void) {
+    if (!g_cpu_clock_now) return bench_now();
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Median seconds per call, negative on failure. */
 static double time_call(call_fn fn, void *ctx) {
-    double t0 = bench_now();
+    double t0 = row_now();
     if (fn(ctx)) return -1.0;
-    double t1 = bench_now() - t0;
+    double t1 = row_now() - t0;
     int reps = opt.repeats;
     long iters = 1;
     if (t1 > 1.0) reps = 2;
     else if (t1 > 0.3) reps = 3;
     else {
-        t0 = bench_now(); /* a second warm-up: the first touched fresh pages */
+        t0 = row_now(); /* a second warm-up: the first touched fresh pages */
         if (fn(ctx)) return -1.0;
-        t1 = bench_now() - t0;
+        t1 = row_now() - t0;
         if (t1 < opt.min_time) iters = (long)(opt.min_time / (t1 > 1e-9 ? t1 : 1e-9)) + 1;
     }
     double times[16];
     if (reps > 16) reps = 16;
     for (int r = 0; r < reps; r++) {
-        t0 = bench_now();
+        t0 = row_now();
         for (long i = 0; i < iters; i++)
             if (fn(ctx)) return -1.0;
-        times[r] = (bench_now() - t0) / (double)iters;
+        times[r] = (row_now() - t0) / (double)iters;
     }
     return bench_median(times, reps);
 }
@@ -1075,7 +1187,7 @@ static int parse_dtypes(const char *s) {
 static void usage(FILE *f, const char *argv0) {
     fprintf(f,
             "usage: %s [--quick] [--threads 1,2] [--dtypes f32,f64,f16,bf16] [--sizes 64,128,...] [--no-lm]\n"
-            "          [--no-peers] [--python PATH] [--openblas LIB] [--blis LIB]\n",
+            "          [--no-peers] [--python PATH] [--openblas LIB] [--blis LIB] [--clock wall|cpu]\n",
             argv0);
 }
 
@@ -1091,6 +1203,9 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--python") == 0 && i + 1 < argc) opt.python = argv[++i];
         else if (strcmp(argv[i], "--openblas") == 0 && i + 1 < argc) opt.openblas_path = argv[++i];
         else if (strcmp(argv[i], "--blis") == 0 && i + 1 < argc) opt.blis_path = argv[++i];
+        else if (strcmp(argv[i], "--clock") == 0 && i + 1 < argc && (strcmp(argv[i + 1], "cpu") == 0 ||
+                                                                     strcmp(argv[i + 1], "wall") == 0))
+            opt.clock_cpu = strcmp(argv[++i], "cpu") == 0;
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             opt.nthreads = parse_int_list(argv[++i], opt.threads, MAX_THREADS_LIST, 1, 64);
             if (!opt.nthreads) {
@@ -1143,6 +1258,9 @@ int main(int argc, char **argv) {
 
     printf("bench_gemm: C = A @ B, row-major, A M x K, B K x N; GFLOP/s = 2MKN / median time; wick ISA %s\n",
            wk_cpu_isa());
+    if (opt.clock_cpu)
+        printf("clock: 1-thread tables' wick and BLAS rows in the calling thread's CPU time (--clock cpu); "
+               "the 1-thread FMA peak too; torch, bandwidths and other thread counts in wall time\n");
     printf("wick: c = wk_matmul(a, b) + free (allocation included); peers: cblas_?gemm into an existing C, beta 0;\n"
            "torch: torch.matmul on bfloat16 tensors (/usr/bin/python3, ATEN_CPU_CAPABILITY=%s)\n",
            bench_aten_capability() ? bench_aten_capability() : "unset");
@@ -1190,6 +1308,7 @@ int main(int argc, char **argv) {
         int nt = opt.threads[t];
         wk_set_num_threads(nt);
         if (!opt.no_peers) peers_set_threads(nt);
+        g_cpu_clock_now = opt.clock_cpu && nt == 1;
         double again = fma_peak(nt, fma_iters);
         if (again > g_peak[t]) g_peak[t] = again;
         printf("\n=== threads %d (FMA peak %.1f GFLOP/s f32) ===\n", nt, g_peak[t]);

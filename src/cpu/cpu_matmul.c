@@ -2,9 +2,10 @@
  * strides (any strides, 0 included: the narrowed 4-D case of seed 002 is
  * simply a different batch offset) and hands each 2-D product to the GEMM
  * chosen for this CPU at run time: f32 / f64 to wick's packed GEMM (or the
- * system BLAS in a -DWICK_BLAS build), bf16 to the AVX512-BF16 kernel where
- * the CPU has it, other narrow floats through f32 copies (vector-converted),
- * each result rounded once. m == 1 / n == 1 take the GEMV path. */
+ * system BLAS in a -DWICK_BLAS build), f16 / bf16 to the same loop nest with
+ * their own packers (widened to f32 strip by strip; bf16 on vdpbf16ps where
+ * the CPU has AVX512-BF16), f8 through f32 copies, each result rounded once.
+ * m == 1 / n == 1 take the GEMV path. */
 #include "core/tensor.h"
 #include "cpu/cpu_alloc.h"
 #include "cpu/cpu_backend.h"
@@ -57,7 +58,7 @@ typedef struct {
     const uint16_t *b; int64_t brs, bcs;
     void *y; int64_t yoff;
     wk_dtype dt;
-    bool avx512;                     /* fused widen + FMA loops */
+    const wk_gemm_kernels *kk;       /* half_rows / half_dot: fused widen + FMA loops, or NULL */
 } ngemv_ctx;
 
 static void cvt_run(float *d, const uint16_t *s, int64_t cnt, wk_dtype dt) {
@@ -71,11 +72,12 @@ static void ngemv_piece(void *vc, int64_t j0, int64_t j1, int tid) {
     float acc[NGEMV_BLOCK], tmp[4 * NGEMV_BLOCK];
     for (int64_t jb = j0; jb < j1; jb += NGEMV_BLOCK) {
         int64_t w = j1 - jb < NGEMV_BLOCK ? j1 - jb : NGEMV_BLOCK;
-        if (v->avx512 && v->bcs == 1) {
+        if (v->kk->half_rows && v->bcs == 1) {
             for (int64_t j = 0; j < w; j++) acc[j] = 0;
-            wk__gemv_half_rows_avx512(acc, v->x, v->b + jb, v->brs, v->k, w, v->dt == WK_F16);
-        } else if (v->avx512 && v->brs == 1) {
-            for (int64_t j = 0; j < w; j++) acc[j] = wk__gemv_half_dot_avx512(v->x, v->b + (jb + j) * v->bcs, v->k, v->dt == WK_F16);
+            v->kk->half_rows(acc, v->x, v->b + jb, v->brs, v->k, w, v->dt == WK_F16);
+        } else if (v->kk->half_dot && v->brs == 1) {
+            for (int64_t j = 0; j < w; j++)
+                acc[j] = v->kk->half_dot(v->x, v->b + (jb + j) * v->bcs, v->k, v->dt == WK_F16);
         } else if (v->bcs == 1) {
             /* rows of B contiguous: scaled converted rows into acc, four
              * rows a pass (2 KiB runs of each: short runs at a large row
@@ -129,7 +131,7 @@ static bool narrow_gemv(const wk_gemm_kernels *kk, int64_t n, int64_t k, const v
     float *x = malloc(sizeof(float) * (size_t)(k > 0 ? k : 1));
     if (!x) return false;
     for (int64_t p = 0; p < k; p++) x[p] = wk__narrow_load(xbuf, xoff + p * xs, dt);
-    ngemv_ctx v = {n, k, x, (const uint16_t *)bbuf + boff, brs, bcs, dst, yoff, dt, kk->avx512};
+    ngemv_ctx v = {n, k, x, (const uint16_t *)bbuf + boff, brs, bcs, dst, yoff, dt, kk};
     wk__parallel_for(n, NGEMV_BLOCK, n * k >= (1 << 16) ? 0 : INT64_MAX, ngemv_piece, &v);
     free(x);
     return true;
@@ -212,10 +214,11 @@ wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, con
         } else if (dt == WK_F64) {
             ok = gemm_f64(&kk, m, n, k, (const double *)a + ao, ars, acs, (const double *)b + bo, brs, bcs,
                           (double *)dst + bi * m * n);
-        } else if (dt == WK_BF16 && kk.bf16_dot) {
-            /* vdpbf16ps reads the bf16 operands as they lie: no widening */
-            ok = wk__gemm_bf16_avx512bf16(m, n, k, (const uint16_t *)a + ao, ars, acs, (const uint16_t *)b + bo, brs,
-                                          bcs, cw);
+        } else if (dt == WK_F16 || dt == WK_BF16) {
+            /* the loop nest with the type's packers: widened to f32 strip by
+             * strip (or read as bf16 pairs by vdpbf16ps), never copied whole */
+            wk_gemm_args g = {m, n, k, (const uint16_t *)a + ao, ars, acs, (const uint16_t *)b + bo, brs, bcs, cw, NULL};
+            ok = wk__gemm_run(dt == WK_F16 ? kk.f16 : kk.bf16, &g);
             if (ok) narrow_out(dst, bi * m * n, cw, m * n, dt);
         } else {
             float *aw = widen(a, ao, m, k, ars, acs, dt), *bw = widen(b, bo, k, n, brs, bcs, dt);
