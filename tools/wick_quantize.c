@@ -166,61 +166,72 @@ static bool set_file_type(wk_gguf_writer *w, wk_dtype want) {
     return true;
 }
 
+/* A model file being read: its tensors by index, whatever the format. */
+typedef struct {
+    int64_t count;
+    bool tied; /* no separate output projection: the token embedding is it */
+    const char *(*name)(const void *src, int64_t i);
+    wk_tensor *(*tensor)(const void *src, int64_t i);
+    const void *src;
+} model_source;
+
+/* Convert every tensor of m into w (metadata already added) and write out. */
+static int convert_all(wk_gguf_writer *w, const model_source *m, const char *out, wk_dtype want) {
+    int n_fallback = 0;
+    progress p = {.total = (int)m->count, .tty = isatty(2), .last_decile = -1};
+    for (int64_t i = 0; i < m->count; i++) {
+        const char *name = m->name(m->src, i);
+        wk_tensor *t = m->tensor(m->src, i);
+        if (!t) return wk__cli_fail("quantize");
+        bool ok = add_converted(w, name, t, want, m->tied, &n_fallback);
+        wk_tensor_free(t);
+        if (!ok) return wk__cli_fail("quantize");
+        progress_step(&p, name);
+    }
+    if (wk_gguf_writer_write(w, out) != WK_OK) return wk__cli_fail("quantize");
+    if (n_fallback > 8) fprintf(stderr, "wick quantize: ... %d tensors used a fallback type in all\n", n_fallback);
+    return 0;
+}
+
+static const char *gguf_name(const void *g, int64_t i) { return wk_gguf_tensor_name(g, i); }
+static wk_tensor *gguf_tensor(const void *g, int64_t i) { return wk_gguf_tensor_at(g, i); }
+static const char *st_name(const void *st, int64_t i) { return wk_safetensors_name(st, (int)i); }
+static wk_tensor *st_tensor(const void *st, int64_t i) {
+    return wk_safetensors_get((wk_safetensors *)st, wk_safetensors_name(st, (int)i));
+}
+
 static int quantize_gguf(const char *in, const char *out, wk_dtype want) {
     wk_gguf *g = wk_gguf_open(in);
     if (!g) return wk__cli_fail("quantize");
     wk_gguf_writer *w = wk_gguf_writer_new();
-    int rc = 1, n_fallback = 0;
-    bool tied = wk_gguf_find_tensor(g, "output.weight") < 0;
-    progress p = {.total = (int)wk_gguf_tensor_count(g), .tty = isatty(2), .last_decile = -1};
-    if (!w || !copy_metadata(w, g) || !set_file_type(w, want)) goto done;
-    for (int64_t i = 0; i < wk_gguf_tensor_count(g); i++) {
-        const char *name = wk_gguf_tensor_name(g, i);
-        wk_tensor *t = wk_gguf_tensor_at(g, i);
-        if (!t) goto done;
-        bool ok = add_converted(w, name, t, want, tied, &n_fallback);
-        wk_tensor_free(t);
-        if (!ok) goto done;
-        progress_step(&p, name);
-    }
-    if (wk_gguf_writer_write(w, out) != WK_OK) goto done;
-    if (n_fallback > 8) fprintf(stderr, "wick quantize: ... %d tensors used a fallback type in all\n", n_fallback);
-    rc = 0;
-done:
-    if (rc) wk__cli_fail("quantize");
+    model_source m = {.count = wk_gguf_tensor_count(g), .tied = wk_gguf_find_tensor(g, "output.weight") < 0,
+                      .name = gguf_name, .tensor = gguf_tensor, .src = g};
+    int rc = (!w || !copy_metadata(w, g) || !set_file_type(w, want)) ? wk__cli_fail("quantize")
+                                                                     : convert_all(w, &m, out, want);
     wk_gguf_writer_free(w);
     wk_gguf_close(g);
     return rc;
+}
+
+/* The checkpoint's own metadata, namespaced; tensor names stay the HF ones. */
+static bool copy_st_metadata(wk_gguf_writer *w, const wk_safetensors *st) {
+    for (int i = 0; i < wk_safetensors_meta_count(st); i++) {
+        const char *k = wk_safetensors_meta_key(st, i), *v = wk_safetensors_meta_value(st, k);
+        char key[256];
+        snprintf(key, sizeof key, "safetensors.%s", k);
+        if (wk_gguf_writer_add_string(w, key, v, strlen(v)) != WK_OK) return false;
+    }
+    return true;
 }
 
 static int quantize_safetensors(const char *in, const char *out, wk_dtype want) {
     wk_safetensors *st = wk_safetensors_open(in);
     if (!st) return wk__cli_fail("quantize");
     wk_gguf_writer *w = wk_gguf_writer_new();
-    int rc = 1, n_fallback = 0;
-    bool tied = wk_safetensors_find(st, "lm_head.weight") < 0;
-    progress p = {.total = wk_safetensors_count(st), .tty = isatty(2), .last_decile = -1};
-    if (!w || !set_file_type(w, want)) goto done;
-    /* the checkpoint's own metadata, namespaced; names stay the HF ones */
-    for (int i = 0; i < wk_safetensors_meta_count(st); i++) {
-        const char *k = wk_safetensors_meta_key(st, i), *v = wk_safetensors_meta_value(st, k);
-        char key[256];
-        snprintf(key, sizeof key, "safetensors.%s", k);
-        if (wk_gguf_writer_add_string(w, key, v, strlen(v)) != WK_OK) goto done;
-    }
-    for (int i = 0; i < wk_safetensors_count(st); i++) {
-        const char *name = wk_safetensors_name(st, i);
-        wk_tensor *t = wk_safetensors_get(st, name);
-        if (!t) goto done;
-        bool ok = add_converted(w, name, t, want, tied, &n_fallback);
-        wk_tensor_free(t);
-        if (!ok) goto done;
-        progress_step(&p, name);
-    }
-    if (wk_gguf_writer_write(w, out) != WK_OK) goto done;
-    rc = 0;
-done:
-    if (rc) wk__cli_fail("quantize");
+    model_source m = {.count = wk_safetensors_count(st), .tied = wk_safetensors_find(st, "lm_head.weight") < 0,
+                      .name = st_name, .tensor = st_tensor, .src = st};
+    int rc = (!w || !set_file_type(w, want) || !copy_st_metadata(w, st)) ? wk__cli_fail("quantize")
+                                                                         : convert_all(w, &m, out, want);
     wk_gguf_writer_free(w);
     wk_safetensors_close(st);
     return rc;
