@@ -102,6 +102,7 @@ static wk__quant_traits ref_traits(const wk__quant_traits *tr) {
     if (d == WK_Q5_1) r.from_f32 = wk__quantize_row_q5_1_ref, r.to_f32 = wk__dequant_row_q5_1_ref;
     if (d == WK_Q8_0) r.from_f32 = wk__quantize_row_q8_0_ref, r.to_f32 = wk__dequant_row_q8_0_ref;
     if (d == WK_Q8_1) r.from_f32 = wk__quantize_row_q8_1_ref;
+    if (d == WK_IQ4_NL) r.from_f32 = wk__quantize_row_iq4_nl_ref;
     if (d == WK_Q4_K) r.to_f32 = wk__dequant_row_q4_K_ref;
     if (d == WK_Q5_K) r.to_f32 = wk__dequant_row_q5_K_ref;
     if (d == WK_Q6_K) r.to_f32 = wk__dequant_row_q6_K_ref;

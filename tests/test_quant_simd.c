@@ -103,6 +103,7 @@ static const struct {
     {"q4_0", WK_Q4_0, wk__quantize_row_q4_0_ref}, {"q4_1", WK_Q4_1, wk__quantize_row_q4_1_ref},
     {"q5_0", WK_Q5_0, wk__quantize_row_q5_0_ref}, {"q5_1", WK_Q5_1, wk__quantize_row_q5_1_ref},
     {"q8_0", WK_Q8_0, wk__quantize_row_q8_0_ref}, {"q8_1", WK_Q8_1, wk__quantize_row_q8_1_ref},
+    {"iq4_nl", WK_IQ4_NL, wk__quantize_row_iq4_nl_ref},
 };
 
 static void test_quantize_bytes(void **state) {

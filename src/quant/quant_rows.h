@@ -19,6 +19,7 @@ void wk__quantize_row_q5_0_ref(const float *x, void *y, int64_t n);
 void wk__quantize_row_q5_1_ref(const float *x, void *y, int64_t n);
 void wk__quantize_row_q8_0_ref(const float *x, void *y, int64_t n);
 void wk__quantize_row_q8_1_ref(const float *x, void *y, int64_t n);
+void wk__quantize_row_iq4_nl_ref(const float *x, void *y, int64_t n);
 
 #define WK__DQ_ROWS_DECLARE(t)                                                  \
     void wk__dequant_row_##t(const void *src, float *dst, int64_t n);           \

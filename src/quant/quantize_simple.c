@@ -232,7 +232,7 @@ static void iq4_nl_block(const float *x, wk_block_iq4_nl *b) {
         b->qs[j] = (uint8_t)(nearest_iq4(id * x[j]) | nearest_iq4(id * x[j + 16]) << 4);
 }
 
-void wk__quantize_row_iq4_nl(const float *x, void *y, int64_t n) {
+void wk__quantize_row_iq4_nl_ref(const float *x, void *y, int64_t n) {
     wk_block_iq4_nl *b = (wk_block_iq4_nl *)y;
     for (int64_t i = 0; i < n / WK_QK; i++) iq4_nl_block(x + i * WK_QK, b + i);
 }
@@ -444,6 +444,98 @@ void wk__quantize_row_q8_1(const float *x, void *y, int64_t n) {
     }
 }
 
+/* nearest_iq4 for 4 lanes without the search's branches: the index is
+ * 1 + #{k in 1..14 : val[k] <= v} (the search's hi), the two neighbours come
+ * along as blends, and the reference's tie test picks between them. NaN
+ * lanes go to 15, where the search ends for them (every compare false
+ * there moves lo up). Writes the
+ * table values (for the sums) and the indices. */
+static inline void nearest_iq4_4(__m128 v, float *qv, int32_t *qi) {
+    const int8_t *val = wk_iq4nl_values;
+    __m128i hi = _mm_set1_epi32(1);
+    __m128 lov = _mm_set1_ps((float)val[0]), hiv = _mm_set1_ps((float)val[15]);
+    for (int k = 1; k < 15; k++) {
+        __m128 t = _mm_set1_ps((float)val[k]), le = _mm_cmple_ps(t, v);
+        hi = _mm_sub_epi32(hi, _mm_castps_si128(le));
+        lov = _mm_or_ps(_mm_and_ps(le, t), _mm_andnot_ps(le, lov));
+    }
+    for (int k = 14; k >= 1; k--) {
+        __m128 t = _mm_set1_ps((float)val[k]), lt = _mm_cmplt_ps(v, t);
+        hiv = _mm_or_ps(_mm_and_ps(lt, t), _mm_andnot_ps(lt, hiv));
+    }
+    /* v - val[hi - 1] < val[hi] - v: take the lower one */
+    __m128 low = _mm_cmplt_ps(_mm_sub_ps(v, lov), _mm_sub_ps(hiv, v));
+    __m128i idx = _mm_add_epi32(hi, _mm_castps_si128(low));
+    __m128 q = _mm_or_ps(_mm_and_ps(low, lov), _mm_andnot_ps(low, hiv));
+    /* the ends: v <= val[0] -> 0, v >= val[15] -> 15 (checked in that order) */
+    __m128 v0 = _mm_set1_ps((float)val[0]), v15 = _mm_set1_ps((float)val[15]);
+    __m128 top = _mm_or_ps(_mm_cmpge_ps(v, v15), _mm_cmpunord_ps(v, v)), bot = _mm_cmple_ps(v, v0);
+    idx = _mm_or_si128(_mm_andnot_si128(_mm_castps_si128(top), idx), _mm_and_si128(_mm_castps_si128(top), _mm_set1_epi32(15)));
+    q = _mm_or_ps(_mm_andnot_ps(top, q), _mm_and_ps(top, v15));
+    idx = _mm_andnot_si128(_mm_castps_si128(bot), idx);
+    q = _mm_or_ps(_mm_andnot_ps(bot, q), _mm_and_ps(bot, v0));
+    _mm_storeu_ps(qv, q);
+    _mm_storeu_si128((__m128i *)qi, idx);
+}
+
+static inline void nearest_iq4_32(const blk32 *b, float id, float *qv, int32_t *qi) {
+    __m128 vid = _mm_set1_ps(id);
+    for (int k = 0; k < 8; k++) nearest_iq4_4(_mm_mul_ps(vid, b->v[k]), qv + 4 * k, qi + 4 * k);
+}
+
+/* iq4_nl_block with the index picks vectorized; the sums stay scalar and
+ * in the reference's order (they are order-dependent float sums). */
+static void iq4_nl_block_fast(const float *x, wk_block_iq4_nl *b) {
+    enum { NTRY = 7 };
+    const int8_t *val = wk_iq4nl_values;
+    float w[WK_QK], qv[WK_QK];
+    int32_t qi[WK_QK];
+    blk32 v;
+    load32(x, &v);
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < WK_QK; j++) {
+        w[j] = x[j] * x[j];
+        if (fabsf(x[j]) > amax) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
+    }
+    float d = 0.0f;
+    if (amax >= 1e-15f) {
+        d = -max / (float)val[0];
+        float id = 1.0f / d, sumqx = 0.0f, sumq2 = 0.0f;
+        nearest_iq4_32(&v, id, qv, qi);
+        for (int j = 0; j < WK_QK; j++) {
+            sumqx += w[j] * qv[j] * x[j];
+            sumq2 += w[j] * qv[j] * qv[j];
+        }
+        d = sumqx / sumq2;
+        float best = d * sumqx;
+        for (int t = -NTRY; t <= NTRY; t++) {
+            id = ((float)t + (float)val[0]) / max;
+            sumqx = sumq2 = 0.0f;
+            nearest_iq4_32(&v, id, qv, qi);
+            for (int j = 0; j < WK_QK; j++) {
+                sumqx += w[j] * qv[j] * x[j];
+                sumq2 += w[j] * qv[j] * qv[j];
+            }
+            if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
+                d = sumqx / sumq2;
+                best = d * sumqx;
+            }
+        }
+    }
+    b->d = wk_f32_to_f16(d);
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    nearest_iq4_32(&v, id, qv, qi);
+    for (int j = 0; j < WK_QK / 2; j++) b->qs[j] = (uint8_t)(qi[j] | qi[j + 16] << 4);
+}
+
+void wk__quantize_row_iq4_nl(const float *x, void *y, int64_t n) {
+    wk_block_iq4_nl *b = (wk_block_iq4_nl *)y;
+    for (int64_t i = 0; i < n / WK_QK; i++) iq4_nl_block_fast(x + i * WK_QK, b + i);
+}
+
 #else /* no SSE2: the reference loops are the rows */
 
 void wk__quantize_row_q4_0(const float *x, void *y, int64_t n) { wk__quantize_row_q4_0_ref(x, y, n); }
@@ -452,5 +544,6 @@ void wk__quantize_row_q5_0(const float *x, void *y, int64_t n) { wk__quantize_ro
 void wk__quantize_row_q5_1(const float *x, void *y, int64_t n) { wk__quantize_row_q5_1_ref(x, y, n); }
 void wk__quantize_row_q8_0(const float *x, void *y, int64_t n) { wk__quantize_row_q8_0_ref(x, y, n); }
 void wk__quantize_row_q8_1(const float *x, void *y, int64_t n) { wk__quantize_row_q8_1_ref(x, y, n); }
+void wk__quantize_row_iq4_nl(const float *x, void *y, int64_t n) { wk__quantize_row_iq4_nl_ref(x, y, n); }
 
 #endif
