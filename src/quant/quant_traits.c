@@ -1,10 +1,13 @@
 /* The block-dtype traits table: dequantizers loop the scalar per-block
- * reference of dequant_block.h (shared with CUDA, bit-exact with gguf-py);
+ * reference of dequant_block.h (shared with CUDA, bit-exact with gguf-py),
+ * or for the common weight types the vectorized rows of dequant_rows.c
+ * (the same bits);
  * quantizers live in quantize_simple.c (32-element types) and quantize_k.c
  * (K types, IQ4_XS). */
 #include "quant/quant.h"
 #include "quant/dequant_block.h"
 #include "quant/quantize_k.h"
+#include "quant/quant_rows.h"
 #include "core/dtype.h"
 
 /* ggml's rounding order: no a*b+c contraction into an FMA (clang contracts
@@ -19,17 +22,20 @@
         const wk_block_##name *b = (const wk_block_##name *)src;              \
         for (int64_t i = 0; i < n / (qk); i++) wk__dq_##name(b + i, dst + i * (qk)); \
     }
-WK__DQ_ROW(q4_0, WK_QK)
-WK__DQ_ROW(q4_1, WK_QK)
-WK__DQ_ROW(q5_0, WK_QK)
-WK__DQ_ROW(q5_1, WK_QK)
-WK__DQ_ROW(q8_0, WK_QK)
+/* The vectorized rows (dequant_rows.c), under the same names. */
+#define WK__DQ_FAST(name)                                                     \
+    static void dq_row_##name(const void *src, float *dst, int64_t n) { wk__dequant_row_##name(src, dst, n); }
+WK__DQ_FAST(q4_0)
+WK__DQ_FAST(q4_1)
+WK__DQ_FAST(q5_0)
+WK__DQ_FAST(q5_1)
+WK__DQ_FAST(q8_0)
 WK__DQ_ROW(q8_1, WK_QK)
 WK__DQ_ROW(q2_K, WK_QK_K)
 WK__DQ_ROW(q3_K, WK_QK_K)
-WK__DQ_ROW(q4_K, WK_QK_K)
-WK__DQ_ROW(q5_K, WK_QK_K)
-WK__DQ_ROW(q6_K, WK_QK_K)
+WK__DQ_FAST(q4_K)
+WK__DQ_FAST(q5_K)
+WK__DQ_FAST(q6_K)
 WK__DQ_ROW(q8_K, WK_QK_K)
 WK__DQ_ROW(iq4_nl, WK_QK)
 WK__DQ_ROW(iq4_xs, WK_QK_K)
