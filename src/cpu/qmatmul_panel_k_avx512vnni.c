@@ -163,6 +163,13 @@ bool wk__qgemmK_supported(wk_dtype wdt) {
     return false;
 }
 
+/* 4 weight bytes to every lane (folds into vpdpbusd's {1to16} operand) */
+static inline __m512i bcast4(const int8_t *w) {
+    int32_t v;
+    memcpy(&v, w, 4);
+    return _mm512_set1_epi32(v);
+}
+
 /* The micro-kernel: c[r * ldc + j] = sum over super-blocks for activation
  * rows r < mvalid of the panel ap and weight rows j < NR of wr (from row
  * j0). Q6: scale groups of 16 and no mins; else groups of 32 with mins. */
@@ -181,20 +188,18 @@ static inline __attribute__((always_inline)) void tile(int64_t nb, const qk_ablk
             for (int j = 0; j < NR; j++) {
                 int64_t i = (j0 + j) * nb + b;
                 const int8_t *w = wr->q + i * WK_QK_K + 32 * ch;
-                int32_t w4[8];
-                memcpy(w4, w, 32);
                 if (Q6) {
                     __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
                     for (int g = 0; g < 4; g++) {
-                        s0 = _mm512_dpbusd_epi32(s0, a[g], _mm512_set1_epi32(w4[g]));
-                        s1 = _mm512_dpbusd_epi32(s1, a[g + 4], _mm512_set1_epi32(w4[g + 4]));
+                        s0 = _mm512_dpbusd_epi32(s0, a[g], bcast4(w + 4 * g));
+                        s1 = _mm512_dpbusd_epi32(s1, a[g + 4], bcast4(w + 16 + 4 * g));
                     }
                     const int32_t *sc = wr->sc + i * QK_NG + 2 * ch;
                     isum[j] = _mm512_add_epi32(isum[j], _mm512_mullo_epi32(s0, _mm512_set1_epi32(sc[0])));
                     isum[j] = _mm512_add_epi32(isum[j], _mm512_mullo_epi32(s1, _mm512_set1_epi32(sc[1])));
                 } else {
                     __m512i s = _mm512_setzero_si512();
-                    for (int g = 0; g < 8; g++) s = _mm512_dpbusd_epi32(s, a[g], _mm512_set1_epi32(w4[g]));
+                    for (int g = 0; g < 8; g++) s = _mm512_dpbusd_epi32(s, a[g], bcast4(w + 4 * g));
                     isum[j] = _mm512_add_epi32(
                         isum[j], _mm512_mullo_epi32(s, _mm512_set1_epi32(wr->sc[i * QK_NG + ch])));
                 }
