@@ -198,10 +198,14 @@ static inline __attribute__((always_inline)) void tile(int64_t nb, const qk_ablk
                     isum[j] = _mm512_add_epi32(isum[j], _mm512_mullo_epi32(s0, _mm512_set1_epi32(sc[0])));
                     isum[j] = _mm512_add_epi32(isum[j], _mm512_mullo_epi32(s1, _mm512_set1_epi32(sc[1])));
                 } else {
-                    __m512i s = _mm512_setzero_si512();
-                    for (int g = 0; g < 8; g++) s = _mm512_dpbusd_epi32(s, a[g], bcast4(w + 4 * g));
-                    isum[j] = _mm512_add_epi32(
-                        isum[j], _mm512_mullo_epi32(s, _mm512_set1_epi32(wr->sc[i * QK_NG + ch])));
+                    /* two chains of 4: vpdpbusd's latency hides behind 16, not 8 */
+                    __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+                    for (int g = 0; g < 4; g++) {
+                        s0 = _mm512_dpbusd_epi32(s0, a[g], bcast4(w + 4 * g));
+                        s1 = _mm512_dpbusd_epi32(s1, a[g + 4], bcast4(w + 16 + 4 * g));
+                    }
+                    isum[j] = _mm512_add_epi32(isum[j], _mm512_mullo_epi32(_mm512_add_epi32(s0, s1),
+                                                                           _mm512_set1_epi32(wr->sc[i * QK_NG + ch])));
                 }
             }
         }
