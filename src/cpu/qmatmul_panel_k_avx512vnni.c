@@ -72,7 +72,10 @@ static void unpack_q45(const uint8_t *blk, bool q5, int64_t i, qk_wrow *o) {
     uint8_t sc[8], mn[8];
     k_scales(x->scales, sc, mn);
     int8_t *q = o->q + i * WK_QK_K;
-    int32_t corr = 0;
+    /* 128 * sum_j sc_j * sum(sub-block j): pair sums (maddubs with ones)
+     * times the scale (madd), reduced once at the end */
+    const __m256i ones = _mm256_set1_epi8(1);
+    __m256i cv = _mm256_setzero_si256();
     for (int c = 0; c < 4; c++) {
         __m256i raw = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
         __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
@@ -83,11 +86,14 @@ static void unpack_q45(const uint8_t *blk, bool q5, int64_t i, qk_wrow *o) {
         }
         _mm256_storeu_si256((__m256i *)(q + 64 * c), lo);
         _mm256_storeu_si256((__m256i *)(q + 64 * c + 32), hi);
-        int32_t sl[4], sh[4];
-        sums8(lo, sl);
-        sums8(hi, sh);
-        corr += sc[2 * c] * (sl[0] + sl[1] + sl[2] + sl[3]) + sc[2 * c + 1] * (sh[0] + sh[1] + sh[2] + sh[3]);
+        cv = _mm256_add_epi32(cv, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, ones), _mm256_set1_epi16(sc[2 * c])));
+        cv = _mm256_add_epi32(cv,
+                              _mm256_madd_epi16(_mm256_maddubs_epi16(hi, ones), _mm256_set1_epi16(sc[2 * c + 1])));
     }
+    __m128i c4 = _mm_add_epi32(_mm256_castsi256_si128(cv), _mm256_extracti128_si256(cv, 1));
+    c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4e));
+    c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xb1));
+    int32_t corr = _mm_cvtsi128_si32(c4);
     for (int j = 0; j < 8; j++) o->sc[i * QK_NG + j] = sc[j];
     for (int j = 8; j < QK_NG; j++) o->sc[i * QK_NG + j] = 0;
     for (int t = 0; t < 4; t++) o->mn[i * 4 + t] = (int32_t)((uint32_t)mn[2 * t] | ((uint32_t)mn[2 * t + 1] << 16));
