@@ -218,14 +218,15 @@ static inline __attribute__((always_inline)) void tile(int64_t nb, const qk_ablk
         __m512 da = _mm512_loadu_ps(A->d);
         for (int j = 0; j < NR; j++) {
             int64_t i = (j0 + j) * nb + b;
-            acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[j]), _mm512_mul_ps(da, _mm512_set1_ps(wr->d[i])), acc[j]);
+            /* d_w * isum - dmin_w * sum_j m_j * bsum_j, then times d_a */
+            __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(isum[j]), _mm512_set1_ps(wr->d[i]));
             if (!Q6) {
                 __m512i ms = _mm512_setzero_si512();
                 for (int t = 0; t < 4; t++)
                     ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512(A->bs[t]), _mm512_set1_epi32(wr->mn[i * 4 + t]));
-                acc[j] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(da, _mm512_set1_ps(wr->dmin[i])),
-                                          acc[j]);
+                f = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_set1_ps(wr->dmin[i]), f);
             }
+            acc[j] = _mm512_fmadd_ps(f, da, acc[j]);
         }
     }
     for (int j = 0; j < NR; j++) {
