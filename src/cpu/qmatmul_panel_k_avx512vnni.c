@@ -216,6 +216,8 @@ static inline __attribute__((always_inline)) void tile(int64_t nb, const qk_ablk
             }
         }
         __m512 da = _mm512_loadu_ps(A->d);
+        __m512i bs[4]; /* the activation sub-block sums, shared by the NR rows */
+        for (int t = 0; t < 4; t++) bs[t] = Q6 ? _mm512_setzero_si512() : _mm512_loadu_si512(A->bs[t]);
         for (int j = 0; j < NR; j++) {
             int64_t i = (j0 + j) * nb + b;
             /* d_w * isum - dmin_w * sum_j m_j * bsum_j, then times d_a */
@@ -223,7 +225,7 @@ static inline __attribute__((always_inline)) void tile(int64_t nb, const qk_ablk
             if (!Q6) {
                 __m512i ms = _mm512_setzero_si512();
                 for (int t = 0; t < 4; t++)
-                    ms = _mm512_dpwssd_epi32(ms, _mm512_loadu_si512(A->bs[t]), _mm512_set1_epi32(wr->mn[i * 4 + t]));
+                    ms = _mm512_dpwssd_epi32(ms, bs[t], _mm512_set1_epi32(wr->mn[i * 4 + t]));
                 f = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_set1_ps(wr->dmin[i]), f);
             }
             acc[j] = _mm512_fmadd_ps(f, da, acc[j]);
@@ -319,8 +321,12 @@ bool wk__qgemmK_avx512vnni(wk_dtype wdt, int64_t m, int64_t n, int64_t nb, const
                         o->bs[t][r][0] = (int16_t)(x->bsums[4 * t] + x->bsums[4 * t + 1]);
                         o->bs[t][r][1] = (int16_t)(x->bsums[4 * t + 2] + x->bsums[4 * t + 3]);
                     }
-                    for (int g = 0; g < WK_QK_K / 4; g++)
-                        for (int t = 0; t < 4; t++) o->q[g][r][t] = (uint8_t)(x->qs[4 * g + t] ^ 0x80);
+                    for (int g = 0; g < WK_QK_K / 4; g++) { /* 4 bytes at a time, + 128 each */
+                        uint32_t v;
+                        memcpy(&v, x->qs + 4 * g, 4);
+                        v ^= 0x80808080u;
+                        memcpy(o->q[g][r], &v, 4);
+                    }
                 } else {
                     o->d[r] = 0;
                     for (int t = 0; t < 4; t++) o->bs[t][r][0] = o->bs[t][r][1] = 0;
