@@ -42,25 +42,18 @@ typedef struct {
     float *d, *dmin;
 } qk_wrow;
 
-/* sums of the 4 runs of 8 unsigned bytes of v */
-static inline void sums8(__m256i v, int32_t out[4]) {
-    __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256());
-    int64_t t[4];
-    _mm256_storeu_si256((__m256i *)t, s);
-    for (int i = 0; i < 4; i++) out[i] = (int32_t)t[i];
-}
-
-/* q4_K / q5_K: the 8 6-bit scales and mins out of 12 bytes */
-static void k_scales(const uint8_t *s12, uint8_t sc[8], uint8_t mn[8]) {
-    for (int j = 0; j < 8; j++) {
-        if (j < 4) {
-            sc[j] = s12[j] & 63;
-            mn[j] = s12[j + 4] & 63;
-        } else {
-            sc[j] = (uint8_t)((s12[j + 4] & 0xf) | ((s12[j - 4] >> 6) << 4));
-            mn[j] = (uint8_t)((s12[j + 4] >> 4) | ((s12[j] >> 6) << 4));
-        }
-    }
+/* q4_K / q5_K: the 8 6-bit scales (bytes 0..7 of sm) and mins (8..15) out
+ * of 12 bytes, 4 at a time: bytes 0..3 hold scales / mins 0..3 in their low
+ * 6 bits and the top 2 bits of 4..7, bytes 8..11 the low nibbles of 4..7 */
+static void k_scales(const uint8_t *s12, uint8_t sm[16]) {
+    uint32_t u[4];
+    memcpy(u, s12, 12);
+    u[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    uint32_t mins_lo = u[1] & 0x3f3f3f3fu;
+    u[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    u[2] = mins_lo;
+    u[0] &= 0x3f3f3f3fu;
+    memcpy(sm, u, 16);
 }
 
 static void unpack_q45(const uint8_t *blk, bool q5, int64_t i, qk_wrow *o) {
@@ -69,8 +62,8 @@ static void unpack_q45(const uint8_t *blk, bool q5, int64_t i, qk_wrow *o) {
     const uint8_t *qs = q5 ? x5->qs : x->qs;
     const __m256i m4 = _mm256_set1_epi8(0xf), s16v = _mm256_set1_epi8(0x10);
     __m256i qh = q5 ? _mm256_loadu_si256((const __m256i *)x5->qh) : _mm256_setzero_si256();
-    uint8_t sc[8], mn[8];
-    k_scales(x->scales, sc, mn);
+    uint8_t sm[16], *sc = sm;
+    k_scales(x->scales, sm);
     int8_t *q = o->q + i * WK_QK_K;
     /* 128 * sum_j sc_j * sum(sub-block j): pair sums (maddubs with ones)
      * times the scale (madd), reduced once at the end */
@@ -94,9 +87,11 @@ static void unpack_q45(const uint8_t *blk, bool q5, int64_t i, qk_wrow *o) {
     c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4e));
     c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xb1));
     int32_t corr = _mm_cvtsi128_si32(c4);
-    for (int j = 0; j < 8; j++) o->sc[i * QK_NG + j] = sc[j];
-    for (int j = 8; j < QK_NG; j++) o->sc[i * QK_NG + j] = 0;
-    for (int t = 0; t < 4; t++) o->mn[i * 4 + t] = (int32_t)((uint32_t)mn[2 * t] | ((uint32_t)mn[2 * t + 1] << 16));
+    /* scales 0..7 as int32 (8..15 unused for these types); mins as int16
+     * pairs: dword t = (m_2t, m_2t+1), vpdpwssd's layout */
+    __m128i smv = _mm_loadu_si128((const __m128i *)sm);
+    _mm256_storeu_si256((__m256i *)(o->sc + i * QK_NG), _mm256_cvtepu8_epi32(smv));
+    _mm_storeu_si128((__m128i *)(o->mn + i * 4), _mm_cvtepu8_epi16(_mm_srli_si128(smv, 8)));
     o->corr[i] = 128 * corr;
     o->d[i] = wk__q_f16(x->d);
     o->dmin[i] = wk__q_f16(x->dmin);
@@ -106,7 +101,8 @@ static void unpack_q6(const uint8_t *blk, int64_t i, qk_wrow *o) {
     const wk_block_q6_K *x = (const wk_block_q6_K *)blk;
     const __m256i m4 = _mm256_set1_epi8(0xf), m2 = _mm256_set1_epi8(3), o32 = _mm256_set1_epi8(32);
     int8_t *q = o->q + i * WK_QK_K;
-    int32_t corr = 0;
+    const __m256i ones = _mm256_set1_epi8(1);
+    __m256i cv = _mm256_setzero_si256();
     for (int c = 0; c < 2; c++) {
         __m256i l0 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * c));
         __m256i l1 = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * c + 32));
@@ -121,12 +117,18 @@ static void unpack_q6(const uint8_t *blk, int64_t i, qk_wrow *o) {
                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
         for (int t = 0; t < 4; t++) {
             int g = 8 * c + 2 * t; /* groups g, g + 1: the two halves of v[t] */
-            _mm256_storeu_si256((__m256i *)(q + 128 * c + 32 * t), _mm256_sub_epi8(v[t], o32));
-            int32_t s[4];
-            sums8(v[t], s); /* of the unsigned values: 16 * 32 too many per group */
-            corr += x->scales[g] * (s[0] + s[1] - 16 * 32) + x->scales[g + 1] * (s[2] + s[3] - 16 * 32);
+            __m256i sv = _mm256_sub_epi8(v[t], o32);
+            _mm256_storeu_si256((__m256i *)(q + 128 * c + 32 * t), sv);
+            /* signed pair sums (ones as maddubs' unsigned side), times the
+             * group's scale: int16 lanes 0..7 group g, 8..15 group g + 1 */
+            __m256i scv = _mm256_set_m128i(_mm_set1_epi16(x->scales[g + 1]), _mm_set1_epi16(x->scales[g]));
+            cv = _mm256_add_epi32(cv, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, sv), scv));
         }
     }
+    __m128i c4 = _mm_add_epi32(_mm256_castsi256_si128(cv), _mm256_extracti128_si256(cv, 1));
+    c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4e));
+    c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xb1));
+    int32_t corr = _mm_cvtsi128_si32(c4);
     for (int g = 0; g < QK_NG; g++) o->sc[i * QK_NG + g] = x->scales[g];
     for (int t = 0; t < 4; t++) o->mn[i * 4 + t] = 0;
     o->corr[i] = 128 * corr;
