@@ -189,10 +189,12 @@ static inline __attribute__((always_inline)) void tile(int64_t nb, const qk_ablk
     for (int64_t b = 0; b < nb; b++) {
         const qk_ablk *A = ap + b;
         __m512i isum[QK_NR];
+        #pragma GCC unroll 8
         for (int j = 0; j < NR; j++) isum[j] = _mm512_set1_epi32(-wr->corr[(j0 + j) * nb + b]);
         for (int ch = 0; ch < 8; ch++) { /* 32 values at a time */
             __m512i a[8];
             for (int g = 0; g < 8; g++) a[g] = _mm512_loadu_si512(A->q[8 * ch + g]);
+            #pragma GCC unroll 8 /* isum[] and acc[] must stay in registers */
             for (int j = 0; j < NR; j++) {
                 int64_t i = (j0 + j) * nb + b;
                 const int8_t *w = wr->q + i * WK_QK_K + 32 * ch;
@@ -220,6 +222,7 @@ static inline __attribute__((always_inline)) void tile(int64_t nb, const qk_ablk
         __m512 da = _mm512_loadu_ps(A->d);
         __m512i bs[4]; /* the activation sub-block sums, shared by the NR rows */
         for (int t = 0; t < 4; t++) bs[t] = Q6 ? _mm512_setzero_si512() : _mm512_loadu_si512(A->bs[t]);
+        #pragma GCC unroll 8
         for (int j = 0; j < NR; j++) {
             int64_t i = (j0 + j) * nb + b;
             /* d_w * isum - dmin_w * sum_j m_j * bsum_j, then times d_a */
