@@ -304,6 +304,42 @@ static void test_simd_equals_portable_exact(void **state) {
     each_level(exact_vs_portable);
 }
 
+/* The K-type prefill panel (AVX512-VNNI: 16 activation rows x 8 weight
+ * rows, weight panels of 64 rows): M >= 16 with ragged last panels, N past
+ * one weight panel and not a multiple of the tile, several super-blocks;
+ * against the reference, 1 == 2 threads, and bit for bit the portable
+ * kernel on integer-exact data (every sum exact). */
+static const wk_dtype k_panel_types[] = {WK_Q4_K, WK_Q5_K, WK_Q6_K};
+static void k_panel(void) {
+    static const int64_t ms[] = {16, 31, 48};
+    for (size_t t = 0; t < sizeof k_panel_types / sizeof k_panel_types[0]; t++) {
+        wk_dtype wdt = k_panel_types[t];
+        for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) one_case(wdt, ms[mi], 75, 3, X_PLAIN);
+        int64_t k = 3 * 256, n = 75, m = 35;
+        size_t nbytes;
+        uint8_t *wb = make_weights(wdt, n, k, true, &nbytes);
+        wk_tensor *w = TU_OK(wk_from_host(wb, nbytes, (int64_t[]){n, k}, 2, wdt, wk_cpu()));
+        wk_tensor *x = make_x(m, k, X_PLAIN, true);
+        float *Ys = run(x, w, m, n);
+        wk__qdot_force(1);
+        float *Yp = run(x, w, m, n);
+        wk__qdot_force(0);
+        for (int64_t i = 0; i < m * n; i++)
+            if (Ys[i] != Yp[i])
+                fail_msg("%s at %s (m %lld): SIMD %.9g != portable %.9g at %lld", wk_dtype_name(wdt), wk_cpu_isa(),
+                         (long long)m, (double)Ys[i], (double)Yp[i], (long long)i);
+        free(Ys);
+        free(Yp);
+        wk_tensor_free(x);
+        wk_tensor_free(w);
+        free(wb);
+    }
+}
+static void test_k_panel_all_levels(void **state) {
+    (void)state;
+    each_level(k_panel);
+}
+
 /* rows of w at a stride: every other row of a taller weight (a zero-copy
  * view, as a model file's tensors are) */
 static void test_row_strided_weight(void **state) {
@@ -413,6 +449,7 @@ int main(void) {
         cmocka_unit_test(test_long_rows_all_levels),
         cmocka_unit_test(test_batch_strided_half_x),
         cmocka_unit_test(test_simd_equals_portable_exact),
+        cmocka_unit_test(test_k_panel_all_levels),
         cmocka_unit_test(test_row_strided_weight),
         cmocka_unit_test(test_half_weights_all_levels),
         cmocka_unit_test(test_errors),

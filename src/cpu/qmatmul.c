@@ -11,7 +11,8 @@
  * memory bandwidth. For M >= 16 (prefill) the weight panel is reused from
  * cache by M / 8 groups, a blocked GEMM rather than M matrix-vector products.
  * On AVX512-VNNI the 32-element types' prefill instead runs the 16 x 8 zmm
- * panel GEMM of qmatmul_panel_avx512vnni.c (about twice the 1 x 8 tile).
+ * panel GEMM of qmatmul_panel_avx512vnni.c (about twice the 1 x 8 tile),
+ * and q4_K / q5_K / q6_K its super-block twin, qmatmul_panel_k_avx512vnni.c.
  * Nothing is cached between calls: packed panels live for one call.
  *
  * f16/bf16 w: decode dots each weight row with the f32 rows of x, widening
@@ -232,8 +233,10 @@ wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk
         const uint8_t *wp = (const uint8_t *)w + (size_t)(lw->offset / wi->block_elems) * wi->block_bytes;
         size_t wrs = (size_t)(lw->stride[0] / wi->block_elems) * wi->block_bytes;
         if (m >= QM_PREFILL && nb > 0 && atomic_load(&g_force) == 0 && wk__cpu_has_avx512vnni() &&
-            wk__qgemm32_supported(wdt)) {
-            if (!wk__qgemm32_avx512vnni(wdt, m, n, nb, wp, wrs, A, as, out))
+            (wk__qgemm32_supported(wdt) || wk__qgemmK_supported(wdt))) {
+            bool ok = wk__qgemm32_supported(wdt) ? wk__qgemm32_avx512vnni(wdt, m, n, nb, wp, wrs, A, as, out)
+                                                 : wk__qgemmK_avx512vnni(wdt, m, n, nb, wp, wrs, A, as, out);
+            if (!ok)
                 st = wk__err(WK_ERR_OOM, op, "cannot allocate the packed panels (%lld x %lld blocks)", (long long)m,
                              (long long)nb);
             goto convert;
