@@ -372,13 +372,16 @@ static void test_row_strided_weight(void **state) {
     free(wb);
 }
 
-/* f16 / bf16 weights: x stays f32, the weights widen exactly */
+/* f16 / bf16 weights: x stays f32, the weights widen exactly. K = 77 and
+ * 208 reach the AVX-512 kernels' 32-wide loop and both a partial and a
+ * full masked 16-lane tail; N = 523 leaves rows after the 4-row groups. */
 static void half_weights(void) {
-    static const int64_t ms[] = {1, 3, 8, 9, 16, 33};
-    for (int f = 0; f < 2; f++)
+    static const int64_t ms[] = {1, 3, 8, 9, 16, 33}, ks[] = {77, 208};
+    for (int f = 0; f < 4; f++)
         for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
-            int64_t m = ms[mi], n = 523, k = 77;
-            wk_dtype wdt = f ? WK_BF16 : WK_F16;
+            int64_t m = ms[mi], n = 523, k = ks[f / 2];
+            if (f >= 2 && m > 9) continue; /* the second K checks the decode kernels */
+            wk_dtype wdt = f % 2 ? WK_BF16 : WK_F16;
             float *wh = malloc(sizeof(float) * (size_t)(n * k));
             for (int64_t i = 0; i < n * k; i++) wh[i] = (float)urand();
             wk_tensor *w32 = TU_OK(wk_from_host(wh, sizeof(float) * (size_t)(n * k), (int64_t[]){n, k}, 2, WK_F32, wk_cpu()));

@@ -16,14 +16,16 @@
  * Nothing is cached between calls: packed panels live for one call.
  *
  * f16/bf16 w: decode dots each weight row with the f32 rows of x, widening
- * in registers; prefill widens panels of QM_HNC weight rows to f32 and runs
- * wick's f32 GEMM (its packing, micro-kernels and threads) on them, except
+ * in registers (on AVX-512, M = 1 takes four weight rows per pass over x,
+ * qmatmul_half_avx512.c; x stays f32, so the result keeps f32 accuracy);
+ * prefill widens panels of QM_HNC weight rows to f32 and runs wick's f32 GEMM (its packing, micro-kernels and threads) on them, except
  * bf16 weights on AVX512-BF16, where x is rounded to bf16 (as ggml does)
  * and the bf16 GEMM reads the weights as they are (twice the speed). */
 #include "core/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/gemm.h"
 #include "cpu/qdot.h"
+#include "cpu/qmatmul_half.h"
 #include "cpu/threadpool.h"
 #include "cpu/vmath.h"
 #include <stdatomic.h>
@@ -48,7 +50,9 @@ wk_qdot_fn wk__qdot_pick(wk_dtype wdt) {
 }
 
 static wk_hdot_fn hdot_pick(void) {
-    return atomic_load(&g_force) != 1 && wk__vmath_level() >= WK_VMATH_AVX2 ? wk__hdot_avx2 : wk__hdot_generic;
+    if (atomic_load(&g_force) == 1) return wk__hdot_generic;
+    int level = wk__vmath_level();
+    return level >= WK_VMATH_AVX512 ? wk__hdot_avx512 : level >= WK_VMATH_AVX2 ? wk__hdot_avx2 : wk__hdot_generic;
 }
 
 /* ---- x rows to contiguous f32 ---- */
@@ -151,6 +155,13 @@ typedef struct {
 static void hmm_slice(void *vc, int64_t b, int64_t e, int tid) {
     (void)tid;
     const hmm_ctx *c = vc;
+    if (c->m == 1 && c->dot == wk__hdot_avx512) {
+        /* M = 1 on AVX-512: four weight rows per pass over x (qmatmul_half.h) */
+        int64_t j = b;
+        for (; j + 4 <= e; j += 4) wk__hdot4_avx512(c->k, c->w + j * c->wrs, c->wrs, c->f16, c->X, c->out + j);
+        for (; j < e; j++) c->dot(c->k, c->w + j * c->wrs, c->f16, c->X, c->k, 1, c->out + j, c->n);
+        return;
+    }
     for (int64_t m0 = 0; m0 < c->m; m0 += WK_QDOT_MR) {
         int mr = (int)(c->m - m0 < WK_QDOT_MR ? c->m - m0 : WK_QDOT_MR);
         for (int64_t j = b; j < e; j++)
