@@ -12,6 +12,7 @@
 #include "wick/wick.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 
 static int g_cputime;
@@ -99,9 +100,12 @@ static wk_tensor *weights(wk_dtype dt, int64_t n, int64_t k) {
 
 int main(int argc, char **argv) {
     const char *deft[] = {"q4_0", "q4_1", "q8_0", "q4_K", "q6_K", "f16", "bf16"};
-    int nt = argc > 1 ? argc - 1 : 7;
+    /* --quick (CI's smoke run of every bench): one type, one small shape */
+    bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    if (quick) argc = 1;
+    int nt = quick ? 1 : argc > 1 ? argc - 1 : 7;
     g_cputime = getenv("BENCH_CPUTIME") && atoi(getenv("BENCH_CPUTIME"));
-    const char *ms_env = getenv("BENCH_M"), *sh_env = getenv("BENCH_SHAPES");
+    const char *ms_env = quick ? "1 16" : getenv("BENCH_M"), *sh_env = quick ? "576x576" : getenv("BENCH_SHAPES");
     char ms_buf[256], sh_buf[512];
     snprintf(ms_buf, sizeof ms_buf, "%s", ms_env ? ms_env : "1 128 512");
     snprintf(sh_buf, sizeof sh_buf, "%s", sh_env ? sh_env : "4096x4096 576x576 576x1536 1536x576 49152x576");
