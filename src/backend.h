@@ -36,12 +36,15 @@ typedef struct wk_conv_args {
 } wk_conv_args;
 
 /* Scaled dot-product attention after validation: q (..., Lq, D), k (..., Lk,
- * D), v (..., Lk, Dv), all with the same batch dims (already broadcast);
+ * D), v (..., Lk, Dv), all with the same batch dims (already broadcast)
+ * except the head dim (rank-3) of k / v, which is Hq / group (GQA);
  * mask NULL or an additive mask of q's dtype broadcast to (..., Lq, Lk);
  * causal keeps key j <= query i (top-left aligned, as torch's is_causal). */
 typedef struct wk_attention_args {
     double scale;
-    bool causal;
+    bool causal;      /* query i sees key j iff j <= i + q_offset */
+    int64_t q_offset; /* >= 0 */
+    int64_t group;    /* Hq / Hkv >= 1: k / v have Hkv heads at dim rank-3, query head h reads h / group */
 } wk_attention_args;
 
 /* Pooling parameters after validation: kernel, stride, padding per spatial
@@ -151,11 +154,14 @@ typedef struct wk_backend {
                           wk_dtype dt, double eps, void *dst);
     wk_status (*layer_norm)(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
                             const void *b, const wk_layout *lb, wk_dtype dt, double eps, void *dst);
-    /* Rotary embedding of x (B, H, T, D) with cos / sin (T, D/2): halves
-     * (x[i], x[i + D/2]) or, interleaved, pairs (x[2i], x[2i+1]) rotate by
-     * angle (t, i). dst contiguous (B, H, T, D). */
+    /* Rotary embedding of x (B, H, T, D), or with thd (B, T, H, D), with
+     * cos / sin (T, D/2) (any strides): halves (x[i], x[i + D/2]) or,
+     * interleaved, pairs (x[2i], x[2i+1]) rotate by angle (t, i). dst
+     * contiguous in x's shape. */
     wk_status (*rope)(wk_device *dev, const void *x, const wk_layout *lx, const void *cos, const wk_layout *lc,
-                      const void *sin, const wk_layout *lsn, wk_dtype dt, bool interleaved, void *dst);
+                      const void *sin, const wk_layout *lsn, wk_dtype dt, bool interleaved, bool thd, void *dst);
+    /* silu(x[..., :D/2]) * x[..., D/2:] -> dst contiguous (..., D/2). */
+    wk_status (*swiglu)(wk_device *dev, const void *x, const wk_layout *lx, wk_dtype dt, void *dst);
     /* softmax(q k^T * scale + mask [causal]) v; dst contiguous (..., Lq, Dv) */
     wk_status (*attention)(wk_device *dev, const void *q, const wk_layout *lq, const void *k, const wk_layout *lk,
                            const void *v, const wk_layout *lv, const void *mask, const wk_layout *lm, wk_dtype dt,

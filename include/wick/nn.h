@@ -38,6 +38,34 @@ wk_tensor *wk_rope(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *si
 wk_tensor *wk_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
                                            const wk_tensor *mask, double scale, bool causal);
 
+/* Rotary embedding on candle's rope_thd layout: x (B, T, H, D), cos / sin
+ * (T, D/2), pairs halves or (interleaved) neighbours as wk_rope. The result
+ * is contiguous (B, T, H, D). GGUF llama models use interleaved pairs; HF
+ * checkpoints rotate halves. cos / sin may be any strided view (a narrow of
+ * a precomputed table for the positions being run). */
+wk_tensor *wk_rope_thd(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, bool interleaved);
+
+/* Attention for decoding and grouped-query heads. */
+typedef struct wk_attention_opts {
+    const wk_tensor *mask; /* additive, q's dtype, broadcastable to (..., Hq, Lq, Lk); or NULL */
+    double scale;          /* <= 0: 1 / sqrt(D) */
+    bool causal;           /* query i sees key j iff j <= i + q_offset */
+    int64_t q_offset;      /* position of query 0 among the keys: Lk - Lq when decoding with a cache */
+} wk_attention_opts;
+/* softmax(q k^T * scale + mask [causal]) v with q (..., Hq, Lq, D),
+ * k (..., Hkv, Lk, D), v (..., Hkv, Lk, Dv), rank >= 3, equal batch dims,
+ * Hkv dividing Hq: query head h reads kv head h / (Hq / Hkv) (GQA / MQA).
+ * Any strides (a narrow of a preallocated KV cache is the usual k / v).
+ * opts NULL: no mask, default scale, not causal, offset 0. Result
+ * contiguous (..., Hq, Lq, Dv). Fused backends tile over keys with an
+ * online softmax (memory O(tile), not O(Lq * Lk)). A query row with every
+ * key masked gives NaN (as torch). */
+wk_tensor *wk_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_attention_opts *opts);
+
+/* silu(a) * b where a, b are the first and second halves of the last dim
+ * (candle's swiglu); last dim even, result (..., D/2) contiguous. */
+wk_tensor *wk_swiglu(const wk_tensor *x);
+
 /* Quantized matmul y = x @ w^T: x (..., K) f32/f16/bf16 with any batch dims
  * and strides, w (N, K) of a GGML block dtype or f16/bf16, rows contiguous
  * (any row stride), same device. y (..., N) in x's dtype. As ggml does, the

@@ -608,4 +608,8 @@ wk_status wk_device_release_cache(wk_device *dev, size_t *released);
 #include "wick/nn.h"
 #include "wick/gguf.h"
 #include "wick/safetensors.h"
+#include "wick/tokenizer.h"
+#include "wick/llama.h"
+#include "wick/generate.h"
+#include "wick/bert.h"
 #endif /* WICK_WICK_H */

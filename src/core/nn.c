@@ -165,16 +165,25 @@ wk_tensor *wk_layer_norm(const wk_tensor *x, const wk_tensor *weight, const wk_t
 
 /* ---- rope ---- */
 
-static wk_tensor *rope_composite(const wk_tensor *x, const wk_tensor *cs, const wk_tensor *sn, bool interleaved) {
+/* x (B, H, T, D) or, thd, (B, T, H, D): cos / sin (T, D/2) broadcast over
+ * B and H either way. */
+static wk_tensor *rope_composite(const wk_tensor *x, const wk_tensor *cs, const wk_tensor *sn, bool interleaved,
+                                 bool thd) {
     const int64_t *s = x->layout.shape;
     int64_t h = s[3] / 2;
-    wk_tensor *tmp[14] = {0};
+    wk_tensor *tmp[16] = {0};
     tmp[0] = to_work(x);
     tmp[1] = to_work(cs);
     tmp[2] = to_work(sn);
+    if (thd) {
+        /* (T, D/2) -> (T, 1, D/2): broadcasts over the head dim */
+        tmp[14] = wk_unsqueeze(tmp[1], 1);
+        tmp[15] = wk_unsqueeze(tmp[2], 1);
+    }
+    const wk_tensor *c = thd ? tmp[14] : tmp[1], *sv = thd ? tmp[15] : tmp[2];
     const wk_tensor *a, *b;
     if (interleaved) {
-        /* (B, H, T, D) -> (B, H, T, D/2, 2): pairs are the last dim */
+        /* (..., D) -> (..., D/2, 2): pairs are the last dim */
         int64_t s5[5] = {s[0], s[1], s[2], h, 2};
         tmp[3] = wk_contiguous(tmp[0]);
         tmp[4] = wk_reshape(tmp[3], s5, 5);
@@ -186,11 +195,11 @@ static wk_tensor *rope_composite(const wk_tensor *x, const wk_tensor *cs, const 
     }
     a = tmp[5];
     b = tmp[6];
-    tmp[7] = wk_mul(a, tmp[1]);
-    tmp[8] = wk_mul(b, tmp[2]);
+    tmp[7] = wk_mul(a, c);
+    tmp[8] = wk_mul(b, sv);
     tmp[9] = wk_sub(tmp[7], tmp[8]); /* a cos - b sin */
-    tmp[10] = wk_mul(a, tmp[2]);
-    tmp[11] = wk_mul(b, tmp[1]);
+    tmp[10] = wk_mul(a, sv);
+    tmp[11] = wk_mul(b, c);
     tmp[12] = wk_add(tmp[10], tmp[11]); /* a sin + b cos */
     wk_tensor *parts[2] = {tmp[9], tmp[12]};
     wk_tensor *r;
@@ -200,44 +209,83 @@ static wk_tensor *rope_composite(const wk_tensor *x, const wk_tensor *cs, const 
     } else {
         r = wk_cat(parts, 2, 3);
     }
-    free_all(tmp, 14);
+    free_all(tmp, 16);
     return from_work(r, x->dtype);
 }
 
-wk_tensor *wk_rope(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, bool interleaved) {
-    const char *op = "wk_rope";
+static wk_tensor *rope_run(const char *op, const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin,
+                           bool interleaved, bool thd) {
     if (!wk__check_same(op, x, cos) || !wk__check_same(op, x, sin) || !check_float(op, x)) return NULL;
     char bx[128], bc[128], bs[128];
     const wk_layout *lx = &x->layout, *lc = &cos->layout, *ls = &sin->layout;
-    if (lx->rank != 4 || lx->shape[3] % 2 != 0 || lc->rank != 2 || ls->rank != 2 || lc->shape[0] != lx->shape[2] ||
+    int tdim = thd ? 1 : 2;
+    if (lx->rank != 4 || lx->shape[3] % 2 != 0 || lc->rank != 2 || ls->rank != 2 || lc->shape[0] != lx->shape[tdim] ||
         lc->shape[1] != lx->shape[3] / 2 || ls->shape[0] != lc->shape[0] || ls->shape[1] != lc->shape[1]) {
-        wk__err(WK_ERR_SHAPE, op, "needs x (B, H, T, D) with D even and cos, sin (T, D/2): x %s, cos %s, sin %s",
-                wk__shape_str(lx->shape, lx->rank, bx, sizeof bx), wk__shape_str(lc->shape, lc->rank, bc, sizeof bc),
-                wk__shape_str(ls->shape, ls->rank, bs, sizeof bs));
+        wk__err(WK_ERR_SHAPE, op, "needs x %s with D even and cos, sin (T, D/2): x %s, cos %s, sin %s",
+                thd ? "(B, T, H, D)" : "(B, H, T, D)", wk__shape_str(lx->shape, lx->rank, bx, sizeof bx),
+                wk__shape_str(lc->shape, lc->rank, bc, sizeof bc), wk__shape_str(ls->shape, ls->rank, bs, sizeof bs));
         return NULL;
     }
     if (wk_numel(x) == 0) return wk__tensor_alloc(op, wk__dev(x), x->dtype, lx->shape, 4);
     const wk_backend *be = wk__be(x);
-    if (!be->rope) return rope_composite(x, cos, sin, interleaved);
+    if (!be->rope) return rope_composite(x, cos, sin, interleaved, thd);
     RUN_FUSED(op, wk__dev(x), x->dtype, lx->shape, 4,
               be->rope(wk__dev(x), x->storage->buf, lx, cos->storage->buf, lc, sin->storage->buf, ls, x->dtype,
-                       interleaved, dst));
+                       interleaved, thd, dst));
+}
+
+wk_tensor *wk_rope(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, bool interleaved) {
+    return rope_run("wk_rope", x, cos, sin, interleaved, false);
+}
+wk_tensor *wk_rope_thd(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, bool interleaved) {
+    return rope_run("wk_rope_thd", x, cos, sin, interleaved, true);
+}
+
+/* ---- swiglu ---- */
+
+wk_tensor *wk_swiglu(const wk_tensor *x) {
+    const char *op = "wk_swiglu";
+    if (!x) return NULL;
+    if (!wk__check_in(op, x) || !check_float(op, x)) return NULL;
+    const wk_layout *l = &x->layout;
+    if (l->rank < 1 || l->shape[l->rank - 1] % 2 != 0) {
+        char b[128];
+        wk__err(WK_ERR_SHAPE, op, "needs a last dim of even size: x %s", wk__shape_str(l->shape, l->rank, b, sizeof b));
+        return NULL;
+    }
+    int r = l->rank;
+    int64_t h = l->shape[r - 1] / 2, oshape[WK_MAX_RANK];
+    memcpy(oshape, l->shape, sizeof(int64_t) * (size_t)r);
+    oshape[r - 1] = h;
+    const wk_backend *be = wk__be(x);
+    if (be->swiglu && wk_numel(x) > 0)
+        RUN_FUSED(op, wk__dev(x), x->dtype, oshape, r, be->swiglu(wk__dev(x), x->storage->buf, l, x->dtype, dst));
+    wk_tensor *tmp[5] = {0};
+    tmp[0] = to_work(x);
+    tmp[1] = wk_narrow(tmp[0], r - 1, 0, h);
+    tmp[2] = wk_narrow(tmp[0], r - 1, h, h);
+    tmp[3] = wk_silu(tmp[1]);
+    tmp[4] = wk_mul(tmp[3], tmp[2]);
+    wk_tensor *o = tmp[4] ? wk_contiguous(tmp[4]) : NULL;
+    free_all(tmp, 5);
+    return from_work(o, x->dtype);
 }
 
 /* ---- scaled dot-product attention ---- */
 
-/* The additive causal mask (Lq, Lk) in dtype dt on dev: 0 where j <= i. */
-static wk_tensor *causal_mask(wk_device *dev, wk_dtype dt, int64_t lq, int64_t lk) {
+/* The additive causal mask (Lq, Lk) in dtype dt on dev: 0 where
+ * j <= i + off, -inf elsewhere. */
+static wk_tensor *causal_mask(wk_device *dev, wk_dtype dt, int64_t lq, int64_t lk, int64_t off) {
     size_t n = (size_t)(lq * lk), es = wk_dtype_size(dt);
     void *buf = malloc(n * es + 1);
     if (!buf) {
-        wk__err(WK_ERR_OOM, "wk_scaled_dot_product_attention", "cannot allocate a %lld x %lld causal mask",
-                (long long)lq, (long long)lk);
+        wk__err(WK_ERR_OOM, "wk_attention", "cannot allocate a %lld x %lld causal mask", (long long)lq,
+                (long long)lk);
         return NULL;
     }
     for (int64_t i = 0; i < lq; i++)
         for (int64_t j = 0; j < lk; j++) {
-            double v = j <= i ? 0.0 : -INFINITY;
+            double v = j <= i + off ? 0.0 : -INFINITY;
             if (dt == WK_F64) ((double *)buf)[i * lk + j] = v;
             else ((float *)buf)[i * lk + j] = (float)v;
         }
@@ -247,50 +295,84 @@ static wk_tensor *causal_mask(wk_device *dev, wk_dtype dt, int64_t lq, int64_t l
     return m;
 }
 
+/* k (..., Hkv, L, D) -> (..., Hkv * group, L, D): each kv head repeated
+ * group times in a row (head h of q reads kv head h / group). */
+static wk_tensor *repeat_kv(const wk_tensor *k, int64_t group) {
+    if (group == 1) return wk_narrow(k, 0, 0, k->layout.shape[0]); /* a view: scope-safe */
+    int r = k->layout.rank;
+    int64_t s[WK_MAX_RANK + 1], o[WK_MAX_RANK];
+    wk_tensor *u = wk_unsqueeze(k, r - 2); /* (..., Hkv, 1, L, D) */
+    if (!u) return NULL;
+    memcpy(s, u->layout.shape, sizeof(int64_t) * (size_t)(r + 1));
+    s[r - 2] = group;
+    wk_tensor *b = wk_broadcast_as(u, s, r + 1);
+    memcpy(o, k->layout.shape, sizeof(int64_t) * (size_t)r);
+    o[r - 3] *= group;
+    wk_tensor *res = b ? wk_reshape(b, o, r) : NULL; /* copies: broadcast dims do not fold */
+    wk_tensor_free(u);
+    wk_tensor_free(b);
+    return res;
+}
+
 static wk_tensor *attention_composite(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
-                                      const wk_tensor *mask, double scale, bool causal) {
+                                      const wk_tensor *mask, const wk_attention_args *a) {
     int r = q->layout.rank;
-    wk_tensor *tmp[10] = {0};
+    wk_tensor *tmp[12] = {0};
     tmp[0] = to_work(q);
     tmp[1] = to_work(k);
     tmp[2] = to_work(v);
-    tmp[3] = wk_transpose(tmp[1], r - 2, r - 1);
+    tmp[10] = tmp[1] ? repeat_kv(tmp[1], a->group) : NULL;
+    tmp[11] = tmp[2] ? repeat_kv(tmp[2], a->group) : NULL;
+    tmp[3] = wk_transpose(tmp[10], r - 2, r - 1);
     tmp[4] = wk_matmul(tmp[0], tmp[3]);
-    tmp[5] = wk_affine(tmp[4], scale, 0.0);
+    tmp[5] = wk_affine(tmp[4], a->scale, 0.0);
     wk_tensor *s = tmp[5];
     if (mask) {
         tmp[6] = to_work(mask);
         tmp[7] = wk_add(s, tmp[6]);
         s = tmp[7];
     }
-    if (causal && s) {
-        tmp[8] = causal_mask(wk__dev(q), s->dtype, q->layout.shape[r - 2], k->layout.shape[r - 2]);
+    if (a->causal && s) {
+        tmp[8] = causal_mask(wk__dev(q), s->dtype, q->layout.shape[r - 2], k->layout.shape[r - 2], a->q_offset);
         tmp[9] = wk_add(s, tmp[8]);
         s = tmp[9];
     }
     wk_tensor *p = wk_softmax(s, -1);
-    wk_tensor *o = wk_matmul(p, tmp[2]);
+    wk_tensor *o = wk_matmul(p, tmp[11]);
     wk_tensor_free(p);
-    free_all(tmp, 10);
+    free_all(tmp, 12);
     return from_work(o, q->dtype);
 }
 
-wk_tensor *wk_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
-                                           const wk_tensor *mask, double scale, bool causal) {
-    const char *op = "wk_scaled_dot_product_attention";
+static wk_tensor *attention_run(const char *op, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
+                                const wk_tensor *mask, double scale, bool causal, int64_t q_offset, bool gqa) {
     if (!wk__check_same(op, q, k) || !wk__check_same(op, q, v) || (mask && !wk__check_same(op, q, mask)) ||
         !check_float(op, q))
         return NULL;
     const wk_layout *lq = &q->layout, *lk = &k->layout, *lv = &v->layout;
     int r = lq->rank;
-    bool ok = r >= 2 && lk->rank == r && lv->rank == r && lq->shape[r - 1] == lk->shape[r - 1] &&
+    bool ok = r >= (gqa ? 3 : 2) && lk->rank == r && lv->rank == r && lq->shape[r - 1] == lk->shape[r - 1] &&
               lk->shape[r - 2] == lv->shape[r - 2];
-    for (int i = 0; ok && i < r - 2; i++) ok = lq->shape[i] == lk->shape[i] && lq->shape[i] == lv->shape[i];
+    int64_t group = 1;
+    for (int i = 0; ok && i < r - 2; i++) {
+        if (gqa && i == r - 3) {
+            ok = lk->shape[i] == lv->shape[i] && lk->shape[i] > 0 && lq->shape[i] % lk->shape[i] == 0;
+            if (ok) group = lq->shape[i] / lk->shape[i];
+        } else {
+            ok = lq->shape[i] == lk->shape[i] && lq->shape[i] == lv->shape[i];
+        }
+    }
     if (!ok) {
         char bq[128], bk[128], bv[128];
-        wk__err(WK_ERR_SHAPE, op, "needs q (..., Lq, D), k (..., Lk, D), v (..., Lk, Dv) with equal batch dims: q %s, k %s, v %s",
+        wk__err(WK_ERR_SHAPE, op,
+                gqa ? "needs q (..., Hq, Lq, D), k (..., Hkv, Lk, D), v (..., Hkv, Lk, Dv), equal batch dims, Hkv dividing Hq: q %s, k %s, v %s"
+                    : "needs q (..., Lq, D), k (..., Lk, D), v (..., Lk, Dv) with equal batch dims: q %s, k %s, v %s",
                 wk__shape_str(lq->shape, lq->rank, bq, sizeof bq), wk__shape_str(lk->shape, lk->rank, bk, sizeof bk),
                 wk__shape_str(lv->shape, lv->rank, bv, sizeof bv));
+        return NULL;
+    }
+    if (q_offset < 0) {
+        wk__err(WK_ERR_ARG, op, "q_offset %lld is negative", (long long)q_offset);
         return NULL;
     }
     int64_t oshape[WK_MAX_RANK];
@@ -298,7 +380,7 @@ wk_tensor *wk_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *
     oshape[r - 1] = lv->shape[r - 1];
     wk_layout lm;
     if (mask) {
-        /* broadcast to the scores' shape (..., Lq, Lk) */
+        /* broadcast to the scores' shape (..., Hq, Lq, Lk) */
         int64_t sshape[WK_MAX_RANK];
         memcpy(sshape, lq->shape, sizeof(int64_t) * (size_t)r);
         sshape[r - 1] = lk->shape[r - 2];
@@ -308,14 +390,23 @@ wk_tensor *wk_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *
     const wk_backend *be = wk__be(q);
     int64_t on = 1;
     for (int i = 0; i < r; i++) on *= oshape[i];
-    if (on == 0 || !be->attention) {
-        if (on == 0) return wk__tensor_alloc(op, wk__dev(q), q->dtype, oshape, r);
-        return attention_composite(q, k, v, mask, scale, causal);
-    }
-    wk_attention_args a = {.scale = scale, .causal = causal};
+    wk_attention_args a = {.scale = scale, .causal = causal, .q_offset = q_offset, .group = group};
+    if (on == 0) return wk__tensor_alloc(op, wk__dev(q), q->dtype, oshape, r);
+    if (!be->attention) return attention_composite(q, k, v, mask, &a);
     RUN_FUSED(op, wk__dev(q), q->dtype, oshape, r,
               be->attention(wk__dev(q), q->storage->buf, lq, k->storage->buf, lk, v->storage->buf, lv,
                             mask ? mask->storage->buf : NULL, mask ? &lm : NULL, q->dtype, &a, dst));
+}
+
+wk_tensor *wk_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
+                                           const wk_tensor *mask, double scale, bool causal) {
+    return attention_run("wk_scaled_dot_product_attention", q, k, v, mask, scale, causal, 0, false);
+}
+
+wk_tensor *wk_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_attention_opts *o) {
+    wk_attention_opts d = {0};
+    if (!o) o = &d;
+    return attention_run("wk_attention", q, k, v, o->mask, o->scale, o->causal, o->q_offset, true);
 }
 
 /* ---- block-quantized work ---- */

@@ -1,0 +1,66 @@
+/* Sampling and text generation over a wk_llama. */
+#ifndef WICK_GENERATE_H
+#define WICK_GENERATE_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include "wick/llama.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct wk_sampler_opts {
+    double temperature;    /* <= 0: greedy (argmax, lowest id on ties) */
+    int64_t top_k;         /* <= 0: off */
+    double top_p;          /* >= 1: off */
+    double min_p;          /* <= 0: off; keep p >= min_p * p_max */
+    double repeat_penalty; /* 1: off; llama.cpp's rule over the last repeat_last_n ids */
+    int64_t repeat_last_n;
+    uint64_t seed;         /* the same seed and inputs give the same ids */
+} wk_sampler_opts;
+/* temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, repeat_penalty 1,
+ * repeat_last_n 64, seed 0. */
+void wk_sampler_opts_default(wk_sampler_opts *o);
+
+typedef struct wk_sampler wk_sampler;
+wk_sampler *wk_sampler_new(const wk_sampler_opts *o);
+void wk_sampler_free(wk_sampler *s);
+/* Pick the next id from n logits (f32, host memory), penalising ids in
+ * history[0..nh). Returns the id, or -1 on error. */
+int32_t wk_sampler_sample(wk_sampler *s, const float *logits, int64_t n, const int32_t *history, int64_t nh);
+
+/* Render a chat prompt with the model's template: ChatML-style templates
+ * (<|im_start|>role\ncontent<|im_end|>\n, as SmolLM2's) are recognised;
+ * system may be NULL. Returns bytes needed (may exceed cap), or -1 when the
+ * template is not one wick can render. */
+int64_t wk_chat_render(const char *tmpl, const char *system, const char *user, char *out, size_t cap);
+
+typedef struct wk_generate_opts {
+    int64_t max_new_tokens;       /* <= 0: until EOS or the context is full */
+    wk_sampler_opts sampling;
+    const char *const *stop;      /* stop strings (not printed), n_stop of them */
+    int n_stop;
+    bool chat;                    /* wrap the prompt in the chat template */
+    bool stop_at_eos;             /* default true via wk_generate_opts_default */
+    /* streamed text: complete UTF-8 only; return nonzero to stop early */
+    int (*on_text)(void *ctx, const char *bytes, size_t n);
+    void *ctx;
+} wk_generate_opts;
+void wk_generate_opts_default(wk_generate_opts *o);
+
+typedef struct wk_generate_stats {
+    int64_t n_prompt, n_generated;
+    double prefill_ms, decode_ms, first_token_ms;
+    int stop_reason; /* 0 max tokens, 1 eos, 2 stop string, 3 callback, 4 context full */
+} wk_generate_stats;
+
+/* Tokenize prompt (special tokens parsed, BOS as the model says), prefill in
+ * one batch, then sample token by token into a fresh KV cache. st may be
+ * NULL. WK_ERR_ARG when the prompt does not fit the context. */
+wk_status wk_generate(const wk_llama *m, const char *prompt, const wk_generate_opts *o, wk_generate_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WICK_GENERATE_H */

@@ -1,0 +1,78 @@
+/* Llama-family language models (Llama 2/3, SmolLM2, ...): config, weights,
+ * a preallocated KV cache and the forward pass.
+ *
+ * Weights come from a GGUF file (quantized layers stay quantized and run
+ * through wk_qmatmul; GGUF llama rows are permuted for interleaved-pair
+ * RoPE) or from an HF directory (config.json + *.safetensors [+ index] +
+ * tokenizer.json; rotate-half RoPE). Either way the model pairs each file
+ * layout with its RoPE variant: nothing is permuted at load.
+ *
+ * A model is immutable once loaded (it may be shared by threads); all state
+ * of a sequence lives in its wk_kv_cache. Errors: NULL / a status with
+ * wk_last_error ("wk_llama_load: unknown architecture 'gpt2'", ...). */
+#ifndef WICK_LLAMA_H
+#define WICK_LLAMA_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include "wick/wick.h"
+#include "wick/tokenizer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct wk_llama_config {
+    int64_t vocab, dim, ffn_dim, n_layers, n_heads, n_kv_heads, head_dim, max_ctx;
+    double rope_theta, rms_eps;
+    /* rope scaling: "none", "linear" (positions / factor) or "llama3" */
+    char rope_scaling[16];
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int64_t rope_orig_ctx;
+    bool tied_embeddings;   /* no separate output matrix */
+    bool rope_interleaved;  /* GGUF: pairs (2i, 2i+1); HF: halves */
+    int32_t bos, eos;       /* -1 when none */
+} wk_llama_config;
+
+typedef struct wk_llama_load_opts {
+    wk_device *device;  /* NULL: the CPU */
+    /* dtype of unquantized weights and activations: WK_F32 (default),
+     * WK_F16 or WK_BF16 (block weights stay blocks). */
+    wk_dtype dtype;
+    /* called with 0..1 while tensors are read (may be NULL) */
+    void (*progress)(void *ctx, double fraction);
+    void *progress_ctx;
+} wk_llama_load_opts;
+
+typedef struct wk_llama wk_llama;
+/* path: a .gguf file or an HF directory; opts NULL: defaults. */
+wk_llama *wk_llama_load(const char *path, const wk_llama_load_opts *opts);
+void wk_llama_free(wk_llama *m);
+const wk_llama_config *wk_llama_config_of(const wk_llama *m);
+/* Borrowed; lives as long as the model. */
+const wk_tokenizer *wk_llama_tokenizer(const wk_llama *m);
+/* The chat template from the file (tokenizer.chat_template /
+ * tokenizer_config.json), NUL-terminated, or NULL. */
+const char *wk_llama_chat_template(const wk_llama *m);
+
+/* One sequence's keys and values for every layer, allocated once for
+ * max_tokens positions (<= max_ctx; <= 0: max_ctx) on the model's device. */
+typedef struct wk_kv_cache wk_kv_cache;
+wk_kv_cache *wk_kv_cache_new(const wk_llama *m, int64_t max_tokens);
+void wk_kv_cache_free(wk_kv_cache *c);
+int64_t wk_kv_cache_len(const wk_kv_cache *c);      /* positions filled */
+int64_t wk_kv_cache_capacity(const wk_kv_cache *c);
+/* Forget positions >= n (0 clears). */
+wk_status wk_kv_cache_truncate(wk_kv_cache *c, int64_t n);
+
+/* Run n tokens at positions len .. len+n-1 of the cache (one batched pass
+ * through the GEMM paths), appending their keys and values. Returns f32
+ * logits (n, vocab) when all_logits, else (1, vocab) for the last token.
+ * WK_ERR_ARG when the cache cannot hold n more tokens or an id is out of
+ * range. */
+wk_tensor *wk_llama_forward(const wk_llama *m, wk_kv_cache *c, const int32_t *ids, int64_t n, bool all_logits);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WICK_LLAMA_H */

@@ -1,0 +1,80 @@
+/* Tokenizers: byte-level BPE (GPT-2 / SmolLM / Llama-3 style) and WordPiece
+ * (BERT), loaded from an HF tokenizer.json, a BERT vocab.txt, or a GGUF
+ * file's tokenizer.ggml.* metadata. Token-for-token the same as HF
+ * `tokenizers` on the same file.
+ *
+ * A tokenizer is immutable once loaded: any number of threads may encode
+ * and decode with one at once. Ids are int32. Errors: NULL / -1 with
+ * wk_last_error naming the op and the cause (a malformed file is
+ * WK_ERR_FORMAT, never a crash). */
+#ifndef WICK_TOKENIZER_H
+#define WICK_TOKENIZER_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include "wick/wick.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct wk_tokenizer wk_tokenizer;
+typedef struct wk_gguf wk_gguf; /* include/wick/gguf.h (a repeated typedef is valid C11) */
+
+/* HF tokenizer.json (model type "BPE" with a ByteLevel pre-tokenizer, or
+ * "WordPiece"), from a path or from bytes in memory. */
+wk_tokenizer *wk_tokenizer_load_json(const char *path);
+wk_tokenizer *wk_tokenizer_from_json(const char *json, size_t len);
+/* A BERT vocab.txt (one token per line; id = line number), WordPiece with
+ * BERT's basic pre-tokenizer (lower-casing and accent stripping when
+ * `lowercase`), [CLS] ... [SEP] added by WK_TOK_ADD_SPECIAL. */
+wk_tokenizer *wk_tokenizer_load_vocab_txt(const char *path, bool lowercase);
+/* tokenizer.ggml.* of a GGUF reader (model "gpt2" = byte-level BPE with the
+ * pre-tokenizer named by tokenizer.ggml.pre; "bert" = WordPiece). The
+ * tokenizer copies what it needs: the reader may be closed afterwards. */
+wk_tokenizer *wk_tokenizer_from_gguf(const wk_gguf *g);
+void wk_tokenizer_free(wk_tokenizer *t);
+
+enum {
+    WK_TOK_ADD_SPECIAL = 1,   /* add BOS / [CLS] ... [SEP] as the file's post-processor says */
+    WK_TOK_PARSE_SPECIAL = 2, /* match special / added tokens in the text before BPE */
+};
+/* Encode len bytes of UTF-8 text (invalid UTF-8 is encoded byte by byte,
+ * as HF does after lossless replacement) into ids[0..cap). Returns the
+ * number of ids the text needs, which may exceed cap (then only cap are
+ * written: call again with a larger buffer), or -1 on error. */
+int64_t wk_tokenizer_encode(const wk_tokenizer *t, const char *text, size_t len, unsigned flags, int32_t *ids,
+                            int64_t cap);
+/* Decode n ids to bytes in out[0..cap). Returns the byte count needed
+ * (may exceed cap; out is NUL-terminated when it fits), or -1 (an id out of
+ * range). skip_special drops control / special tokens. */
+int64_t wk_tokenizer_decode(const wk_tokenizer *t, const int32_t *ids, int64_t n, bool skip_special, char *out,
+                            size_t cap);
+
+/* Streaming decode: feed ids one at a time; only complete UTF-8 sequences
+ * come out, a sequence split across tokens is held until it completes
+ * (wk_token_stream_flush emits what remains, invalid bytes as U+FFFD). */
+typedef struct wk_token_stream {
+    unsigned char pending[8];
+    int npending;
+} wk_token_stream;
+/* Returns bytes written to out (cap >= 64 + the longest token always
+ * suffices), or -1. */
+int64_t wk_token_stream_put(const wk_tokenizer *t, wk_token_stream *s, int32_t id, bool skip_special, char *out,
+                            size_t cap);
+int64_t wk_token_stream_flush(wk_token_stream *s, char *out, size_t cap);
+
+int64_t wk_tokenizer_vocab_size(const wk_tokenizer *t);
+/* The id of a token given its text as stored in the vocabulary (e.g.
+ * "<|im_end|>"), or -1. */
+int32_t wk_tokenizer_find(const wk_tokenizer *t, const char *token);
+/* Special ids from the file, or -1 when it has none. */
+int32_t wk_tokenizer_bos(const wk_tokenizer *t);
+int32_t wk_tokenizer_eos(const wk_tokenizer *t);
+/* Whether id is a special / control token (not printed by skip_special). */
+bool wk_tokenizer_is_special(const wk_tokenizer *t, int32_t id);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WICK_TOKENIZER_H */
