@@ -9,7 +9,8 @@
 // masked row (NaN), q / k / v permuted from (B, T, H, D) storage, rank 2,
 // D = 1, 3, 64, 80 and 300 (past the shared-memory q row), Dv = 300 (two
 // output chunks), Lk = 0, each with 1 split, 3 splits and the launcher's own
-// choice. Every float dtype (the narrow ones compute in f32); tolerances
+// choice; then 60 random cases (all of these drawn at once, 1-6 splits).
+// Every float dtype (the narrow ones compute in f32); tolerances
 // per dtype relative to 1 + |expected|. Then the launchers' refusals.
 // With -DGPU_MODE (managed buffers, a sync after each launch) the same file
 // runs the real kernels.
@@ -464,6 +465,32 @@ static void test_attention() {
         }
 }
 
+/* random shapes: heads, groups, lengths, head dims, causal offsets, mask
+ * kinds, cache layouts and split counts drawn together */
+static void test_attention_random() {
+    static const int64_t dims[] = {1, 2, 3, 5, 8, 16, 31, 33, 64, 80, 100};
+    for (int t = 0; t < 60; t++) {
+        AttCase c;
+        memset(&c, 0, sizeof c);
+        c.name = "random";
+        c.rank = 4;
+        c.B = 1 + (int64_t)(rnd() % 2);
+        c.Hkv = 1 + (int64_t)(rnd() % 3);
+        c.Hq = c.Hkv * (1 + (int64_t)(rnd() % 4));
+        c.Lq = 1 + (int64_t)(rnd() % 9);
+        c.Lk = (int64_t)(rnd() % 150);
+        c.D = dims[rnd() % 11];
+        c.Dv = dims[rnd() % 11];
+        c.causal = rnd() % 2;
+        c.q_offset = c.causal ? (int64_t)(rnd() % (c.Lk + 2)) : 0;
+        c.mask = (int)(rnd() % 4);
+        c.thd = rnd() % 2;
+        c.tmax = c.Lk + (int64_t)(rnd() % 20);
+        int dt = FDT[rnd() % NFDT];
+        check_attention(c, dt, 1 + (int64_t)(rnd() % 6));
+    }
+}
+
 /* the launcher splits decode rows and leaves prefill alone */
 static void test_attention_splits() {
     int64_t q[4] = {1, 9, 1, 64}, k[4] = {1, 3, 512, 64}, qp[4] = {1, 9, 512, 64};
@@ -514,6 +541,7 @@ int main() {
     test_rope();
     test_swiglu();
     test_attention();
+    test_attention_random();
     test_attention_splits();
     test_refusals();
     return emu_summary(t0);
