@@ -34,6 +34,7 @@
  *
  * Checked: nvcc compile (sm_80..90, warnings as errors); host emulation
  * against f64 references. Never run on a GPU. */
+#include <cuda_fp16.h>
 #include "cuda/cuda_index.cuh"
 #include "cuda/kernels_nn.h"
 #include "core/dtype_cases.h"
@@ -53,6 +54,16 @@ WKC_HD double nn_log(double x) { return log(x); }
 WKC_HD float nn_sqrt(float x) { return sqrtf(x); }
 WKC_HD double nn_sqrt(double x) { return sqrt(x); }
 template <class C> WKC_HD C nn_ninf() { return (C)-INFINITY; }
+
+/* Element i of a DT array in the compute type. f16 widens in one hardware
+ * conversion on the device (exact, as wkc_f16_to_f32's integer code, which
+ * the host uses) - it sits in attention's inner loops. */
+template <int DT> WKC_HD typename wkc_t<DT>::C nn_ld(const void *p, int64_t i) {
+#ifdef __CUDA_ARCH__
+    if (DT == WK_F16) return __half2float(__ushort_as_half(((const unsigned short *)p)[i]));
+#endif
+    return wkc_t<DT>::load(p, i);
+}
 
 /* Row-major positions over up to WK_MAX_RANK dims with strides. */
 struct RowV {
@@ -171,7 +182,7 @@ template <int DT> struct SmF {
         St a = empty();
         int64_t base = row_base(p.rv, r);
         for (int64_t k = lane; k < p.n; k += NN_LANES) {
-            C x = wkc_t<DT>::load(p.src, base + k * p.st);
+            C x = nn_ld<DT>(p.src, base + k * p.st);
             if (x != x) { /* NaN: the row's sum becomes NaN */
                 a.s = x;
                 continue;
@@ -187,7 +198,7 @@ template <int DT> struct SmF {
         int64_t o = r / p.inner * p.n * p.inner + r % p.inner;
         C ls = nn_log(t.s);
         for (int64_t k = lane; k < p.n; k += NN_LANES) {
-            C x = wkc_t<DT>::load(p.src, base + k * p.st);
+            C x = nn_ld<DT>(p.src, base + k * p.st);
             /* all -inf: m = -inf, x - m = NaN: a NaN row, as the composite */
             C y = p.logp ? (x - t.m) - ls : nn_exp(x - t.m) / t.s;
             wkc_t<DT>::store(p.dst, o + k * p.inner, y);
@@ -229,7 +240,7 @@ template <int DT> struct NormF {
         const C mu = prev.sum / (C)p.n;
         C acc = 0;
         for (int64_t k = lane; k < p.n; k += NN_LANES) {
-            C x = wkc_t<DT>::load(p.x, base + k * p.st);
+            C x = nn_ld<DT>(p.x, base + k * p.st);
             if (pass == 0) {
                 acc += p.rms ? x * x : x;
             } else {
@@ -252,10 +263,10 @@ template <int DT> struct NormF {
         const C var = p.rms ? t.sum / (C)p.n : t.sq / (C)p.n;
         const C den = nn_sqrt(var + (C)p.eps);
         for (int64_t k = lane; k < p.n; k += NN_LANES) {
-            C x = wkc_t<DT>::load(p.x, base + k * p.st);
+            C x = nn_ld<DT>(p.x, base + k * p.st);
             C y = (x - mu) / den;
-            if (p.has_w) y = y * wkc_t<DT>::load(p.w, p.woff + k * p.wst);
-            if (p.has_b) y = y + wkc_t<DT>::load(p.b, p.boff + k * p.bst);
+            if (p.has_w) y = y * nn_ld<DT>(p.w, p.woff + k * p.wst);
+            if (p.has_b) y = y + nn_ld<DT>(p.b, p.boff + k * p.bst);
             wkc_t<DT>::store(p.dst, o + k, y);
         }
     }
@@ -282,9 +293,9 @@ template <int DT> struct RopeItem {
         int64_t xb = p.off + b * p.st[0] + d1 * p.st[1] + d2 * p.st[2];
         int64_t ob = ((b * p.sh[1] + d1) * p.sh[2] + d2) * p.sh[3];
         int64_t ia = p.inter ? 2 * j : j, ib = p.inter ? 2 * j + 1 : j + p.half;
-        C a = wkc_t<DT>::load(p.x, xb + ia * p.st[3]), bb = wkc_t<DT>::load(p.x, xb + ib * p.st[3]);
-        C c = wkc_t<DT>::load(p.c, p.coff + t * p.cst0 + j * p.cst1);
-        C s = wkc_t<DT>::load(p.s, p.soff + t * p.sst0 + j * p.sst1);
+        C a = nn_ld<DT>(p.x, xb + ia * p.st[3]), bb = nn_ld<DT>(p.x, xb + ib * p.st[3]);
+        C c = nn_ld<DT>(p.c, p.coff + t * p.cst0 + j * p.cst1);
+        C s = nn_ld<DT>(p.s, p.soff + t * p.sst0 + j * p.sst1);
         /* each product rounded on its own (no FMA), as the composite */
         wkc_t<DT>::store(p.dst, ob + ia, wkc_add_rn(wkc_mul_rn(a, c), -wkc_mul_rn(bb, s)));
         wkc_t<DT>::store(p.dst, ob + ib, wkc_add_rn(wkc_mul_rn(a, s), wkc_mul_rn(bb, c)));
@@ -303,7 +314,7 @@ template <int DT> struct SwItem {
     typedef typename wkc_t<DT>::C C;
     static WKC_HD void item(const SwP &p, int64_t i) {
         int64_t r = i / p.half, j = i - r * p.half, base = row_base(p.rv, r);
-        C a = wkc_t<DT>::load(p.x, base + j * p.st), b = wkc_t<DT>::load(p.x, base + (j + p.half) * p.st);
+        C a = nn_ld<DT>(p.x, base + j * p.st), b = nn_ld<DT>(p.x, base + (j + p.half) * p.st);
         C silu = a / ((C)1 + nn_exp(-a));
         wkc_t<DT>::store(p.dst, i, silu * b);
     }
@@ -375,7 +386,7 @@ template <int DT> struct Att {
     /* q's row into qs (lane's share) when it fits */
     static WKC_HD void stage_q(const AttP &p, const AttU &U, int lane, C *qs) {
         if (p.D > ATT_QMAX) return;
-        for (int64_t d = lane; d < p.D; d += NN_LANES) qs[d] = wkc_t<DT>::load(p.q, U.qb + d * p.qd);
+        for (int64_t d = lane; d < p.D; d += NN_LANES) qs[d] = nn_ld<DT>(p.q, U.qb + d * p.qd);
     }
     /* lane's score: key t0 + lane, -inf past the range */
     static WKC_HD C score(const AttP &p, const AttU &U, const C *qs, int64_t t0, int lane) {
@@ -384,13 +395,13 @@ template <int DT> struct Att {
         const int64_t kb = U.kb + j * p.kj;
         C s = 0;
         if (p.D <= ATT_QMAX) {
-            for (int64_t d = 0; d < p.D; d++) s += qs[d] * wkc_t<DT>::load(p.k, kb + d * p.kd);
+            for (int64_t d = 0; d < p.D; d++) s += qs[d] * nn_ld<DT>(p.k, kb + d * p.kd);
         } else {
             for (int64_t d = 0; d < p.D; d++)
-                s += wkc_t<DT>::load(p.q, U.qb + d * p.qd) * wkc_t<DT>::load(p.k, kb + d * p.kd);
+                s += nn_ld<DT>(p.q, U.qb + d * p.qd) * nn_ld<DT>(p.k, kb + d * p.kd);
         }
         s = s * (C)p.scale;
-        if (p.has_mask) s += wkc_t<DT>::load(p.m, U.mb + j * p.mj);
+        if (p.has_mask) s += nn_ld<DT>(p.m, U.mb + j * p.mj);
         return s;
     }
     /* From the tile's 32 scores and the running max m: the new max, the
@@ -419,7 +430,7 @@ template <int DT> struct Att {
             if (dv < U.ndv) {
                 const int64_t vb = U.vb + (U.dv0 + dv) * p.vd + t0 * p.vj;
                 C o = acc[a] * alpha;
-                for (int j = 0; j < jn; j++) o += pb[j] * wkc_t<DT>::load(p.v, vb + j * p.vj);
+                for (int j = 0; j < jn; j++) o += pb[j] * nn_ld<DT>(p.v, vb + j * p.vj);
                 acc[a] = o;
             }
         }
