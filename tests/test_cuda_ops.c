@@ -6,6 +6,11 @@
  * moves between two GPUs (skipped with fewer than two). Without a CUDA device
  * everything but the CPU memory stats skips, saying why.
  *
+ * Also the fused nn entries (src/cuda/cuda_nn.c) against the CPU in the
+ * shapes a model runs them in, which the op table's backend cases cannot
+ * spell: decode attention over a narrow of a KV cache (split keys), GQA
+ * prefill, q_offset, masks, a (B, T, H, D) cache, rope_thd, swiglu.
+ *
  * The per-op GPU-vs-CPU comparisons that used to live here (convolutions,
  * pooling / upsampling, cumsum / cumprod, sort / topk, f8e4m3 matmul, cat,
  * index_add / scatter over long id lists) are backend cases of the op table
@@ -200,6 +205,130 @@ static void test_cuda_two_devices(void **state) {
     for (int i = 0; i < 8; i++) wk_tensor_free(list[i]);
 }
 
+/* -------------------------------------- fused nn ops, GPU against CPU */
+
+/* A CPU tensor of shape with deterministic values (scale, shift), and the
+ * same on the device g. */
+typedef struct pair {
+    wk_tensor *c, *g;
+} pair;
+
+static pair pair_make(wk_device *g, const int64_t *shape, int rank, wk_dtype dt, double scale, double shift) {
+    pair p;
+    p.c = tu_values(shape, rank, dt, scale, shift);
+    p.g = tu_to_device(p.c, g);
+    return p;
+}
+static pair pair_narrow(pair a, int dim, int64_t start, int64_t len) {
+    pair p = {TU_OK(wk_narrow(a.c, dim, start, len)), TU_OK(wk_narrow(a.g, dim, start, len))};
+    return p;
+}
+static pair pair_transpose(pair a, int d0, int d1) {
+    pair p = {TU_OK(wk_transpose(a.c, d0, d1)), TU_OK(wk_transpose(a.g, d0, d1))};
+    return p;
+}
+static void pair_free(pair *p) {
+    wk_tensor_free(p->c);
+    wk_tensor_free(p->g);
+}
+/* the device result against the CPU's, tolerance k * tu_tol(dt) (rel and abs) */
+static void pair_check(const char *what, wk_tensor *gpu, wk_tensor *cpu, double k) {
+    assert_non_null(gpu);
+    assert_non_null(cpu);
+    double t = k * tu_tol(wk_tensor_dtype(cpu));
+    tu_assert_matches(what, gpu, cpu, t, t);
+    wk_tensor_free(gpu);
+    wk_tensor_free(cpu);
+}
+
+/* One attention case: q (B, Hq, Lq, D); k / v the first Lk positions of a
+ * cache of tmax, stored (B, Hkv, tmax, D) or, thd, (B, tmax, Hkv, D). */
+static void attention_case(wk_device *g, wk_dtype dt, int64_t B, int64_t hq, int64_t hkv, int64_t lq, int64_t lk,
+                           int64_t d, int64_t tmax, bool thd, bool causal, int64_t off, bool mask) {
+    int64_t qs[4] = {B, hq, lq, d};
+    int64_t cs[4] = {B, thd ? tmax : hkv, thd ? hkv : tmax, d};
+    pair q = pair_make(g, qs, 4, dt, 1.0, 0.1);
+    pair kc = pair_make(g, cs, 4, dt, 1.0, -0.2), vc = pair_make(g, cs, 4, dt, 1.5, 0.3);
+    pair kt = thd ? pair_transpose(kc, 1, 2) : kc, vt = thd ? pair_transpose(vc, 1, 2) : vc;
+    pair k = pair_narrow(kt, 2, 0, lk), v = pair_narrow(vt, 2, 0, lk);
+    int64_t ms[2] = {lq, lk};
+    pair m = {NULL, NULL};
+    if (mask) m = pair_make(g, ms, 2, dt, 2.0, 0.0);
+    wk_attention_opts oc = {.mask = m.c, .scale = 0, .causal = causal, .q_offset = off};
+    wk_attention_opts og = oc;
+    og.mask = m.g;
+    char what[160];
+    snprintf(what, sizeof what, "attention %s B%lld Hq%lld Hkv%lld Lq%lld Lk%lld D%lld%s%s off %lld%s",
+             wk_dtype_name(dt), (long long)B, (long long)hq, (long long)hkv, (long long)lq, (long long)lk,
+             (long long)d, thd ? " thd" : "", causal ? " causal" : "", (long long)off, mask ? " mask" : "");
+    pair_check(what, wk_attention(q.g, k.g, v.g, &og), wk_attention(q.c, k.c, v.c, &oc), 16);
+    pair_free(&q);
+    pair_free(&k);
+    pair_free(&v);
+    if (thd) {
+        pair_free(&kt);
+        pair_free(&vt);
+    }
+    pair_free(&kc);
+    pair_free(&vc);
+    if (mask) pair_free(&m);
+}
+
+static void test_cuda_fused_nn(void **state) {
+    (void)state;
+    wk_device *g = tu_cuda_or_skip();
+    const wk_dtype dts[] = {WK_F32, WK_F64, WK_F16, WK_BF16};
+    for (int di = 0; di < 4; di++) {
+        wk_dtype dt = dts[di];
+        /* decode with a cache (split keys), SmolLM2's heads */
+        attention_case(g, dt, 1, 9, 3, 1, 300, 64, 512, false, true, 299, false);
+        attention_case(g, dt, 1, 9, 3, 1, 1500, 64, 2048, true, true, 1499, false);
+        /* causal prefill with GQA, a q_offset, masks, odd head dims */
+        attention_case(g, dt, 2, 4, 2, 37, 37, 80, 64, false, true, 0, false);
+        attention_case(g, dt, 1, 8, 2, 5, 70, 3, 96, true, true, 65, true);
+        attention_case(g, dt, 2, 3, 3, 6, 40, 1, 40, false, false, 0, true);
+        attention_case(g, dt, 1, 2, 1, 3, 20, 300, 20, false, false, 0, false);
+
+        /* softmax / log_softmax along a middle dim and a long last dim */
+        int64_t s3[3] = {4, 33, 5}, sl[2] = {6, 3000};
+        pair a = pair_make(g, s3, 3, dt, 3.0, 0.0), b = pair_make(g, sl, 2, dt, 4.0, 0.5);
+        pair at = pair_transpose(a, 0, 2);
+        pair_check("softmax dim 1", wk_softmax(at.g, 1), wk_softmax(at.c, 1), 8);
+        pair_check("log_softmax dim 0", wk_log_softmax(at.g, 0), wk_log_softmax(at.c, 0), 8);
+        pair_check("softmax last", wk_softmax(b.g, -1), wk_softmax(b.c, -1), 8);
+        pair_check("log_softmax last", wk_log_softmax(b.g, -1), wk_log_softmax(b.c, -1), 8);
+
+        /* norms over SmolLM2's hidden size, with and without weight / bias */
+        int64_t sx[2] = {5, 576}, sw = 576;
+        pair x = pair_make(g, sx, 2, dt, 2.0, 0.2), w = pair_make(g, &sw, 1, dt, 0.5, 1.0),
+             bb = pair_make(g, &sw, 1, dt, 0.3, 0.0);
+        pair_check("rms_norm", wk_rms_norm(x.g, w.g, 1e-5), wk_rms_norm(x.c, w.c, 1e-5), 8);
+        pair_check("rms_norm no weight", wk_rms_norm(x.g, NULL, 1e-6), wk_rms_norm(x.c, NULL, 1e-6), 8);
+        pair_check("layer_norm", wk_layer_norm(x.g, w.g, bb.g, 1e-5), wk_layer_norm(x.c, w.c, bb.c, 1e-5), 8);
+        pair_check("layer_norm bare", wk_layer_norm(x.g, NULL, NULL, 1e-5), wk_layer_norm(x.c, NULL, NULL, 1e-5), 8);
+
+        /* rope: cos / sin a narrow of a table; both layouts, both pairings */
+        int64_t sb[4] = {2, 3, 7, 64}, st[4] = {2, 7, 3, 64}, tab[2] = {40, 32};
+        pair xr = pair_make(g, sb, 4, dt, 1.0, 0.0), xt = pair_make(g, st, 4, dt, 1.0, 0.1);
+        pair ct = pair_make(g, tab, 2, dt, 0.4, 0.0), sn = pair_make(g, tab, 2, dt, 0.4, 0.1);
+        pair c7 = pair_narrow(ct, 0, 11, 7), s7 = pair_narrow(sn, 0, 11, 7);
+        for (int inter = 0; inter < 2; inter++) {
+            pair_check(inter ? "rope interleaved" : "rope", wk_rope(xr.g, c7.g, s7.g, inter),
+                       wk_rope(xr.c, c7.c, s7.c, inter), 4);
+            pair_check(inter ? "rope_thd interleaved" : "rope_thd", wk_rope_thd(xt.g, c7.g, s7.g, inter),
+                       wk_rope_thd(xt.c, c7.c, s7.c, inter), 4);
+        }
+
+        /* swiglu on a transposed view */
+        int64_t ss[2] = {3072, 4};
+        pair sg = pair_make(g, ss, 2, dt, 3.0, 0.0), sgt = pair_transpose(sg, 0, 1);
+        pair_check("swiglu", wk_swiglu(sgt.g), wk_swiglu(sgt.c), 4);
+
+        pair all[] = {a, b, at, x, w, bb, xr, xt, ct, sn, c7, s7, sg, sgt};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) pair_free(&all[i]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memory_stats_cpu),
@@ -207,6 +336,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_uploads),
         cmocka_unit_test(test_cuda_memory_stats),
         cmocka_unit_test(test_cuda_two_devices),
+        cmocka_unit_test(test_cuda_fused_nn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,13 @@
  *     (goal: add >= 90% of copy);
  *  f) host cost per queued op: 10000 adds of 16 f32, time until the calls
  *     return, per op in us (goal: below torch);
+ *  h) the fused nn entries at SmolLM2-135M's sizes (9 query / 3 kv heads,
+ *     D 64, hidden 576), f16 (f32 in the dry run): attention decode (Lq 1
+ *     over Lk 512 / 2048 keys, k / v narrows of a 4096-position cache),
+ *     causal prefill (Lq = Lk = 512), rms_norm (128 x 576) and rope_thd
+ *     (1 x 128 x 9 x 64); us per call from N calls + one synchronize,
+ *     median of 5; the peer runs the same shapes (torch's
+ *     scaled_dot_product_attention where it has one);
  *  g) the device pool's counters after all of that (wk_device_memory_stats).
  *
  * WHY this shape: every GPU op only queues work, so each figure says which
@@ -722,6 +729,119 @@ done:
     wk_tensor_free(b);
 }
 
+/* ------------------------------------------ h) fused nn ops, SmolLM2 sizes */
+
+typedef struct nn_ctx {
+    wk_tensor *q1, *qp, *kc, *vc, *k512, *v512, *k2048, *v2048, *x, *w, *xr, *cs, *sn;
+} nn_ctx;
+
+static wk_tensor *nn_dec512(nn_ctx *c) {
+    wk_attention_opts o = {.causal = true, .q_offset = 511};
+    return wk_attention(c->q1, c->k512, c->v512, &o);
+}
+static wk_tensor *nn_dec2048(nn_ctx *c) {
+    wk_attention_opts o = {.causal = true, .q_offset = 2047};
+    return wk_attention(c->q1, c->k2048, c->v2048, &o);
+}
+static wk_tensor *nn_pre512(nn_ctx *c) {
+    wk_attention_opts o = {.causal = true};
+    return wk_attention(c->qp, c->k512, c->v512, &o);
+}
+static wk_tensor *nn_rms(nn_ctx *c) { return wk_rms_norm(c->x, c->w, 1e-5); }
+static wk_tensor *nn_rope(nn_ctx *c) { return wk_rope_thd(c->xr, c->cs, c->sn, false); }
+
+/* A tensor of uniform values in [-scale, scale) of dtype dt on dev. */
+static wk_tensor *nn_rand(const int64_t *shape, int rank, double scale, wk_dtype dt, wk_device *dev, uint64_t seed) {
+    size_t n = 1;
+    for (int i = 0; i < rank; i++) n *= (size_t)shape[i];
+    float *h = malloc(n * sizeof *h);
+    if (!h) return NULL;
+    fill_uniform(h, n, seed);
+    for (size_t i = 0; i < n; i++) h[i] *= (float)scale;
+    wk_tensor *f = from_host_f32(h, shape, rank, dev);
+    free(h);
+    if (!f || dt == WK_F32) return f;
+    wk_tensor *t = wk_to_dtype(f, dt);
+    wk_tensor_free(f);
+    return t;
+}
+
+static void exp_nn(wk_device *dev) {
+    static const struct {
+        const char *name, *key;
+        wk_tensor *(*fn)(nn_ctx *);
+    } ops[] = {
+        {"h) attention decode Lk 512 (us/call)", "nn_att_dec512_us", nn_dec512},
+        {"h) attention decode Lk 2048 (us/call)", "nn_att_dec2048_us", nn_dec2048},
+        {"h) attention causal prefill 512 (us/call)", "nn_att_pre512_us", nn_pre512},
+        {"h) rms_norm 128 x 576 (us/call)", "nn_rms_us", nn_rms},
+        {"h) rope_thd 1x128x9x64 (us/call)", "nn_rope_us", nn_rope},
+    };
+    const int nops = (int)(sizeof ops / sizeof ops[0]);
+    row *r[8];
+    for (int i = 0; i < nops; i++) r[i] = add_row(ops[i].name, "us", ops[i].key, 0, GOAL_NONE);
+    const wk_dtype dt = opt.cpu_dry_run ? WK_F32 : WK_F16;
+    nn_ctx c;
+    memset(&c, 0, sizeof c);
+    int64_t s_q1[4] = {1, 9, 1, 64}, s_qp[4] = {1, 9, 512, 64}, s_c[4] = {1, 3, 4096, 64};
+    int64_t s_x[2] = {128, 576}, s_w[1] = {576}, s_r[4] = {1, 128, 9, 64}, s_t[2] = {4096, 32};
+    c.q1 = nn_rand(s_q1, 4, 1.0, dt, dev, 1);
+    c.qp = nn_rand(s_qp, 4, 1.0, dt, dev, 2);
+    c.kc = nn_rand(s_c, 4, 1.0, dt, dev, 3);
+    c.vc = nn_rand(s_c, 4, 1.0, dt, dev, 4);
+    c.x = nn_rand(s_x, 2, 2.0, dt, dev, 5);
+    c.w = nn_rand(s_w, 1, 1.0, dt, dev, 6);
+    c.xr = nn_rand(s_r, 4, 1.0, dt, dev, 7);
+    wk_tensor *ct = nn_rand(s_t, 2, 1.0, dt, dev, 8), *st = nn_rand(s_t, 2, 1.0, dt, dev, 9);
+    if (c.kc && c.vc) {
+        c.k512 = wk_narrow(c.kc, 2, 0, 512);
+        c.v512 = wk_narrow(c.vc, 2, 0, 512);
+        c.k2048 = wk_narrow(c.kc, 2, 0, 2048);
+        c.v2048 = wk_narrow(c.vc, 2, 0, 2048);
+    }
+    if (ct && st) { /* positions 1000.. of a precomputed table */
+        c.cs = wk_narrow(ct, 0, 1000, 128);
+        c.sn = wk_narrow(st, 0, 1000, 128);
+    }
+    wk_tensor **all = (wk_tensor **)&c;
+    bool ok = true;
+    for (size_t i = 0; i < sizeof c / sizeof(wk_tensor *); i++) ok = ok && all[i];
+    if (!ok) {
+        for (int i = 0; i < nops; i++) row_error(r[i], "inputs", 1);
+        goto done;
+    }
+    for (int i = 0; i < nops; i++) {
+        int n = opt.cpu_dry_run ? 3 : opt.quick ? 20 : 200, reps = opt.quick ? 3 : 5;
+        double per[8];
+        bool good = true;
+        for (int w = 0; w < 3 && good; w++) { /* warm-up */
+            wk_tensor *y = ops[i].fn(&c);
+            good = y != NULL;
+            wk_tensor_free(y);
+        }
+        good = good && wk_device_synchronize(dev) == WK_OK;
+        for (int rep = 0; rep < reps && good; rep++) {
+            double t0 = bench_now();
+            for (int k = 0; k < n && good; k++) {
+                wk_tensor *y = ops[i].fn(&c);
+                good = y != NULL;
+                wk_tensor_free(y);
+            }
+            good = good && wk_device_synchronize(dev) == WK_OK;
+            per[rep] = (bench_now() - t0) * 1e6 / n;
+        }
+        if (!good) {
+            row_error(r[i], ops[i].name, 1);
+            continue;
+        }
+        r[i]->wick = bench_median(per, reps);
+    }
+done:
+    for (size_t i = 0; i < sizeof c / sizeof(wk_tensor *); i++) wk_tensor_free(all[i]);
+    wk_tensor_free(ct);
+    wk_tensor_free(st);
+}
+
 /* ----------------------------------------------------- g) pool counters */
 
 static void exp_pool(wk_device *dev) {
@@ -1029,6 +1149,8 @@ int main(int argc, char **argv) {
     exp_bandwidth(dev);
     progress();
     exp_tiny(dev);
+    progress();
+    exp_nn(dev);
     progress();
     exp_pool(dev);
     progress();

@@ -15,6 +15,12 @@ bench_gpu's rows:
   d) gemm_{bf16,f32}_{N}_tflops   wall clock around N products + one sync
   e) add_gbs (3 x bytes), copy_gbs (dst.copy_(src), 2 x bytes), add_pct_copy
   f) tiny_add_us                  host time per queued c = a + b of 16 f32
+  h) nn_att_dec512_us, nn_att_dec2048_us, nn_att_pre512_us, nn_rms_us,
+     nn_rope_us                   us per call, N calls + one sync (attention:
+                                  F.scaled_dot_product_attention with the kv
+                                  heads repeated, or softmax(q k^T) v where
+                                  torch has none; rms_norm and rope as torch
+                                  ops: torch has no fused rope)
   g) cached_mb, peak_mb, device_allocs, alloc_failures (caching allocator)
 
 f32 matmul runs in full f32 (TF32 off), as wick's does unless WICK_CUDA_TF32=1.
@@ -244,6 +250,58 @@ for _ in range(3 if QUICK else 5):
     per.append((now() - t0) * 1e6 / n_ops)
     sync()
 put("tiny_add_us", statistics.median(per))
+
+# ---- h) fused nn ops at SmolLM2-135M's sizes (as bench_gpu's exp_nn)
+nn_dt = torch.float32 if ON_CPU else torch.float16
+def nn_attn(q, k, v, causal_off):
+    k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+    v = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
+    lq, lk = q.shape[2], k.shape[2]
+    if hasattr(F, "scaled_dot_product_attention"):
+        if lq == lk:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return F.scaled_dot_product_attention(q, k, v)  # decode: every cached key is visible
+    s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if lq == lk:
+        s = s.masked_fill(torch.ones(lq, lk, dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+    return torch.softmax(s, -1) @ v
+def nn_rms(x, w):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * w
+def nn_rope(x, c, s):
+    h = x.shape[-1] // 2
+    a, b = x[..., :h], x[..., h:]
+    c = c[:, None, :]
+    s = s[:, None, :]
+    return torch.cat([a * c - b * s, a * s + b * c], -1)
+kc = torch.rand(1, 3, 4096, 64, device=dev, dtype=nn_dt) * 2 - 1
+vc = torch.rand(1, 3, 4096, 64, device=dev, dtype=nn_dt) * 2 - 1
+q1 = torch.rand(1, 9, 1, 64, device=dev, dtype=nn_dt) * 2 - 1
+qp = torch.rand(1, 9, 512, 64, device=dev, dtype=nn_dt) * 2 - 1
+xn = torch.rand(128, 576, device=dev, dtype=nn_dt) * 4 - 2
+wn = torch.rand(576, device=dev, dtype=nn_dt)
+xr = torch.rand(1, 128, 9, 64, device=dev, dtype=nn_dt)
+tc = torch.rand(4096, 32, device=dev, dtype=nn_dt)
+ts = torch.rand(4096, 32, device=dev, dtype=nn_dt)
+nn_ops = [
+    ("nn_att_dec512_us", lambda: nn_attn(q1, kc[:, :, :512], vc[:, :, :512], 511)),
+    ("nn_att_dec2048_us", lambda: nn_attn(q1, kc[:, :, :2048], vc[:, :, :2048], 2047)),
+    ("nn_att_pre512_us", lambda: nn_attn(qp, kc[:, :, :512], vc[:, :, :512], 0)),
+    ("nn_rms_us", lambda: nn_rms(xn, wn)),
+    ("nn_rope_us", lambda: nn_rope(xr, tc[1000:1128], ts[1000:1128])),
+]
+for key, fn in nn_ops:
+    n = 3 if ON_CPU else (20 if QUICK else 200)
+    for _ in range(3):
+        fn()
+    sync()
+    per = []
+    for _ in range(3 if QUICK else 5):
+        t0 = now()
+        for _ in range(n):
+            fn()
+        sync()
+        per.append((now() - t0) * 1e6 / n)
+    put(key, statistics.median(per))
 
 # ---- g) the caching allocator's counters after the run
 if ON_CPU:

@@ -42,6 +42,7 @@
 #include "cuda/cuda_conv.h"
 #include "cuda/kernels_sort.h"
 #include "cuda/cuda_quant.h"
+#include "cuda/cuda_nn.h"
 
 #define ENTER(op)                                          \
     wk_cuda_dev *d = wk__cuda_dev(dev);                    \
@@ -673,10 +674,18 @@ const wk_backend wk__cuda_backend = {
     .rand_normal = cu_rand_normal,
     .set_seed = cu_set_seed,
     .synchronize = cu_synchronize,
+    /* fused nn ops (cuda_nn.c) */
+    .softmax = wk__cuda_softmax,
+    .log_softmax = wk__cuda_log_softmax,
+    .rms_norm = wk__cuda_rms_norm,
+    .layer_norm = wk__cuda_layer_norm,
+    .rope = wk__cuda_rope,
+    .swiglu = wk__cuda_swiglu,
+    .attention = wk__cuda_attention,
     /* block-quantized dtypes (cuda_quant.c) */
     .qmatmul = wk__cuda_qmatmul,
     .dequantize = wk__cuda_dequantize,
-    /* optional: fused ops run as composites; peer copies between GPUs */
+    /* peer copies between GPUs */
     .copy_between = wk__cuda_copy_between,
 };
 
