@@ -3,7 +3,8 @@
  * rows); the rows of one kv head are its group of query heads times Lq, so
  * the query heads that share a kv head (GQA) share its key / value reads.
  * Each item loops over tiles of ATT_KT keys: scores S = Q K^T for the tile
- * (wick's GEMM, or its GEMV for a one-row tile: the decode step), the mask
+ * (wick's GEMM; for a one-row tile, the decode step, cpu_attention.h's
+ * per-ISA kernels or GEMV), the mask
  * and the causal limit, an online softmax (running max m and sum l per row;
  * when m grows the accumulator is rescaled by exp(m_old - m_new)), and
  * acc += P V. Memory per thread is O(tile), never O(Lq * Lk).
@@ -17,6 +18,7 @@
  * Edge cases, as torch: a row whose keys are all masked is NaN (0 / 0 at
  * the end); Lk = 0 gives zeros (an empty sum, as q k^T @ v does). */
 #include "core/tensor.h"
+#include "cpu/cpu_attention.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_rowio.h"
 #include "cpu/gemm.h"
@@ -46,6 +48,8 @@ typedef struct att_ctx {
     int64_t off;
     void *dst;
     wk_gemm_kernels gk;
+    wk_attn_dots_fn dots; /* f32 one-row scores and p V at this SIMD level, or NULL (GEMV) */
+    wk_attn_pv_fn pv;
     atomic_int failed;
 } att_ctx;
 
@@ -88,6 +92,7 @@ static inline void row_add_d(double *s, const double *m, int64_t n) {
 #define AT_GEMM f32
 #define AT_GEMV v32
 #define AT_EXP expf
+#define AT_HAS_DOTS 1
 #include "cpu/cpu_attention.inc"
 
 #define AT double
@@ -96,6 +101,7 @@ static inline void row_add_d(double *s, const double *m, int64_t n) {
 #define AT_GEMM f64
 #define AT_GEMV v64
 #define AT_EXP exp
+#define AT_HAS_DOTS 0
 #include "cpu/cpu_attention.inc"
 
 wk_status wk__cpu_attention(wk_device *dev, const void *q, const wk_layout *lq, const void *k, const wk_layout *lk,
@@ -134,6 +140,11 @@ wk_status wk__cpu_attention(wk_device *dev, const void *q, const wk_layout *lq, 
     c->off = a->q_offset;
     c->dst = dst;
     c->gk = wk__gemm_kernels();
+    const char *isa = wk_cpu_isa();
+    c->dots = strcmp(isa, "avx512") == 0 ? wk__attn_dots_f32_avx512
+              : strcmp(isa, "avx2") == 0 ? wk__attn_dots_f32_avx2
+                                         : NULL;
+    c->pv = strcmp(isa, "avx512") == 0 ? wk__attn_pv_f32_avx512 : strcmp(isa, "avx2") == 0 ? wk__attn_pv_f32_avx2 : NULL;
     int64_t nb = 1;
     for (int i = 0; i < c->nbd; i++) nb *= lq->shape[i];
     c->rows = c->group * c->nq;
