@@ -59,7 +59,7 @@ typedef struct wk_attention_opts {
  * opts NULL: no mask, default scale, not causal, offset 0. Result
  * contiguous (..., Hq, Lq, Dv). Fused backends tile over keys with an
  * online softmax (memory O(tile), not O(Lq * Lk)). A query row with every
- * key masked gives NaN (as torch). */
+ * key masked gives NaN (as torch); no keys at all (Lk = 0) gives zeros. */
 wk_tensor *wk_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_attention_opts *opts);
 
 /* silu(a) * b where a, b are the first and second halves of the last dim

@@ -392,6 +392,9 @@ static wk_tensor *attention_run(const char *op, const wk_tensor *q, const wk_ten
     for (int i = 0; i < r; i++) on *= oshape[i];
     wk_attention_args a = {.scale = scale, .causal = causal, .q_offset = q_offset, .group = group};
     if (on == 0) return wk__tensor_alloc(op, wk__dev(q), q->dtype, oshape, r);
+    /* no keys: softmax over nothing times an empty v is zeros (torch's math
+     * path); decided here so that every backend agrees */
+    if (lk->shape[r - 2] == 0) return wk_zeros(oshape, r, q->dtype, wk__dev(q));
     if (!be->attention) return attention_composite(q, k, v, mask, &a);
     RUN_FUSED(op, wk__dev(q), q->dtype, oshape, r,
               be->attention(wk__dev(q), q->storage->buf, lq, k->storage->buf, lk, v->storage->buf, lv,
