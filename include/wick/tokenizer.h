@@ -12,14 +12,18 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+
+/* Declared before wick.h is included: wick.h includes this header and
+ * llama.h / bert.h, which name wk_tokenizer, so the type must exist first
+ * whichever header a program includes first. */
+typedef struct wk_tokenizer wk_tokenizer;
+typedef struct wk_gguf wk_gguf; /* include/wick/gguf.h (a repeated typedef is valid C11) */
+
 #include "wick/wick.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct wk_tokenizer wk_tokenizer;
-typedef struct wk_gguf wk_gguf; /* include/wick/gguf.h (a repeated typedef is valid C11) */
 
 /* HF tokenizer.json (model type "BPE" with a ByteLevel pre-tokenizer, or
  * "WordPiece"), from a path or from bytes in memory. */
@@ -39,10 +43,19 @@ enum {
     WK_TOK_ADD_SPECIAL = 1,   /* add BOS / [CLS] ... [SEP] as the file's post-processor says */
     WK_TOK_PARSE_SPECIAL = 2, /* match special / added tokens in the text before BPE */
 };
-/* Encode len bytes of UTF-8 text (invalid UTF-8 is encoded byte by byte,
- * as HF does after lossless replacement) into ids[0..cap). Returns the
- * number of ids the text needs, which may exceed cap (then only cap are
- * written: call again with a larger buffer), or -1 on error. */
+/* Encode len bytes of UTF-8 text into ids[0..cap). Returns the number of
+ * ids the text needs, which may exceed cap (then only cap are written: call
+ * again with a larger buffer), or -1 on error.
+ * Added tokens are matched on the raw text first, longest match at the
+ * leftmost position (HF's AddedVocabulary, with its lstrip / rstrip /
+ * single_word flags); special ones (HF special, GGUF control) only with
+ * WK_TOK_PARSE_SPECIAL (HF always parses them; without the flag wick acts
+ * as HF's split_special_tokens=True), non-special ones always.
+ * Invalid UTF-8: byte-level BPE treats each invalid byte as one character
+ * that is neither letter, digit nor space and encodes it as its byte token,
+ * so decode gives the input bytes back exactly; WordPiece replaces it with
+ * U+FFFD, which BERT's clean_text drops. truncation / padding sections of a
+ * tokenizer.json are not applied. */
 int64_t wk_tokenizer_encode(const wk_tokenizer *t, const char *text, size_t len, unsigned flags, int32_t *ids,
                             int64_t cap);
 /* Decode n ids to bytes in out[0..cap). Returns the byte count needed
@@ -53,18 +66,24 @@ int64_t wk_tokenizer_decode(const wk_tokenizer *t, const int32_t *ids, int64_t n
 
 /* Streaming decode: feed ids one at a time; only complete UTF-8 sequences
  * come out, a sequence split across tokens is held until it completes
- * (wk_token_stream_flush emits what remains, invalid bytes as U+FFFD). */
+ * (wk_token_stream_flush emits what remains, invalid bytes as U+FFFD).
+ * Zero-initialise the struct to start. WordPiece pieces come out as
+ * decode's would after a first token (" word", "##ing" -> "ing"). */
 typedef struct wk_token_stream {
     unsigned char pending[8];
     int npending;
 } wk_token_stream;
-/* Returns bytes written to out (cap >= 64 + the longest token always
- * suffices), or -1. */
+/* Returns bytes written to out, or -1 (a bad id; out too small: a token
+ * whose bytes are not UTF-8 comes out as U+FFFD per byte, so
+ * cap >= 3 * (wk_tokenizer_max_token_bytes(t) + 4) always suffices; for a
+ * vocabulary of valid UTF-8 pieces, 4 + the longest token does). */
 int64_t wk_token_stream_put(const wk_tokenizer *t, wk_token_stream *s, int32_t id, bool skip_special, char *out,
                             size_t cap);
 int64_t wk_token_stream_flush(wk_token_stream *s, char *out, size_t cap);
 
 int64_t wk_tokenizer_vocab_size(const wk_tokenizer *t);
+/* Bytes of the longest token's decoded text (0 for NULL). */
+size_t wk_tokenizer_max_token_bytes(const wk_tokenizer *t);
 /* The id of a token given its text as stored in the vocabulary (e.g.
  * "<|im_end|>"), or -1. */
 int32_t wk_tokenizer_find(const wk_tokenizer *t, const char *token);
