@@ -52,7 +52,7 @@ def to_f32(t):
 def main():
     src, out = sys.argv[1], sys.argv[2]
     # the directory is 538 MB and deterministic: made once per source file
-    stamp = f"{os.path.abspath(src)} {os.path.getsize(src)} {os.path.getmtime(src)} v1"
+    stamp = f"{os.path.abspath(src)} {os.path.getsize(src)} {os.path.getmtime(src)} v2"
     try:
         with open(os.path.join(out, "source.txt")) as f:
             if f.read() == stamp:

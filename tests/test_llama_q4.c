@@ -95,10 +95,30 @@ static void q4_prefill_matches_decode(void **state) {
     wk_llama_free(m);
 }
 
+/* the file's tokenizer and chat template come with the model */
+static void tokenizer_and_template(void **state) {
+    (void)state;
+    wk_llama *m = wk_llama_load(lt_q4_gguf_or_skip(), NULL);
+    if (!m) fail_msg("%s", wk_last_error());
+    const wk_tokenizer *t = wk_llama_tokenizer(m);
+    assert_non_null(t);
+    const char *text = "The capital of France is";
+    int32_t ids[16];
+    assert_int_equal(wk_tokenizer_encode(t, text, strlen(text), 0, ids, 16), 5);
+    const int32_t want[5] = {504, 3575, 282, 4649, 314};
+    for (int i = 0; i < 5; i++) assert_int_equal(ids[i], want[i]);
+    assert_int_equal(wk_llama_config_of(m)->eos, 2);
+    const char *tmpl = wk_llama_chat_template(m);
+    assert_non_null(tmpl);
+    assert_non_null(strstr(tmpl, "<|im_start|>"));
+    wk_llama_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matches_llama_cpp),
         cmocka_unit_test(q4_prefill_matches_decode),
+        cmocka_unit_test(tokenizer_and_template),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
