@@ -304,13 +304,14 @@ static void quantized_tiny_runs(void **state) {
     assert_non_null(q);
     wk_tensor *lf = all_logits(f, IDS, 9), *lq = all_logits(q, IDS, 9);
     double d = tu_max_abs_diff(lf, lq);
-    wk_tensor *mx = TU_OK(wk_max_all(wk_abs(lf)));
+    wk_tensor *ab = TU_OK(wk_abs(lf)), *mx = TU_OK(wk_max_all(ab));
     double scale;
     TU_STATUS_OK(wk_item(mx, &scale));
     /* Q8_0 weights and activations: near f32, not equal (a random net
      * amplifies the ~0.7% error of one Q8_0 matmul through two layers) */
     if (!(d < 0.1 * scale && d > 0)) fail_msg("Q8_0 vs f32 logits differ by %g (largest %g)", d, scale);
     wk_tensor_free(mx);
+    wk_tensor_free(ab);
     wk_tensor_free(lf);
     wk_tensor_free(lq);
     wk_llama_free(f);
