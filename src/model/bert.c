@@ -108,7 +108,14 @@ static bool load_layer(loader *ld, const wk__bert_config *c, int li, wk__bert_la
     wk_tensor *w[3] = {qw, kw, vw}, *b[3] = {qb, kb, vb};
     l->qkv_w = wk_cat(w, 3, 0);
     l->qkv_b = wk_cat(b, 3, 0);
-    return l->qkv_w && l->qkv_b;
+    /* stored transposed, (in, out) row-major: the GEMM then reads a
+     * short batch's weights in place instead of repacking all of them on
+     * every call (8-token sentences spent more time packing than in FMAs) */
+    l->qkv_w = wk_contiguous(wk_t(l->qkv_w));
+    l->o_w = wk_contiguous(wk_t(l->o_w));
+    l->i_w = wk_contiguous(wk_t(l->i_w));
+    l->f_w = wk_contiguous(wk_t(l->f_w));
+    return l->qkv_w && l->qkv_b && l->o_w && l->i_w && l->f_w;
 }
 
 /* Take every weight out of the loader's scope: the model owns them. */
@@ -182,9 +189,9 @@ void wk__bert_free_weights(wk_bert *b) { free_weights(b); }
 
 /* ------------------------------------------------------------ forward */
 
-/* x (N, in) @ w^T + bias: w (out, in) as the file stores it. */
-static wk_tensor *linear(const wk_tensor *x, const wk_tensor *w, const wk_tensor *bias) {
-    return wk_add(wk_matmul(x, wk_t(w)), bias);
+/* x (N, in) @ wt + bias: wt (in, out), the file's weight transposed. */
+static wk_tensor *linear(const wk_tensor *x, const wk_tensor *wt, const wk_tensor *bias) {
+    return wk_add(wk_matmul(x, wt), bias);
 }
 
 /* One encoder layer on x (B * L, D); mask (B, 1, 1, L) or NULL. */

@@ -33,8 +33,9 @@ bool wk__bert_lowercase(const char *dir, bool *lower);
 /* The same for config.json's text alone (for tests of hostile configs). */
 bool wk__bert_config_parse(const char *json, size_t len, const char *what, wk__bert_config *c);
 
-/* One encoder layer's weights (f32, on the model's device). q, k and v are
- * one (3 dim, dim) projection so that a single GEMM makes all three. */
+/* One encoder layer's weights (f32, on the model's device). Projections are
+ * stored transposed, (in, out) contiguous; q, k and v are one (dim, 3 dim)
+ * projection so that a single GEMM makes all three. */
 typedef struct wk__bert_layer {
     wk_tensor *qkv_w, *qkv_b, *o_w, *o_b, *ln1_w, *ln1_b;
     wk_tensor *i_w, *i_b, *f_w, *f_b, *ln2_w, *ln2_b;
