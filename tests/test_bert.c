@@ -479,6 +479,37 @@ static void test_load_errors(void **state) {
     wk_bert_free(NULL);
 }
 
+/* Without tokenizer.json the model takes vocab.txt (lower-cased, as
+ * tokenizer_config.json says): the same ids, so the same embeddings. */
+static void test_vocab_txt(void **state) {
+    (void)state;
+    need_model();
+    const char *d = fresh_dir("vocab_txt");
+    char cmd[4000];
+    snprintf(cmd, sizeof cmd,
+             "rm '%s/tokenizer.json' && for f in config.json model.safetensors vocab.txt tokenizer_config.json; do "
+             "ln -s '%s'/$f '%s'/$f || exit 1; done",
+             d, g_model, d);
+    assert_int_equal(system(cmd), 0);
+    wk_bert *b = wk_bert_load(d, NULL);
+    if (!b) fail_msg("%s: %s", d, wk_last_error());
+    wk_tensor *e = TU_OK(wk_bert_embed(b, (const char *const *)g_text, g_ncases));
+    float *v = malloc(sizeof(float) * (size_t)g_ncases * DIM);
+    TU_STATUS_OK(wk_to_host_f32(e, v, (size_t)g_ncases * DIM));
+    for (int i = 0; i < g_ncases; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "text %d through vocab.txt", i);
+        check_embedding(what, v + (size_t)i * DIM, g_emb[i], 1e-4);
+    }
+    free(v);
+    wk_tensor_free(e);
+    wk_bert_free(b);
+    /* a tokenizer_config.json that is not JSON is an error, not a guess */
+    snprintf(cmd, sizeof cmd, "rm '%s/tokenizer_config.json' && echo '{oops' > '%s/tokenizer_config.json'", d, d);
+    assert_int_equal(system(cmd), 0);
+    expect_load_fails(d, WK_ERR_FORMAT, "tokenizer_config.json");
+}
+
 /* ------------------------------------------------------------ a tiny BERT
  * written here: 1 layer, 8 wide, 2 heads, 16 positions, with the real
  * vocabulary size so the real tokenizer fits it. */
@@ -659,7 +690,8 @@ int main(void) {
         cmocka_unit_test(test_reference_numbers), cmocka_unit_test(test_hidden_vs_oracle),
         cmocka_unit_test(test_batch_vs_oracle),   cmocka_unit_test(test_texts_vs_oracle),
         cmocka_unit_test(test_truncation),        cmocka_unit_test(test_cli_embed),
-        cmocka_unit_test(test_load_errors),       cmocka_unit_test(test_tiny_models),
+        cmocka_unit_test(test_load_errors),       cmocka_unit_test(test_vocab_txt),
+        cmocka_unit_test(test_tiny_models),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
