@@ -158,7 +158,9 @@ static void test_reference_numbers(void **state) {
     int64_t sh[3] = {1, 8, DIM};
     tu_assert_shape(h, sh, 3);
     float row[DIM];
+    wk_scope_begin(); /* owns the views */
     TU_STATUS_OK(wk_to_host_f32(wk_narrow(wk_select(wk_select(h, 0, 0), 0, 0), 0, 0, DIM), row, DIM));
+    wk_scope_end();
     for (int j = 0; j < 4; j++)
         if (fabsf(row[j] - cls4[j]) > 6e-5f) fail_msg("CLS[%d] = %.6f, reference %.5f", j, row[j], cls4[j]);
     const int32_t *one[1] = {ids};
@@ -226,7 +228,9 @@ static void test_batch_vs_oracle(void **state) {
     wk_tensor *r = TU_OK(wk_bert_embed_ids(g_bert, rev, rlen, g_ncases));
     for (int i = 0; i < g_ncases; i++) {
         float w[DIM];
-        TU_STATUS_OK(wk_to_host_f32(wk_select(r, 0, g_ncases - 1 - i), w, DIM));
+        wk_tensor *row = wk_select(r, 0, g_ncases - 1 - i);
+        TU_STATUS_OK(wk_to_host_f32(row, w, DIM));
+        wk_tensor_free(row);
         for (int j = 0; j < DIM; j++)
             if (fabsf(w[j] - v[(size_t)i * DIM + j]) > 2e-6f) fail_msg("case %d moves in a reversed batch", i);
     }
@@ -263,28 +267,38 @@ static void test_texts_vs_oracle(void **state) {
     wk_tensor_free(e);
 }
 
-/* A text longer than max_seq_length (256) keeps its first 254 wordpieces,
- * as sentence-transformers cuts it. */
+/* A text longer than max_seq_length keeps its first max - 2 wordpieces, as
+ * sentence-transformers cuts it: the real model with max_seq_length 16 in
+ * its sentence_bert_config.json (MiniLM's own says 256). */
+static const char *fresh_dir(const char *name);
 static void test_truncation(void **state) {
     (void)state;
     need_model();
     assert_int_equal(wk_bert_max_tokens(g_bert), 256);
-    size_t n = 0;
-    char *text = malloc(300 * 6 + 1);
-    for (int i = 0; i < 300; i++) n += (size_t)sprintf(text + n, "word ");
-    int32_t ids[256];
+    const char *d = fresh_dir("max16");
+    char cmd[4000];
+    snprintf(cmd, sizeof cmd,
+             "for f in config.json model.safetensors; do ln -s '%s'/$f '%s'/$f || exit 1; done && "
+             "echo '{\"max_seq_length\": 16, \"do_lower_case\": false}' > '%s/sentence_bert_config.json'",
+             g_model, d, d);
+    assert_int_equal(system(cmd), 0);
+    wk_bert *b = wk_bert_load(d, NULL);
+    if (!b) fail_msg("%s: %s", d, wk_last_error());
+    assert_int_equal(wk_bert_max_tokens(b), 16);
+    const char *t[2] = {"word word word word word word word word word word word word word word word word word",
+                        "word word word word word word word word word word word word word word"};
+    int32_t ids[16];
     ids[0] = 101;
-    for (int i = 1; i < 255; i++) ids[i] = 2773; /* "word" */
-    ids[255] = 102;
-    const char *t[1] = {text};
-    const int32_t *one[1] = {ids};
-    int64_t len = 256;
-    wk_tensor *a = TU_OK(wk_bert_embed(g_bert, t, 1));
-    wk_tensor *b = TU_OK(wk_bert_embed_ids(g_bert, one, &len, 1));
-    assert_true(tu_max_abs_diff(a, b) < 1e-6);
-    wk_tensor_free(a);
-    wk_tensor_free(b);
-    free(text);
+    for (int i = 1; i < 15; i++) ids[i] = 2773; /* "word" */
+    ids[15] = 102;
+    const int32_t *one[2] = {ids, ids};
+    int64_t len[2] = {16, 16};
+    wk_tensor *e = TU_OK(wk_bert_embed(b, t, 2)); /* 17 words cut to 14; 14 words as they are */
+    wk_tensor *r = TU_OK(wk_bert_embed_ids(b, one, len, 2));
+    assert_true(tu_max_abs_diff(e, r) < 1e-6);
+    wk_tensor_free(e);
+    wk_tensor_free(r);
+    wk_bert_free(b);
 }
 
 /* ------------------------------------------------------------ the CLI */
@@ -493,13 +507,22 @@ static void test_vocab_txt(void **state) {
     assert_int_equal(system(cmd), 0);
     wk_bert *b = wk_bert_load(d, NULL);
     if (!b) fail_msg("%s: %s", d, wk_last_error());
-    wk_tensor *e = TU_OK(wk_bert_embed(b, (const char *const *)g_text, g_ncases));
-    float *v = malloc(sizeof(float) * (size_t)g_ncases * DIM);
-    TU_STATUS_OK(wk_to_host_f32(e, v, (size_t)g_ncases * DIM));
+    /* every case's ids as HF's; the embeddings of two (plain, accented) */
     for (int i = 0; i < g_ncases; i++) {
+        int32_t ids[512];
+        int64_t n = wk_tokenizer_encode(wk_bert_tokenizer(b), g_text[i], strlen(g_text[i]),
+                                        WK_TOK_ADD_SPECIAL | WK_TOK_PARSE_SPECIAL, ids, 512);
+        assert_int_equal(n, g_len[i]);
+        assert_memory_equal(ids, g_ids[i], (size_t)n * sizeof *ids);
+    }
+    const char *two[2] = {g_text[0], g_text[2]};
+    wk_tensor *e = TU_OK(wk_bert_embed(b, two, 2));
+    float *v = malloc(sizeof(float) * 2 * DIM);
+    TU_STATUS_OK(wk_to_host_f32(e, v, 2 * DIM));
+    for (int i = 0; i < 2; i++) {
         char what[64];
-        snprintf(what, sizeof what, "text %d through vocab.txt", i);
-        check_embedding(what, v + (size_t)i * DIM, g_emb[i], 1e-4);
+        snprintf(what, sizeof what, "text %d through vocab.txt", i * 2);
+        check_embedding(what, v + (size_t)i * DIM, g_emb[i * 2], 1e-4);
     }
     free(v);
     wk_tensor_free(e);
