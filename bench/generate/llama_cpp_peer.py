@@ -20,6 +20,10 @@ so the work is the same. Decode feeds the continuation of that sequence
 rather than sampled ids, so wick and llama.cpp see identical inputs even
 where their quantized arithmetic would pick different tokens.
 
+After the timing, the 4 greedy ids after SmolLM2's "The capital of France
+is" are printed (check=...), as bench_generate does, to show both forwards
+are the model's.
+
 Output: one line of key=value pairs beginning "peer=llama.cpp", the same keys
 as bench_generate prints, parsed by bench/generate/table.py. Peak RSS is
 getrusage's ru_maxrss (it includes the Python interpreter; rss_base_kb is
@@ -128,7 +132,26 @@ def main():
         t_decode = time.perf_counter() - t
         return t_prefill, t_first, t_decode
 
+    def greedy_check():
+        """bench_generate.c's greedy_check: 4 greedy ids after SmolLM2's
+        "The capital of France is" ("-" for another vocabulary)."""
+        if vocab != 49152:
+            return "-"
+        L.llama_memory_clear(mem, True)
+        # the array must outlive the decode: the batch only points at it
+        check = (L.llama_token * 5)(504, 3575, 282, 4649, 314)
+        if L.llama_decode(ctx, L.llama_batch_get_one(check, 5)) != 0:
+            return "-"
+        out = [argmax_last()]
+        while len(out) < 4:
+            one[0] = out[-1]
+            if L.llama_decode(ctx, L.llama_batch_get_one(one, 1)) != 0:
+                return "-"
+            out.append(argmax_last())
+        return ",".join(map(str, out))
+
     runs = [run() for _ in range(a.reps)]
+    check = greedy_check()
     ttft_ms = runs[0][1] * 1e3
     timed = runs[1:] if len(runs) > 1 else runs
     prefill_s = statistics.median(r[0] for r in timed)
@@ -151,7 +174,7 @@ def main():
         f" load_ms={load_ms:.1f} ttft_ms={ttft_ms:.2f} ttft_warm_ms={ttft_warm_ms:.2f}"
         f" prefill_tok_s={a.prefill / prefill_s:.2f}"
         f" decode_tok_s={(a.decode / decode_s) if a.decode else 0:.2f}"
-        f" rss_peak_kb={peak_kb} rss_base_kb={rss_base} kv_bytes={kv_bytes} n_ctx={n_ctx}"
+        f" rss_peak_kb={peak_kb} rss_base_kb={rss_base} kv_bytes={kv_bytes} n_ctx={n_ctx} check={check}"
     )
     L.llama_free(ctx)
     L.llama_model_free(model)

@@ -41,6 +41,12 @@ def ratio(a, b):
     return "n/a" if a is None or b is None or b <= 0 else f"{a / b:.2f}"
 
 
+def short(name):
+    """SmolLM2-135M-Instruct.Q4_1.gguf -> Q4_1: the type is what differs."""
+    name = name[:-5] if name.endswith(".gguf") else name
+    return name.rsplit(".", 1)[-1] if "." in name else name
+
+
 def main(paths):
     lines = []
     for p in paths:
@@ -53,7 +59,7 @@ def main(paths):
     groups = defaultdict(lambda: defaultdict(list))
     order = []
     for r in rows:
-        key = (r["file"], int(r["threads"]))
+        key = (short(r["file"]), int(r["threads"]))
         if key not in groups:
             order.append(key)
         groups[key][r["peer"]].append(r)
@@ -63,6 +69,8 @@ def main(paths):
     isa = next((r["isa"] for r in rows if "isa" in r), "?")
     runs = max(len(v) for g in groups.values() for v in g.values())
 
+    names = ", ".join(dict.fromkeys(r["file"] for r in rows))
+    print(f"files: {names}")
     print(f"prefill {any_row['prefill']} tokens as one forward, decode {any_row['decode']} tokens one at a "
           f"time; wick ISA {isa}; medians of up to {runs} alternating runs per cell")
     print()
@@ -103,6 +111,19 @@ def main(paths):
             kv = med(g[p], "kv_bytes")
             cells.append(fmt(None if kv is None else kv / MiB, ".2f"))
         print("| " + " | ".join(cells) + " |")
+    print()
+    print('greedy ids after "The capital of France is" (f32 reference: 7042,30,198,198; llama.cpp quantizes '
+          'activations, so quantized files may differ)')
+    print()
+    print("| file | wick | llama.cpp |")
+    print("| --- | --- | --- |")
+    for f in dict.fromkeys(k[0] for k in keys):
+        cell = []
+        for p in PEERS:
+            vals = [r.get("check", "-") for t in (1, 2, 4, 8) for r in groups.get((f, t), {}).get(p, [])]
+            vals = list(dict.fromkeys(vals)) or ["n/a"]
+            cell.append(" / ".join(vals))
+        print(f"| {f} | {cell[0]} | {cell[1]} |")
     return 0
 
 
