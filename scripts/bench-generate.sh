@@ -80,13 +80,18 @@ done
 
 log="$dir/bench-generate.log"
 : >"$log"
-say() { echo "$*" | tee -a "$log" >&2; }
+say() { echo "$*" | tee -a "$log"; }
 say "bench-generate: $(date -u '+%F %T UTC'); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
 say "uptime at start:$(uptime)"
 one() { # which file threads
-  local who=$1 f=$2 t=$3
+  local who=$1 f=$2 t=$3 dt=f32
+  # wick's load dtype is that of its unquantized weights and activations alike: f32 would
+  # widen an F16/BF16 file's weights to f32 at load (2x the memory, a different job from
+  # llama.cpp's, which keeps them in the file's type)
+  case "$f" in *.F16.gguf) dt=f16 ;; *.BF16.gguf) dt=bf16 ;; esac
   if [ "$who" = wick ]; then
     "$dir/bench/bench_generate" -m "$f" --threads "$t" --prefill "$prefill" --decode "$decode" --reps "$inner" \
+      --dtype "$dt" \
       | tee -a "$log" | grep '^peer=' >/dev/null || { echo "bench-generate: wick failed on $f" >&2; return 1; }
   else
     "$python" bench/generate/llama_cpp_peer.py -m "$f" --threads "$t" --prefill "$prefill" --decode "$decode" \
