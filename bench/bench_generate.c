@@ -23,6 +23,12 @@
  * continuation of that walk rather than the argmax, so both programs see
  * the same inputs even where their arithmetic would pick different tokens.
  *
+ * Besides wall time, the process's CPU time is taken over the same spans
+ * (prefill_cpu_tok_s, decode_cpu_tok_s: tokens per CPU second). At one
+ * thread it leaves out the time spent waiting for a core on a loaded
+ * machine; at two it counts both threads' work (spinning included), which
+ * is not a wall-clock speed.
+ *
  * Memory: peak RSS is getrusage's ru_maxrss; rss_base is the resident size
  * just before the load (wick's CPU device already started); kv_bytes is
  * what wick's CPU allocator had in use more after wk_kv_cache_new than
@@ -119,21 +125,31 @@ static int32_t take_argmax(bench *b, wk_tensor *logits) {
     return best;
 }
 
+/* CPU seconds of the whole process (all its threads). */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 typedef struct timing {
-    double prefill_s, first_s, decode_s;
+    double prefill_s, first_s, decode_s; /* wall */
+    double prefill_cpu_s, decode_cpu_s;  /* process CPU time */
 } timing;
 
 static bool run_once(bench *b, timing *t) {
     if (wk_kv_cache_truncate(b->c, 0) != WK_OK) return false;
-    double t0 = bench_now();
+    double t0 = bench_now(), c0 = cpu_now();
     wk_tensor *logits = wk_llama_forward(b->m, b->c, b->ids, b->n_prefill, false);
     t->prefill_s = bench_now() - t0;
+    t->prefill_cpu_s = cpu_now() - c0;
     if (take_argmax(b, logits) < 0) return false;
     t->first_s = bench_now() - t0;
-    t0 = bench_now();
+    t0 = bench_now(), c0 = cpu_now();
     for (int64_t j = 0; j < b->n_decode; j++)
         if (take_argmax(b, wk_llama_forward(b->m, b->c, b->ids + b->n_prefill + j, 1, false)) < 0) return false;
     t->decode_s = bench_now() - t0;
+    t->decode_cpu_s = cpu_now() - c0;
     return true;
 }
 
@@ -156,6 +172,8 @@ static void print_report(const report *r, const timing *runs, double *pre, doubl
     double ttft_warm_ms = bench_median(pre, nt) * 1e3;
     for (int i = 0; i < nt; i++) pre[i] = runs[first + i].prefill_s, dec[i] = runs[first + i].decode_s;
     double prefill_s = bench_median(pre, nt), decode_s = bench_median(dec, nt);
+    for (int i = 0; i < nt; i++) pre[i] = runs[first + i].prefill_cpu_s, dec[i] = runs[first + i].decode_cpu_s;
+    double prefill_cpu_s = bench_median(pre, nt), decode_cpu_s = bench_median(dec, nt);
     double ttft_ms = runs[0].first_s * 1e3;
     double pre_tok_s = (double)r->n_prefill / prefill_s, dec_tok_s = r->n_decode ? (double)r->n_decode / decode_s : 0;
     long peak = peak_rss_kb();
@@ -166,16 +184,17 @@ static void print_report(const report *r, const timing *runs, double *pre, doubl
            r->reps, r->reps == 1 ? "" : "s");
     printf("  load %.1f ms, time to first token %.2f ms cold, %.2f ms warm\n", r->load_s * 1e3, ttft_ms,
            ttft_warm_ms);
-    printf("  prefill %.2f tok/s, decode %.2f tok/s (median of %d)\n", pre_tok_s, dec_tok_s, nt);
+    printf("  prefill %.2f tok/s, decode %.2f tok/s (median of %d); per CPU second %.2f, %.2f\n", pre_tok_s,
+           dec_tok_s, nt, (double)r->n_prefill / prefill_cpu_s, r->n_decode ? (double)r->n_decode / decode_cpu_s : 0);
     printf("  greedy after \"The capital of France is\": %s\n", r->check);
     printf("  peak RSS %.1f MiB (%.1f MiB before the load); file %.1f MiB, KV cache %.2f MiB\n", peak / 1024.0,
            r->rss_base_kb / 1024.0, (double)file_bytes / MiB, (double)r->kv_bytes / MiB);
     printf("peer=wick file=%s file_bytes=%lld threads=%d prefill=%lld decode=%lld reps=%d load_ms=%.1f "
            "ttft_ms=%.2f ttft_warm_ms=%.2f prefill_tok_s=%.2f decode_tok_s=%.2f rss_peak_kb=%ld rss_base_kb=%ld "
-           "kv_bytes=%lld n_ctx=%lld isa=%s check=%s\n",
+           "kv_bytes=%lld n_ctx=%lld isa=%s check=%s prefill_cpu_tok_s=%.2f decode_cpu_tok_s=%.2f\n",
            base_name(r->path), file_bytes, r->threads, r->n_prefill, r->n_decode, r->reps, r->load_s * 1e3, ttft_ms,
            ttft_warm_ms, pre_tok_s, dec_tok_s, peak, r->rss_base_kb, r->kv_bytes, (long long)r->capacity, wk_cpu_isa(),
-           r->check);
+           r->check, (double)r->n_prefill / prefill_cpu_s, r->n_decode ? (double)r->n_decode / decode_cpu_s : 0);
 }
 
 /* SmolLM2's ids for "The capital of France is" (models.md): after the timing,

@@ -20,6 +20,9 @@ so the work is the same. Decode feeds the continuation of that sequence
 rather than sampled ids, so wick and llama.cpp see identical inputs even
 where their quantized arithmetic would pick different tokens.
 
+Process CPU time is taken over the same spans as wall time (tokens per CPU
+second; at one thread it leaves out waiting for a core on a loaded machine).
+
 After the timing, the 4 greedy ids after SmolLM2's "The capital of France
 is" are printed (check=...), as bench_generate does, to show both forwards
 are the model's.
@@ -117,20 +120,20 @@ def main():
 
     def run():
         L.llama_memory_clear(mem, True)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         if L.llama_decode(ctx, L.llama_batch_get_one(prompt, a.prefill)) != 0:
             raise RuntimeError("llama_decode (prompt) failed")
-        t_prefill = time.perf_counter() - t
+        t_prefill, c_prefill = time.perf_counter() - t, time.process_time() - c
         argmax_last()
         t_first = time.perf_counter() - t
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         for j in range(a.decode):
             one[0] = ids[a.prefill + j]
             if L.llama_decode(ctx, L.llama_batch_get_one(one, 1)) != 0:
                 raise RuntimeError("llama_decode (token) failed")
             argmax_last()
-        t_decode = time.perf_counter() - t
-        return t_prefill, t_first, t_decode
+        t_decode, c_decode = time.perf_counter() - t, time.process_time() - c
+        return t_prefill, t_first, t_decode, c_prefill, c_decode
 
     def greedy_check():
         """bench_generate.c's greedy_check: 4 greedy ids after SmolLM2's
@@ -157,6 +160,8 @@ def main():
     prefill_s = statistics.median(r[0] for r in timed)
     decode_s = statistics.median(r[2] for r in timed)
     ttft_warm_ms = statistics.median(r[1] for r in timed) * 1e3
+    prefill_cpu_s = statistics.median(r[3] for r in timed)
+    decode_cpu_s = statistics.median(r[4] for r in timed)
 
     n_ctx = L.llama_n_ctx(ctx)
     n_layer = L.llama_model_n_layer(model)
@@ -175,6 +180,8 @@ def main():
         f" prefill_tok_s={a.prefill / prefill_s:.2f}"
         f" decode_tok_s={(a.decode / decode_s) if a.decode else 0:.2f}"
         f" rss_peak_kb={peak_kb} rss_base_kb={rss_base} kv_bytes={kv_bytes} n_ctx={n_ctx} check={check}"
+        f" prefill_cpu_tok_s={a.prefill / prefill_cpu_s:.2f}"
+        f" decode_cpu_tok_s={(a.decode / decode_cpu_s) if a.decode else 0:.2f}"
     )
     L.llama_free(ctx)
     L.llama_model_free(model)

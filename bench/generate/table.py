@@ -82,6 +82,19 @@ def main(paths):
             w, l = med(g["wick"], key), med(g["llama.cpp"], key)
             n = f"{len(g['wick'])}/{len(g['llama.cpp'])}"
             print(f"| {f} | {phase} | {t} | {fmt(w)} | {fmt(l)} | {ratio(w, l)} | {n} |")
+    one = [k for k in keys if k[1] == 1]
+    if one:
+        print()
+        print("the 1-thread rows again in tokens per CPU second of the process (leaves out time spent waiting "
+              "for a core on a loaded machine)")
+        print()
+        print("| file | phase | wick tok/CPU-s | llama.cpp tok/CPU-s | wick / llama.cpp |")
+        print("| --- | --- | ---: | ---: | ---: |")
+        for phase in ("prefill", "decode"):
+            for f, t in one:
+                g = groups[(f, t)]
+                w, l = med(g["wick"], phase + "_cpu_tok_s"), med(g["llama.cpp"], phase + "_cpu_tok_s")
+                print(f"| {f} | {phase} | {fmt(w)} | {fmt(l)} | {ratio(w, l)} |")
     print()
     print("time to first token: prompt forward + argmax, cold (the first after the load) and warm (median of "
           "the later ones); load (model + KV cache / "
