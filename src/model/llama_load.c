@@ -385,6 +385,9 @@ wk_llama *wk_llama_load(const char *path, const wk_llama_load_opts *opts) {
         if (!(s.g = wk_gguf_open(path))) goto fail;
         if ((st = wk__llama_config_from_gguf(s.g, &m->cfg)) != WK_OK) goto fail;
         if ((st = gguf_chat_template(s.g, &m->chat_template)) != WK_OK) goto fail;
+        /* a file without tokenizer metadata loads without a tokenizer (ids
+         * only); one with metadata wick cannot read is an error */
+        if (wk_gguf_find_key(s.g, "tokenizer.ggml.model") >= 0 && !(m->tok = wk_tokenizer_from_gguf(s.g))) goto fail;
         if ((st = gguf_freq_factors(&s, &m->cfg, &freq_factors)) != WK_OK) goto fail;
     }
     if ((st = load_weights(&s, m, &o)) != WK_OK) goto fail;
@@ -423,6 +426,7 @@ void wk_llama_free(wk_llama *m) {
     wk_tensor_free(m->out_norm);
     wk_tensor_free(m->rope_cos);
     wk_tensor_free(m->rope_sin);
+    wk_tokenizer_free(m->tok);
     free(m->chat_template);
     free(m);
 }
