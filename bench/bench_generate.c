@@ -32,7 +32,12 @@
  * Memory: peak RSS is getrusage's ru_maxrss; rss_base is the resident size
  * just before the load (wick's CPU device already started); kv_bytes is
  * what wick's CPU allocator had in use more after wk_kv_cache_new than
- * before it (0 if the cache is not on the CPU).
+ * before it (0 if the cache is not on the CPU); model_heap_bytes is what it
+ * had in use after wk_llama_load more than before (weights the model copied
+ * or converted instead of viewing the mapped file), heap_peak_bytes its
+ * peak_in_use at the end (model + cache + the largest forward's
+ * temporaries). With the mapped file's pages that were touched, they are
+ * what the peak RSS is made of.
  *
  * Output: a few readable lines, then one line of key=value pairs beginning
  * "peer=wick" (the keys llama_cpp_peer.py prints too) that
@@ -161,6 +166,7 @@ typedef struct report {
     int64_t capacity;
     double load_s;
     long rss_base_kb;
+    long long model_heap_bytes;
     const char *check; /* greedy_check's ids */
 } report;
 
@@ -187,14 +193,20 @@ static void print_report(const report *r, const timing *runs, double *pre, doubl
     printf("  prefill %.2f tok/s, decode %.2f tok/s (median of %d); per CPU second %.2f, %.2f\n", pre_tok_s,
            dec_tok_s, nt, (double)r->n_prefill / prefill_cpu_s, r->n_decode ? (double)r->n_decode / decode_cpu_s : 0);
     printf("  greedy after \"The capital of France is\": %s\n", r->check);
+    wk_cpu_mem_stats ms;
+    wk_cpu_mem_stats_get(&ms);
     printf("  peak RSS %.1f MiB (%.1f MiB before the load); file %.1f MiB, KV cache %.2f MiB\n", peak / 1024.0,
            r->rss_base_kb / 1024.0, (double)file_bytes / MiB, (double)r->kv_bytes / MiB);
+    printf("  wick's CPU allocator: %.1f MiB held by the model after the load, peak in use %.1f MiB\n",
+           (double)r->model_heap_bytes / MiB, (double)ms.peak_in_use / MiB);
     printf("peer=wick file=%s file_bytes=%lld threads=%d prefill=%lld decode=%lld reps=%d load_ms=%.1f "
            "ttft_ms=%.2f ttft_warm_ms=%.2f prefill_tok_s=%.2f decode_tok_s=%.2f rss_peak_kb=%ld rss_base_kb=%ld "
-           "kv_bytes=%lld n_ctx=%lld isa=%s check=%s prefill_cpu_tok_s=%.2f decode_cpu_tok_s=%.2f\n",
+           "kv_bytes=%lld n_ctx=%lld isa=%s check=%s prefill_cpu_tok_s=%.2f decode_cpu_tok_s=%.2f "
+           "model_heap_bytes=%lld heap_peak_bytes=%lld\n",
            base_name(r->path), file_bytes, r->threads, r->n_prefill, r->n_decode, r->reps, r->load_s * 1e3, ttft_ms,
            ttft_warm_ms, pre_tok_s, dec_tok_s, peak, r->rss_base_kb, r->kv_bytes, (long long)r->capacity, wk_cpu_isa(),
-           r->check, (double)r->n_prefill / prefill_cpu_s, r->n_decode ? (double)r->n_decode / decode_cpu_s : 0);
+           r->check, (double)r->n_prefill / prefill_cpu_s, r->n_decode ? (double)r->n_decode / decode_cpu_s : 0,
+           r->model_heap_bytes, (long long)ms.peak_in_use);
 }
 
 /* SmolLM2's ids for "The capital of France is" (models.md): after the timing,
@@ -266,6 +278,8 @@ int main(int argc, char **argv) {
     /* start the CPU device first: its pool and tables are not the model's load cost */
     wk_tensor_free(wk_zeros((const int64_t[]){1}, 1, WK_F32, wk_cpu()));
     long rss_base = rss_kb();
+    wk_cpu_mem_stats before, after;
+    wk_cpu_mem_stats_get(&before);
     wk_llama_load_opts opts = {.dtype = dtype};
     double t0 = bench_now();
     wk_llama *m = wk_llama_load(path, &opts);
@@ -281,8 +295,10 @@ int main(int argc, char **argv) {
         wk_llama_free(m);
         return 2;
     }
-    wk_cpu_mem_stats before, after;
-    wk_cpu_mem_stats_get(&before);
+    wk_cpu_mem_stats_get(&after);
+    long long model_heap =
+        after.bytes_in_use > before.bytes_in_use ? (long long)(after.bytes_in_use - before.bytes_in_use) : 0;
+    before = after;
     t0 = bench_now();
     wk_kv_cache *c = wk_kv_cache_new(m, n_prefill + n_decode);
     double load_s = model_s + (bench_now() - t0);
@@ -322,7 +338,7 @@ int main(int argc, char **argv) {
         greedy_check(&b, check, sizeof check);
         report rep = {.path = path, .threads = threads, .reps = reps, .dtype = dtype, .n_prefill = n_prefill,
                       .n_decode = n_decode, .load_s = load_s, .rss_base_kb = rss_base, .kv_bytes = kv_bytes,
-                      .capacity = wk_kv_cache_capacity(c), .check = check};
+                      .model_heap_bytes = model_heap, .capacity = wk_kv_cache_capacity(c), .check = check};
         print_report(&rep, runs, pre, dec);
     }
     free(ids);

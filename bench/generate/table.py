@@ -99,13 +99,14 @@ def main(paths):
     print("time to first token: prompt forward + argmax, cold (the first after the load) and warm (median of "
           "the later ones); load (model + KV cache / "
           "context), peak RSS (getrusage; llama.cpp's includes its Python interpreter) and what the load "
-          "added to RSS (peak - before the load) beside file + KV bytes")
+          "added to RSS (peak - before the load) beside file + KV bytes; wick's heap: what its CPU allocator held "
+          "for the model after the load (copies, not views of the file) and its peak in use")
     print()
     print("| file | threads | TTFT cold ms wick | TTFT cold ms llama.cpp | TTFT warm ms wick "
           "| TTFT warm ms llama.cpp | load ms wick | load ms llama.cpp "
           "| peak RSS MiB wick | peak RSS MiB llama.cpp | RSS growth MiB wick | RSS growth MiB llama.cpp "
-          "| file MiB | KV MiB wick | KV MiB llama.cpp |")
-    print("| --- |" + " ---: |" * 14)
+          "| file MiB | KV MiB wick | KV MiB llama.cpp | wick heap: model MiB | wick heap: peak MiB |")
+    print("| --- |" + " ---: |" * 16)
     MiB = 1024.0 * 1024.0
     for f, t in keys:
         g = groups[(f, t)]
@@ -123,6 +124,9 @@ def main(paths):
         for p in PEERS:
             kv = med(g[p], "kv_bytes")
             cells.append(fmt(None if kv is None else kv / MiB, ".2f"))
+        for key in ("model_heap_bytes", "heap_peak_bytes"):
+            v = med(g["wick"], key)
+            cells.append(fmt(None if v is None else v / MiB))
         print("| " + " | ".join(cells) + " |")
     print()
     print('greedy ids after "The capital of France is" (f32 reference: 7042,30,198,198; llama.cpp quantizes '
