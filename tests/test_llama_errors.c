@@ -442,6 +442,33 @@ static void rope_scaling_config(void **state) {
     tiny_free(&t);
 }
 
+/* the same model on wk_cuda(0) gives the CPU's logits (skipped without a
+ * GPU): every step is a library op, so the model runs wherever they do */
+static void cuda_matches_cpu(void **state) {
+    (void)state;
+    wk_device *gpu = tu_cuda_or_skip();
+    tiny t;
+    tiny_make(&t);
+    char path[4096];
+    lt_tmp_path(path, sizeof path, "tiny-cuda.gguf");
+    gguf_opts o = {.arch = "llama", .mat_dtype = WK_Q8_0};
+    write_tiny_gguf(&t, path, &o);
+    wk_llama_load_opts og = {.device = gpu};
+    wk_llama *c = wk_llama_load(path, NULL), *g = wk_llama_load(path, &og);
+    if (!c || !g) fail_msg("%s", wk_last_error());
+    wk_tensor *lc = all_logits(c, IDS, 9), *lg = all_logits(g, IDS, 9);
+    assert_true(wk_same_device(wk_tensor_device(lg), gpu));
+    wk_tensor *lgh = TU_OK(wk_to_device(lg, wk_cpu()));
+    assert_true(tu_max_abs_diff(lc, lgh) < 2e-2);
+    wk_tensor_free(lc);
+    wk_tensor_free(lg);
+    wk_tensor_free(lgh);
+    wk_llama_free(c);
+    wk_llama_free(g);
+    remove(path);
+    tiny_free(&t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gguf_and_hf_layouts_agree),
@@ -451,6 +478,7 @@ int main(void) {
         cmocka_unit_test(load_errors),
         cmocka_unit_test(forward_errors),
         cmocka_unit_test(rope_scaling_config),
+        cmocka_unit_test(cuda_matches_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,6 +49,23 @@ static void hf_f32_matches_transformers(void **state) {
     check_reference(lt_hf_dir_or_skip(), NULL);
 }
 
+/* the directory's tokenizer.json and tokenizer_config.json come with it */
+static void hf_tokenizer_and_template(void **state) {
+    (void)state;
+    wk_llama *m = wk_llama_load(lt_hf_dir_or_skip(), NULL);
+    if (!m) fail_msg("%s", wk_last_error());
+    const wk_tokenizer *t = wk_llama_tokenizer(m);
+    assert_non_null(t);
+    const char *text = "The capital of France is";
+    int32_t ids[16];
+    assert_int_equal(wk_tokenizer_encode(t, text, strlen(text), 0, ids, 16), 5);
+    const int32_t want[5] = {504, 3575, 282, 4649, 314};
+    for (int i = 0; i < 5; i++) assert_int_equal(ids[i], want[i]);
+    assert_non_null(wk_llama_chat_template(m));
+    assert_non_null(strstr(wk_llama_chat_template(m), "<|im_start|>"));
+    wk_llama_free(m);
+}
+
 static void gguf_f32_matches_transformers(void **state) {
     (void)state;
     const char *src = lt_q4_gguf_or_skip();
@@ -106,6 +123,7 @@ static void prefill_equals_decode(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hf_f32_matches_transformers),
+        cmocka_unit_test(hf_tokenizer_and_template),
         cmocka_unit_test(gguf_f32_matches_transformers),
         cmocka_unit_test(prefill_equals_decode),
     };

@@ -61,7 +61,9 @@ typedef struct wk_llama wk_llama;
 wk_llama *wk_llama_load(const char *path, const wk_llama_load_opts *opts);
 void wk_llama_free(wk_llama *m);
 const wk_llama_config *wk_llama_config_of(const wk_llama *m);
-/* Borrowed; lives as long as the model. */
+/* Borrowed; lives as long as the model. NULL when the file has none (a
+ * GGUF without tokenizer.ggml.*, a directory without tokenizer.json); a
+ * tokenizer that is present but cannot be loaded fails wk_llama_load. */
 const wk_tokenizer *wk_llama_tokenizer(const wk_llama *m);
 /* The chat template from the file (tokenizer.chat_template /
  * tokenizer_config.json), NUL-terminated, or NULL. */

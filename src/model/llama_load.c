@@ -381,6 +381,11 @@ wk_llama *wk_llama_load(const char *path, const wk_llama_load_opts *opts) {
         if (!has_tensor(&s, "lm_head.weight")) m->cfg.tied_embeddings = true;
         else m->cfg.tied_embeddings = false;
         if ((st = hf_chat_template(path, &m->chat_template)) != WK_OK) goto fail;
+        /* tokenizer.json when the directory has one (ids only otherwise) */
+        char tpath[4096];
+        snprintf(tpath, sizeof tpath, "%s/tokenizer.json", path);
+        struct stat sb;
+        if (stat(tpath, &sb) == 0 && !(m->tok = wk_tokenizer_load_json(tpath))) goto fail;
     } else {
         if (!(s.g = wk_gguf_open(path))) goto fail;
         if ((st = wk__llama_config_from_gguf(s.g, &m->cfg)) != WK_OK) goto fail;
