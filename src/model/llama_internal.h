@@ -1,0 +1,73 @@
+/* The Llama-family model's internals, shared by the src/model files (the public
+ * API is include/wick/llama.h). */
+#ifndef WICK_MODEL_LLAMA_INTERNAL_H
+#define WICK_MODEL_LLAMA_INTERNAL_H
+#include "wick/wick.h"
+#include "wick/llama.h"
+
+/* One linear layer y = x . w^T. Weights are kept as the file stores them:
+ * a block or f16/bf16 weight (N, K) goes through wk_qmatmul with f32 x;
+ * an f32 weight through wk_matmul with wt, a transposed (K, N) view of w
+ * made once at load (no copy). */
+typedef struct wk__linear {
+    wk_tensor *w;  /* (N, K), owned */
+    wk_tensor *wt; /* f32 only: (K, N) view of w, owned; NULL otherwise */
+} wk__linear;
+
+typedef struct wk__llama_layer {
+    wk_tensor *attn_norm, *ffn_norm; /* (dim) f32 */
+    /* q, k and v fused into one (Hq*D + 2*Hkv*D, dim) matrix when the three
+     * share a dtype (their rows concatenate, blocks included), else split */
+    wk__linear qkv;
+    wk__linear q, k, v;
+    wk__linear o;
+    /* gate and up fused into one (2*ffn, dim) matrix for wk_swiglu, when
+     * they share a dtype, else split */
+    wk__linear gate_up;
+    wk__linear gate, up;
+    wk__linear down;
+} wk__llama_layer;
+
+struct wk_llama {
+    wk_llama_config cfg;
+    wk_device *dev;
+    wk_tensor *tok_embd;   /* (vocab, dim), any dtype wk_embedding takes */
+    wk__linear output;     /* the lm head: tok_embd when tied */
+    wk_tensor *out_norm;   /* (dim) f32 */
+    wk__llama_layer *layers;
+    /* RoPE angles for positions 0 .. max_ctx-1: (max_ctx, head_dim/2) f32 */
+    wk_tensor *rope_cos, *rope_sin;
+    wk_tokenizer *tok;     /* NULL when the file has none wick can load */
+    char *chat_template;   /* NULL when absent */
+};
+
+struct wk_kv_cache {
+    const wk_llama *m;
+    int64_t cap, len;
+    /* per layer (1, Hkv, cap, D) f32, allocated once */
+    wk_tensor **k, **v;
+};
+
+/* Config from a GGUF reader's llama.* keys (and the token table's shape for
+ * the vocabulary size when llama.vocab_size is absent). */
+wk_status wk__llama_config_from_gguf(const wk_gguf *g, wk_llama_config *cfg);
+/* Config from an HF config.json's text. */
+wk_status wk__llama_config_from_json(const char *json, size_t len, const char *path, wk_llama_config *cfg);
+/* Every field consistent (heads divide, sizes positive, ...). */
+wk_status wk__llama_config_check(const wk_llama_config *cfg, const char *src);
+
+/* The RoPE tables of cfg (theta, linear / llama3 scaling; freq_factors:
+ * head_dim/2 divisors of the frequencies from a GGUF rope_freqs tensor, or
+ * NULL) on dev. */
+wk_status wk__llama_rope_tables(const wk_llama_config *cfg, const float *freq_factors, wk_device *dev,
+                                wk_tensor **cos, wk_tensor **sin);
+
+/* Read a whole small file (config.json, tokenizer_config.json) into a
+ * NUL-terminated buffer; NULL + WK_ERR_IO. */
+char *wk__read_small_file(const char *op, const char *path, size_t *len);
+
+/* y = x . w^T for a weight kept as wk__linear says. */
+wk_tensor *wk__linear_apply(const wk_tensor *x, const wk__linear *l);
+void wk__linear_free(wk__linear *l);
+
+#endif

@@ -1,0 +1,432 @@
+/* wk_llama_load: a Llama-family model from a GGUF file (tensors stay
+ * zero-copy views of the map, quantized ones stay blocks) or from an HF
+ * directory (config.json + safetensors). Every tensor's shape is checked
+ * against the config before anything runs. */
+#include "model/llama_internal.h"
+#include "core/error.h"
+#include "io/json.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *OP = "wk_llama_load";
+
+/* Where the tensors come from: one of the two readers, and the names each
+ * layout gives the same weight. */
+typedef struct source {
+    wk_gguf *g;
+    wk_safetensors *st;
+    const char *path;
+} source;
+
+typedef enum wname {
+    W_ATTN_NORM, W_Q, W_K, W_V, W_O, W_FFN_NORM, W_GATE, W_UP, W_DOWN, W_COUNT
+} wname;
+
+static const char *const GGUF_NAMES[W_COUNT] = {
+    "attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down",
+};
+static const char *const HF_NAMES[W_COUNT] = {
+    "input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+    "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj",
+};
+
+static void layer_name(const source *s, int64_t l, wname w, char *out, size_t cap) {
+    if (s->g) snprintf(out, cap, "blk.%lld.%s.weight", (long long)l, GGUF_NAMES[w]);
+    else snprintf(out, cap, "model.layers.%lld.%s.weight", (long long)l, HF_NAMES[w]);
+}
+
+static bool has_tensor(const source *s, const char *name) {
+    return s->g ? wk_gguf_find_tensor(s->g, name) >= 0 : wk_safetensors_find(s->st, name) >= 0;
+}
+
+/* The tensor called name (a new reference), or NULL + an error naming it. */
+static wk_tensor *get_tensor(const source *s, const char *name) {
+    if (!has_tensor(s, name)) {
+        wk__err(WK_ERR_FORMAT, OP, "%s: tensor %s is missing", s->path, name);
+        return NULL;
+    }
+    return s->g ? wk_gguf_tensor(s->g, name) : wk_safetensors_get(s->st, name);
+}
+
+static bool check_shape(const source *s, const char *name, const wk_tensor *t, const int64_t *want, int rank) {
+    bool ok = wk_rank(t) == rank;
+    for (int i = 0; ok && i < rank; i++) ok = wk_dim(t, i) == want[i];
+    if (ok) return true;
+    char got[128] = "(", exp[128] = "(";
+    for (int i = 0; i < wk_rank(t); i++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? ", " : "", (long long)wk_dim(t, i));
+    for (int i = 0; i < rank; i++)
+        snprintf(exp + strlen(exp), sizeof exp - strlen(exp), "%s%lld", i ? ", " : "", (long long)want[i]);
+    wk__err(WK_ERR_SHAPE, OP, "%s: tensor %s has shape %s), the config needs %s)", s->path, name, got, exp);
+    return false;
+}
+
+/* The dtype a float weight is kept in: opts' dtype when it names one of
+ * f32 / f16 / bf16, else as the file stores it (f64 as f32). */
+static wk_dtype keep_dtype(wk_dtype stored, wk_dtype want) {
+    if (want == WK_F32 || want == WK_F16 || want == WK_BF16) return want;
+    return stored == WK_F64 ? WK_F32 : stored;
+}
+
+/* t converted to dt and moved to dev; consumes t. */
+static wk_tensor *place(wk_tensor *t, wk_dtype dt, wk_device *dev) {
+    if (!t) return NULL;
+    if (wk_tensor_dtype(t) != dt) {
+        wk_tensor *c = wk_to_dtype(t, dt);
+        wk_tensor_free(t);
+        t = c;
+    }
+    if (t && !wk_same_device(wk_tensor_device(t), dev)) {
+        wk_tensor *c = wk_to_device(t, dev);
+        wk_tensor_free(t);
+        t = c;
+    }
+    return t;
+}
+
+static bool is_float_weight(wk_dtype dt) { return dt == WK_F32 || dt == WK_F16 || dt == WK_BF16 || dt == WK_F64; }
+
+/* A matrix weight (N, K): checked, converted if it is float, kept as blocks
+ * if it is quantized. Consumes t. */
+static wk_status make_linear(const source *s, const char *name, wk_tensor *t, int64_t n, int64_t k, wk_dtype want,
+                             wk_device *dev, wk__linear *out) {
+    memset(out, 0, sizeof *out);
+    if (!t) return wk_last_status();
+    int64_t shape[2] = {n, k};
+    if (!check_shape(s, name, t, shape, 2)) {
+        wk_tensor_free(t);
+        return WK_ERR_SHAPE;
+    }
+    wk_dtype dt = wk_tensor_dtype(t);
+    if (is_float_weight(dt)) {
+        dt = keep_dtype(dt, want);
+    } else if (!wk_dtype_is_quantized(dt)) {
+        wk_tensor_free(t);
+        return wk__err(WK_ERR_DTYPE, OP, "%s: tensor %s has dtype %s (a weight must be float or block-quantized)",
+                       s->path, name, wk_dtype_name(dt));
+    }
+    out->w = place(t, dt, dev);
+    if (!out->w) return wk_last_status();
+    if (dt == WK_F32) {
+        out->wt = wk_t(out->w);
+        if (!out->wt) return wk_last_status();
+    }
+    return WK_OK;
+}
+
+/* A norm weight (dim): f32 always (activations are f32). */
+static wk_tensor *make_norm(const source *s, const char *name, int64_t dim, wk_device *dev) {
+    wk_tensor *t = get_tensor(s, name);
+    if (!t) return NULL;
+    if (!check_shape(s, name, t, &dim, 1)) {
+        wk_tensor_free(t);
+        return NULL;
+    }
+    if (!is_float_weight(wk_tensor_dtype(t))) {
+        wk__err(WK_ERR_DTYPE, OP, "%s: tensor %s has dtype %s (norm weights must be float)", s->path, name,
+                wk_dtype_name(wk_tensor_dtype(t)));
+        wk_tensor_free(t);
+        return NULL;
+    }
+    return place(t, WK_F32, dev);
+}
+
+/* Two or three linear weights of one dtype fused into one matrix (their rows
+ * concatenated), so a step runs one matmul instead of several. false (and
+ * nothing made) when the dtypes differ. */
+static bool fuse(const wk__linear *parts, int n, wk__linear *out, wk_status *st) {
+    memset(out, 0, sizeof *out);
+    *st = WK_OK;
+    wk_tensor *ws[3];
+    for (int i = 0; i < n; i++) {
+        if (wk_tensor_dtype(parts[i].w) != wk_tensor_dtype(parts[0].w)) return false;
+        ws[i] = parts[i].w;
+    }
+    out->w = wk_cat(ws, n, 0);
+    if (out->w && wk_tensor_dtype(out->w) == WK_F32) out->wt = wk_t(out->w);
+    if (!out->w || (wk_tensor_dtype(out->w) == WK_F32 && !out->wt)) {
+        wk__linear_free(out);
+        *st = wk_last_status();
+        return false;
+    }
+    return true;
+}
+
+/* Fusing copies the weights (the map's views are zero-copy): worth it for
+ * the decode step's fewer, larger matmuls. WICK_LLAMA_FUSE=0 turns it off. */
+static bool fusion_wanted(void) {
+    const char *e = getenv("WICK_LLAMA_FUSE");
+    return !(e && e[0] == '0');
+}
+
+static wk_status load_layer(const source *s, const wk_llama_config *c, int64_t l, wk_dtype want, wk_device *dev,
+                            wk__llama_layer *L) {
+    char name[160];
+    int64_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+    layer_name(s, l, W_ATTN_NORM, name, sizeof name);
+    if (!(L->attn_norm = make_norm(s, name, c->dim, dev))) return wk_last_status();
+    layer_name(s, l, W_FFN_NORM, name, sizeof name);
+    if (!(L->ffn_norm = make_norm(s, name, c->dim, dev))) return wk_last_status();
+    struct { wname w; int64_t n, k; wk__linear *dst; } mats[] = {
+        {W_Q, qd, c->dim, &L->q},          {W_K, kvd, c->dim, &L->k},       {W_V, kvd, c->dim, &L->v},
+        {W_O, c->dim, qd, &L->o},          {W_GATE, c->ffn_dim, c->dim, &L->gate},
+        {W_UP, c->ffn_dim, c->dim, &L->up}, {W_DOWN, c->dim, c->ffn_dim, &L->down},
+    };
+    for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
+        layer_name(s, l, mats[i].w, name, sizeof name);
+        wk_status st = make_linear(s, name, get_tensor(s, name), mats[i].n, mats[i].k, want, dev, mats[i].dst);
+        if (st != WK_OK) return st;
+    }
+    if (!fusion_wanted()) return WK_OK;
+    wk_status st;
+    wk__linear qkv[3] = {L->q, L->k, L->v};
+    if (fuse(qkv, 3, &L->qkv, &st)) {
+        wk__linear_free(&L->q);
+        wk__linear_free(&L->k);
+        wk__linear_free(&L->v);
+    } else if (st != WK_OK) {
+        return st;
+    }
+    wk__linear gu[2] = {L->gate, L->up};
+    if (fuse(gu, 2, &L->gate_up, &st)) {
+        wk__linear_free(&L->gate);
+        wk__linear_free(&L->up);
+    } else if (st != WK_OK) {
+        return st;
+    }
+    return WK_OK;
+}
+
+static const char *embd_name(const source *s) { return s->g ? "token_embd.weight" : "model.embed_tokens.weight"; }
+static const char *out_norm_name(const source *s) { return s->g ? "output_norm.weight" : "model.norm.weight"; }
+static const char *output_name(const source *s) { return s->g ? "output.weight" : "lm_head.weight"; }
+
+static wk_status load_weights(const source *s, wk_llama *m, const wk_llama_load_opts *o) {
+    const wk_llama_config *c = &m->cfg;
+    wk_dtype want = o->dtype;
+    const char *en = embd_name(s);
+    wk_tensor *e = get_tensor(s, en);
+    if (!e) return wk_last_status();
+    int64_t es[2] = {c->vocab, c->dim};
+    if (!check_shape(s, en, e, es, 2)) {
+        wk_tensor_free(e);
+        return WK_ERR_SHAPE;
+    }
+    wk_dtype edt = wk_tensor_dtype(e);
+    if (!is_float_weight(edt) && !wk_dtype_is_quantized(edt)) {
+        wk_tensor_free(e);
+        return wk__err(WK_ERR_DTYPE, OP, "%s: tensor %s has dtype %s", s->path, en, wk_dtype_name(edt));
+    }
+    m->tok_embd = place(e, is_float_weight(edt) ? keep_dtype(edt, want) : edt, m->dev);
+    if (!m->tok_embd) return wk_last_status();
+    if (!(m->out_norm = make_norm(s, out_norm_name(s), c->dim, m->dev))) return wk_last_status();
+    wk_status st;
+    if (c->tied_embeddings) {
+        /* the lm head is the token table itself: one more reference */
+        m->output.w = wk_tensor_retain(m->tok_embd);
+        if (wk_tensor_dtype(m->output.w) == WK_F32 && !(m->output.wt = wk_t(m->output.w))) return wk_last_status();
+    } else if ((st = make_linear(s, output_name(s), get_tensor(s, output_name(s)), c->vocab, c->dim, want, m->dev,
+                                 &m->output)) != WK_OK) {
+        return st;
+    }
+    m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
+    if (!m->layers) return wk__err(WK_ERR_OOM, OP, "cannot allocate %lld layers", (long long)c->n_layers);
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        if ((st = load_layer(s, c, l, want, m->dev, &m->layers[l])) != WK_OK) return st;
+        if (o->progress) o->progress(o->progress_ctx, (double)(l + 1) / (double)c->n_layers);
+    }
+    return WK_OK;
+}
+
+/* GGUF rope_freqs.weight (Llama 3.1 files): head_dim/2 divisors of the
+ * frequencies, llama.cpp's form of the llama3 scaling. */
+static wk_status gguf_freq_factors(const source *s, const wk_llama_config *c, float **out) {
+    *out = NULL;
+    if (!s->g || wk_gguf_find_tensor(s->g, "rope_freqs.weight") < 0) return WK_OK;
+    wk_tensor *t = wk_gguf_tensor(s->g, "rope_freqs.weight");
+    int64_t half = c->head_dim / 2;
+    if (!t) return wk_last_status();
+    if (!check_shape(s, "rope_freqs.weight", t, &half, 1)) {
+        wk_tensor_free(t);
+        return WK_ERR_SHAPE;
+    }
+    float *f = malloc(sizeof(float) * (size_t)half);
+    wk_status st = f ? wk_to_host_f32(t, f, (size_t)half) : wk__err(WK_ERR_OOM, OP, "rope_freqs");
+    wk_tensor_free(t);
+    if (st != WK_OK) {
+        free(f);
+        return st;
+    }
+    for (int64_t i = 0; i < half; i++)
+        if (!(f[i] > 0)) {
+            free(f);
+            return wk__err(WK_ERR_FORMAT, OP, "%s: rope_freqs.weight[%lld] = %g is not positive", s->path,
+                           (long long)i, (double)f[i]);
+        }
+    *out = f;
+    return WK_OK;
+}
+
+static char *dup_n(const char *s, size_t n) {
+    char *d = malloc(n + 1);
+    if (!d) return NULL;
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+
+static wk_status gguf_chat_template(const wk_gguf *g, char **out) {
+    *out = NULL;
+    int64_t i = wk_gguf_find_key(g, "tokenizer.chat_template");
+    if (i < 0 || wk_gguf_kv_type(g, i) != WK_GGUF_STRING) return WK_OK;
+    const char *s;
+    uint64_t n;
+    if (wk_gguf_get_string(g, i, &s, &n) != WK_OK) return wk_last_status();
+    if (!(*out = dup_n(s, (size_t)n))) return wk__err(WK_ERR_OOM, OP, "chat template");
+    return WK_OK;
+}
+
+/* tokenizer_config.json's "chat_template": a string, or a list of
+ * {"name", "template"} where the "default" one is taken. Absent file or
+ * key: none. */
+static wk_status hf_chat_template(const char *dir, char **out) {
+    *out = NULL;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    struct stat sb;
+    if (stat(path, &sb) != 0) return WK_OK;
+    size_t len;
+    char *txt = wk__read_small_file(OP, path, &len);
+    if (!txt) return wk_last_status();
+    wk__json p;
+    wk__json_init(&p, txt, len);
+    const char *key, *s;
+    size_t kl, sl;
+    if (wk__json_object(&p)) {
+        while (wk__json_key(&p, &key, &kl)) {
+            if (strcmp(key, "chat_template") != 0) {
+                if (!wk__json_skip(&p)) break;
+                continue;
+            }
+            if (wk__json_peek(&p) == WK__JSON_STRING) {
+                if (wk__json_string(&p, &s, &sl) && !*out && !(*out = dup_n(s, sl))) wk__json_fail(&p, "out of memory");
+            } else if (wk__json_peek(&p) == WK__JSON_ARRAY && wk__json_array(&p)) {
+                while (wk__json_item(&p)) {
+                    char *tmpl = NULL;
+                    bool is_default = false;
+                    if (!wk__json_object(&p)) break;
+                    while (wk__json_key(&p, &key, &kl)) {
+                        bool name = !strcmp(key, "name"), tm = !strcmp(key, "template");
+                        if ((name || tm) && wk__json_peek(&p) == WK__JSON_STRING && wk__json_string(&p, &s, &sl)) {
+                            if (name) is_default = !strcmp(s, "default");
+                            else if (!tmpl) tmpl = dup_n(s, sl);
+                        } else if (!(name || tm) && !wk__json_skip(&p)) {
+                            break;
+                        }
+                    }
+                    if (is_default && tmpl && !*out) *out = tmpl;
+                    else free(tmpl);
+                }
+            } else if (!wk__json_skip(&p)) {
+                break;
+            }
+        }
+    }
+    wk_status st = WK_OK;
+    if (p.failed) {
+        st = wk__err(WK_ERR_FORMAT, OP, "%s: %s", path, p.msg);
+        free(*out);
+        *out = NULL;
+    }
+    wk__json_free(&p);
+    free(txt);
+    return st;
+}
+
+static bool is_dir(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+wk_llama *wk_llama_load(const char *path, const wk_llama_load_opts *opts) {
+    if (!path) {
+        wk__err(WK_ERR_ARG, OP, "path is NULL");
+        return NULL;
+    }
+    wk_llama_load_opts o = {0};
+    if (opts) o = *opts;
+    wk_llama *m = calloc(1, sizeof *m);
+    if (!m) {
+        wk__err(WK_ERR_OOM, OP, "cannot allocate the model");
+        return NULL;
+    }
+    m->dev = o.device ? o.device : wk_cpu();
+    source s = {.path = path};
+    wk_status st = WK_OK;
+    float *freq_factors = NULL;
+    if (is_dir(path)) {
+        char cpath[4096];
+        snprintf(cpath, sizeof cpath, "%s/config.json", path);
+        size_t len;
+        char *txt = wk__read_small_file(OP, cpath, &len);
+        if (!txt) goto fail;
+        st = wk__llama_config_from_json(txt, len, cpath, &m->cfg);
+        free(txt);
+        if (st != WK_OK) goto fail;
+        if (!(s.st = wk_safetensors_open(path))) goto fail;
+        /* a checkpoint without lm_head ties it to the embeddings whatever
+         * the config says (transformers does the same when loading) */
+        if (!has_tensor(&s, "lm_head.weight")) m->cfg.tied_embeddings = true;
+        else m->cfg.tied_embeddings = false;
+        if ((st = hf_chat_template(path, &m->chat_template)) != WK_OK) goto fail;
+    } else {
+        if (!(s.g = wk_gguf_open(path))) goto fail;
+        if ((st = wk__llama_config_from_gguf(s.g, &m->cfg)) != WK_OK) goto fail;
+        if ((st = gguf_chat_template(s.g, &m->chat_template)) != WK_OK) goto fail;
+        if ((st = gguf_freq_factors(&s, &m->cfg, &freq_factors)) != WK_OK) goto fail;
+    }
+    if ((st = load_weights(&s, m, &o)) != WK_OK) goto fail;
+    if ((st = wk__llama_rope_tables(&m->cfg, freq_factors, m->dev, &m->rope_cos, &m->rope_sin)) != WK_OK) goto fail;
+    free(freq_factors);
+    wk_gguf_close(s.g);
+    wk_safetensors_close(s.st);
+    return m;
+fail:
+    free(freq_factors);
+    wk_gguf_close(s.g);
+    wk_safetensors_close(s.st);
+    wk_llama_free(m);
+    return NULL;
+}
+
+void wk__linear_free(wk__linear *l) {
+    wk_tensor_free(l->wt);
+    wk_tensor_free(l->w);
+    l->w = l->wt = NULL;
+}
+
+void wk_llama_free(wk_llama *m) {
+    if (!m) return;
+    if (m->layers)
+        for (int64_t l = 0; l < m->cfg.n_layers; l++) {
+            wk__llama_layer *L = &m->layers[l];
+            wk_tensor_free(L->attn_norm);
+            wk_tensor_free(L->ffn_norm);
+            wk__linear *ls[] = {&L->qkv, &L->q, &L->k, &L->v, &L->o, &L->gate_up, &L->gate, &L->up, &L->down};
+            for (size_t i = 0; i < sizeof ls / sizeof ls[0]; i++) wk__linear_free(ls[i]);
+        }
+    free(m->layers);
+    wk__linear_free(&m->output);
+    wk_tensor_free(m->tok_embd);
+    wk_tensor_free(m->out_norm);
+    wk_tensor_free(m->rope_cos);
+    wk_tensor_free(m->rope_sin);
+    free(m->chat_template);
+    free(m);
+}
+
+const wk_llama_config *wk_llama_config_of(const wk_llama *m) { return m ? &m->cfg : NULL; }
+const wk_tokenizer *wk_llama_tokenizer(const wk_llama *m) { return m ? m->tok : NULL; }
+const char *wk_llama_chat_template(const wk_llama *m) { return m ? m->chat_template : NULL; }
