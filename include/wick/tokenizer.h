@@ -12,14 +12,18 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+
+/* Declared before wick.h is included: wick.h includes this header and
+ * llama.h / bert.h, which name wk_tokenizer, so the type must exist first
+ * whichever header a program includes first. */
+typedef struct wk_tokenizer wk_tokenizer;
+typedef struct wk_gguf wk_gguf; /* include/wick/gguf.h (a repeated typedef is valid C11) */
+
 #include "wick/wick.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct wk_tokenizer wk_tokenizer;
-typedef struct wk_gguf wk_gguf; /* include/wick/gguf.h (a repeated typedef is valid C11) */
 
 /* HF tokenizer.json (model type "BPE" with a ByteLevel pre-tokenizer, or
  * "WordPiece"), from a path or from bytes in memory. */
@@ -58,13 +62,17 @@ typedef struct wk_token_stream {
     unsigned char pending[8];
     int npending;
 } wk_token_stream;
-/* Returns bytes written to out (cap >= 64 + the longest token always
- * suffices), or -1. */
+/* Returns bytes written to out, or -1 (a bad id; out too small: a token
+ * whose bytes are not UTF-8 comes out as U+FFFD per byte, so
+ * cap >= 3 * (wk_tokenizer_max_token_bytes(t) + 4) always suffices; for a
+ * vocabulary of valid UTF-8 pieces, 4 + the longest token does). */
 int64_t wk_token_stream_put(const wk_tokenizer *t, wk_token_stream *s, int32_t id, bool skip_special, char *out,
                             size_t cap);
 int64_t wk_token_stream_flush(wk_token_stream *s, char *out, size_t cap);
 
 int64_t wk_tokenizer_vocab_size(const wk_tokenizer *t);
+/* Bytes of the longest token's decoded text (0 for NULL). */
+size_t wk_tokenizer_max_token_bytes(const wk_tokenizer *t);
 /* The id of a token given its text as stored in the vocabulary (e.g.
  * "<|im_end|>"), or -1. */
 int32_t wk_tokenizer_find(const wk_tokenizer *t, const char *token);

@@ -1,0 +1,129 @@
+/* The BPE model on one pre-tokenized word: start from its bytes' tokens and
+ * apply the lowest-ranked merge of adjacent symbols until none applies
+ * (ties: leftmost first, as HF and llama.cpp do). A binary heap of candidate
+ * pairs keeps long words O(n log n); stale entries are skipped on pop. */
+#include <stdlib.h>
+#include <string.h>
+#include "text/tok_internal.h"
+
+typedef struct cand { int32_t rank, left, a, b; } cand;
+
+static bool cand_less(cand x, cand y) { return x.rank != y.rank ? x.rank < y.rank : x.left < y.left; }
+
+static void heap_push(cand *h, int32_t *n, cand c) {
+    int32_t i = (*n)++;
+    while (i > 0) {
+        int32_t p = (i - 1) / 2;
+        if (!cand_less(c, h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = c;
+}
+
+static cand heap_pop(cand *h, int32_t *n) {
+    cand top = h[0], last = h[--*n];
+    int32_t i = 0;
+    for (;;) {
+        int32_t l = 2 * i + 1, r = l + 1, m = i;
+        cand best = last;
+        if (l < *n && cand_less(h[l], best)) { m = l; best = h[l]; }
+        if (r < *n && cand_less(h[r], best)) m = r;
+        if (m == i) break;
+        h[i] = h[m];
+        i = m;
+    }
+    if (*n > 0) h[i] = last;
+    return top;
+}
+
+static const wk__pair_slot *find_merge(const wk_tokenizer *t, int32_t a, int32_t b) {
+    if (!t->merges.slot) return NULL;
+    uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+    uint64_t k = key;
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    for (uint64_t h = k & t->merges.mask;; h = (h + 1) & t->merges.mask) {
+        const wk__pair_slot *s = &t->merges.slot[h];
+        if (s->rank < 0) return NULL;
+        if (s->key == key) return s;
+    }
+}
+
+void wk__bpe_word(const wk_tokenizer *t, const unsigned char *w, size_t n, wk__ids *out) {
+    if (n == 0) return;
+    if (t->ignore_merges || n == 1) {
+        int32_t id = wk__strmap_get(t, &t->by_bytes, (const char *)w, n);
+        if (id >= 0) {
+            wk__ids_push(out, id);
+            return;
+        }
+    }
+    enum { STACK = 64 };
+    int32_t s_id[STACK], s_prev[STACK], s_next[STACK];
+    cand s_heap[STACK];
+    int32_t *id = s_id, *prev = s_prev, *next = s_next;
+    cand *heap = s_heap;
+    if (n > STACK) {
+        id = malloc(n * sizeof *id);
+        prev = malloc(n * sizeof *prev);
+        next = malloc(n * sizeof *next);
+        heap = malloc(2 * n * sizeof *heap);
+        if (!id || !prev || !next || !heap) {
+            out->oom = true;
+            goto done;
+        }
+    }
+    /* Symbols: one per byte that has a token; a byte without one (a vocab
+     * lacking some of the 256) is dropped, the unknown-token rule of a BPE
+     * model without unk_token. */
+    int32_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t b = t->byte_id[w[i]];
+        if (b < 0) {
+            if (t->unk >= 0) b = t->unk;
+            else continue;
+        }
+        id[m] = b;
+        prev[m] = m - 1;
+        next[m] = m + 1;
+        m++;
+    }
+    if (m == 0) goto done;
+    next[m - 1] = -1;
+    int32_t nh = 0;
+    int32_t cap = n > STACK ? (int32_t)(2 * n) : 2 * STACK;
+    for (int32_t i = 0; i + 1 < m; i++) {
+        const wk__pair_slot *p = find_merge(t, id[i], id[i + 1]);
+        if (p) heap_push(heap, &nh, (cand){p->rank, i, id[i], id[i + 1]});
+    }
+    while (nh > 0) {
+        cand c = heap_pop(heap, &nh);
+        int32_t l = c.left, r = next[l];
+        /* stale: the left symbol was merged away or changed, or its right neighbour changed */
+        if (id[l] != c.a || r < 0 || id[r] != c.b) continue;
+        const wk__pair_slot *p = find_merge(t, c.a, c.b);
+        id[l] = p->merged;
+        id[r] = -1;
+        next[l] = next[r];
+        if (next[r] >= 0) prev[next[r]] = l;
+        if (nh + 2 > cap) continue; /* cannot happen: each merge pushes <= 2, there are < n merges */
+        if (prev[l] >= 0) {
+            const wk__pair_slot *q = find_merge(t, id[prev[l]], id[l]);
+            if (q) heap_push(heap, &nh, (cand){q->rank, prev[l], id[prev[l]], id[l]});
+        }
+        if (next[l] >= 0) {
+            const wk__pair_slot *q = find_merge(t, id[l], id[next[l]]);
+            if (q) heap_push(heap, &nh, (cand){q->rank, l, id[l], id[next[l]]});
+        }
+    }
+    for (int32_t i = 0; i >= 0; i = next[i]) wk__ids_push(out, id[i]);
+done:
+    if (id != s_id) {
+        free(id);
+        free(prev);
+        free(next);
+        free(heap);
+    }
+}
