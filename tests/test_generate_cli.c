@@ -7,7 +7,8 @@
  * - the same --seed twice gives the same text, another seed another text;
  * - --chat runs and ends its turn;
  * - every error (missing file, unknown architecture, a bad tensor shape, a
- *   prompt longer than the context, bad flags) exits 1 with exactly one
+ *   prompt longer than the context, a chat template that is not ChatML with
+ *   --chat, bad flags) exits 1 with exactly one
  *   line "wick generate: ..." on stderr and nothing on stdout. */
 #include "testutil.h"
 #include "wick/generate.h"
@@ -159,11 +160,11 @@ static void test_seeds_and_chat(void **state) {
     need_both();
     result a, b, c;
     const char *p = "Once upon a time";
-    RUN(&a, "-m", g_gguf, "-p", p, "-n", "10", "--temp", "1.2", "--top-k", "0", "--top-p", "1", "--min-p", "0",
+    RUN(&a, "-m", g_gguf, "-p", p, "-n", "6", "--temp", "1.2", "--top-k", "0", "--top-p", "1", "--min-p", "0",
         "--seed", "7");
-    RUN(&b, "-m", g_gguf, "-p", p, "-n", "10", "--temp", "1.2", "--top-k", "0", "--top-p", "1", "--min-p", "0",
+    RUN(&b, "-m", g_gguf, "-p", p, "-n", "6", "--temp", "1.2", "--top-k", "0", "--top-p", "1", "--min-p", "0",
         "--seed", "7");
-    RUN(&c, "-m", g_gguf, "-p", p, "-n", "10", "--temp", "1.2", "--top-k", "0", "--top-p", "1", "--min-p", "0",
+    RUN(&c, "-m", g_gguf, "-p", p, "-n", "6", "--temp", "1.2", "--top-k", "0", "--top-p", "1", "--min-p", "0",
         "--seed", "8");
     printf("seed 7: \"%s\"\nseed 8: \"%s\"\n", a.out, c.out);
     assert_int_equal(a.rc, 0);
@@ -172,12 +173,12 @@ static void test_seeds_and_chat(void **state) {
     assert_string_equal(a.out, b.out);
     assert_string_not_equal(a.out, c.out);
 
-    RUN(&a, "-m", g_gguf, "-p", "What is the capital of France? One word.", "--chat", "--temp", "0", "-n", "16");
+    RUN(&a, "-m", g_gguf, "-p", "What is the capital of France? One word.", "--chat", "--temp", "0", "-n", "12");
     printf("chat: \"%s\"\n%s", a.out, a.err);
     assert_int_equal(a.rc, 0);
     assert_non_null(strstr(a.out, "Paris"));
     assert_non_null(strstr(a.err, "stopped: end of sequence"));
-    RUN(&a, "-m", g_gguf, "-p", "Hi", "--system", "Answer in French.", "--temp", "0", "-n", "4");
+    RUN(&a, "-m", g_gguf, "-p", "Hi", "--system", "Answer in French.", "--temp", "0", "-n", "2");
     assert_int_equal(a.rc, 0);
     assert_true(a.out[0]);
 }
@@ -242,6 +243,31 @@ static void test_bad_flags(void **state) {
     }
 }
 
+/* A copy of the real GGUF at path, with tokenizer.chat_template replaced
+ * (when tmpl is set) or the tensor named swap replaced by with. The
+ * tensors are written straight from the mapped file. */
+static void copy_model(const char *path, const char *tmpl, const char *swap, const wk_tensor *with) {
+    wk_gguf *g = wk_gguf_open(g_gguf);
+    assert_non_null(g);
+    wk_gguf_writer *w = wk_gguf_writer_new();
+    assert_non_null(w);
+    for (int64_t i = 0; i < wk_gguf_kv_count(g); i++) {
+        if (tmpl && !strcmp(wk_gguf_key(g, i), "tokenizer.chat_template"))
+            TU_STATUS_OK(wk_gguf_writer_add_string(w, "tokenizer.chat_template", tmpl, strlen(tmpl)));
+        else TU_STATUS_OK(wk_gguf_writer_copy_kv(w, g, i));
+    }
+    for (int64_t i = 0; i < wk_gguf_tensor_count(g); i++) {
+        const char *name = wk_gguf_tensor_name(g, i);
+        bool swapped = swap && !strcmp(name, swap);
+        wk_tensor *t = swapped ? NULL : TU_OK(wk_gguf_tensor(g, name));
+        TU_STATUS_OK(wk_gguf_writer_add_tensor(w, name, swapped ? with : t));
+        wk_tensor_free(t);
+    }
+    TU_STATUS_OK(wk_gguf_writer_write(w, path));
+    wk_gguf_writer_free(w);
+    wk_gguf_close(g);
+}
+
 static void test_bad_models(void **state) {
     (void)state;
     need_both();
@@ -261,25 +287,25 @@ static void test_bad_models(void **state) {
     expect_error(&r, "unknown architecture", "gpt2");
 
     /* the real model with one tensor a row short */
-    wk_gguf *g = wk_gguf_open(g_gguf);
-    assert_non_null(g);
-    w = wk_gguf_writer_new();
-    for (int64_t i = 0; i < wk_gguf_kv_count(g); i++) TU_STATUS_OK(wk_gguf_writer_copy_kv(w, g, i));
     int64_t short_shape[1] = {575};
     wk_tensor *bad = TU_OK(wk_zeros(short_shape, 1, WK_F32, wk_cpu()));
-    for (int64_t i = 0; i < wk_gguf_tensor_count(g); i++) {
-        const char *name = wk_gguf_tensor_name(g, i);
-        wk_tensor *t = strcmp(name, "blk.3.attn_norm.weight") ? TU_OK(wk_gguf_tensor(g, name)) : wk_tensor_retain(bad);
-        TU_STATUS_OK(wk_gguf_writer_add_tensor(w, name, t));
-        wk_tensor_free(t);
-    }
     snprintf(path, sizeof path, "%s/bad_shape.gguf", g_dir);
-    TU_STATUS_OK(wk_gguf_writer_write(w, path));
-    wk_gguf_writer_free(w);
+    copy_model(path, NULL, "blk.3.attn_norm.weight", bad);
     wk_tensor_free(bad);
-    wk_gguf_close(g);
     RUN(&r, "-m", path, "-p", "x");
     expect_error(&r, "bad tensor shape", "blk.3.attn_norm.weight");
+
+    /* a chat template that is not ChatML: --chat says so, plain prompts run */
+    char tpath[700];
+    snprintf(tpath, sizeof tpath, "%s/llama3_template.gguf", g_dir);
+    copy_model(tpath, "{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + "
+                      "'<|end_header_id|>\n\n' + message['content'] + '<|eot_id|>' }}{% endfor %}",
+               NULL, NULL);
+    RUN(&r, "-m", tpath, "-p", "Hi", "--chat");
+    expect_error(&r, "non-ChatML template", "ChatML");
+    RUN(&r, "-m", tpath, "-p", "Hi", "-n", "1");
+    assert_int_equal(r.rc, 0);
+    unlink(tpath);
 
     /* a truncated file */
     snprintf(path, sizeof path, "%s/bad_shape.gguf", g_dir);

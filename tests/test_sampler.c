@@ -176,14 +176,17 @@ static void test_filters_by_hand(void **state) {
     s = make(1, 0, 1, 1, 1, 64, 0); /* min-p 1: only the max */
     assert_int_equal(survivors(s, l, 4, NULL, 0, ids, p), 1);
     wk_sampler_free(s);
-    /* temperature 0.5 squares the odds: 16 : 9 : 4 : 1 over 30 */
+    /* temperature 0.5 squares the odds: 1 : 4 : 9 : 16 over 30 (no filter
+     * is on, so the ids stay in order) */
     s = make(0.5, 0, 1, 0, 1, 64, 0);
     assert_int_equal(survivors(s, l, 4, NULL, 0, ids, p), 4);
-    assert_true(fabs(p[0] - 16.0 / 30) < 1e-6 && fabs(p[3] - 1.0 / 30) < 1e-6);
+    assert_int_equal(ids[0], 0);
+    assert_true(fabs(p[0] - 1.0 / 30) < 1e-6 && fabs(p[3] - 16.0 / 30) < 1e-6);
     wk_sampler_free(s);
-    /* penalty 2 on id 3: log 4 / 2 = log 2 ties id 1; the lower id goes first */
+    /* penalty 2 on id 3: log 4 / 2 = log 2 ties id 1; the lower id goes
+     * first (a min-p that cuts nothing turns the ordering on) */
     int32_t h[2] = {3, 3};
-    s = make(1, 0, 1, 0, 2, 64, 0);
+    s = make(1, 0, 1, 1e-6, 2, 64, 0);
     assert_int_equal(survivors(s, l, 4, h, 2, ids, p), 4);
     assert_int_equal(ids[0], 2);
     assert_int_equal(ids[1], 1);

@@ -214,6 +214,20 @@ static int penalise(wk_sampler *s, int64_t n, const int32_t *history, int64_t nh
     return 0;
 }
 
+/* Temperature and softmax over the first k candidates. */
+static int64_t finish(wk_sampler *s, int64_t k, double max, const int32_t **ids, const double **probs) {
+    double z = 0;
+    for (int64_t i = 0; i < k; i++) {
+        s->p[i] = exp((s->c[i].logit - max) / s->o.temperature);
+        s->ids[i] = s->c[i].id;
+        z += s->p[i];
+    }
+    for (int64_t i = 0; i < k; i++) s->p[i] /= z;
+    *ids = s->ids;
+    *probs = s->p;
+    return k;
+}
+
 int64_t wk__sampler_filter(wk_sampler *s, const float *logits, int64_t n, const int32_t *history, int64_t nh,
                            const int32_t **ids, const double **probs) {
     const char *op = "wk_sampler_sample";
@@ -262,15 +276,22 @@ int64_t wk__sampler_filter(wk_sampler *s, const float *logits, int64_t n, const 
         wk__err(WK_ERR_ARG, op, "every logit is -inf");
         return -1;
     }
-    order ord = {s->c, m, 0};
+    double max = -INFINITY;
+    for (int64_t i = 0; i < m; i++)
+        if (s->c[i].logit > max) max = s->c[i].logit;
     int64_t keep = o->top_k > 0 && o->top_k < m ? o->top_k : m;
+    if (keep == m && !(o->top_p < 1) && !(o->min_p > 0)) {
+        /* no filter can cut anything: the candidates stay in id order, and
+         * the full sort (most of the time of a call) is skipped */
+        return finish(s, m, max, ids, probs);
+    }
+    order ord = {s->c, m, 0};
     if (keep < m) {
         sort_prefix(s->c, m, keep);
         ord.n = keep; /* the rest is gone */
         ord.sorted = keep;
     }
     need_sorted(&ord, 0);
-    const double max = s->c[0].logit;
 
     if (o->top_p < 1) {
         /* nucleus over the top-k survivors at temperature 1: the shortest
@@ -298,17 +319,7 @@ int64_t wk__sampler_filter(wk_sampler *s, const float *logits, int64_t n, const 
         keep = i;
     }
     if (keep > 1) need_sorted(&ord, keep - 1);
-
-    double z = 0;
-    for (int64_t i = 0; i < keep; i++) {
-        s->p[i] = exp((s->c[i].logit - max) / o->temperature);
-        s->ids[i] = s->c[i].id;
-        z += s->p[i];
-    }
-    for (int64_t i = 0; i < keep; i++) s->p[i] /= z;
-    *ids = s->ids;
-    *probs = s->p;
-    return keep;
+    return finish(s, keep, max, ids, probs);
 }
 
 int32_t wk_sampler_sample(wk_sampler *s, const float *logits, int64_t n, const int32_t *history, int64_t nh) {

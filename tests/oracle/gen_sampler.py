@@ -24,6 +24,8 @@ The rules, as llama.cpp applies them (common_sampler's default order):
      ids (last_n < 0: all): logit > 0 ? logit / rp : logit * rp
   2. temp <= 0: the argmax (lowest id on ties), probability 1, stop here
   3. -inf logits drop out; order by logit descending, lower id first
+     (when no filter is on, top_k off, top_p >= 1, min_p <= 0, the ids stay
+     in ascending order and go straight to 7)
   4. top-k (k > 0): the first k
   5. top-p (< 1): softmax at temperature 1 over what is left; the shortest
      prefix whose cumulative probability reaches top_p (at least 1)
@@ -88,6 +90,10 @@ def reference(logits, hist, temp, top_k, top_p, min_p, rp, last_n):
         return np.array([int(np.argmax(lg))], np.int32), np.array([1.0])
     ids = np.arange(len(lg))
     fin = ids[lg > -np.inf]
+    mx = lg[fin].max()
+    if not (0 < top_k < len(fin)) and top_p >= 1 and min_p <= 0:
+        w = np.exp((lg[fin] - mx) / temp)   # nothing to cut: id order
+        return fin.astype(np.int32), w / w.sum()
     order = fin[np.lexsort((fin, -lg[fin]))]
     if top_k > 0:
         order = order[:top_k]
@@ -172,6 +178,7 @@ def main():
         case(x, None, temp=0.8, top_p=0.95)
         case(x, None, temp=1.0, top_p=0.3)
         case(x, None, temp=0.8, min_p=0.05)
+        case(x, None, temp=0.9)
         h = rng.integers(0, n, 200).astype(np.int32)
         case(x, h, temp=0.8, top_k=40, top_p=0.95, min_p=0.05, rp=1.1, last_n=64)
         case(x, h, temp=0.0, rp=1.1, last_n=-1)
