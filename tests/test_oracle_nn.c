@@ -6,11 +6,18 @@
  * (tests/oracle/op_table.def: ot_find / ot_run) and is compared. Each case runs with 1
  * and 2 threads; the results must be bit-identical. Failing cases print
  * their id and first mismatch; the run ends "oracle_nn: N cases, M failed".
- * test_table_coverage then checks the manifest against the table's declared
- * dtypes and layouts for these ops. */
+ * Every case that must succeed also runs at each lower SIMD level the CPU
+ * has (vmath's level, which picks the GEMM and vector kernels the fused
+ * entries use) and once through the composites (the oracle device's backend
+ * table swapped for a copy without the fused entries), each against the
+ * oracle. wk_attention, wk_rope_thd and wk_swiglu are not op-table entries:
+ * local_ops below runs them. test_table_coverage then checks the manifest
+ * against the table's declared dtypes and layouts for the table's ops. */
 #include "testutil.h"
 #include "oracle_util.h"
 #include "op_table.h"
+#include "core/tensor.h"
+#include "cpu/vmath.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -18,7 +25,33 @@
 #include <string.h>
 
 static char g_dir[4096];
-static int g_total, g_failed, g_noncontig, g_cover_problems;
+static char g_ebuf[1024]; /* a failure message that quotes msg */
+static int g_total, g_failed, g_noncontig, g_cover_problems, g_composite, g_levels;
+
+/* ---- the fused ops that are not op-table entries ---- */
+static wk_tensor *call_attention(ot_ctx *x) {
+    wk_attention_opts o = {.mask = ot_opt(x, 3), .scale = ot_pf(x, "scale"), .causal = ot_pi(x, "causal") != 0,
+                           .q_offset = ot_pi(x, "off")};
+    return wk_attention(ot_in(x, 0), ot_in(x, 1), ot_in(x, 2), &o);
+}
+static wk_tensor *call_rope_thd(ot_ctx *x) {
+    return wk_rope_thd(ot_in(x, 0), ot_in(x, 1), ot_in(x, 2), ot_pi(x, "inter") != 0);
+}
+static wk_tensor *call_swiglu(ot_ctx *x) { return wk_swiglu(ot_in(x, 0)); }
+static const ot_entry local_ops[] = {
+    {.id = "ATTENTION", .name = "attention", .call = call_attention},
+    {.id = "ROPE_THD", .name = "rope_thd", .call = call_rope_thd},
+    {.id = "SWIGLU", .name = "swiglu", .call = call_swiglu},
+};
+static const ot_entry *find_op(const char *name, bool *local) {
+    *local = false;
+    for (size_t i = 0; i < sizeof local_ops / sizeof local_ops[0]; i++)
+        if (strcmp(local_ops[i].name, name) == 0) {
+            *local = true;
+            return &local_ops[i];
+        }
+    return ot_find(name);
+}
 
 /* Runs op through the op table (tests/oracle/op_table.def); NULL on failure,
  * with why set when the op is not in the table or the case does not fit it.
@@ -46,7 +79,8 @@ static void run_case(char *line) {
     char msg[512], why[256], mwhy[200] = "";
     const char *err = NULL;
     const char *specs[4] = {NULL, NULL, NULL, NULL};
-    const ot_entry *e = ot_find(op);
+    bool local;
+    const ot_entry *e = find_op(op, &local);
     wk_dtype dt;
     wk_tensor *in[4] = {NULL, NULL, NULL, NULL};
     wk_scope_begin(); /* the loaded inputs and their views */
@@ -112,7 +146,44 @@ static void run_case(char *line) {
             err = msg;
         }
     }
-    if (!err) { /* the op table's coverage: this case's dtype and the layouts of its present inputs */
+    if (!err && wk_device_kind_of(ou_device()) == WK_DEVICE_CPU) {
+        /* the lower SIMD levels this CPU has */
+        int top = wk__vmath_level();
+        for (int lv = top - 1; lv >= 0 && !err; lv--) {
+            if (wk__vmath_set_level(lv) != 0) continue;
+            wk_tensor *rl = run_op(e, in, nin, params, dt, mwhy, sizeof mwhy);
+            const char *le = rl ? ou_compare_file(rl, g_dir, expected, tol, false, msg, sizeof msg) : wk_last_error();
+            if (le) {
+                snprintf(g_ebuf, sizeof g_ebuf, "at SIMD level %d: %s", lv, le);
+                err = g_ebuf;
+            }
+            g_levels++;
+        }
+        wk__vmath_set_level(-1);
+    }
+    if (!err) {
+        /* the composites: the same backend without its fused entries */
+        wk_device *dev = ou_device();
+        const wk_backend *saved = dev->be;
+        wk_backend plain = *saved;
+        plain.softmax = NULL;
+        plain.log_softmax = NULL;
+        plain.rms_norm = NULL;
+        plain.layer_norm = NULL;
+        plain.rope = NULL;
+        plain.swiglu = NULL;
+        plain.attention = NULL;
+        dev->be = &plain;
+        wk_tensor *rc = run_op(e, in, nin, params, dt, mwhy, sizeof mwhy);
+        dev->be = saved;
+        const char *ce = rc ? ou_compare_file(rc, g_dir, expected, tol, false, msg, sizeof msg) : wk_last_error();
+        if (ce) {
+            snprintf(g_ebuf, sizeof g_ebuf, "composite: %s", ce);
+            err = g_ebuf;
+        }
+        g_composite++;
+    }
+    if (!err && !local) { /* the op table's coverage: this case's dtype and the layouts of its present inputs */
         const char *cs[4];
         wk_tensor *ci[4];
         int nc = 0;
@@ -134,8 +205,9 @@ report:
 static void test_oracle_nn(void **state) {
     (void)state;
     ou_run_manifest("nn", "gen_nn", g_dir, sizeof g_dir, run_case);
-    printf("oracle_nn: %d cases (%d with non-contiguous inputs) on %s, %d failed\n", g_total, g_noncontig,
-           wk_device_name(ou_device()), g_failed);
+    printf("oracle_nn: %d cases (%d with non-contiguous inputs) on %s, %d failed; %d also at lower SIMD levels, "
+           "%d through the composites\n",
+           g_total, g_noncontig, wk_device_name(ou_device()), g_failed, g_levels, g_composite);
     assert_true(g_total > 1000);
     assert_true(g_noncontig > 100);
     assert_int_equal(g_failed, 0);

@@ -5,7 +5,12 @@
  * through wk_qmatmul; GGUF llama rows are permuted for interleaved-pair
  * RoPE) or from an HF directory (config.json + *.safetensors [+ index] +
  * tokenizer.json; rotate-half RoPE). Either way the model pairs each file
- * layout with its RoPE variant: nothing is permuted at load.
+ * layout with its RoPE variant: nothing is permuted at load. Every tensor's
+ * shape is checked against the config first (a wrong one is WK_ERR_SHAPE
+ * naming the tensor). GGUF tensors are zero-copy views of the mapped file;
+ * q/k/v and gate/up are fused at load into one matrix each when they share
+ * a dtype (a copy of those weights: fewer, larger matmuls per step; the
+ * environment variable WICK_LLAMA_FUSE=0 keeps them apart).
  *
  * A model is immutable once loaded (it may be shared by threads); all state
  * of a sequence lives in its wk_kv_cache. Errors: NULL / a status with
@@ -36,8 +41,15 @@ typedef struct wk_llama_config {
 
 typedef struct wk_llama_load_opts {
     wk_device *device;  /* NULL: the CPU */
-    /* dtype of unquantized weights and activations: WK_F32 (default),
-     * WK_F16 or WK_BF16 (block weights stay blocks). */
+    /* The dtype float weight matrices are kept in: WK_F32, WK_F16 or WK_BF16
+     * converts every unquantized matrix (and the token table) to it at load;
+     * anything else (the zero-initialised default, WK_U8, or opts NULL)
+     * keeps them as the file stores them (f64 as f32). Block-quantized
+     * weights always stay blocks; norm weights are f32. Activations and the
+     * KV cache are f32 whatever this says, as llama.cpp does: f16 / bf16 and
+     * block weights run through wk_qmatmul with f32 x (x quantized to the
+     * weight's partner block type for blocks), f32 weights through
+     * wk_matmul with a transposed view (no copy). */
     wk_dtype dtype;
     /* called with 0..1 while tensors are read (may be NULL) */
     void (*progress)(void *ctx, double fraction);
@@ -49,7 +61,9 @@ typedef struct wk_llama wk_llama;
 wk_llama *wk_llama_load(const char *path, const wk_llama_load_opts *opts);
 void wk_llama_free(wk_llama *m);
 const wk_llama_config *wk_llama_config_of(const wk_llama *m);
-/* Borrowed; lives as long as the model. */
+/* Borrowed; lives as long as the model. NULL when the file has none (a
+ * GGUF without tokenizer.ggml.*, a directory without tokenizer.json); a
+ * tokenizer that is present but cannot be loaded fails wk_llama_load. */
 const wk_tokenizer *wk_llama_tokenizer(const wk_llama *m);
 /* The chat template from the file (tokenizer.chat_template /
  * tokenizer_config.json), NUL-terminated, or NULL. */
@@ -67,9 +81,11 @@ wk_status wk_kv_cache_truncate(wk_kv_cache *c, int64_t n);
 
 /* Run n tokens at positions len .. len+n-1 of the cache (one batched pass
  * through the GEMM paths), appending their keys and values. Returns f32
- * logits (n, vocab) when all_logits, else (1, vocab) for the last token.
- * WK_ERR_ARG when the cache cannot hold n more tokens or an id is out of
- * range. */
+ * logits (n, vocab) when all_logits, else (1, vocab) for the last token, on
+ * the model's device (a new reference: free it). WK_ERR_ARG when the cache
+ * cannot hold n more tokens ("cache overflow"), an id is out of range or n
+ * <= 0; the cache is then unchanged. Not thread-safe per cache; any number
+ * of caches may run on one model at once. */
 wk_tensor *wk_llama_forward(const wk_llama *m, wk_kv_cache *c, const int32_t *ids, int64_t n, bool all_logits);
 
 #ifdef __cplusplus

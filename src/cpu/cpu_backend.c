@@ -126,11 +126,14 @@ const wk_backend wk__cpu_backend = {
     .rand_normal = wk__cpu_rand_normal,
     .set_seed = wk__cpu_set_seed,
     .synchronize = cpu_synchronize,
-    /* optional: fused kernels in cpu_nn.c; the rest run as composites */
+    /* optional: fused kernels in cpu_nn.c, cpu_rope.c, cpu_attention.c */
     .softmax = wk__cpu_softmax,
     .log_softmax = wk__cpu_log_softmax,
     .rms_norm = wk__cpu_rms_norm,
     .layer_norm = wk__cpu_layer_norm,
+    .rope = wk__cpu_rope,
+    .swiglu = wk__cpu_swiglu,
+    .attention = wk__cpu_attention,
     /* block dtypes: cpu_quant.c */
     .dequantize = wk__cpu_dequantize,
     .quantize = wk__cpu_quantize,

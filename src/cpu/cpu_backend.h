@@ -76,5 +76,13 @@ wk_status wk__cpu_rms_norm(wk_device *dev, const void *x, const wk_layout *lx, c
                            wk_dtype dt, double eps, void *dst);
 wk_status wk__cpu_layer_norm(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
                              const void *b, const wk_layout *lb, wk_dtype dt, double eps, void *dst);
+wk_status wk__cpu_swiglu(wk_device *dev, const void *x, const wk_layout *lx, wk_dtype dt, void *dst);
+/* cpu_rope.c */
+wk_status wk__cpu_rope(wk_device *dev, const void *x, const wk_layout *lx, const void *cos, const wk_layout *lc,
+                       const void *sin, const wk_layout *lsn, wk_dtype dt, bool interleaved, bool thd, void *dst);
+/* cpu_attention.c */
+wk_status wk__cpu_attention(wk_device *dev, const void *q, const wk_layout *lq, const void *k, const wk_layout *lk,
+                            const void *v, const wk_layout *lv, const void *mask, const wk_layout *lm, wk_dtype dt,
+                            const wk_attention_args *a, void *dst);
 
 #endif

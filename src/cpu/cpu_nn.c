@@ -1,5 +1,6 @@
 /* The CPU backend's fused optional entries: softmax / log_softmax along any
- * dim, rms_norm and layer_norm over the last dim. Each output row is one
+ * dim (an online max: one pass over the input, then the output pass),
+ * rms_norm and layer_norm over the last dim, swiglu over last-dim halves. Each output row is one
  * pass over a row gathered from the (strided) input: f32 / f64 rows along
  * the last dim are gathered straight into the output row and computed
  * there; other rows (and f16 / bf16 / f8, through f32) use a row buffer.
@@ -11,6 +12,8 @@
 #include "core/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_convert.h"
+#include "cpu/cpu_rowio.h"
+#include "core/op_math.h"
 #include "cpu/threadpool.h"
 #include "cpu/vmath.h"
 #include <math.h>
@@ -52,32 +55,11 @@ static inline int64_t row_src(const nn_rows *r, int64_t i) {
 }
 static inline int64_t row_dst(const nn_rows *r, int64_t i) { return wk__unravel(r->oshape, r->odst, r->orank, i); }
 
-/* one row (or a 1-D weight) as float / double values */
-static void load_f(const void *p, wk_dtype dt, int64_t off, int64_t s, int64_t n, float *out) {
-    if (s == 1 && dt == WK_F32) memcpy(out, (const float *)p + off, sizeof(float) * (size_t)n);
-    else if (s == 1 && dt == WK_F16) wk__vcvt_f16_to_f32(out, (const uint16_t *)p + off, n);
-    else if (s == 1 && dt == WK_BF16) wk__vcvt_bf16_to_f32(out, (const uint16_t *)p + off, n);
-    else if (dt == WK_F32)
-        for (int64_t j = 0; j < n; j++) out[j] = ((const float *)p)[off + j * s];
-    else
-        for (int64_t j = 0; j < n; j++) out[j] = wk__narrow_load(p, off + j * s, dt);
-}
-static void store_f(void *p, wk_dtype dt, int64_t off, int64_t s, int64_t n, const float *v) {
-    if (s == 1 && dt == WK_F16) wk__vcvt_f32_to_f16((uint16_t *)p + off, v, n);
-    else if (s == 1 && dt == WK_BF16) wk__vcvt_f32_to_bf16((uint16_t *)p + off, v, n);
-    else if (dt == WK_F32)
-        for (int64_t j = 0; j < n; j++) ((float *)p)[off + j * s] = v[j];
-    else
-        for (int64_t j = 0; j < n; j++) wk__narrow_store(p, off + j * s, dt, v[j]);
-}
-static void load_d(const void *p, wk_dtype dt, int64_t off, int64_t s, int64_t n, double *out) {
-    (void)dt;
-    for (int64_t j = 0; j < n; j++) out[j] = ((const double *)p)[off + j * s];
-}
-static void store_d(void *p, wk_dtype dt, int64_t off, int64_t s, int64_t n, const double *v) {
-    (void)dt;
-    for (int64_t j = 0; j < n; j++) ((double *)p)[off + j * s] = v[j];
-}
+/* one row (or a 1-D weight) as float / double values: cpu_rowio.h */
+#define load_f wk__row_load_f
+#define store_f wk__row_store_f
+#define load_d wk__row_load_d
+#define store_d wk__row_store_d
 
 typedef enum { NN_SOFTMAX, NN_LOG_SOFTMAX, NN_RMS, NN_LAYER } nn_kind;
 
@@ -92,31 +74,73 @@ typedef struct nn_ctx {
     atomic_int failed;
 } nn_ctx;
 
-/* Softmax rows. f32 uses the vectorized kernels (vmath.h: max, x - max,
- * exp, a fixed-order sum, one division), the same steps as the composite;
- * f64 is scalar libm with a double sum. tmp has n elements (log_softmax). */
+/* Softmax rows, one pass over the input with an online max: the running
+ * max m and sum l = sum exp(x - m) are kept, and l is rescaled by
+ * exp(m_old - m_new) when m grows. f32 goes by chunks of SM_CHUNK with the
+ * vectorized kernels (vmath.h): a chunk's exp(x - m) is written where the
+ * output goes and its m recorded, and the output pass scales each chunk by
+ * exp(m_chunk - m) / l (by 1 / l, as a division, for the chunks computed
+ * at the final max, which is every chunk of a row the size of one); l sums
+ * in double in chunk order. f64 is scalar libm per element. Special values
+ * as the composite (max, x - max, exp, sum): a NaN, or a +inf (inf - inf),
+ * or a row of only -inf makes the row NaN. tmp has n elements. */
+#define SM_CHUNK 256
 static void softmax_row_f(float *x, int64_t n, bool logp, float *tmp) {
-    float mx = wk__vmaxmin_f32(x, n, 0); /* NaN if any is NaN */
-    wk__vbinary_scalar_f32(WK_SUB, x, x, mx, n);
+    float m = -INFINITY;
+    double l = 0;
+    float *cmax = tmp; /* softmax: the running max each chunk was computed at */
+    for (int64_t c0 = 0, ci = 0; c0 < n; c0 += SM_CHUNK, ci++) {
+        int64_t len = n - c0 < SM_CHUNK ? n - c0 : SM_CHUNK;
+        float *xc = x + c0, *e = logp ? tmp : xc;
+        float mc = wk__vmaxmin_f32(xc, len, 0);
+        if (isnan(mc) || mc > m) {
+            if (!isnan(m)) l *= exp((double)m - (double)mc);
+            m = mc;
+        }
+        if (!logp) cmax[ci] = m;
+        if (m == -INFINITY) { /* every value so far is -inf: contributes 0 */
+            if (!logp) memset(e, 0, sizeof(float) * (size_t)len);
+            continue;
+        }
+        wk__vbinary_scalar_f32(WK_SUB, e, xc, m, len);
+        wk__vexp_f32(e, e, len);
+        l += (double)wk__vsum_f32(e, len);
+    }
+    if (m == -INFINITY) l = NAN; /* only -inf: -inf - -inf, as the composite */
     if (logp) {
-        wk__vexp_f32(tmp, x, n);
-        wk__vbinary_scalar_f32(WK_SUB, x, x, logf(wk__vsum_f32(tmp, n)), n);
-    } else {
-        wk__vexp_f32(x, x, n);
-        wk__vbinary_scalar_f32(WK_DIV, x, x, wk__vsum_f32(x, n), n);
+        wk__vbinary_scalar_f32(WK_SUB, x, x, m, n);
+        wk__vbinary_scalar_f32(WK_SUB, x, x, logf((float)l), n);
+        return;
+    }
+    float lf = (float)l;
+    for (int64_t c0 = 0, ci = 0; c0 < n; c0 += SM_CHUNK, ci++) {
+        int64_t len = n - c0 < SM_CHUNK ? n - c0 : SM_CHUNK;
+        if (cmax[ci] == m || isnan(lf)) wk__vbinary_scalar_f32(WK_DIV, x + c0, x + c0, lf, len);
+        else wk__vbinary_scalar_f32(WK_MUL, x + c0, x + c0, (float)(exp((double)cmax[ci] - (double)m) / l), len);
     }
 }
 static void softmax_row_d(double *x, int64_t n, bool logp, double *tmp) {
     (void)tmp;
-    double mx = -INFINITY;
-    for (int64_t j = 0; j < n; j++) mx = x[j] > mx || isnan(x[j]) ? x[j] : mx;
-    double sum = 0;
-    for (int64_t j = 0; j < n; j++) sum += exp(x[j] - mx);
+    double m = -INFINITY, l = 0;
+    for (int64_t j = 0; j < n; j++) {
+        double v = x[j];
+        if (isnan(v)) {
+            m = l = NAN;
+            break;
+        }
+        if (v > m) {
+            l = l * exp(m - v) + 1;
+            m = v;
+        } else if (v != -INFINITY) {
+            l += exp(v - m);
+        }
+    }
+    if (isinf(m)) l = NAN; /* only -inf, or a +inf: inf - inf, as the composite */
     if (logp) {
-        double lse = log(sum);
-        for (int64_t j = 0; j < n; j++) x[j] = (x[j] - mx) - lse;
+        double lse = log(l);
+        for (int64_t j = 0; j < n; j++) x[j] = (x[j] - m) - lse;
     } else {
-        for (int64_t j = 0; j < n; j++) x[j] = exp(x[j] - mx) / sum;
+        for (int64_t j = 0; j < n; j++) x[j] = exp(x[j] - m) / l;
     }
 }
 
@@ -233,4 +257,63 @@ wk_status wk__cpu_layer_norm(wk_device *dev, const void *x, const wk_layout *lx,
     (void)dev;
     nn_ctx c = {.kind = NN_LAYER, .src = x, .dst = dst, .dt = dt, .eps = eps};
     return nn_run("wk_layer_norm", &c, lx, lx->rank - 1, w, lw, b, lb);
+}
+
+/* ---- swiglu: silu(a) * b over the two halves of each last-dim row ---- */
+
+typedef struct swiglu_ctx {
+    nn_rows rows;
+    const void *src;
+    void *dst;
+    wk_dtype dt;
+    atomic_int failed;
+} swiglu_ctx;
+
+/* f32 through vmath's silu and multiply (the composite's kernels, so the
+ * bits agree); f64 scalar (the composite's scalar silu). */
+static void swiglu_range_f(void *vc, int64_t begin, int64_t end, int tid) {
+    (void)tid;
+    swiglu_ctx *c = vc;
+    const nn_rows *r = &c->rows;
+    int64_t h = r->n / 2, s = r->s_src;
+    float *buf = malloc(sizeof(float) * (size_t)(3 * h) + 1);
+    if (!buf) {
+        atomic_store(&c->failed, 1);
+        return;
+    }
+    for (int64_t i = begin; i < end; i++) {
+        int64_t off = row_src(r, i);
+        const float *a = wk__row_view_f(c->src, c->dt, off, s, h, buf);
+        const float *b = wk__row_view_f(c->src, c->dt, off + h * s, s, h, buf + h);
+        float *o = c->dt == WK_F32 ? (float *)c->dst + i * h : buf + 2 * h;
+        wk__vsilu_f32(o, a, h);
+        wk__vbinary_f32(WK_MUL, o, o, b, h);
+        if (c->dt != WK_F32) store_f(c->dst, c->dt, i * h, 1, h, o);
+    }
+    free(buf);
+}
+static void swiglu_range_d(void *vc, int64_t begin, int64_t end, int tid) {
+    (void)tid;
+    swiglu_ctx *c = vc;
+    const nn_rows *r = &c->rows;
+    int64_t h = r->n / 2, s = r->s_src;
+    const double *x = c->src;
+    for (int64_t i = begin; i < end; i++) {
+        int64_t off = row_src(r, i);
+        double *o = (double *)c->dst + i * h;
+        for (int64_t j = 0; j < h; j++) o[j] = wk__op_silu_f64(x[off + j * s]) * x[off + (j + h) * s];
+    }
+}
+
+wk_status wk__cpu_swiglu(wk_device *dev, const void *x, const wk_layout *lx, wk_dtype dt, void *dst) {
+    (void)dev;
+    if (!wk_dtype_is_float(dt)) return wk__err(WK_ERR_DTYPE, "wk_swiglu", "not defined for dtype %s", wk_dtype_name(dt));
+    swiglu_ctx c = {.src = x, .dst = dst, .dt = dt};
+    rows_init(&c.rows, lx, lx->rank - 1);
+    if (c.rows.nrows == 0 || c.rows.n == 0) return WK_OK;
+    atomic_init(&c.failed, 0);
+    int64_t min_rows = WK_PAR_MIN_ELEMS / c.rows.n;
+    wk__parallel_for(c.rows.nrows, 1, min_rows < 1 ? 1 : min_rows, dt == WK_F64 ? swiglu_range_d : swiglu_range_f, &c);
+    if (atomic_load(&c.failed)) return wk__err(WK_ERR_OOM, "wk_swiglu", "cannot allocate a row buffer");
+    return WK_OK;
 }

@@ -37,7 +37,7 @@ struct wk_llama {
     wk__llama_layer *layers;
     /* RoPE angles for positions 0 .. max_ctx-1: (max_ctx, head_dim/2) f32 */
     wk_tensor *rope_cos, *rope_sin;
-    wk_tokenizer *tok;     /* NULL when the file has none wick can load */
+    wk_tokenizer *tok;     /* NULL when the file has none (no tokenizer.ggml.* / tokenizer.json) */
     char *chat_template;   /* NULL when absent */
 };
 

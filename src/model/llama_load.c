@@ -381,10 +381,18 @@ wk_llama *wk_llama_load(const char *path, const wk_llama_load_opts *opts) {
         if (!has_tensor(&s, "lm_head.weight")) m->cfg.tied_embeddings = true;
         else m->cfg.tied_embeddings = false;
         if ((st = hf_chat_template(path, &m->chat_template)) != WK_OK) goto fail;
+        /* tokenizer.json when the directory has one (ids only otherwise) */
+        char tpath[4096];
+        snprintf(tpath, sizeof tpath, "%s/tokenizer.json", path);
+        struct stat sb;
+        if (stat(tpath, &sb) == 0 && !(m->tok = wk_tokenizer_load_json(tpath))) goto fail;
     } else {
         if (!(s.g = wk_gguf_open(path))) goto fail;
         if ((st = wk__llama_config_from_gguf(s.g, &m->cfg)) != WK_OK) goto fail;
         if ((st = gguf_chat_template(s.g, &m->chat_template)) != WK_OK) goto fail;
+        /* a file without tokenizer metadata loads without a tokenizer (ids
+         * only); one with metadata wick cannot read is an error */
+        if (wk_gguf_find_key(s.g, "tokenizer.ggml.model") >= 0 && !(m->tok = wk_tokenizer_from_gguf(s.g))) goto fail;
         if ((st = gguf_freq_factors(&s, &m->cfg, &freq_factors)) != WK_OK) goto fail;
     }
     if ((st = load_weights(&s, m, &o)) != WK_OK) goto fail;
@@ -423,6 +431,7 @@ void wk_llama_free(wk_llama *m) {
     wk_tensor_free(m->out_norm);
     wk_tensor_free(m->rope_cos);
     wk_tensor_free(m->rope_sin);
+    wk_tokenizer_free(m->tok);
     free(m->chat_template);
     free(m);
 }

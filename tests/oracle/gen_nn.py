@@ -13,16 +13,18 @@ space-separated fields:
 
     id op dtype params inputs expected tol
 
-  op       softmax | log_softmax | rms_norm | layer_norm | rope | sdpa
+  op       softmax | log_softmax | rms_norm | layer_norm | rope | sdpa |
+           attention | rope_thd | swiglu
   dtype    the dtype every input is converted to (inputs are f64 files
            whose values are already on that dtype's grid)
   params   k=v pairs joined by ';': dim=, eps=, inter=0|1, scale=,
-           causal=0|1 ('-' for none)
+           causal=0|1, off= (attention's q_offset) ('-' for none)
   inputs   ','-joined input specs FILE[@VIEW+VIEW...] (views as in
            tests/oracle_util.h: t = transpose of the last two dims,
            nD:S:L narrow, pA:B:.. permute), '-' for an absent optional
            input (weight, bias, mask). Order: softmax x; rms_norm x,w;
-           layer_norm x,w,b; rope x,cos,sin; sdpa q,k,v,mask
+           layer_norm x,w,b; rope x,cos,sin; sdpa q,k,v,mask;
+           attention q,k,v,mask; rope_thd x,cos,sin; swiglu x
   expected f64 FILE, or !STATUS (the call must fail with that status)
   tol      |got - want| <= tol * (1 + |want|); NaN must match NaN
 
@@ -31,7 +33,13 @@ rope follows candle: x (B, H, T, D), cos / sin (T, D/2); inter=0 rotates
 (candle's rope_i). sdpa is softmax(q k^T * scale + mask) v with an additive float mask and
 torch's top-left causal rule (torch.ones(Lq, Lk).tril()), in torch float64
 ops, checked against torch's own (1.13: private) scaled-dot-product
-attention where that applies; scale=0 means 1/sqrt(D).
+attention where that applies; scale=0 means 1/sqrt(D). attention is
+wk_attention: q (B, Hq, Lq, D), k / v (B, Hkv, Lk, D*), query head h reads
+kv head h // (Hq / Hkv), causal keeps key j <= i + off; a row with every
+key masked is NaN, Lk = 0 gives zeros (torch's softmax(empty) @ v).
+rope_thd is rope on x (B, T, H, D); swiglu is silu(x[..., :D/2]) *
+x[..., D/2:]. These three are not op-table entries: test_oracle_nn.c runs
+them itself.
 
 The op table (op_table.def, the entries whose oracle is gen_nn) declares
 the dtypes and layouts; after the sections, sweep() writes one case for
@@ -90,6 +98,17 @@ class Gen:
             base = oc.round_float(base, 'f64')
             base[..., 1:1 + x.shape[d]] = x
             return self.files.save(base) + '@n%d:1:%d' % (d, x.shape[d])
+        if view.startswith('N'):
+            # N<dim>:<start>:<extra>: x is the narrow [start, start + n) of
+            # dim, in a base with extra more rows (a preallocated KV cache)
+            d, st, ex = (int(z) for z in view[1:].split(':'))
+            shp = list(x.shape)
+            shp[d] += ex
+            base = oc.round_float(self.rng.standard_normal(shp), 'f64')
+            idx = [slice(None)] * x.ndim
+            idx[d] = slice(st, st + x.shape[d])
+            base[tuple(idx)] = x
+            return self.files.save(base) + '@n%d:%d:%d' % (d, st, x.shape[d])
         if view.startswith('p'):
             perm = [int(z) for z in view[1:].split(':')]
             inv = np.argsort(perm)
@@ -281,6 +300,143 @@ def gen_sdpa(g):
                                                    g.spec(np.zeros((2, 3, 4)), 'c'), '-'], '!SHAPE')
 
 
+def attention_ref(q, k, v, mask, scale, causal, off):
+    """wk_attention in float64 torch ops: kv heads repeated for GQA, the
+    causal rule j <= i + off."""
+    q, k, v = t64(q), t64(k), t64(v)
+    group = q.shape[-3] // k.shape[-3]
+    k = k.repeat_interleave(group, dim=-3)
+    v = v.repeat_interleave(group, dim=-3)
+    d = q.shape[-1]
+    s = q @ k.transpose(-1, -2) * (scale if scale > 0 else 1.0 / np.sqrt(d if d else 1))
+    if mask is not None:
+        s = s + t64(mask)
+    if causal:
+        keep = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool).tril(diagonal=off)
+        s = s.masked_fill(~keep, float('-inf'))
+    return (torch.softmax(s, -1) @ v).numpy()
+
+
+ATT_TOL = {'f32': 2e-5, 'f64': 1e-11, 'f16': 1e-2, 'bf16': 6e-2, 'f8e4m3': 0.15}
+ALL_FLOATS = FLOATS + ['f8e4m3']
+
+
+def gen_attention(g):
+    # (B, Hq, Hkv, Lq, Lk, D, Dv, causal, off): decode (Lq = 1 at the end of
+    # the cache, SmolLM2's 9 / 3 heads of 64), prefill, chunked prefill
+    # (Lq < Lk), GQA groups 1 / 3 / 4, head dims 1 3 64 80 128, Lk past the
+    # CPU's 128-key tile and not a multiple of it, rows past its 32-row tile
+    shapes = [(1, 9, 3, 1, 37, 64, 64, 1, 36), (1, 9, 3, 1, 300, 64, 64, 1, 299),
+              (2, 4, 4, 20, 20, 16, 16, 1, 0), (1, 3, 1, 150, 150, 8, 8, 1, 0),
+              (1, 4, 1, 5, 133, 32, 32, 1, 128), (2, 6, 2, 3, 10, 80, 80, 0, 0),
+              (1, 2, 1, 4, 9, 128, 128, 1, 5), (1, 3, 3, 4, 6, 1, 1, 0, 0), (2, 2, 1, 3, 7, 3, 5, 1, 4),
+              (1, 1, 1, 6, 4, 4, 4, 1, 0), (1, 1, 1, 1, 1, 1, 1, 0, 0)]
+    for dt in ALL_FLOATS:
+        tol = ATT_TOL[dt]
+        for (b, hq, hkv, lq, lk, d, dv, causal, off) in shapes:
+            q = g.values((b, hq, lq, d), dt)
+            k = g.values((b, hkv, lk, d), dt)
+            v = g.values((b, hkv, lk, dv), dt)
+            m2 = oc.round_float(g.rng.standard_normal((lq, lk)), dt)
+            m4 = oc.round_float(g.rng.standard_normal((b, 1, lq, lk)), dt)
+            p = 'scale=0.0;causal=%d;off=%d' % (causal, off)
+            # contiguous
+            g.case('attention', dt, p, [g.spec(q, 'c'), g.spec(k, 'c'), g.spec(v, 'c'), '-'],
+                   attention_ref(q, k, v, None, 0.0, causal, off), tol)
+            # k / v narrows of a bigger cache, q permuted from (B, Lq, H, D)
+            g.case('attention', dt, p, [g.spec(q, 'p0:2:1:3'), g.spec(k, 'N2:0:5'), g.spec(v, 'N2:2:3'), '-'],
+                   attention_ref(q, k, v, None, 0.0, causal, off), tol)
+            # k transposed, a (Lq, Lk) mask, another scale
+            p3 = 'scale=0.3;causal=%d;off=%d' % (causal, off)
+            g.case('attention', dt, p3, [g.spec(q, 'c'), g.spec(k, 't'), g.spec(v, 'n'), g.spec(m2, 'c')],
+                   attention_ref(q, k, v, m2, 0.3, causal, off), tol)
+            # a (B, 1, Lq, Lk) mask broadcast over the heads
+            g.case('attention', dt, p, [g.spec(q, 'c'), g.spec(k, 'c'), g.spec(v, 't'), g.spec(m4, 'c')],
+                   attention_ref(q, k, v, m4, 0.0, causal, off), tol)
+    for dt in FLOATS:
+        tol = ATT_TOL[dt]
+        # rows with every key masked: NaN (as torch); a -inf mask on some keys
+        q, k, v = g.values((1, 2, 4, 8), dt), g.values((1, 1, 140, 8), dt), g.values((1, 1, 140, 8), dt)
+        m = oc.round_float(g.rng.standard_normal((4, 140)), dt)
+        m[1, :] = -np.inf
+        m[2, :130] = -np.inf
+        m[3, 5] = -np.inf
+        with np.errstate(all='ignore'):
+            want = attention_ref(q, k, v, m, 0.0, 0, 0)
+        assert np.isnan(want[0, :, 1]).all() and not np.isnan(want[0, :, 2]).any()
+        g.case('attention', dt, 'scale=0.0;causal=0;off=0', [g.spec(q, 'c'), g.spec(k, 'c'), g.spec(v, 'c'),
+                                                             g.spec(m, 'c')], want, tol)
+        # large scores: the online max keeps exp from overflowing
+        q, k = g.values((1, 1, 3, 4), dt, 8.0), g.values((1, 1, 200, 4), dt, 8.0)
+        v = g.values((1, 1, 200, 4), dt)
+        g.case('attention', dt, 'scale=1.0;causal=1;off=197', [g.spec(q, 'c'), g.spec(k, 'c'), g.spec(v, 'c'), '-'],
+               attention_ref(q, k, v, None, 1.0, 1, 197), tol)
+        # Lk = 0: zeros; Lq = 0: empty
+        q, k, v = g.values((1, 2, 3, 4), dt), g.values((1, 1, 0, 4), dt), g.values((1, 1, 0, 5), dt)
+        g.case('attention', dt, 'scale=0.0;causal=0;off=0', [g.spec(q, 'c'), g.spec(k, 'c'), g.spec(v, 'c'), '-'],
+               np.zeros((1, 2, 3, 5)), tol)
+        q, k, v = g.values((1, 2, 0, 4), dt), g.values((1, 1, 3, 4), dt), g.values((1, 1, 3, 5), dt)
+        g.case('attention', dt, 'scale=0.0;causal=1;off=3', [g.spec(q, 'c'), g.spec(k, 'c'), g.spec(v, 'c'), '-'],
+               np.zeros((1, 2, 0, 5)), tol)
+    # errors: Hkv not dividing Hq, a negative offset, rank 2, a mask that does not broadcast
+    z = np.zeros
+    g.case('attention', 'f32', 'scale=0.0;causal=0;off=0', [g.spec(z((1, 3, 2, 4)), 'c'), g.spec(z((1, 2, 2, 4)), 'c'),
+                                                            g.spec(z((1, 2, 2, 4)), 'c'), '-'], '!SHAPE')
+    g.case('attention', 'f32', 'scale=0.0;causal=1;off=-1', [g.spec(z((1, 2, 2, 4)), 'c'),
+                                                             g.spec(z((1, 1, 2, 4)), 'c'),
+                                                             g.spec(z((1, 1, 2, 4)), 'c'), '-'], '!ARG')
+    g.case('attention', 'f32', 'scale=0.0;causal=0;off=0', [g.spec(z((2, 4)), 'c'), g.spec(z((2, 4)), 'c'),
+                                                            g.spec(z((2, 4)), 'c'), '-'], '!SHAPE')
+    g.case('attention', 'f32', 'scale=0.0;causal=0;off=0', [g.spec(z((1, 2, 2, 4)), 'c'), g.spec(z((1, 1, 3, 4)), 'c'),
+                                                            g.spec(z((1, 1, 3, 4)), 'c'), g.spec(z((2, 2)), 'c')],
+           '!SHAPE')
+
+
+def gen_rope_thd(g):
+    for dt in ALL_FLOATS:
+        tol = TOL.get(dt, 0.13)
+        for (bsz, t, h, d) in [(2, 5, 3, 8), (1, 1, 1, 2), (1, 7, 9, 64)]:
+            x = g.values((bsz, t, h, d), dt)
+            ang = g.rng.uniform(-3, 3, (t + 4, d // 2))
+            c = oc.round_float(np.cos(ang), dt)
+            s = oc.round_float(np.sin(ang), dt)
+            # cos / sin: rows [2, 2 + t) of a bigger table (positions 2..), x also permuted
+            cs, ss = g.spec(c[2:2 + t], 'N0:2:2'), g.spec(s[2:2 + t], 'N0:2:2')
+            xt = np.swapaxes(x, 1, 2)  # (B, H, T, D) for the reference
+            for view in ('c', 'p0:2:1:3'):
+                xs = g.spec(x, view)
+                for inter in (0, 1):
+                    want = np.swapaxes(rope_ref(xt, c[2:2 + t], s[2:2 + t], inter), 1, 2)
+                    g.case('rope_thd', dt, 'inter=%d' % inter, [xs, cs, ss], want, tol)
+                    if dt not in FLOATS:
+                        continue  # the op table declares rope for FLOAT4
+                    # the (B, H, T, D) rope on the same values, with a strided table
+                    g.case('rope', dt, 'inter=%d' % inter, [g.spec(xt, 'c'), cs, ss],
+                           rope_ref(xt, c[2:2 + t], s[2:2 + t], inter), tol)
+    x = np.zeros((1, 2, 1, 4))
+    g.case('rope_thd', 'f32', 'inter=0', [g.spec(x, 'c'), g.spec(np.ones((1, 2)), 'c'), g.spec(np.ones((1, 2)), 'c')],
+           '!SHAPE')
+
+
+def silu64(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def gen_swiglu(g):
+    for dt in ALL_FLOATS:
+        tol = TOL.get(dt, 0.13)
+        for shape in [(3, 8), (2, 3, 6), (2,), (1, 1, 2), (4, 1536), (0, 4)]:
+            for view in views_for(len(shape)):
+                if 0 in shape and view != 'c':
+                    continue
+                x = g.values(shape, dt, 3.0)
+                h = shape[-1] // 2
+                with np.errstate(all='ignore'):
+                    want = silu64(x[..., :h]) * x[..., h:]
+                g.case('swiglu', dt, '-', [g.spec(x, view)], want, tol)
+    g.case('swiglu', 'f32', '-', [g.spec(np.zeros((2, 3)), 'c')], '!SHAPE')
+
+
 ROW_OPS = ('softmax', 'log_softmax', 'rms_norm', 'layer_norm')
 
 
@@ -351,6 +507,9 @@ def main():
     gen_norms(g)
     gen_rope(g)
     gen_sdpa(g)
+    gen_attention(g)
+    gen_rope_thd(g)
+    gen_swiglu(g)
     n_sections = len(g.lines)
     sweep(g)
     g.write()
