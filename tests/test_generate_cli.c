@@ -4,6 +4,9 @@
  *
  * - greedy stdout is exactly the text decoded from the library's greedy ids
  *   (wk_llama_forward + argmax here), and stderr carries the timings;
+ * - greedy stdout is llama.cpp's greedy text on the same file
+ *   (tests/data/llama_cpp_q4_1.json, 16 tokens), and transformers' on the
+ *   f32 HF directory (tests/data/smollm2_transformers.json);
  * - the same --seed twice gives the same text, another seed another text;
  * - --chat runs and ends its turn;
  * - every error (missing file, unknown architecture, a bad tensor shape, a
@@ -11,6 +14,7 @@
  *   --chat, bad flags) exits 1 with exactly one
  *   line "wick generate: ..." on stderr and nothing on stdout. */
 #include "testutil.h"
+#include "llama_testutil.h"
 #include "wick/generate.h"
 #include "wick/gguf.h"
 
@@ -153,6 +157,58 @@ static void test_greedy(void **state) {
     assert_int_equal(r.rc, 0);
     assert_string_equal(r.out, " Paris");
     assert_non_null(strstr(r.err, "stopped: stop string"));
+}
+
+/* ids from a facts file, decoded by the GGUF's tokenizer */
+static void facts_text(const char *file, const char *section, int n, char *out, size_t cap) {
+    char *doc = lt_read_data(file);
+    double v[64];
+    int got = lt_json_numbers(doc, section, "greedy", v, 64);
+    free(doc);
+    assert_true(got >= n && n <= 64);
+    int32_t ids[64];
+    for (int i = 0; i < n; i++) ids[i] = (int32_t)v[i];
+    wk_gguf *g = wk_gguf_open(g_gguf);
+    assert_non_null(g);
+    wk_tokenizer *tok = wk_tokenizer_from_gguf(g);
+    assert_non_null(tok);
+    int64_t len = wk_tokenizer_decode(tok, ids, n, true, out, cap);
+    assert_true(len > 0 && (size_t)len < cap);
+    wk_tokenizer_free(tok);
+    wk_gguf_close(g);
+}
+
+static void test_same_as_peers(void **state) {
+    (void)state;
+    need_both();
+    /* llama.cpp (0.3.36) on the same Q4_1 file, which rounds its
+     * activations to q8_1 blocks: the greedy texts agree for these 16
+     * tokens ("Hello world", the file's third prompt, parts after 8) */
+    static const struct {
+        const char *section, *prompt;
+    } cases[] = {{"capital", "The capital of France is"}, {"digits", "In 2024, 12345 apples cost $3.50!"}};
+    result r;
+    for (int i = 0; i < 2; i++) {
+        char want[1024];
+        facts_text("llama_cpp_q4_1.json", cases[i].section, 16, want, sizeof want);
+        RUN(&r, "-m", g_gguf, "-p", cases[i].prompt, "-n", "16", "--temp", "0", "--ignore-eos");
+        printf("%s: \"%s\"\n", cases[i].section, r.out);
+        assert_int_equal(r.rc, 0);
+        assert_string_equal(r.out, want);
+    }
+    /* an HF directory (f32, rotate-half RoPE): transformers' greedy ids */
+    const char *dir = getenv("WICK_LLAMA_HF_DIR");
+    char cfg[4096];
+    if (!dir || (snprintf(cfg, sizeof cfg, "%s/config.json", dir), access(cfg, R_OK) != 0)) {
+        printf("skip the HF directory: WICK_LLAMA_HF_DIR unset or not made (the llama_hf fixture)\n");
+        return;
+    }
+    char want[1024];
+    facts_text("smollm2_transformers.json", "capital", 6, want, sizeof want);
+    RUN(&r, "-m", dir, "-p", "The capital of France is", "-n", "6", "--temp", "0");
+    printf("HF dir: \"%s\"\n", r.out);
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, want);
 }
 
 static void test_seeds_and_chat(void **state) {
@@ -330,7 +386,7 @@ static void test_bad_models(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),       cmocka_unit_test(test_bad_flags), cmocka_unit_test(test_greedy),
-        cmocka_unit_test(test_seeds_and_chat), cmocka_unit_test(test_bad_models),
+        cmocka_unit_test(test_same_as_peers), cmocka_unit_test(test_seeds_and_chat), cmocka_unit_test(test_bad_models),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
