@@ -58,6 +58,8 @@ typedef struct wk_generate_opts {
     const char *system;           /* chat: the system message; NULL: the template's default */
     int64_t max_ctx;              /* <= 0: the model's context; else at most this many positions */
 } wk_generate_opts;
+/* max_new_tokens 128, wk_sampler_opts_default, stop_at_eos true; no stop
+ * strings, no chat, no callback, the model's whole context. */
 void wk_generate_opts_default(wk_generate_opts *o);
 
 /* n_generated counts every sampled token (an EOS that ended the text too).
