@@ -304,19 +304,58 @@ static void quantized_tiny_runs(void **state) {
     assert_non_null(q);
     wk_tensor *lf = all_logits(f, IDS, 9), *lq = all_logits(q, IDS, 9);
     double d = tu_max_abs_diff(lf, lq);
-    wk_tensor *mx = TU_OK(wk_max_all(wk_abs(lf)));
+    wk_tensor *ab = TU_OK(wk_abs(lf)), *mx = TU_OK(wk_max_all(ab));
     double scale;
     TU_STATUS_OK(wk_item(mx, &scale));
     /* Q8_0 weights and activations: near f32, not equal (a random net
      * amplifies the ~0.7% error of one Q8_0 matmul through two layers) */
     if (!(d < 0.1 * scale && d > 0)) fail_msg("Q8_0 vs f32 logits differ by %g (largest %g)", d, scale);
     wk_tensor_free(mx);
+    wk_tensor_free(ab);
     wk_tensor_free(lf);
     wk_tensor_free(lq);
     wk_llama_free(f);
     wk_llama_free(q);
     remove(fpath);
     remove(qpath);
+    tiny_free(&t);
+}
+
+/* WICK_LLAMA_FUSE=1: q/k/v and gate/up fused at load (f32 and block
+ * rows) give the logits of the separate matrices */
+static void fused_weights_agree(void **state) {
+    (void)state;
+    tiny t;
+    tiny_make(&t);
+    char path[4096];
+    lt_tmp_path(path, sizeof path, "tiny-fuse.gguf");
+    const wk_dtype dts[2] = {WK_F32, WK_Q8_0};
+    for (int i = 0; i < 2; i++) {
+        gguf_opts o = {.arch = "llama", .mat_dtype = dts[i]};
+        write_tiny_gguf(&t, path, &o);
+        unsetenv("WICK_LLAMA_FUSE");
+        wk_llama *a = wk_llama_load(path, NULL);
+        setenv("WICK_LLAMA_FUSE", "1", 1);
+        wk_llama *b = wk_llama_load(path, NULL);
+        unsetenv("WICK_LLAMA_FUSE");
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_null(a->layers[0].qkv.w);
+        assert_non_null(b->layers[1].qkv.w);
+        assert_non_null(b->layers[1].gate_up.w);
+        assert_null(b->layers[1].q.w);
+        int64_t want[2] = {HEADS * HD + 2 * KV * HD, DIM};
+        tu_assert_shape(b->layers[1].qkv.w, want, 2);
+        assert_int_equal(wk_tensor_dtype(b->layers[1].qkv.w), dts[i]);
+        wk_tensor *la = all_logits(a, IDS, 9), *lb = all_logits(b, IDS, 9);
+        double d = tu_max_abs_diff(la, lb);
+        if (!(d < 1e-4)) fail_msg("fused vs separate weights (%s): logits differ by %g", wk_dtype_name(dts[i]), d);
+        wk_tensor_free(la);
+        wk_tensor_free(lb);
+        wk_llama_free(a);
+        wk_llama_free(b);
+    }
+    remove(path);
     tiny_free(&t);
 }
 
@@ -475,6 +514,7 @@ int main(void) {
         cmocka_unit_test(rope_variant_matters),
         cmocka_unit_test(prefill_equals_decode_tiny),
         cmocka_unit_test(quantized_tiny_runs),
+        cmocka_unit_test(fused_weights_agree),
         cmocka_unit_test(load_errors),
         cmocka_unit_test(forward_errors),
         cmocka_unit_test(rope_scaling_config),

@@ -7,10 +7,10 @@
  * tokenizer.json; rotate-half RoPE). Either way the model pairs each file
  * layout with its RoPE variant: nothing is permuted at load. Every tensor's
  * shape is checked against the config first (a wrong one is WK_ERR_SHAPE
- * naming the tensor). GGUF tensors are zero-copy views of the mapped file;
- * q/k/v and gate/up are fused at load into one matrix each when they share
- * a dtype (a copy of those weights: fewer, larger matmuls per step; the
- * environment variable WICK_LLAMA_FUSE=0 keeps them apart).
+ * naming the tensor). GGUF and safetensors tensors are zero-copy views of
+ * the mapped file unless a dtype conversion or device move is asked for.
+ * WICK_LLAMA_FUSE=1 in the environment fuses q/k/v and gate/up into one
+ * matrix each at load (a copy of those weights; fewer, larger matmuls).
  *
  * A model is immutable once loaded (it may be shared by threads); all state
  * of a sequence lives in its wk_kv_cache. Errors: NULL / a status with

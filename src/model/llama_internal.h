@@ -16,13 +16,13 @@ typedef struct wk__linear {
 
 typedef struct wk__llama_layer {
     wk_tensor *attn_norm, *ffn_norm; /* (dim) f32 */
-    /* q, k and v fused into one (Hq*D + 2*Hkv*D, dim) matrix when the three
-     * share a dtype (their rows concatenate, blocks included), else split */
+    /* with WICK_LLAMA_FUSE=1: q, k and v fused into one (Hq*D + 2*Hkv*D,
+     * dim) matrix when the three share a dtype (their rows concatenate,
+     * blocks included); otherwise (w NULL) q, k, v are used */
     wk__linear qkv;
     wk__linear q, k, v;
     wk__linear o;
-    /* gate and up fused into one (2*ffn, dim) matrix for wk_swiglu, when
-     * they share a dtype, else split */
+    /* likewise gate and up as one (2*ffn, dim) matrix for wk_swiglu */
     wk__linear gate_up;
     wk__linear gate, up;
     wk__linear down;

@@ -154,11 +154,14 @@ static bool fuse(const wk__linear *parts, int n, wk__linear *out, wk_status *st)
     return true;
 }
 
-/* Fusing copies the weights (the map's views are zero-copy): worth it for
- * the decode step's fewer, larger matmuls. WICK_LLAMA_FUSE=0 turns it off. */
+/* Fusing copies those weights out of the zero-copy map (+44% resident
+ * memory on SmolLM2 Q4_1) for fewer, larger matmuls. Measured in CPU time
+ * at 1 thread it did not pay (decode +1%, prefill 128 -7%), so it is off
+ * unless WICK_LLAMA_FUSE=1 asks for it (e.g. to try more threads, where
+ * each matmul's fork/join costs more). */
 static bool fusion_wanted(void) {
     const char *e = getenv("WICK_LLAMA_FUSE");
-    return !(e && e[0] == '0');
+    return e && e[0] == '1';
 }
 
 static wk_status load_layer(const source *s, const wk_llama_config *c, int64_t l, wk_dtype want, wk_device *dev,
