@@ -43,10 +43,19 @@ enum {
     WK_TOK_ADD_SPECIAL = 1,   /* add BOS / [CLS] ... [SEP] as the file's post-processor says */
     WK_TOK_PARSE_SPECIAL = 2, /* match special / added tokens in the text before BPE */
 };
-/* Encode len bytes of UTF-8 text (invalid UTF-8 is encoded byte by byte,
- * as HF does after lossless replacement) into ids[0..cap). Returns the
- * number of ids the text needs, which may exceed cap (then only cap are
- * written: call again with a larger buffer), or -1 on error. */
+/* Encode len bytes of UTF-8 text into ids[0..cap). Returns the number of
+ * ids the text needs, which may exceed cap (then only cap are written: call
+ * again with a larger buffer), or -1 on error.
+ * Added tokens are matched on the raw text first, longest match at the
+ * leftmost position (HF's AddedVocabulary, with its lstrip / rstrip /
+ * single_word flags); special ones (HF special, GGUF control) only with
+ * WK_TOK_PARSE_SPECIAL (HF always parses them; without the flag wick acts
+ * as HF's split_special_tokens=True), non-special ones always.
+ * Invalid UTF-8: byte-level BPE treats each invalid byte as one character
+ * that is neither letter, digit nor space and encodes it as its byte token,
+ * so decode gives the input bytes back exactly; WordPiece replaces it with
+ * U+FFFD, which BERT's clean_text drops. truncation / padding sections of a
+ * tokenizer.json are not applied. */
 int64_t wk_tokenizer_encode(const wk_tokenizer *t, const char *text, size_t len, unsigned flags, int32_t *ids,
                             int64_t cap);
 /* Decode n ids to bytes in out[0..cap). Returns the byte count needed
@@ -57,7 +66,9 @@ int64_t wk_tokenizer_decode(const wk_tokenizer *t, const int32_t *ids, int64_t n
 
 /* Streaming decode: feed ids one at a time; only complete UTF-8 sequences
  * come out, a sequence split across tokens is held until it completes
- * (wk_token_stream_flush emits what remains, invalid bytes as U+FFFD). */
+ * (wk_token_stream_flush emits what remains, invalid bytes as U+FFFD).
+ * Zero-initialise the struct to start. WordPiece pieces come out as
+ * decode's would after a first token (" word", "##ing" -> "ing"). */
 typedef struct wk_token_stream {
     unsigned char pending[8];
     int npending;

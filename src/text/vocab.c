@@ -7,14 +7,22 @@
 #include "text/unicode.h"
 
 /* GPT-2's byte map: printable Latin-1 bytes stand for themselves, the other
- * 68 take the code points 256, 257, ... in byte order, so every byte is a
- * visible character. */
+ * 68 (0x00-0x20, 0x7F-0xA0, 0xAD) take the code points 256, 257, ... in
+ * byte order, so every byte is a visible character. Closed forms, no table. */
 static uint32_t byte_cp(unsigned b) {
-    if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) return b;
-    uint32_t k = 0;
-    for (unsigned x = 0; x < b; x++)
-        if (!((x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF))) k++;
-    return 256 + k;
+    if (b <= 0x20) return 256 + b;
+    if (b >= 0x7F && b <= 0xA0) return 256 + 33 + (b - 0x7F);
+    if (b == 0xAD) return 256 + 67;
+    return b;
+}
+
+static int cp_byte(uint32_t cp) {
+    if (cp < 256) return byte_cp(cp) == cp ? (int)cp : -1;
+    uint32_t k = cp - 256;
+    if (k < 33) return (int)k;
+    if (k < 67) return (int)(0x7F + k - 33);
+    if (k == 67) return 0xAD;
+    return -1;
 }
 
 int wk__bytelevel_char(unsigned b, char out[2]) {
@@ -24,34 +32,14 @@ int wk__bytelevel_char(unsigned b, char out[2]) {
     return n;
 }
 
-static int cp_byte(uint32_t cp) {
-    if (cp < 256) {
-        if ((cp >= 0x21 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xAC) || (cp >= 0xAE)) return (int)cp;
-        return -1;
-    }
-    if (cp >= 256 + 68) return -1;
-    uint32_t k = 0;
-    for (unsigned x = 0; x < 256; x++) {
-        if ((x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF)) continue;
-        if (k++ == cp - 256) return (int)x;
-    }
-    return -1;
-}
-
 bool wk__bytelevel_decode(const char *text, size_t len, char *out, size_t *outlen) {
     const unsigned char *s = (const unsigned char *)text;
     size_t o = 0;
     bool all = true;
-    static int table_ready;
-    static int16_t low[324]; /* cp -> byte for cp < 324, computed once (idempotent, so racing is harmless) */
-    if (!table_ready) {
-        for (uint32_t c = 0; c < 324; c++) low[c] = (int16_t)cp_byte(c);
-        table_ready = 1;
-    }
     for (size_t i = 0; i < len;) {
         int l;
         uint32_t cp = wk__utf8_next(s + i, len - i, &l);
-        int b = cp < 324 ? low[cp] : -1;
+        int b = cp & WK__UC_RAW ? -1 : cp_byte(cp);
         if (b >= 0) out[o++] = (char)b;
         else {
             memcpy(out + o, s + i, (size_t)l);

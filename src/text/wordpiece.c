@@ -102,6 +102,9 @@ static void wordpiece(const wk_tokenizer *t, const uint32_t *c, size_t n, wk__id
     for (size_t a = 0; a < n;) {
         int32_t found = -1;
         size_t b = n;
+        /* no piece is longer than the longest token: start there (keeps a
+         * long word O(n * longest) instead of O(n^2) lookups) */
+        while (b > a && off[b] - off[a] + (a > 0 ? plen : 0) > t->max_token_bytes) b--;
         for (; b > a; b--) {
             const char *p = buf + plen + off[a];
             size_t l = off[b] - off[a];
