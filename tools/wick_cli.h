@@ -13,5 +13,6 @@ int wk__cli_fail(const char *cmd);
 int wk__cli_inspect(int argc, char **argv);
 int wk__cli_quantize(int argc, char **argv);
 int wk__cli_embed(int argc, char **argv);
+int wk__cli_generate(int argc, char **argv);
 
 #endif
