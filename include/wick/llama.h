@@ -20,6 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+/* Declared before wick.h, which includes generate.h (naming wk_llama) at its
+ * end: either header may be included first. */
+typedef struct wk_llama wk_llama;
+typedef struct wk_kv_cache wk_kv_cache;
 #include "wick/wick.h"
 #include "wick/tokenizer.h"
 
@@ -56,7 +60,6 @@ typedef struct wk_llama_load_opts {
     void *progress_ctx;
 } wk_llama_load_opts;
 
-typedef struct wk_llama wk_llama;
 /* path: a .gguf file or an HF directory; opts NULL: defaults. */
 wk_llama *wk_llama_load(const char *path, const wk_llama_load_opts *opts);
 void wk_llama_free(wk_llama *m);
@@ -71,7 +74,6 @@ const char *wk_llama_chat_template(const wk_llama *m);
 
 /* One sequence's keys and values for every layer, allocated once for
  * max_tokens positions (<= max_ctx; <= 0: max_ctx) on the model's device. */
-typedef struct wk_kv_cache wk_kv_cache;
 wk_kv_cache *wk_kv_cache_new(const wk_llama *m, int64_t max_tokens);
 void wk_kv_cache_free(wk_kv_cache *c);
 int64_t wk_kv_cache_len(const wk_kv_cache *c);      /* positions filled */
