@@ -10,9 +10,4 @@
 /* wk_hdot_fn (qdot.h): one weight row with up to WK_QDOT_MR rows of x. */
 void wk__hdot_avx512(int64_t k, const uint16_t *w, bool f16, const float *x, int64_t xs, int mr, float *out,
                      int64_t ldo);
-/* Four weight rows (wrs elements apart) with ONE row of x: out[r] = w_r . x.
- * The M = 1 case is a pure weight stream; four rows in flight keep more
- * loads outstanding than one and amortise each x load over four FMAs. */
-void wk__hdot4_avx512(int64_t k, const uint16_t *w, int64_t wrs, bool f16, const float *x, float *out);
-
 #endif

@@ -68,39 +68,3 @@ void wk__hdot_avx512(int64_t k, const uint16_t *w, bool f16, const float *x, int
     if (f16) hd_f16(k, w, x, xs, mr, out, ldo);
     else hd_bf16(k, w, x, xs, mr, out, ldo);
 }
-
-static inline __attribute__((always_inline)) void hd4(int64_t k, const uint16_t *w, int64_t wrs, const bool f16,
-                                                      const float *x, float *out) {
-    const uint16_t *w0 = w, *w1 = w + wrs, *w2 = w + 2 * wrs, *w3 = w + 3 * wrs;
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-    int64_t p = 0;
-    for (; p + 32 <= k; p += 32) {
-        __m512 x0 = _mm512_loadu_ps(x + p), x1 = _mm512_loadu_ps(x + p + 16);
-        a0 = _mm512_fmadd_ps(hw_load16(w0 + p, f16, 0xFFFF), x0, a0);
-        a1 = _mm512_fmadd_ps(hw_load16(w1 + p, f16, 0xFFFF), x0, a1);
-        a2 = _mm512_fmadd_ps(hw_load16(w2 + p, f16, 0xFFFF), x0, a2);
-        a3 = _mm512_fmadd_ps(hw_load16(w3 + p, f16, 0xFFFF), x0, a3);
-        b0 = _mm512_fmadd_ps(hw_load16(w0 + p + 16, f16, 0xFFFF), x1, b0);
-        b1 = _mm512_fmadd_ps(hw_load16(w1 + p + 16, f16, 0xFFFF), x1, b1);
-        b2 = _mm512_fmadd_ps(hw_load16(w2 + p + 16, f16, 0xFFFF), x1, b2);
-        b3 = _mm512_fmadd_ps(hw_load16(w3 + p + 16, f16, 0xFFFF), x1, b3);
-    }
-    for (; p < k; p += 16) {
-        __mmask16 mk = tail_mask(k - p);
-        __m512 xv = _mm512_maskz_loadu_ps(mk, x + p);
-        a0 = _mm512_fmadd_ps(hw_load16(w0 + p, f16, mk), xv, a0);
-        a1 = _mm512_fmadd_ps(hw_load16(w1 + p, f16, mk), xv, a1);
-        a2 = _mm512_fmadd_ps(hw_load16(w2 + p, f16, mk), xv, a2);
-        a3 = _mm512_fmadd_ps(hw_load16(w3 + p, f16, mk), xv, a3);
-    }
-    out[0] = _mm512_reduce_add_ps(_mm512_add_ps(a0, b0));
-    out[1] = _mm512_reduce_add_ps(_mm512_add_ps(a1, b1));
-    out[2] = _mm512_reduce_add_ps(_mm512_add_ps(a2, b2));
-    out[3] = _mm512_reduce_add_ps(_mm512_add_ps(a3, b3));
-}
-
-void wk__hdot4_avx512(int64_t k, const uint16_t *w, int64_t wrs, bool f16, const float *x, float *out) {
-    if (f16) hd4(k, w, wrs, true, x, out);
-    else hd4(k, w, wrs, false, x, out);
-}
-
