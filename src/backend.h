@@ -47,6 +47,20 @@ typedef struct wk_attention_args {
     int64_t group;    /* Hq / Hkv >= 1: k / v have Hkv heads at dim rank-3, query head h reads h / group */
 } wk_attention_args;
 
+/* An optimizer step (optim_step): the rule and its hyperparameters, with
+ * the step-dependent factors worked out on the host. */
+typedef enum wk_optim_kind { WK_OPTIM_SGD = 0, WK_OPTIM_ADAM, WK_OPTIM_ADAMW } wk_optim_kind;
+typedef struct wk_optim_args {
+    wk_optim_kind kind;
+    double lr, weight_decay;
+    /* SGD: buf = momentum * buf + (1 - dampening) * g (buf = g on the first
+     * step, first_step true); nesterov: g + momentum * buf; m is buf */
+    double momentum, dampening;
+    bool nesterov, first_step;
+    /* Adam / AdamW: m, v moments; bias corrections 1 - beta^t precomputed */
+    double beta1, beta2, eps, bias_correction1, bias_correction2;
+} wk_optim_args;
+
 /* Pooling parameters after validation: kernel, stride, padding per spatial
  * dim (H, W). */
 typedef struct wk_pool_params {
@@ -184,6 +198,35 @@ typedef struct wk_backend {
      * a device of the same backend (peer copy). NULL => through the host. */
     wk_status (*copy_between)(wk_device *sdev, const void *src, const wk_layout *ls, wk_dtype dt, wk_device *ddev,
                               void *dst);
+
+    /* ---- autograd (optional; NULL => the composite backward of the
+     * public ops in src/autograd). Gradients come as (buffer, layout) of
+     * the forward output's shape; results are fresh contiguous buffers. */
+    /* (log-)softmax along dim from its output y and the gradient g:
+     * softmax dx = y * (g - sum(g * y)); log_softmax dx = g - exp(y) * sum(g). */
+    wk_status (*softmax_backward)(wk_device *dev, const void *y, const wk_layout *ly, const void *g,
+                                  const wk_layout *lg, wk_dtype dt, int dim, bool logp, void *dx);
+    /* rms_norm (rms) / layer_norm over the last dim D from x, w (NULL: 1)
+     * and g: dx (x's shape); dw and db (D, contiguous, summed over rows;
+     * each NULL when not wanted, db only for layer_norm) are written, not
+     * accumulated. */
+    wk_status (*norm_backward)(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
+                               const wk_layout *lw, const void *g, const wk_layout *lg, wk_dtype dt, double eps,
+                               bool rms, void *dx, void *dw, void *db);
+    /* The attention entry's backward: q k v (mask) as the forward got them,
+     * its output o and g (o's shape): dq, dk, dv contiguous in q / k / v's
+     * shapes (each kv head's summed over its query group). Tiles like the
+     * forward (recomputes the scores; memory O(tile), not O(Lq * Lk)). */
+    wk_status (*attention_backward)(wk_device *dev, const void *q, const wk_layout *lq, const void *k,
+                                    const wk_layout *lk, const void *v, const wk_layout *lv, const void *mask,
+                                    const wk_layout *lm, const void *o, const wk_layout *lo, const void *g,
+                                    const wk_layout *lg, wk_dtype dt, const wk_attention_args *a, void *dq, void *dk,
+                                    void *dv);
+    /* One optimizer step over n contiguous elements, in place: param, and
+     * the state buffers m / v (NULL where the rule has none), from grad.
+     * Allocates nothing. */
+    wk_status (*optim_step)(wk_device *dev, const wk_optim_args *a, void *param, const void *grad, void *m, void *v,
+                            int64_t n, wk_dtype dt);
 } wk_backend;
 
 /* Entry counts, for the contract test: all entries after `name`, the

@@ -606,6 +606,7 @@ wk_status wk_device_release_cache(wk_device *dev, size_t *released);
 #endif
 
 #include "wick/nn.h"
+#include "wick/autograd.h"
 #include "wick/gguf.h"
 #include "wick/safetensors.h"
 #include "wick/tokenizer.h"

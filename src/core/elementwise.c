@@ -2,6 +2,7 @@
  * backend call into a fresh contiguous output. */
 #include "core/tensor.h"
 #include "ops.h"
+#include "autograd/record.h"
 #include <math.h>
 
 #define NAME_ENTRY(e, n, ...) [e] = #n,
@@ -47,7 +48,13 @@ static wk_tensor *finish(wk_tensor *r, wk_status st) {
     return r;
 }
 
+static wk_tensor *unary_impl(const wk_tensor *t, wk_unary_op op);
 wk_tensor *wk_unary(const wk_tensor *t, wk_unary_op op) {
+    if (!wk__ag_on1(t)) return unary_impl(t, op);
+    return wk__ag_unary(unary_impl(t, op), t, op);
+}
+
+static wk_tensor *unary_impl(const wk_tensor *t, wk_unary_op op) {
     if ((unsigned)op >= WK_UNARY_COUNT) { wk__err(WK_ERR_ARG, "wk_unary", "invalid unary op %d", (int)op); return NULL; }
     const char *name = k_unary_names[op];   /* no formatting on the hot path */
     if (!wk__check_in(name, t)) return NULL;
@@ -66,7 +73,13 @@ wk_tensor *wk_unary(const wk_tensor *t, wk_unary_op op) {
     wk_tensor *wk_##n(const wk_tensor *t) { return wk_unary(t, e); }
 WK_UNARY_OPS(UNARY_FN)
 
+static wk_tensor *affine_impl(const wk_tensor *t, double mul, double add);
 wk_tensor *wk_affine(const wk_tensor *t, double mul, double add) {
+    if (!wk__ag_on1(t)) return affine_impl(t, mul, add);
+    return wk__ag_affine(affine_impl(t, mul, add), t, mul);
+}
+
+static wk_tensor *affine_impl(const wk_tensor *t, double mul, double add) {
     const char *op = "wk_affine";
     if (!wk__check_in(op, t)) return NULL;
     wk_tensor *r = alloc_like(op, t, t->dtype);
@@ -122,7 +135,13 @@ static wk_tensor *prepare2(const char *op, const wk_tensor *a, const wk_tensor *
     return wk__tensor_alloc(op, wk__dev(a), odt, shape, rank);
 }
 
+static wk_tensor *binary_impl(const wk_tensor *a, const wk_tensor *b, wk_binary_op op);
 wk_tensor *wk_binary(const wk_tensor *a, const wk_tensor *b, wk_binary_op op) {
+    if (!wk__ag_on2(a, b)) return binary_impl(a, b, op);
+    return wk__ag_binary(binary_impl(a, b, op), a, b, op);
+}
+
+static wk_tensor *binary_impl(const wk_tensor *a, const wk_tensor *b, wk_binary_op op) {
     if ((unsigned)op >= WK_BINARY_COUNT) { wk__err(WK_ERR_ARG, "wk_binary", "invalid binary op %d", (int)op); return NULL; }
     const char *name = k_binary_names[op];
     wk_layout la, lb;
@@ -171,7 +190,13 @@ wk_tensor *wk_cmp_scalar(const wk_tensor *a, double s, wk_cmp_op op) {
     return r;
 }
 
+static wk_tensor *where_impl(const wk_tensor *cond, const wk_tensor *a, const wk_tensor *b);
 wk_tensor *wk_where(const wk_tensor *cond, const wk_tensor *a, const wk_tensor *b) {
+    if (!wk__ag_on2(a, b)) return where_impl(cond, a, b);
+    return wk__ag_where(where_impl(cond, a, b), cond, a, b);
+}
+
+static wk_tensor *where_impl(const wk_tensor *cond, const wk_tensor *a, const wk_tensor *b) {
     const char *op = "wk_where";
     if (!wk__check_in(op, cond) || !wk__check_same(op, a, b)) return NULL;
     if (wk__dev(cond) != wk__dev(a)) {

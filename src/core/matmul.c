@@ -2,6 +2,7 @@
  * that must be right for ANY strides, batch strides included (seed 002). */
 #include "core/checked.h"
 #include "core/tensor.h"
+#include "autograd/record.h"
 
 static wk_tensor *matmul_checked(const char *op, const wk_tensor *a, const wk_layout *la, const wk_tensor *b,
                                  const wk_layout *lb) {
@@ -57,7 +58,8 @@ wk_tensor *wk_matmul(const wk_tensor *a, const wk_tensor *b) {
                 wk__shape_str(b->layout.shape, b->layout.rank, y, sizeof y));
         return NULL;
     }
-    return matmul_checked(op, a, &a->layout, b, &b->layout);
+    wk_tensor *r = matmul_checked(op, a, &a->layout, b, &b->layout);
+    return wk__ag_on2(a, b) ? wk__ag_matmul(r, a, b, op) : r;
 }
 
 wk_tensor *wk_broadcast_matmul(const wk_tensor *a, const wk_tensor *b) {
@@ -86,5 +88,6 @@ wk_tensor *wk_broadcast_matmul(const wk_tensor *a, const wk_tensor *b) {
     if (wk__layout_broadcast(op, &a->layout, sa, rbatch + 2, &la) != WK_OK ||
         wk__layout_broadcast(op, &b->layout, sb, rbatch + 2, &lb) != WK_OK)
         return NULL;
-    return matmul_checked(op, a, &la, b, &lb);
+    wk_tensor *r = matmul_checked(op, a, &la, b, &lb);
+    return wk__ag_on2(a, b) ? wk__ag_matmul(r, a, b, op) : r;
 }

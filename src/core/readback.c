@@ -3,6 +3,7 @@
 #include "core/block_bytes.h"
 #include "core/quantize.h"
 #include "core/tensor.h"
+#include "autograd/record.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,7 +89,13 @@ wk_status wk_get(const wk_tensor *t, const int64_t *index, double *out) {
     return read_one(op, t, off, out);
 }
 
+static wk_tensor *copy_impl(const wk_tensor *t);
 wk_tensor *wk_copy(const wk_tensor *t) {
+    if (!wk__ag_on1(t)) return copy_impl(t);
+    return wk__ag_identity(copy_impl(t), t, "wk_copy");
+}
+
+static wk_tensor *copy_impl(const wk_tensor *t) {
     const char *op = "wk_copy";
     if (!wk__check_in_blocks(op, t)) return NULL;
     wk_tensor *r = wk__tensor_alloc(op, wk__dev(t), t->dtype, t->layout.shape, t->layout.rank);
@@ -106,11 +113,21 @@ wk_tensor *wk_copy(const wk_tensor *t) {
 
 wk_tensor *wk_contiguous(const wk_tensor *t) {
     if (!wk__check_in_blocks("wk_contiguous", t)) return NULL;
-    if (wk__layout_is_contiguous(&t->layout)) return wk__tensor_view(t, &t->layout);
-    return wk_copy(t);
+    if (!wk__layout_is_contiguous(&t->layout)) return wk_copy(t);
+    wk_tensor *r = wk__tensor_view(t, &t->layout);
+    return wk__ag_on1(t) ? wk__ag_identity(r, t, "wk_contiguous") : r;
 }
 
+static wk_tensor *to_dtype_impl(const wk_tensor *t, wk_dtype dt);
 wk_tensor *wk_to_dtype(const wk_tensor *t, wk_dtype dt) {
+    if (!wk__ag_on1(t)) return to_dtype_impl(t, dt);
+    wk__ag_suspend();
+    wk_tensor *r = to_dtype_impl(t, dt);
+    wk__ag_resume();
+    return wk__ag_to_dtype(r, t);
+}
+
+static wk_tensor *to_dtype_impl(const wk_tensor *t, wk_dtype dt) {
     const char *op = "wk_to_dtype";
     if (!wk__check_in_blocks(op, t)) return NULL;
     if (!wk_dtype_info_of(dt)) { wk__err(WK_ERR_DTYPE, op, "invalid dtype %d", (int)dt); return NULL; }
@@ -133,7 +150,16 @@ wk_tensor *wk_to_dtype(const wk_tensor *t, wk_dtype dt) {
  *    entry (CUDA to CUDA): a device-to-device (peer) copy, no host round trip;
  *  - anything else through a host staging buffer.
  * Every step is a contract entry of the backends involved. */
+static wk_tensor *to_device_impl(const wk_tensor *t, wk_device *dev);
 wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev) {
+    if (!wk__ag_on1(t)) return to_device_impl(t, dev);
+    wk__ag_suspend();
+    wk_tensor *r = to_device_impl(t, dev);
+    wk__ag_resume();
+    return wk__ag_to_device(r, t);
+}
+
+static wk_tensor *to_device_impl(const wk_tensor *t, wk_device *dev) {
     const char *op = "wk_to_device";
     if (!wk__check_in_blocks(op, t)) return NULL; /* block dtypes move their bytes */
     if (!dev) { wk__err(WK_ERR_ARG, op, "NULL device"); return NULL; }

@@ -1,6 +1,7 @@
 /* Reductions over one or several dims. */
 #include "core/tensor.h"
 #include "ops.h"
+#include "autograd/record.h"
 
 #define NAME_ENTRY(e, n, ...) [e] = #n,
 static const char *const k_reduce_names[] = {WK_REDUCE_OPS(NAME_ENTRY)};
@@ -44,12 +45,12 @@ wk_tensor *wk_reduce(const wk_tensor *t, wk_reduce_op op, const int *dims, int n
     wk_dtype odt = arg ? WK_U32 : (op == WK_REDUCE_ANY || op == WK_REDUCE_ALL) ? WK_U8 : t->dtype;
     wk_tensor *r = keepdim ? wk__tensor_alloc(name, wk__dev(t), odt, kshape, rank)
                            : wk__tensor_alloc(name, wk__dev(t), odt, oshape, orank);
-    if (!r || wk_numel(r) == 0) return r;
+    if (!r || wk_numel(r) == 0) return r && wk__ag_on1(t) ? wk__ag_reduce(r, t, op, mask, keepdim) : r;
     if (wk__be(t)->reduce(wk__dev(t), op, t->storage->buf, &t->layout, t->dtype, mask, r->storage->buf) != WK_OK) {
         wk_tensor_free(r);
         return NULL;
     }
-    return r;
+    return wk__ag_on1(t) ? wk__ag_reduce(r, t, op, mask, keepdim) : r;
 }
 
 static wk_tensor *reduce_all(const wk_tensor *t, wk_reduce_op op) {

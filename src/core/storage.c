@@ -19,6 +19,7 @@ static wk_storage *header(const char *op, wk_device *dev, wk_dtype dt, size_t nb
     s->release = NULL;
     s->release_ctx = NULL;
     s->read_only = false;
+    atomic_init(&s->version, 0);
     return s;
 }
 

@@ -1,5 +1,6 @@
 /* Tensor objects: reference counting, metadata queries and scopes. */
 #include "core/tensor.h"
+#include "autograd/node.h"
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +113,7 @@ wk_tensor *wk__tensor_new(wk_storage *s, const wk_layout *l) {
     t->layout = *l;
     t->dtype = s->dtype;
     t->scope_slot = -1;
+    t->node = NULL;
     if (!scope_register(t)) {
         free(t);
         wk__storage_release(s);
@@ -158,6 +160,7 @@ wk_tensor *wk__tensor_alloc(const char *op, wk_device *dev, wk_dtype dt, const i
 }
 
 static void tensor_destroy(wk_tensor *t) {
+    if (t->node) wk__node_release(t->node);
     wk__storage_release(t->storage);
     free(t);
 }

@@ -38,6 +38,9 @@ typedef struct wk_storage {
     wk_release_fn release;      /* WK_OWNER_EXTERNAL only; may be NULL */
     void *release_ctx;
     bool read_only;             /* in-place writes are refused (wk__check_writable) */
+    /* bumped by every in-place write (wk__check_writable): autograd's saved
+     * values remember it and refuse a backward over data written since */
+    atomic_uint version;
 } wk_storage;
 
 struct wk_tensor {
@@ -48,6 +51,9 @@ struct wk_tensor {
     wk_dtype dtype;
     /* scope bookkeeping: the slot that owns the creation reference, or -1 */
     int64_t scope_slot;
+    /* autograd (src/autograd/node.h): the node that recorded this tensor, or
+     * its leaf node; NULL when untracked. One reference owned. */
+    struct wk__node *node;
 };
 
 /* storage.c: storage lifetime */

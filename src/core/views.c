@@ -2,6 +2,7 @@
  * reshape/flatten of a layout that cannot be expressed as a view (a copy). */
 #include "core/checked.h"
 #include "core/tensor.h"
+#include "autograd/record.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,17 +88,20 @@ wk_tensor *wk_reshape(const wk_tensor *t, const int64_t *shape, int rank) {
     /* block dtypes: the new shape must hold rows of whole blocks */
     wk__layout_contiguous(&l, s, rank, 0);
     if (!wk__check_block_layout(op, t->dtype, &l)) return NULL;
+    bool ag = wk__ag_on1(t);
     if (n == 0) {
         wk__layout_contiguous(&l, s, rank, t->layout.offset);
-        return view_of(op, t, &l);
+        return ag ? wk__ag_reshape(view_of(op, t, &l), t) : view_of(op, t, &l);
     }
-    if (reshape_view(&t->layout, s, rank, &l)) return view_of(op, t, &l);
+    if (reshape_view(&t->layout, s, rank, &l)) return ag ? wk__ag_reshape(view_of(op, t, &l), t) : view_of(op, t, &l);
+    if (ag) wk__ag_suspend();
     wk_tensor *c = wk_copy(t);
+    if (ag) wk__ag_resume();
     if (!c) return NULL;
     wk__layout_contiguous(&l, s, rank, 0);
     wk_tensor *r = wk__tensor_view(c, &l);
     wk_tensor_free(c);
-    return r;
+    return ag ? wk__ag_reshape(r, t) : r;
 }
 
 wk_tensor *wk_narrow(const wk_tensor *t, int dim, int64_t start, int64_t len) {
@@ -115,6 +119,7 @@ wk_tensor *wk_narrow(const wk_tensor *t, int dim, int64_t start, int64_t len) {
     wk_layout l = t->layout;
     l.offset += start * l.stride[d];
     l.shape[d] = len;
+    if (wk__ag_on1(t)) return wk__ag_narrow(view_of(op, t, &l), t, d, start, len);
     return view_of(op, t, &l);
 }
 
@@ -128,6 +133,13 @@ wk_tensor *wk_transpose(const wk_tensor *t, int d0, int d1) {
     l.shape[b] = t->layout.shape[a];
     l.stride[a] = t->layout.stride[b];
     l.stride[b] = t->layout.stride[a];
+    if (wk__ag_on1(t)) {
+        int perm[WK_MAX_RANK];
+        for (int i = 0; i < t->layout.rank; i++) perm[i] = i;
+        perm[a] = b;
+        perm[b] = a;
+        return wk__ag_permute(view_of(op, t, &l), t, perm);
+    }
     return view_of(op, t, &l);
 }
 
@@ -143,15 +155,18 @@ wk_tensor *wk_permute(const wk_tensor *t, const int *dims, int rank) {
     if (rank != t->layout.rank) { wk__err(WK_ERR_SHAPE, op, "%d dims given for a rank-%d tensor", rank, t->layout.rank); return NULL; }
     if (rank && !dims) { wk__err(WK_ERR_ARG, op, "NULL dims"); return NULL; }
     bool seen[WK_MAX_RANK] = {false};
+    int nd[WK_MAX_RANK];
     wk_layout l = t->layout;
     for (int i = 0; i < rank; i++) {
         int d;
         if (wk__norm_dim(op, dims[i], rank, &d) != WK_OK) return NULL;
         if (seen[d]) { wk__err(WK_ERR_ARG, op, "dim %d repeated", d); return NULL; }
         seen[d] = true;
+        nd[i] = d;
         l.shape[i] = t->layout.shape[d];
         l.stride[i] = t->layout.stride[d];
     }
+    if (wk__ag_on1(t)) return wk__ag_permute(view_of(op, t, &l), t, nd);
     return view_of(op, t, &l);
 }
 
@@ -161,6 +176,7 @@ wk_tensor *wk_broadcast_as(const wk_tensor *t, const int64_t *shape, int rank) {
     if (wk__check_shape(op, shape, rank, NULL) != WK_OK) return NULL;
     wk_layout l;
     if (wk__layout_broadcast(op, &t->layout, shape, rank, &l) != WK_OK) return NULL;
+    if (wk__ag_on1(t)) return wk__ag_broadcast(wk__tensor_view(t, &l), t);
     return wk__tensor_view(t, &l);
 }
 
@@ -183,10 +199,12 @@ wk_tensor *wk_squeeze(const wk_tensor *t, int dim) {
     if (!wk__check_in_blocks(op, t)) return NULL;
     int d;
     if (wk__norm_dim(op, dim, t->layout.rank, &d) != WK_OK) return NULL;
-    if (t->layout.shape[d] != 1) return wk__tensor_view(t, &t->layout);
+    if (t->layout.shape[d] != 1)
+        return wk__ag_on1(t) ? wk__ag_identity(wk__tensor_view(t, &t->layout), t, op) : wk__tensor_view(t, &t->layout);
     wk_layout l = t->layout;
     for (int i = d; i < l.rank - 1; i++) { l.shape[i] = l.shape[i + 1]; l.stride[i] = l.stride[i + 1]; }
     l.rank--;
+    if (wk__ag_on1(t)) return wk__ag_reshape(view_of(op, t, &l), t);
     return view_of(op, t, &l);
 }
 
@@ -201,6 +219,7 @@ wk_tensor *wk_unsqueeze(const wk_tensor *t, int dim) {
     l.shape[d] = 1;
     l.stride[d] = d < r ? t->layout.stride[d] * t->layout.shape[d] : 1;
     l.rank = r + 1;
+    if (wk__ag_on1(t)) return wk__ag_reshape(view_of(op, t, &l), t);
     return view_of(op, t, &l);
 }
 
@@ -242,6 +261,7 @@ wk_tensor *wk_select(const wk_tensor *t, int dim, int64_t index) {
     l.offset += k * l.stride[d];
     for (int i = d; i < l.rank - 1; i++) { l.shape[i] = l.shape[i + 1]; l.stride[i] = l.stride[i + 1]; }
     l.rank--;
+    if (wk__ag_on1(t)) return wk__ag_select(view_of(op, t, &l), t, d, k);
     return view_of(op, t, &l);
 }
 

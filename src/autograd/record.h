@@ -1,0 +1,36 @@
+/* What the op files call to record (one function per op family; the rules
+ * themselves are static in src/autograd/rules_*.c). Each takes the op's
+ * fresh result r (NULL passes through), the inputs and the arguments the
+ * rule needs, and returns r with its node attached, or NULL (r freed) when
+ * the node could not be made. Call only when wk__ag_on*() said so. */
+#ifndef WICK_AUTOGRAD_RECORD_H
+#define WICK_AUTOGRAD_RECORD_H
+#include "autograd/node.h"
+
+/* rules_elementwise.c */
+wk_tensor *wk__ag_unary(wk_tensor *r, const wk_tensor *x, wk_unary_op op);
+wk_tensor *wk__ag_binary(wk_tensor *r, const wk_tensor *a, const wk_tensor *b, wk_binary_op op);
+wk_tensor *wk__ag_affine(wk_tensor *r, const wk_tensor *x, double mul);
+wk_tensor *wk__ag_where(wk_tensor *r, const wk_tensor *cond, const wk_tensor *a, const wk_tensor *b);
+
+/* rules_reduce.c */
+wk_tensor *wk__ag_reduce(wk_tensor *r, const wk_tensor *x, wk_reduce_op op, const bool *mask, bool keepdim);
+
+/* rules_views.c */
+wk_tensor *wk__ag_reshape(wk_tensor *r, const wk_tensor *x);   /* also squeeze, unsqueeze */
+wk_tensor *wk__ag_narrow(wk_tensor *r, const wk_tensor *x, int dim, int64_t start, int64_t len);
+wk_tensor *wk__ag_select(wk_tensor *r, const wk_tensor *x, int dim, int64_t index);
+wk_tensor *wk__ag_permute(wk_tensor *r, const wk_tensor *x, const int *dims); /* dims normalised, x's rank */
+wk_tensor *wk__ag_broadcast(wk_tensor *r, const wk_tensor *x);
+/* An alias of x that the op returns as its result (contiguous of a
+ * contiguous tensor, to_dtype to the same dtype, ...): identity gradient. */
+wk_tensor *wk__ag_identity(wk_tensor *r, const wk_tensor *x, const char *op);
+
+/* rules_copy.c */
+wk_tensor *wk__ag_to_dtype(wk_tensor *r, const wk_tensor *x);
+wk_tensor *wk__ag_to_device(wk_tensor *r, const wk_tensor *x);
+
+/* rules_matmul.c */
+wk_tensor *wk__ag_matmul(wk_tensor *r, const wk_tensor *a, const wk_tensor *b, const char *op);
+
+#endif

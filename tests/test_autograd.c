@@ -1,0 +1,356 @@
+/* The autograd core: recording rules, gradient stores, graph lifetime,
+ * no-grad regions, in-place safety, higher order, and the foundation's
+ * rules (unary list, binary list with broadcasting, affine, sum / mean,
+ * views, matmul, copies) against central differences in f64. */
+#include "testutil.h"
+#include "gradcheck.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static wk_tensor *vals(const int64_t *shape, int rank, double scale, double shift) {
+    return TU_OK(tu_values(shape, rank, WK_F64, scale, shift));
+}
+
+static void test_simple_gradient(void **state) {
+    (void)state;
+    wk_scope_begin();
+    int64_t s[] = {5};
+    wk_tensor *x = vals(s, 1, 1.0, 0.3);
+    TU_STATUS_OK(wk_requires_grad(x, true));
+    assert_true(wk_is_leaf(x));
+    /* L = sum(x*x + 3x) -> dL/dx = 2x + 3 */
+    wk_tensor *l = TU_OK(wk_sum_all(wk_add(wk_mul(x, x), wk_affine(x, 3.0, 0.0))));
+    assert_true(wk_is_tracked(l));
+    assert_string_equal(wk_grad_fn_name(l), "wk_sum");
+    wk_grad_store *gs = wk_grad_store_new();
+    TU_STATUS_OK(wk_backward(l, gs, NULL));
+    wk_tensor *g = wk_grad(gs, x);
+    assert_non_null(g);
+    double xv[5], gv[5];
+    TU_STATUS_OK(wk_to_host_f64(x, xv, 5));
+    TU_STATUS_OK(wk_to_host_f64(g, gv, 5));
+    for (int i = 0; i < 5; i++) assert_true(fabs(gv[i] - (2 * xv[i] + 3)) < 1e-12);
+    /* accumulate: a second pass over a fresh graph adds */
+    wk_tensor *l2 = TU_OK(wk_sum_all(wk_affine(x, 2.0, 0.0)));
+    TU_STATUS_OK(wk_backward(l2, gs, NULL));
+    TU_STATUS_OK(wk_to_host_f64(wk_grad(gs, x), gv, 5));
+    for (int i = 0; i < 5; i++) assert_true(fabs(gv[i] - (2 * xv[i] + 5)) < 1e-12);
+    assert_int_equal(wk_grad_store_count(gs), 1);
+    wk_grad_store_zero(gs);
+    assert_null(wk_grad(gs, x));
+    wk_grad_store_free(gs);
+    wk_scope_end();
+}
+
+static void test_tracking_rules(void **state) {
+    (void)state;
+    wk_scope_begin();
+    int64_t s[] = {2, 3};
+    wk_tensor *x = vals(s, 2, 1.0, 0.0);
+    wk_tensor *y = vals(s, 2, 0.5, 1.0);
+    /* untracked: nothing recorded */
+    wk_tensor *u = TU_OK(wk_add(x, y));
+    assert_false(wk_is_tracked(u));
+    TU_STATUS_OK(wk_requires_grad(x, true));
+    /* integer results never tracked */
+    wk_tensor *am = TU_OK(wk_argmax(x, 1, false));
+    assert_false(wk_is_tracked(am));
+    wk_tensor *cmp = TU_OK(wk_cmp(x, y, WK_LT));
+    assert_false(wk_is_tracked(cmp));
+    /* an integer tensor cannot require grad */
+    wk_tensor *i32 = TU_OK(wk_to_dtype(y, WK_I32));
+    assert_int_equal(wk_requires_grad(i32, true), WK_ERR_DTYPE);
+    wk_clear_error();
+    /* a non-leaf cannot be marked, unmarked only by detach */
+    wk_tensor *z = TU_OK(wk_mul(x, y));
+    assert_int_equal(wk_requires_grad(z, true), WK_ERR_ARG);
+    assert_int_equal(wk_requires_grad(z, false), WK_ERR_ARG);
+    wk_clear_error();
+    wk_tensor *d = TU_OK(wk_detach(z));
+    assert_false(wk_is_tracked(d));
+    assert_true(wk_shares_storage(d, z));
+    /* no-grad regions nest */
+    wk_no_grad_begin();
+    wk_no_grad_begin();
+    assert_false(wk_grad_enabled());
+    wk_no_grad_end();
+    assert_false(wk_is_tracked(wk_mul(x, y)));
+    wk_no_grad_end();
+    assert_true(wk_grad_enabled());
+    assert_true(wk_is_tracked(wk_mul(x, y)));
+    /* backward of an untracked root; a non-scalar root without grad_output */
+    wk_grad_store *gs = wk_grad_store_new();
+    assert_int_equal(wk_backward(u, gs, NULL), WK_ERR_ARG);
+    assert_int_equal(wk_backward(z, gs, NULL), WK_ERR_SHAPE);
+    wk_clear_error();
+    /* with a grad_output */
+    wk_tensor *go = vals(s, 2, 1.0, 2.0);
+    wk_backward_opts o = {.grad_output = go};
+    TU_STATUS_OK(wk_backward(z, gs, &o));
+    wk_tensor *want = TU_OK(wk_mul(go, y));
+    assert_true(tu_max_abs_diff(wk_grad(gs, x), want) < 1e-12);
+    /* a wrong grad_output shape */
+    int64_t s2[] = {3, 2};
+    o.grad_output = vals(s2, 2, 1.0, 0.0);
+    wk_tensor *z2 = TU_OK(wk_mul(x, y));
+    assert_int_equal(wk_backward(z2, gs, &o), WK_ERR_SHAPE);
+    wk_clear_error();
+    wk_grad_store_free(gs);
+    wk_scope_end();
+}
+
+static void test_graph_reuse_and_inplace(void **state) {
+    (void)state;
+    wk_scope_begin();
+    int64_t s[] = {4};
+    wk_tensor *x = vals(s, 1, 1.0, 0.5);
+    TU_STATUS_OK(wk_requires_grad(x, true));
+    wk_tensor *l = TU_OK(wk_sum_all(wk_exp(x)));
+    wk_grad_store *gs = wk_grad_store_new();
+    wk_backward_opts keep = {.keep_graph = true};
+    TU_STATUS_OK(wk_backward(l, gs, &keep));
+    TU_STATUS_OK(wk_backward(l, gs, NULL)); /* frees as it goes */
+    assert_int_equal(wk_backward(l, gs, NULL), WK_ERR_ARG);
+    assert_non_null(strstr(wk_last_error(), "keep_graph"));
+    wk_clear_error();
+    /* the gradient is twice exp(x) */
+    wk_tensor *want = TU_OK(wk_affine(wk_exp(x), 2.0, 0.0));
+    assert_true(tu_max_abs_diff(wk_grad(gs, x), want) < 1e-12);
+
+    /* in-place writes into tracked tensors are refused in grad mode */
+    assert_int_equal(wk_fill_(x, 1.0), WK_ERR_ARG);
+    wk_tensor *y = TU_OK(wk_mul(x, x));
+    assert_int_equal(wk_zero_(y), WK_ERR_ARG);
+    wk_clear_error();
+    /* a saved value written through an untracked alias: backward refuses */
+    wk_tensor *e = TU_OK(wk_sum_all(wk_mul(x, x)));
+    wk_tensor *alias = TU_OK(wk_detach(x));
+    TU_STATUS_OK(wk_fill_(alias, 3.0));
+    assert_int_equal(wk_backward(e, gs, NULL), WK_ERR_ARG);
+    assert_non_null(strstr(wk_last_error(), "modified in place"));
+    wk_clear_error();
+    /* in a no-grad region the update is allowed (optimizers) */
+    wk_no_grad_begin();
+    TU_STATUS_OK(wk_fill_(x, 2.0));
+    wk_no_grad_end();
+    wk_grad_store_free(gs);
+    wk_scope_end();
+}
+
+/* A chain long enough that recursion over it would overflow the stack. */
+static void test_deep_chain(void **state) {
+    (void)state;
+    int64_t s[] = {1};
+    wk_tensor *x = vals(s, 1, 0.0, 1.0);
+    TU_STATUS_OK(wk_requires_grad(x, true));
+    wk_tensor *y = wk_tensor_retain(x);
+    const int n = 200000;
+    for (int i = 0; i < n; i++) {
+        wk_tensor *z = wk_affine(y, 1.0, 1e-6);
+        wk_tensor_free(y);
+        y = TU_OK(z);
+    }
+    wk_grad_store *gs = wk_grad_store_new();
+    wk_backward_opts keep = {.keep_graph = true};
+    TU_STATUS_OK(wk_backward(y, gs, &keep));
+    double g;
+    TU_STATUS_OK(wk_item(wk_grad(gs, x), &g));
+    assert_true(g == 1.0);
+    wk_grad_store_free(gs);
+    wk_tensor_free(y); /* frees the whole chain (ASan: no leak, no overflow) */
+    wk_tensor_free(x);
+}
+
+/* ---- the foundation's rules against finite differences ---- */
+
+typedef struct {
+    int which;
+} fctx;
+
+static wk_tensor *f_unary(wk_tensor *const *in, int nin, void *ctx) {
+    (void)nin;
+    return wk_unary(in[0], (wk_unary_op)((fctx *)ctx)->which);
+}
+
+static void test_unary_rules(void **state) {
+    (void)state;
+    for (int op = 0; op < WK_UNARY_COUNT; op++) {
+        wk_scope_begin();
+        int64_t s[] = {3, 4};
+        /* a domain away from kinks and poles: positive for log/sqrt, |x| >= 0.1 */
+        wk_tensor *x = vals(s, 2, 1.0, 0.0);
+        double v[12];
+        TU_STATUS_OK(wk_to_host_f64(x, v, 12));
+        for (int i = 0; i < 12; i++) {
+            v[i] = (i % 2 ? -1 : 1) * (0.2 + fabs(v[i]));
+            if (op == WK_LOG || op == WK_SQRT || op == WK_RECIP) v[i] = fabs(v[i]);
+        }
+        wk_tensor *base = TU_OK(wk_from_host(v, sizeof v, (int64_t[]){4, 3}, 2, WK_F64, wk_cpu()));
+        wk_tensor *xt = TU_OK(wk_t(base)); /* through a transposed view */
+        fctx c = {op};
+        char what[64];
+        snprintf(what, sizeof what, "unary %s", wk_unary_name((wk_unary_op)op));
+        gc_opts o = {.second_order = true, .atol = 1e-5, .rtol = 1e-4};
+        gc_check(what, f_unary, &c, &xt, 1, &o);
+        wk_scope_end();
+    }
+}
+
+static wk_tensor *f_binary(wk_tensor *const *in, int nin, void *ctx) {
+    (void)nin;
+    return wk_binary(in[0], in[1], (wk_binary_op)((fctx *)ctx)->which);
+}
+
+static void test_binary_rules(void **state) {
+    (void)state;
+    for (int op = 0; op < WK_BINARY_COUNT; op++) {
+        wk_scope_begin();
+        /* (3, 1) against (4): both sides broadcast */
+        int64_t sa[] = {3, 1}, sb[] = {4};
+        wk_tensor *a = vals(sa, 2, 1.0, op == WK_POW ? 2.0 : 0.3);
+        wk_tensor *b = vals(sb, 1, 1.0, op == WK_DIV ? 3.0 : -0.2);
+        wk_tensor *in[2] = {a, b};
+        fctx c = {op};
+        char what[64];
+        snprintf(what, sizeof what, "binary %s", wk_binary_name((wk_binary_op)op));
+        gc_opts o = {.second_order = op != WK_MAXIMUM && op != WK_MINIMUM, .atol = 1e-5, .rtol = 1e-4};
+        gc_check(what, f_binary, &c, in, 2, &o);
+        wk_scope_end();
+    }
+}
+
+static void test_maximum_ties_split(void **state) {
+    (void)state;
+    wk_scope_begin();
+    int64_t s[] = {3};
+    double av[] = {1, 2, 3}, bv[] = {1, 5, 0};
+    wk_tensor *a = TU_OK(wk_from_host(av, sizeof av, s, 1, WK_F64, wk_cpu()));
+    wk_tensor *b = TU_OK(wk_from_host(bv, sizeof bv, s, 1, WK_F64, wk_cpu()));
+    TU_STATUS_OK(wk_requires_grad(a, true));
+    TU_STATUS_OK(wk_requires_grad(b, true));
+    wk_grad_store *gs = wk_grad_store_new();
+    TU_STATUS_OK(wk_backward(wk_sum_all(wk_maximum(a, b)), gs, NULL));
+    double ga[3], gb[3];
+    TU_STATUS_OK(wk_to_host_f64(wk_grad(gs, a), ga, 3));
+    TU_STATUS_OK(wk_to_host_f64(wk_grad(gs, b), gb, 3));
+    assert_true(ga[0] == 0.5 && gb[0] == 0.5); /* the tie: half each, as PyTorch */
+    assert_true(ga[1] == 0 && gb[1] == 1);
+    assert_true(ga[2] == 1 && gb[2] == 0);
+    wk_grad_store_free(gs);
+    wk_scope_end();
+}
+
+static wk_tensor *f_views(wk_tensor *const *in, int nin, void *ctx) {
+    (void)nin;
+    (void)ctx;
+    /* x (2, 3, 4): permute, narrow, select, reshape, unsqueeze, squeeze,
+     * broadcast, transpose, contiguous, flatten, to_dtype round trip */
+    int p[] = {2, 0, 1};
+    wk_tensor *a = wk_permute(in[0], p, 3);                   /* (4, 2, 3) */
+    wk_tensor *b = wk_narrow(a, 0, 1, 2);                     /* (2, 2, 3) */
+    wk_tensor *c = wk_select(b, 1, 1);                        /* (2, 3) */
+    wk_tensor *d = wk_reshape(c, (int64_t[]){3, 2}, 2);       /* (3, 2) */
+    wk_tensor *e = wk_unsqueeze(d, 0);                        /* (1, 3, 2) */
+    wk_tensor *f = wk_broadcast_as(e, (int64_t[]){2, 3, 2}, 3);
+    wk_tensor *g = wk_contiguous(wk_transpose(f, 0, 2));      /* (2, 3, 2) */
+    wk_tensor *h = wk_to_dtype(wk_to_dtype(wk_flatten_all(g), WK_F32), WK_F64);
+    wk_tensor *k = wk_squeeze(wk_unsqueeze(h, 1), 1);
+    return wk_mul(k, wk_flatten_all(g));
+}
+
+static void test_view_rules(void **state) {
+    (void)state;
+    wk_scope_begin();
+    int64_t s[] = {2, 3, 4};
+    wk_tensor *x = vals(s, 3, 1.0, 0.1);
+    gc_opts o = {.atol = 1e-4, .rtol = 1e-4, .eps = 1e-3}; /* the f32 round trip */
+    gc_check("views", f_views, NULL, &x, 1, &o);
+    wk_scope_end();
+}
+
+static wk_tensor *f_reduce(wk_tensor *const *in, int nin, void *ctx) {
+    (void)nin;
+    int which = ((fctx *)ctx)->which;
+    int dims[] = {0, 2};
+    wk_tensor *s = which == 0 ? wk_sum(in[0], dims, 2, which == 0) : wk_mean(in[0], dims, 2, false);
+    return wk_mul(s, s);
+}
+
+static void test_reduce_rules(void **state) {
+    (void)state;
+    for (int w = 0; w < 2; w++) {
+        wk_scope_begin();
+        int64_t s[] = {2, 3, 4};
+        wk_tensor *x = vals(s, 3, 1.0, 0.1);
+        fctx c = {w};
+        gc_opts o = {.second_order = true};
+        gc_check(w ? "mean" : "sum", f_reduce, &c, &x, 1, &o);
+        wk_scope_end();
+    }
+}
+
+static wk_tensor *f_mlp(wk_tensor *const *in, int nin, void *ctx) {
+    (void)nin;
+    (void)ctx;
+    /* tanh(x W1 + b1) W2 with a batched broadcast_matmul on a transposed W2 */
+    wk_tensor *h = wk_tanh(wk_add(wk_matmul(in[0], in[1]), in[2]));
+    return wk_broadcast_matmul(wk_unsqueeze(h, 0), wk_t(in[3]));
+}
+
+static void test_mlp_second_order(void **state) {
+    (void)state;
+    wk_scope_begin();
+    wk_tensor *in[4] = {
+        vals((int64_t[]){5, 3}, 2, 1.0, 0.0),
+        vals((int64_t[]){3, 4}, 2, 0.7, 0.1),
+        vals((int64_t[]){4}, 1, 0.3, 0.0),
+        vals((int64_t[]){2, 4}, 2, 0.9, -0.1),
+    };
+    gc_opts o = {.second_order = true};
+    gc_check("mlp", f_mlp, NULL, in, 4, &o);
+    wk_scope_end();
+}
+
+static void test_grad_of_and_retain(void **state) {
+    (void)state;
+    wk_scope_begin();
+    int64_t s[] = {3};
+    wk_tensor *x = vals(s, 1, 1.0, 0.0);
+    wk_tensor *w = vals(s, 1, 1.0, 1.0);
+    TU_STATUS_OK(wk_requires_grad(x, true));
+    TU_STATUS_OK(wk_requires_grad(w, true));
+    wk_tensor *h = TU_OK(wk_mul(x, w));
+    TU_STATUS_OK(wk_retain_grad(h));
+    wk_tensor *l = TU_OK(wk_sum_all(wk_sqr(h)));
+    wk_grad_store *gs = wk_grad_store_new();
+    wk_backward_opts keep = {.keep_graph = true};
+    TU_STATUS_OK(wk_backward(l, gs, &keep));
+    wk_tensor *want = TU_OK(wk_affine(h, 2.0, 0.0));
+    assert_true(tu_max_abs_diff(wk_grad(gs, h), want) < 1e-12);
+    assert_int_equal(wk_grad_store_count(gs), 3);
+    /* grad_of: only what was asked, nothing stored elsewhere */
+    wk_tensor *out[2];
+    wk_tensor *xs[2] = {x, wk_detach(x)};
+    TU_STATUS_OK(wk_grad_of(l, xs, 2, NULL, out));
+    assert_true(tu_max_abs_diff(out[0], wk_grad(gs, x)) < 1e-12);
+    double z[3];
+    TU_STATUS_OK(wk_to_host_f64(out[1], z, 3)); /* untracked: zeros */
+    assert_true(z[0] == 0 && z[1] == 0 && z[2] == 0);
+    wk_tensor_free(out[0]);
+    wk_tensor_free(out[1]);
+    wk_grad_store_free(gs);
+    wk_scope_end();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_simple_gradient),    cmocka_unit_test(test_tracking_rules),
+        cmocka_unit_test(test_graph_reuse_and_inplace), cmocka_unit_test(test_deep_chain),
+        cmocka_unit_test(test_unary_rules),        cmocka_unit_test(test_binary_rules),
+        cmocka_unit_test(test_maximum_ties_split), cmocka_unit_test(test_view_rules),
+        cmocka_unit_test(test_reduce_rules),       cmocka_unit_test(test_mlp_second_order),
+        cmocka_unit_test(test_grad_of_and_retain),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
