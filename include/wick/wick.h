@@ -607,6 +607,7 @@ wk_status wk_device_release_cache(wk_device *dev, size_t *released);
 
 #include "wick/nn.h"
 #include "wick/autograd.h"
+#include "wick/train.h"
 #include "wick/gguf.h"
 #include "wick/safetensors.h"
 #include "wick/tokenizer.h"

@@ -1,0 +1,149 @@
+/*
+ * wick — training pieces on top of autograd (include/wick/autograd.h):
+ * parameters, optimizers, gradient clipping, losses, small layers, and
+ * checkpoints (parameters + optimizer state) in safetensors files.
+ *
+ * Optimizer steps run in place on the parameters' storage inside a no-grad
+ * region and allocate nothing per step (the state buffers are made on the
+ * first step). Errors as everywhere: a status / NULL and wk_last_error().
+ */
+#ifndef WICK_TRAIN_H
+#define WICK_TRAIN_H
+#include "wick/autograd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------- parameters */
+
+/* A parameter: a new contiguous copy of init that requires grad (a leaf). */
+wk_tensor *wk_param_new(const wk_tensor *init);
+/* Overwrite p's values with src's (same shape / dtype / device; src any
+ * layout), in place and unrecorded. A src that shares storage with p is
+ * refused (WK_ERR_ARG): an overlapping copy would read values it already
+ * wrote. */
+wk_status  wk_param_assign_(wk_tensor *p, const wk_tensor *src);
+
+/* ---------------------------------------------------------- optimizers */
+
+typedef enum wk_optimizer_kind { WK_SGD = 0, WK_ADAM, WK_ADAMW } wk_optimizer_kind;
+
+/* torch.optim's meanings and defaults. Zero fields mean: lr 1e-3, betas
+ * (0.9, 0.999), eps 1e-8; weight_decay 0 (AdamW: use 1e-2 explicitly as
+ * torch's default, since 0 here means none); momentum 0, dampening 0. */
+typedef struct wk_optim_config {
+    wk_optimizer_kind kind;
+    double lr;
+    double weight_decay;   /* SGD / Adam: L2 added to the gradient; AdamW: decoupled p -= lr * wd * p */
+    double momentum;       /* SGD */
+    double dampening;      /* SGD */
+    bool nesterov;         /* SGD; needs momentum > 0 and dampening 0 */
+    double beta1, beta2;   /* Adam / AdamW */
+    double eps;            /* Adam / AdamW */
+} wk_optim_config;
+
+typedef struct wk_optimizer wk_optimizer;
+/* An optimizer over n parameters (tracked leaves, float, contiguous; it
+ * keeps a reference to each). */
+wk_optimizer *wk_optimizer_new(const wk_optim_config *cfg, wk_tensor *const *params, int n);
+void          wk_optimizer_free(wk_optimizer *opt);
+/* One step from the gradients in gs; a parameter with no gradient there is
+ * skipped (as torch skips p.grad None). */
+wk_status     wk_optimizer_step(wk_optimizer *opt, const wk_grad_store *gs);
+wk_status     wk_optimizer_set_lr(wk_optimizer *opt, double lr);
+double        wk_optimizer_lr(const wk_optimizer *opt);
+/* Steps taken so far (Adam's t). */
+int64_t       wk_optimizer_steps(const wk_optimizer *opt);
+
+/* Scale the gradients of params in gs so their joint L2 norm is at most
+ * max_norm (torch.nn.utils.clip_grad_norm_); *total_norm (may be NULL)
+ * gets the norm before clipping. */
+wk_status wk_clip_grad_norm(wk_grad_store *gs, wk_tensor *const *params, int n, double max_norm,
+                            double *total_norm);
+
+/* -------------------------------------------------------------- losses */
+
+typedef enum wk_reduction { WK_REDUCE_MEAN_LOSS = 0, WK_REDUCE_SUM_LOSS, WK_REDUCE_NONE_LOSS } wk_reduction;
+
+wk_tensor *wk_mse_loss(const wk_tensor *pred, const wk_tensor *target, wk_reduction red);
+/* Huber with threshold delta > 0 (torch.nn.functional.huber_loss). */
+wk_tensor *wk_huber_loss(const wk_tensor *pred, const wk_tensor *target, double delta, wk_reduction red);
+/* Binary cross-entropy on logits, numerically stable (torch's
+ * binary_cross_entropy_with_logits); target floats in [0, 1]. */
+wk_tensor *wk_bce_with_logits(const wk_tensor *logits, const wk_tensor *target, wk_reduction red);
+
+typedef struct wk_class_loss_opts {
+    wk_reduction reduction;
+    bool has_ignore_index;  /* targets equal to ignore_index add nothing (and do not count for the mean) */
+    int64_t ignore_index;
+    double label_smoothing; /* cross_entropy only: in [0, 1) */
+} wk_class_loss_opts;
+/* logits / log-probabilities (N, C), targets (N) of an integer dtype with
+ * values in [0, C) (or ignore_index); opts NULL: mean, no ignore, no
+ * smoothing. As torch.nn.functional.cross_entropy / nll_loss. */
+wk_tensor *wk_cross_entropy(const wk_tensor *logits, const wk_tensor *targets, const wk_class_loss_opts *opts);
+wk_tensor *wk_nll_loss(const wk_tensor *logp, const wk_tensor *targets, const wk_class_loss_opts *opts);
+
+/* -------------------------------------------------------------- layers
+ * Plain structs of parameters (tracked leaves the struct owns); init as
+ * torch.nn's reset_parameters from the device's generator (set its seed
+ * for a fixed start). *_free releases the parameters; *_params lists them
+ * (returns the count, writes up to cap pointers, borrowed). */
+
+typedef struct wk_linear {
+    wk_tensor *weight; /* (out, in) */
+    wk_tensor *bias;   /* (out) or NULL */
+} wk_linear;
+wk_status  wk_linear_init(wk_linear *l, int64_t in, int64_t out, bool bias, wk_dtype dt, wk_device *dev);
+wk_tensor *wk_linear_forward(const wk_linear *l, const wk_tensor *x); /* x (..., in) -> (..., out) */
+void       wk_linear_free(wk_linear *l);
+int        wk_linear_params(const wk_linear *l, wk_tensor **out, int cap);
+
+typedef struct wk_embedding_layer {
+    wk_tensor *weight; /* (num, dim), N(0, 1) as torch */
+} wk_embedding_layer;
+wk_status  wk_embedding_layer_init(wk_embedding_layer *e, int64_t num, int64_t dim, wk_dtype dt, wk_device *dev);
+wk_tensor *wk_embedding_layer_forward(const wk_embedding_layer *e, const wk_tensor *ids);
+void       wk_embedding_layer_free(wk_embedding_layer *e);
+int        wk_embedding_layer_params(const wk_embedding_layer *e, wk_tensor **out, int cap);
+
+typedef struct wk_conv2d_layer {
+    wk_tensor *weight; /* (out, in / groups, kh, kw) */
+    wk_tensor *bias;   /* (out) or NULL */
+    wk_conv_params p;
+} wk_conv2d_layer;
+wk_status  wk_conv2d_layer_init(wk_conv2d_layer *c, int64_t in, int64_t out, int64_t kh, int64_t kw,
+                                const wk_conv_params *p, bool bias, wk_dtype dt, wk_device *dev);
+wk_tensor *wk_conv2d_layer_forward(const wk_conv2d_layer *c, const wk_tensor *x); /* (N, C, H, W) */
+void       wk_conv2d_layer_free(wk_conv2d_layer *c);
+int        wk_conv2d_layer_params(const wk_conv2d_layer *c, wk_tensor **out, int cap);
+
+typedef struct wk_norm_layer {
+    wk_tensor *weight; /* (dim), ones */
+    wk_tensor *bias;   /* (dim), zeros; NULL for rms */
+    double eps;
+    bool rms;
+} wk_norm_layer;
+wk_status  wk_norm_layer_init(wk_norm_layer *n, int64_t dim, bool rms, double eps, wk_dtype dt, wk_device *dev);
+wk_tensor *wk_norm_layer_forward(const wk_norm_layer *n, const wk_tensor *x);
+void       wk_norm_layer_free(wk_norm_layer *n);
+int        wk_norm_layer_params(const wk_norm_layer *n, wk_tensor **out, int cap);
+
+/* --------------------------------------------------------- checkpoints */
+
+/* Write params (names[i] -> params[i]) and, if opt is not NULL, its state
+ * ("optim.<name>.m", "optim.<name>.v", the step count and config in the
+ * metadata) to a safetensors file. */
+wk_status wk_checkpoint_save(const char *path, const char *const *names, wk_tensor *const *params, int n,
+                             const wk_optimizer *opt);
+/* Read them back into existing params (shapes and dtypes must match; a
+ * missing name is WK_ERR_FORMAT naming it) and, if opt is not NULL, its
+ * state (opt must have been made over the same params in the same order). */
+wk_status wk_checkpoint_load(const char *path, const char *const *names, wk_tensor *const *params, int n,
+                             wk_optimizer *opt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WICK_TRAIN_H */
