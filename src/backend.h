@@ -227,6 +227,17 @@ typedef struct wk_backend {
      * Allocates nothing. */
     wk_status (*optim_step)(wk_device *dev, const wk_optim_args *a, void *param, const void *grad, void *m, void *v,
                             int64_t n, wk_dtype dt);
+    /* pool2d's backward: x as the forward read it and g (the output's
+     * gradient, lg's shape) -> dx contiguous in x's shape. max: each
+     * window's gradient goes to its first maximum (PyTorch's index rule);
+     * avg: spread over the window as the forward counted it. */
+    wk_status (*pool2d_backward)(wk_device *dev, const void *x, const wk_layout *lx, const void *g,
+                                 const wk_layout *lg, wk_dtype dt, const wk_pool_params *p, void *dx);
+    /* upsample2d's backward: g (N, C, OH, OW) -> dx contiguous (N, C, H, W)
+     * (ldx gives the shape): each input element gets the sum of the
+     * gradients of the outputs that read it, with the forward's weights. */
+    wk_status (*upsample2d_backward)(wk_device *dev, const void *g, const wk_layout *lg, void *dx,
+                                     const wk_layout *ldx, wk_dtype dt, bool bilinear, bool align_corners);
 } wk_backend;
 
 /* Entry counts, for the contract test: all entries after `name`, the
