@@ -33,4 +33,8 @@ wk_tensor *wk__ag_to_device(wk_tensor *r, const wk_tensor *x);
 /* rules_matmul.c */
 wk_tensor *wk__ag_matmul(wk_tensor *r, const wk_tensor *a, const wk_tensor *b, const char *op);
 
+/* rules_custom.c: a custom op's stored backward callback as its rule */
+struct wk_custom_op;
+wk_tensor *wk__ag_custom(wk_tensor *r, const struct wk_custom_op *op, int nin, const wk_tensor *const *in);
+
 #endif
