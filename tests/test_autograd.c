@@ -6,6 +6,7 @@
 #include "gradcheck.h"
 #include "wick/custom_op.h"
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -407,6 +408,44 @@ static void test_custom_op(void **state) {
     wk_custom_op_free(op2);
 }
 
+/* ---- passes on two threads over graphs that share the same leaves ---- */
+
+static wk_tensor *g_shared_w;
+static void *train_thread(void *arg) {
+    double scale = *(double *)arg, *ok = arg;
+    wk_grad_store *gs = wk_grad_store_new();
+    wk_tensor *x = tu_values((int64_t[]){4, 3}, 2, WK_F64, scale, 0.0);
+    *ok = 1;
+    for (int it = 0; it < 300 && gs && x; it++) {
+        wk_scope_begin();
+        wk_tensor *l = wk_sum_all(wk_sqr(wk_matmul(x, g_shared_w)));
+        if (!l || wk_backward(l, gs, NULL) != WK_OK) *ok = 0;
+        wk_scope_end();
+    }
+    /* each pass adds 2 x^T (x w) to this thread's store: 300 of them */
+    wk_scope_begin();
+    wk_tensor *want = wk_affine(wk_matmul(wk_t(x), wk_matmul(x, g_shared_w)), 600.0, 0.0);
+    if (!want || tu_max_abs_diff(wk_grad(gs, g_shared_w), want) > 1e-8) *ok = 0;
+    wk_scope_end();
+    wk_tensor_free(x);
+    wk_grad_store_free(gs);
+    return NULL;
+}
+
+static void test_threads_share_leaves(void **state) {
+    (void)state;
+    g_shared_w = vals((int64_t[]){3, 2}, 2, 1.0, 0.1);
+    TU_STATUS_OK(wk_requires_grad(g_shared_w, true));
+    double a = 1.0, b = 0.5;
+    pthread_t t1, t2;
+    assert_int_equal(pthread_create(&t1, NULL, train_thread, &a), 0);
+    assert_int_equal(pthread_create(&t2, NULL, train_thread, &b), 0);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    assert_true(a == 1 && b == 1);
+    wk_tensor_free(g_shared_w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_simple_gradient),    cmocka_unit_test(test_tracking_rules),
@@ -415,6 +454,7 @@ int main(void) {
         cmocka_unit_test(test_maximum_ties_split), cmocka_unit_test(test_view_rules),
         cmocka_unit_test(test_reduce_rules),       cmocka_unit_test(test_mlp_second_order),
         cmocka_unit_test(test_grad_of_and_retain), cmocka_unit_test(test_custom_op),
+        cmocka_unit_test(test_threads_share_leaves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -81,7 +81,6 @@ static wk__node *node_alloc(const char *name, wk__bw_fn fn, int nin) {
     n->name = name;
     n->backward = fn;
     n->nin = nin;
-    n->slot = -1;
     return n;
 }
 

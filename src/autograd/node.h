@@ -54,9 +54,6 @@ struct wk__node {
     wk__bw_fn backward;     /* NULL: a leaf */
     bool retain;            /* stores keep this non-leaf's gradient */
     bool released;          /* a pass without keep_graph freed the saved values */
-    /* per-pass bookkeeping (backward.c) */
-    uint64_t visit;
-    int64_t slot;
     /* the output */
     int64_t shape[WK_MAX_RANK];
     int rank;
