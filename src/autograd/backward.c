@@ -138,7 +138,8 @@ wk_status wk_grad_set(wk_grad_store *gs, const wk_tensor *t, wk_tensor *g) {
     if (!ok) return wk__err(WK_ERR_SHAPE, op, "the gradient's shape differs from the tensor's");
     gs_entry *e = gs_slot(gs, t->node);
     if (!e) return wk_last_status();
-    wk_tensor *mine = wk_tensor_retain(g);
+    wk_tensor *mine = wk_keep(wk__alias(g)); /* g may be in the caller's scope */
+    if (!mine) return wk_last_status();
     wk_tensor_free(e->grad);
     e->grad = mine;
     return WK_OK;
@@ -263,7 +264,8 @@ static wk_status run_pass(const char *op, const wk_tensor *root, wk_grad_store *
                            wk__shape_str(go->layout.shape, go->layout.rank, a, sizeof a),
                            wk__shape_str(root->layout.shape, root->layout.rank, b, sizeof b));
         }
-        g0 = wk_tensor_retain((wk_tensor *)go);
+        g0 = wk_keep(wk__alias(go)); /* go may be in the caller's scope: an alias of our own */
+        if (!g0) return wk_last_status();
     } else {
         if (wk_numel(root) != 1) {
             char a[160];
@@ -381,14 +383,15 @@ wk_status wk_grad_of(const wk_tensor *y, wk_tensor *const *xs, int n, const wk_b
     wk_status st = gs ? run_pass(op, y, gs, opts, cap, n, true) : wk_last_status();
     for (int i = 0; st == WK_OK && i < n; i++) {
         wk_tensor *g = wk_grad(gs, xs[i]);
-        if (g) out[i] = wk_tensor_retain(g);
-        else {
+        if (g) {
+            out[i] = wk__alias(g); /* a new result, in the caller's scope like any */
+            if (!out[i]) st = wk_last_status();
+        } else {
             bool cg = opts && opts->create_graph;
             if (!cg) wk__ag_suspend();
             out[i] = wk_zeros_like(xs[i]);
             if (!cg) wk__ag_resume();
             if (!out[i]) st = wk_last_status();
-            else wk_keep(out[i]);
         }
     }
     if (st != WK_OK)

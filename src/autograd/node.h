@@ -114,6 +114,14 @@ static inline void wk__storage_bump(wk_storage *s) { atomic_fetch_add_explicit(&
  * tensor while grad mode is on (WK_ERR_ARG naming op). */
 bool       wk__ag_check_inplace(const char *op, const wk_tensor *t);
 
+/* A new tensor header over t's storage and layout with t's node (the same
+ * value, tracked the same way), registered in the current scope like any
+ * result. Use it, never wk_tensor_retain, to hand back "a new reference"
+ * to a tensor that already exists: wk_tensor_free of a retained
+ * scope-owned tensor takes it out of its scope (tensor.c), so retain + free
+ * inside scopes leaks. */
+wk_tensor *wk__alias(const wk_tensor *t);
+
 /* ---- inside rules (node.c) ---- */
 static inline bool wk__bw_need(const wk__bw_ctx *c, int i) { return c->n->in[i].node != NULL; }
 /* Saved value i: checks its version (WK_ERR_ARG naming the op when it was
