@@ -36,5 +36,25 @@ wk_tensor *wk__ag_matmul(wk_tensor *r, const wk_tensor *a, const wk_tensor *b, c
 /* rules_custom.c: a custom op's stored backward callback as its rule */
 struct wk_custom_op;
 wk_tensor *wk__ag_custom(wk_tensor *r, const struct wk_custom_op *op, int nin, const wk_tensor *const *in);
+/* ---- grad_elem: elementwise-parameter ops, reductions, scans, order, linalg ---- */
+/* rules_elementwise.c (second part) */
+wk_tensor *wk__ag_powf(wk_tensor *r, const wk_tensor *x, double e);
+wk_tensor *wk__ag_elu(wk_tensor *r, const wk_tensor *x, double alpha);
+wk_tensor *wk__ag_clamp(wk_tensor *r, const wk_tensor *x, double lo, double hi);
+/* rules_reduce.c: g of a reduction (n's ai[1] keepdim, ai[2] reduced-dim bits) viewed in x's shape */
+wk_tensor *wk__ag_expand_reduced(const wk_tensor *g, const wk__node *n);
+/* rules_scan.c: dim normalised (x of rank 0: dim 0) */
+wk_tensor *wk__ag_cumsum(wk_tensor *r, const wk_tensor *x, int dim);
+wk_tensor *wk__ag_cumprod(wk_tensor *r, const wk_tensor *x, int dim);
+/* rules_sort.c: the values of sort / topk (dim normalised); ix: their i64 indices */
+wk_tensor *wk__ag_order(wk_tensor *values, const wk_tensor *x, const wk_tensor *ix, int dim, const char *op);
+/* rules_linalg.c: mask = the reduced dims (x's rank) */
+wk_tensor *wk__ag_dot(wk_tensor *r, const wk_tensor *a, const wk_tensor *b);
+wk_tensor *wk__ag_mv(wk_tensor *r, const wk_tensor *m, const wk_tensor *v);
+wk_tensor *wk__ag_norm(wk_tensor *r, const wk_tensor *x, double p, const bool *mask, bool keepdim);
+wk_tensor *wk__ag_log_sum_exp(wk_tensor *r, const wk_tensor *x, const bool *mask, bool keepdim);
+/* var (take_sqrt false) / std; den = n - correction */
+wk_tensor *wk__ag_var(wk_tensor *r, const wk_tensor *x, const bool *mask, bool keepdim, double den, bool take_sqrt);
+/* ---- end grad_elem ---- */
 
 #endif
