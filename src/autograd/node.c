@@ -1,6 +1,7 @@
 /* Graph nodes: lifetime, recording, saved values, grad mode, and the
  * tracking calls of include/wick/autograd.h. */
 #include "autograd/node.h"
+#include "autograd/record.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,9 +105,19 @@ wk__node *wk__node_new(const char *name, wk__bw_fn fn, int nin, const wk_tensor 
     return n;
 }
 
-/* A reference to t outside every scope (the node owns it). */
+/* A reference to t outside every scope (the node owns it): a header of its
+ * own sharing t's storage, layout and node. (Retaining t itself and
+ * wk_keep-ing it would take a scope-owned t out of its scope, so neither
+ * the scope nor the node would drop the caller's reference: a leak.) */
 static wk_tensor *own(const wk_tensor *t) {
-    return wk_keep(wk_tensor_retain((wk_tensor *)t));
+    wk_tensor *v = wk__tensor_view(t, &t->layout);
+    if (!v) return NULL;
+    wk_keep(v);
+    if (t->node) {
+        wk__node_retain(t->node);
+        v->node = t->node;
+    }
+    return v;
 }
 
 wk__node *wk__node_save(wk__node *n, const wk_tensor *t) {
@@ -236,7 +247,12 @@ wk_tensor *wk__sum_to(const wk_tensor *g, const int64_t *shape, int rank) {
         int k = d - lead;
         if (k < 0 || (shape[k] == 1 && g->layout.shape[d] != 1)) dims[nd++] = d;
     }
-    if (nd == 0) return wk_tensor_retain((wk_tensor *)g); /* the caller frees it like a new result */
+    /* a new reference the caller frees like a new result (a view: freeing a
+     * retained scope-owned g would take it out of its scope and leak it) */
+    if (nd == 0) {
+        wk_tensor *v = wk__tensor_view(g, &g->layout);
+        return v && wk__ag_on1(g) ? wk__ag_identity(v, g, "wk_sum_to") : v; /* create_graph: keeps g's graph */
+    }
     wk_tensor *s = wk_sum(g, dims, nd, true);
     if (!s) return NULL;
     wk_tensor *r = wk_reshape(s, shape, rank);
