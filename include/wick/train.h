@@ -15,6 +15,11 @@
 extern "C" {
 #endif
 
+/* Also declared by autograd.h; repeated so that including autograd.h first
+ * (which pulls in wick.h, which pulls in this header before autograd.h's
+ * body) still compiles. */
+typedef struct wk_grad_store wk_grad_store;
+
 /* ---------------------------------------------------------- parameters */
 
 /* A parameter: a new contiguous copy of init that requires grad (a leaf). */
