@@ -230,7 +230,8 @@ typedef struct wk_backend {
     /* pool2d's backward: x as the forward read it and g (the output's
      * gradient, lg's shape) -> dx contiguous in x's shape. max: each
      * window's gradient goes to its first maximum (PyTorch's index rule);
-     * avg: spread over the window as the forward counted it. */
+     * avg: spread over the window as the forward counted it (x is NULL
+     * for avg: nothing is saved; lx still gives x's shape). */
     wk_status (*pool2d_backward)(wk_device *dev, const void *x, const wk_layout *lx, const void *g,
                                  const wk_layout *lg, wk_dtype dt, const wk_pool_params *p, void *dx);
     /* upsample2d's backward: g (N, C, OH, OW) -> dx contiguous (N, C, H, W)
