@@ -138,7 +138,9 @@ wk_status wk_grad_set(wk_grad_store *gs, const wk_tensor *t, wk_tensor *g) {
     if (!ok) return wk__err(WK_ERR_SHAPE, op, "the gradient's shape differs from the tensor's");
     gs_entry *e = gs_slot(gs, t->node);
     if (!e) return wk_last_status();
-    wk_tensor *mine = wk_tensor_retain(g);
+    wk_tensor *mine = wk__alias(g); /* not a retain: g may be scope-owned */
+    if (!mine) return wk_last_status();
+    wk_keep(mine);
     wk_tensor_free(e->grad);
     e->grad = mine;
     return WK_OK;
@@ -234,7 +236,9 @@ static wk_status run_pass(const char *op, const wk_tensor *root, wk_grad_store *
                            wk__shape_str(go->layout.shape, go->layout.rank, a, sizeof a),
                            wk__shape_str(root->layout.shape, root->layout.rank, b, sizeof b));
         }
-        g0 = wk_tensor_retain((wk_tensor *)go);
+        g0 = wk__alias(go); /* not a retain: go may be scope-owned */
+        if (!g0) return wk_last_status();
+        wk_keep(g0);
     } else {
         if (wk_numel(root) != 1) {
             char a[160];

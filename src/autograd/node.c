@@ -104,10 +104,20 @@ wk__node *wk__node_new(const char *name, wk__bw_fn fn, int nin, const wk_tensor 
     return n;
 }
 
-/* A reference to t outside every scope (the node owns it). */
-static wk_tensor *own(const wk_tensor *t) {
-    return wk_keep(wk_tensor_retain((wk_tensor *)t));
+wk_tensor *wk__alias(const wk_tensor *t) {
+    wk_tensor *v = wk__tensor_view(t, &t->layout);
+    if (v && t->node) {
+        wk__node_retain(t->node);
+        v->node = t->node;
+    }
+    return v;
 }
+
+/* A reference to t outside every scope (the node owns it): a header of its
+ * own (wk__alias), not a retain of t, because freeing a retained reference
+ * to a scope-owned t while its scope is open takes the scope's reference
+ * (wk_tensor_free) and leaks t. */
+static wk_tensor *own(const wk_tensor *t) { return wk_keep(wk__alias(t)); }
 
 wk__node *wk__node_save(wk__node *n, const wk_tensor *t) {
     if (!n) return n;
@@ -121,6 +131,10 @@ wk__node *wk__node_save(wk__node *n, const wk_tensor *t) {
     /* retaining t itself (not a copy) keeps its node too, which create_graph
      * needs; it cannot make a cycle: t is an input, older than n */
     s->t = own(t);
+    if (!s->t) { /* OOM: wk__bw_saved reports the missing value */
+        n->nsaved--;
+        return n;
+    }
     s->version = atomic_load_explicit(&t->storage->version, memory_order_relaxed);
     return n;
 }
@@ -211,7 +225,8 @@ wk_status wk__bw_set(wk__bw_ctx *c, int i, const wk_tensor *t) {
                        i, wk_dtype_name(t->dtype), wk__shape_str(t->layout.shape, t->layout.rank, a, sizeof a),
                        wk_dtype_name(e->dtype), wk__shape_str(e->shape, e->rank, b, sizeof b));
     }
-    wk_tensor *mine = wk_tensor_retain((wk_tensor *)t);
+    wk_tensor *mine = own(t);
+    if (!mine) return wk_last_status();
     if (c->gin[i]) { /* a rule that sets one input twice (a + a): the sum */
         wk_tensor *s = wk_add(c->gin[i], mine);
         wk_tensor_free(mine);
@@ -236,7 +251,7 @@ wk_tensor *wk__sum_to(const wk_tensor *g, const int64_t *shape, int rank) {
         int k = d - lead;
         if (k < 0 || (shape[k] == 1 && g->layout.shape[d] != 1)) dims[nd++] = d;
     }
-    if (nd == 0) return wk_tensor_retain((wk_tensor *)g); /* the caller frees it like a new result */
+    if (nd == 0) return wk__alias(g); /* a new header: the caller frees it like a new result */
     wk_tensor *s = wk_sum(g, dims, nd, true);
     if (!s) return NULL;
     wk_tensor *r = wk_reshape(s, shape, rank);

@@ -107,6 +107,11 @@ wk__node *wk__node_save_out(wk__node *n, const wk_tensor *out);
  * node could not be made): frees out, returns NULL (the error is recorded). */
 wk_tensor *wk__node_attach(wk__node *n, wk_tensor *out);
 void       wk__node_retain(wk__node *n);
+/* A new tensor header (in the current scope) sharing t's storage, layout
+ * and node. Hold one of these, not a wk_tensor_retain of t, for a tensor
+ * that may be scope-owned: freeing a retained reference while t's scope is
+ * open takes the scope's reference and leaks t. NULL on OOM. */
+wk_tensor *wk__alias(const wk_tensor *t);
 /* Drop one reference; frees iteratively (a long chain cannot overflow the stack). */
 void       wk__node_release(wk__node *n);
 /* Free the saved values (a pass without keep_graph). */
