@@ -637,8 +637,10 @@ typedef struct model {
 
 static void model_make(model *m, const wk_optim_config *cfg, uint64_t seed) {
     TU_STATUS_OK(wk_device_set_seed(wk_cpu(), seed));
+    wk_scope_begin(); /* the random inits */
     m->p[0] = wk_keep(TU_OK(wk_param_new(wk_rand((int64_t[]){3, 4}, 2, -1, 1, WK_F32, wk_cpu()))));
     m->p[1] = wk_keep(TU_OK(wk_param_new(wk_rand((int64_t[]){5}, 1, -1, 1, WK_F32, wk_cpu()))));
+    wk_scope_end();
     m->opt = wk_optimizer_new(cfg, m->p, 2);
     assert_non_null(m->opt);
     m->gs = wk_grad_store_new();
