@@ -13,10 +13,12 @@ wk_tensor *wk__ag_expand_reduced(const wk_tensor *g, const wk__node *n);
 
 wk_tensor *wk__ag_expand_reduced(const wk_tensor *g, const wk__node *n) {
     const wk__edge *e = &n->in[0];
-    bool keepdim = n->ai[1] != 0;
     int64_t ks[WK_MAX_RANK];
     for (int d = 0; d < e->rank; d++) ks[d] = (n->ai[2] >> d) & 1 ? 1 : e->shape[d];
-    wk_tensor *k = keepdim ? wk__alias(g) : wk_reshape(g, ks, e->rank);
+    /* a reshape even when the dims were kept (a view): retaining a
+     * scope-owned g and then freeing it would take the scope's reference and
+     * leak the retain's */
+    wk_tensor *k = wk_reshape(g, ks, e->rank);
     if (!k) return NULL;
     wk_tensor *b = wk_broadcast_as(k, e->shape, e->rank);
     wk_tensor_free(k);
