@@ -134,6 +134,10 @@ const wk_backend wk__cpu_backend = {
     .rope = wk__cpu_rope,
     .swiglu = wk__cpu_swiglu,
     .attention = wk__cpu_attention,
+    /* autograd (grad_nn): cpu_nn_backward.c, cpu_attention_backward.c */
+    .softmax_backward = wk__cpu_softmax_backward,
+    .norm_backward = wk__cpu_norm_backward,
+    .attention_backward = wk__cpu_attention_backward,
     /* block dtypes: cpu_quant.c */
     .dequantize = wk__cpu_dequantize,
     .quantize = wk__cpu_quantize,
@@ -141,4 +145,6 @@ const wk_backend wk__cpu_backend = {
     /* optional autograd entries: cpu_pool_backward.c */
     .pool2d_backward = wk__cpu_pool2d_backward,
     .upsample2d_backward = wk__cpu_upsample2d_backward,
+    /* training: cpu_optim.c */
+    .optim_step = wk__cpu_optim_step,
 };
