@@ -234,7 +234,15 @@ static wk_status run_pass(const char *op, const wk_tensor *root, wk_grad_store *
                            wk__shape_str(go->layout.shape, go->layout.rank, a, sizeof a),
                            wk__shape_str(root->layout.shape, root->layout.rank, b, sizeof b));
         }
-        g0 = wk_tensor_retain((wk_tensor *)go);
+        /* a header of its own (with go's node): a retain of a scope-owned go,
+         * freed by this pass, would unregister it from the caller's scope and
+         * leak it */
+        if (!(g0 = wk__tensor_view(go, &go->layout))) return wk_last_status();
+        wk_keep(g0);
+        if (go->node) {
+            wk__node_retain(go->node);
+            g0->node = go->node;
+        }
     } else {
         if (wk_numel(root) != 1) {
             char a[160];

@@ -104,9 +104,19 @@ wk__node *wk__node_new(const char *name, wk__bw_fn fn, int nin, const wk_tensor 
     return n;
 }
 
-/* A reference to t outside every scope (the node owns it). */
+/* A reference to t outside every scope (the node owns it): a header of its
+ * own with t's node. Not a retain of t: for a scope-owned t, wk_keep would
+ * take the scope's reference (and a later free would unregister it), so
+ * one reference would leak. */
 static wk_tensor *own(const wk_tensor *t) {
-    return wk_keep(wk_tensor_retain((wk_tensor *)t));
+    wk_tensor *v = wk__tensor_view(t, &t->layout);
+    if (!v) return NULL;
+    wk_keep(v);
+    if (t->node) {
+        wk__node_retain(t->node);
+        v->node = t->node;
+    }
+    return v;
 }
 
 wk__node *wk__node_save(wk__node *n, const wk_tensor *t) {
@@ -236,7 +246,10 @@ wk_tensor *wk__sum_to(const wk_tensor *g, const int64_t *shape, int rank) {
         int k = d - lead;
         if (k < 0 || (shape[k] == 1 && g->layout.shape[d] != 1)) dims[nd++] = d;
     }
-    if (nd == 0) return wk_tensor_retain((wk_tensor *)g); /* the caller frees it like a new result */
+    /* nothing to sum: a new view the caller frees like a new result (a retain
+     * of a scope-owned g, then that free, would take the scope's reference
+     * and leak g) */
+    if (nd == 0) return wk_reshape(g, shape, rank);
     wk_tensor *s = wk_sum(g, dims, nd, true);
     if (!s) return NULL;
     wk_tensor *r = wk_reshape(s, shape, rank);
