@@ -17,12 +17,16 @@
  * a store, read any leaf's gradient (and a non-leaf's marked with
  * wk_retain_grad), accumulate over several backward calls, zero.
  *
- * In-place writes (wk_copy_, wk_fill_, wk_slice_set, wk_scatter_, ...) to a
- * tracked tensor are refused while grad mode is on (use the out-of-place
- * forms, or update parameters inside a no-grad region as optimizers do).
- * Every tensor saved for a backward remembers its storage's version: a
- * backward that finds it written since fails with WK_ERR_ARG naming the op,
- * rather than computing a wrong gradient.
+ * In-place writes record too: wk_copy_, wk_slice_set, wk_slice_assign_,
+ * wk_scatter_ and wk_scatter_add_ with a tracked source (or into a tracked
+ * non-leaf) rebase the destination onto the write's node, as PyTorch does.
+ * Refused while grad mode is on (WK_ERR_ARG): writes into a leaf that
+ * requires grad, and wk_fill_ / wk_zero_ / wk_one_ into any tracked tensor
+ * (update parameters inside a no-grad region, as the optimizers do). Only
+ * the tensor written through is rebased: other views of its storage keep
+ * their old nodes. Every tensor saved for a backward remembers its
+ * storage's version: a backward that finds it written since fails with
+ * WK_ERR_ARG naming the op, rather than computing a wrong gradient.
  *
  * Integer results (argmax, comparisons, indices) are never tracked. Ops
  * whose derivative is zero almost everywhere (floor, ceil, round, sign)
