@@ -33,4 +33,32 @@ wk_tensor *wk__ag_to_device(wk_tensor *r, const wk_tensor *x);
 /* rules_matmul.c */
 wk_tensor *wk__ag_matmul(wk_tensor *r, const wk_tensor *a, const wk_tensor *b, const char *op);
 
+/* ---- grad_elem: elementwise-parameter ops, reductions, scans, order, linalg ---- */
+/* rules_elementwise.c (second part) */
+wk_tensor *wk__ag_powf(wk_tensor *r, const wk_tensor *x, double e);
+wk_tensor *wk__ag_elu(wk_tensor *r, const wk_tensor *x, double alpha);
+wk_tensor *wk__ag_clamp(wk_tensor *r, const wk_tensor *x, double lo, double hi);
+/* rules_reduce.c: g of a reduction (n's ai[1] keepdim, ai[2] reduced-dim bits) viewed in x's shape */
+wk_tensor *wk__ag_expand_reduced(const wk_tensor *g, const wk__node *n);
+/* rules_scan.c: dim normalised (x of rank 0: dim 0) */
+wk_tensor *wk__ag_cumsum(wk_tensor *r, const wk_tensor *x, int dim);
+wk_tensor *wk__ag_cumprod(wk_tensor *r, const wk_tensor *x, int dim);
+/* rules_sort.c: the values of sort / topk (dim normalised); ix: their i64 indices */
+wk_tensor *wk__ag_order(wk_tensor *values, const wk_tensor *x, const wk_tensor *ix, int dim, const char *op);
+/* rules_linalg.c: mask = the reduced dims (x's rank) */
+wk_tensor *wk__ag_dot(wk_tensor *r, const wk_tensor *a, const wk_tensor *b);
+wk_tensor *wk__ag_mv(wk_tensor *r, const wk_tensor *m, const wk_tensor *v);
+wk_tensor *wk__ag_norm(wk_tensor *r, const wk_tensor *x, double p, const bool *mask, bool keepdim);
+wk_tensor *wk__ag_log_sum_exp(wk_tensor *r, const wk_tensor *x, const bool *mask, bool keepdim);
+/* ---- end grad_elem ---- */
+/* rules_nn.c (grad_nn): the fused nn ops; dim normalised, a the effective
+ * attention arguments (scale resolved, group Hq / Hkv), op the public name */
+wk_tensor *wk__ag_softmax(wk_tensor *r, const wk_tensor *x, int dim, bool logp);
+wk_tensor *wk__ag_nn_norm(wk_tensor *r, const wk_tensor *x, const wk_tensor *w, const wk_tensor *b, double eps, bool rms);
+wk_tensor *wk__ag_rope(wk_tensor *r, const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, bool interleaved,
+                       bool thd);
+wk_tensor *wk__ag_swiglu(wk_tensor *r, const wk_tensor *x);
+wk_tensor *wk__ag_attention(wk_tensor *r, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
+                            const wk_tensor *mask, const wk_attention_args *a, const char *op);
+
 #endif

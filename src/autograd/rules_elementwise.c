@@ -207,3 +207,67 @@ wk_tensor *wk__ag_where(wk_tensor *r, const wk_tensor *cond, const wk_tensor *a,
     wk__node_save(n, cond);
     return wk__node_attach(n, r);
 }
+
+/* ---- powf, elu, clamp (the ops with a scalar parameter) ---- */
+
+/* d/dx x^e = e x^(e-1); e == 0 gives 0 everywhere (x^-1 would be inf at 0),
+ * as PyTorch masks it. */
+static wk_status powf_backward(wk__bw_ctx *c) {
+    double e = c->n->ad[0];
+    if (e == 0.0) return wk__bw_set(c, 0, zeros_of_edge(&c->n->in[0]));
+    if (e == 1.0) return wk__bw_set(c, 0, c->g);
+    wk_tensor *x = wk__bw_saved(c, 0);
+    if (!x) return wk_last_status();
+    return wk__bw_set(c, 0, wk_mul(c->g, wk_affine(wk_powf(x, e - 1.0), e, 0.0)));
+}
+
+wk_tensor *wk__ag_powf(wk_tensor *r, const wk_tensor *x, double e) {
+    if (!r) return NULL;
+    wk__node *n = wk__node_new("wk_powf", powf_backward, 1, &x);
+    if (n) {
+        n->ad[0] = e;
+        if (e != 0.0 && e != 1.0) wk__node_save(n, x);
+        else wk__node_save(n, NULL);
+    }
+    return wk__node_attach(n, r);
+}
+
+/* elu'(x) = 1 for x > 0, alpha exp(x) for x <= 0 (PyTorch's side of the
+ * kink). exp reads min(x, 0): the branch where() drops must stay finite, or
+ * its zero weight times inf would be NaN under create_graph. */
+static wk_status elu_backward(wk__bw_ctx *c) {
+    wk_tensor *x = wk__bw_saved(c, 0);
+    if (!x) return wk_last_status();
+    double alpha = c->n->ad[0];
+    wk_tensor *neg = wk_affine(wk_exp(wk_clamp(x, -INFINITY, 0.0)), alpha, 0.0);
+    wk_tensor *d = wk_where(wk_cmp_scalar(x, 0.0, WK_GT), c->g, wk_mul(c->g, neg));
+    return wk__bw_set(c, 0, d);
+}
+
+wk_tensor *wk__ag_elu(wk_tensor *r, const wk_tensor *x, double alpha) {
+    if (!r) return NULL;
+    wk__node *n = wk__node_new("wk_elu", elu_backward, 1, &x);
+    if (n) n->ad[0] = alpha;
+    wk__node_save(n, x);
+    return wk__node_attach(n, r);
+}
+
+/* clamp passes the gradient where lo <= x <= hi (both bounds included, as
+ * PyTorch: a value sitting on a bound still moves the output); NaN gets 0. */
+static wk_status clamp_backward(wk__bw_ctx *c) {
+    wk_tensor *x = wk__bw_saved(c, 0);
+    if (!x) return wk_last_status();
+    wk_tensor *in = wk_mul(mask_scalar(x, c->n->ad[0], WK_GE), mask_scalar(x, c->n->ad[1], WK_LE));
+    return wk__bw_set(c, 0, wk_mul(c->g, in));
+}
+
+wk_tensor *wk__ag_clamp(wk_tensor *r, const wk_tensor *x, double lo, double hi) {
+    if (!r) return NULL;
+    wk__node *n = wk__node_new("wk_clamp", clamp_backward, 1, &x);
+    if (n) {
+        n->ad[0] = lo;
+        n->ad[1] = hi;
+    }
+    wk__node_save(n, x);
+    return wk__node_attach(n, r);
+}

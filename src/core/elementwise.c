@@ -96,7 +96,13 @@ static bool float_only(const char *op, const wk_tensor *t) {
     return true;
 }
 
+static wk_tensor *powf_impl(const wk_tensor *t, double e);
 wk_tensor *wk_powf(const wk_tensor *t, double e) {
+    if (!wk__ag_on1(t)) return powf_impl(t, e);
+    return wk__ag_powf(powf_impl(t, e), t, e);
+}
+
+static wk_tensor *powf_impl(const wk_tensor *t, double e) {
     const char *op = "wk_powf";
     if (!float_only(op, t)) return NULL;
     wk_tensor *r = alloc_like(op, t, t->dtype);
@@ -104,7 +110,13 @@ wk_tensor *wk_powf(const wk_tensor *t, double e) {
     return finish(r, wk__be(t)->powf(wk__dev(t), t->storage->buf, &t->layout, r->storage->buf, t->dtype, e));
 }
 
+static wk_tensor *elu_impl(const wk_tensor *t, double alpha);
 wk_tensor *wk_elu(const wk_tensor *t, double alpha) {
+    if (!wk__ag_on1(t)) return elu_impl(t, alpha);
+    return wk__ag_elu(elu_impl(t, alpha), t, alpha);
+}
+
+static wk_tensor *elu_impl(const wk_tensor *t, double alpha) {
     const char *op = "wk_elu";
     if (!float_only(op, t)) return NULL;
     wk_tensor *r = alloc_like(op, t, t->dtype);
@@ -112,7 +124,13 @@ wk_tensor *wk_elu(const wk_tensor *t, double alpha) {
     return finish(r, wk__be(t)->elu(wk__dev(t), t->storage->buf, &t->layout, r->storage->buf, t->dtype, alpha));
 }
 
+static wk_tensor *clamp_impl(const wk_tensor *t, double lo, double hi);
 wk_tensor *wk_clamp(const wk_tensor *t, double lo, double hi) {
+    if (!wk__ag_on1(t)) return clamp_impl(t, lo, hi);
+    return wk__ag_clamp(clamp_impl(t, lo, hi), t, lo, hi);
+}
+
+static wk_tensor *clamp_impl(const wk_tensor *t, double lo, double hi) {
     const char *op = "wk_clamp";
     if (!wk__check_in(op, t)) return NULL;
     if (isnan(lo) || isnan(hi) || lo > hi) { wk__err(WK_ERR_ARG, op, "bounds [%g, %g] are not an interval", lo, hi); return NULL; }

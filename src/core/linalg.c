@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "core/tensor.h"
+#include "autograd/record.h"
 
 /* A 2-D view (rows, cols) of the 1-D tensor v walking its one stride along
  * the dim of size k (the other dim has size 1, so its stride is irrelevant). */
@@ -55,7 +56,18 @@ static bool check_product(const char *op, const wk_tensor *a, const wk_tensor *b
     return true;
 }
 
+/* dot, mv and norm have their own backward rules (src/autograd/rules_linalg.c):
+ * each body runs with recording suspended and the result gets one node. */
+static wk_tensor *dot_impl(const wk_tensor *a, const wk_tensor *b);
 wk_tensor *wk_dot(const wk_tensor *a, const wk_tensor *b) {
+    if (!wk__ag_on2(a, b)) return dot_impl(a, b);
+    wk__ag_suspend();
+    wk_tensor *r = dot_impl(a, b);
+    wk__ag_resume();
+    return wk__ag_dot(r, a, b);
+}
+
+static wk_tensor *dot_impl(const wk_tensor *a, const wk_tensor *b) {
     if (!check_product("wk_dot", a, b, 1)) return NULL;
     wk_tensor *ra = vec_as_matrix(a, true), *cb = vec_as_matrix(b, false);
     wk_tensor *r = ra && cb ? wk_matmul(ra, cb) : NULL;
@@ -64,7 +76,16 @@ wk_tensor *wk_dot(const wk_tensor *a, const wk_tensor *b) {
     return reshaped_result(r, NULL, 0);
 }
 
+static wk_tensor *mv_impl(const wk_tensor *m, const wk_tensor *v);
 wk_tensor *wk_mv(const wk_tensor *m, const wk_tensor *v) {
+    if (!wk__ag_on2(m, v)) return mv_impl(m, v);
+    wk__ag_suspend();
+    wk_tensor *r = mv_impl(m, v);
+    wk__ag_resume();
+    return wk__ag_mv(r, m, v);
+}
+
+static wk_tensor *mv_impl(const wk_tensor *m, const wk_tensor *v) {
     if (!check_product("wk_mv", m, v, 2)) return NULL;
     wk_tensor *cv = vec_as_matrix(v, false);
     wk_tensor *r = cv ? wk_matmul(m, cv) : NULL;
@@ -82,7 +103,22 @@ static wk_tensor *then(wk_tensor *x, wk_tensor *(*f)(const wk_tensor *)) {
     return r;
 }
 
+static wk_tensor *norm_impl(const wk_tensor *t, double p, const int *dims, int ndims, bool keepdim);
 wk_tensor *wk_norm(const wk_tensor *t, double p, const int *dims, int ndims, bool keepdim) {
+    if (!wk__ag_on1(t)) return norm_impl(t, p, dims, ndims, keepdim);
+    wk__ag_suspend();
+    wk_tensor *r = norm_impl(t, p, dims, ndims, keepdim);
+    wk__ag_resume();
+    if (!r) return NULL;
+    /* the dims were validated by the body: no dims means all of them */
+    int rank = t->layout.rank;
+    bool mask[WK_MAX_RANK] = {false};
+    for (int i = 0; i < rank; i++) mask[i] = ndims == 0;
+    for (int i = 0; i < ndims; i++) mask[dims[i] < 0 ? dims[i] + rank : dims[i]] = true;
+    return wk__ag_norm(r, t, p, mask, keepdim);
+}
+
+static wk_tensor *norm_impl(const wk_tensor *t, double p, const int *dims, int ndims, bool keepdim) {
     const char *op = "wk_norm";
     if (!wk__check_in(op, t)) return NULL;
     if (!wk_dtype_is_float(t->dtype)) {

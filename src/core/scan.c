@@ -2,6 +2,7 @@
  * and the composite reductions var/std and log_sum_exp (built from existing
  * entries, so every backend has them), plus the prod/any/all wrappers. */
 #include "core/tensor.h"
+#include "autograd/record.h"
 #include <math.h>
 
 /* A rank-0 tensor is seen as one line of length 1 along dim 0 / -1. */
@@ -21,18 +22,24 @@ static bool line_layout(const char *op, const wk_tensor *t, int dim, wk_layout *
     return wk__norm_dim(op, dim, l->rank, d) == WK_OK;
 }
 
+/* The scans' body is one backend call (no public op): recording wraps it. */
+static wk_tensor *record_scan(wk_tensor *r, const wk_tensor *t, int d, bool prod) {
+    if (!r || !wk__ag_on1(t)) return r;
+    return prod ? wk__ag_cumprod(r, t, d) : wk__ag_cumsum(r, t, d);
+}
+
 static wk_tensor *scan(const char *op, const wk_tensor *t, int dim, bool prod) {
     if (!wk__check_in(op, t)) return NULL;
     wk_layout l;
     int d;
     if (!line_layout(op, t, dim, &l, &d)) return NULL;
     wk_tensor *r = wk__tensor_alloc(op, wk__dev(t), t->dtype, t->layout.shape, t->layout.rank);
-    if (!r || wk_numel(r) == 0) return r;
+    if (!r || wk_numel(r) == 0) return record_scan(r, t, d, prod);
     if (wk__be(t)->scan(wk__dev(t), t->storage->buf, &l, r->storage->buf, t->dtype, d, prod) != WK_OK) {
         wk_tensor_free(r);
         return NULL;
     }
-    return r;
+    return record_scan(r, t, d, prod);
 }
 
 wk_tensor *wk_cumsum(const wk_tensor *t, int dim) { return scan("wk_cumsum", t, dim, false); }
@@ -57,8 +64,11 @@ static wk_status order(const char *op, const wk_tensor *t, int dim, bool desc, i
     for (int i = 0; i < rank; i++) shape[i] = t->layout.shape[i];
     if (k >= 0 && rank > 0) shape[d] = k;
     wk_tensor *v = NULL, *ix = NULL;
+    /* tracked values: their rule needs the indices even when the caller
+     * does not ask for them */
+    bool ag = values && wk__ag_on1(t);
     if (values && !(v = wk__tensor_alloc(op, wk__dev(t), t->dtype, shape, rank))) return wk_last_status();
-    if (indices && !(ix = wk__tensor_alloc(op, wk__dev(t), WK_I64, shape, rank))) {
+    if ((indices || ag) && !(ix = wk__tensor_alloc(op, wk__dev(t), WK_I64, shape, rank))) {
         wk_tensor_free(v);
         return wk_last_status();
     }
@@ -74,8 +84,16 @@ static wk_status order(const char *op, const wk_tensor *t, int dim, bool desc, i
             return st;
         }
     }
+    if (ag) {
+        v = wk__ag_order(v, t, ix, d, op);
+        if (!v) {
+            wk_tensor_free(ix);
+            return wk_last_status();
+        }
+    }
     if (values) *values = v;
     if (indices) *indices = ix;
+    else wk_tensor_free(ix);
     return WK_OK;
 }
 
@@ -155,7 +173,8 @@ static wk_tensor *var_impl(const char *op, const wk_tensor *t, const int *dims, 
     wk_tensor *ss = wk_sum(sq, dims, ndims, keepdim);
     int64_t den = n - (unbiased ? 1 : 0);
     /* no degrees of freedom left: NaN, like torch */
-    wk_tensor *v = den > 0 ? wk_affine(ss, 1.0 / (double)den, 0) : wk_affine(ss, 0, NAN);
+    /* (NaN times ss, not 0 times it: the gradient is NaN too, as torch's 1 / 0 makes it) */
+    wk_tensor *v = den > 0 ? wk_affine(ss, 1.0 / (double)den, 0) : wk_affine(ss, NAN, NAN);
     wk_tensor *r = v;
     if (take_sqrt) {
         r = wk_sqrt(v);
@@ -179,7 +198,22 @@ wk_tensor *wk_std(const wk_tensor *t, const int *dims, int ndims, bool keepdim, 
 /* log(sum(exp(x - m))) + m with m the max over the dims; m is replaced by 0
  * where it is not finite (all -inf gives log(0) = -inf, +inf gives +inf,
  * NaN stays NaN). An empty reduction gives -inf. */
+/* log_sum_exp has its own backward rule (src/autograd/rules_linalg.c: one
+ * exp(x - lse), not the gradient of the max / where / shift chain). */
+static wk_tensor *lse_impl(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
 wk_tensor *wk_log_sum_exp(const wk_tensor *t, const int *dims, int ndims, bool keepdim) {
+    if (!wk__ag_on1(t)) return lse_impl(t, dims, ndims, keepdim);
+    wk__ag_suspend();
+    wk_tensor *r = lse_impl(t, dims, ndims, keepdim);
+    wk__ag_resume();
+    if (!r) return NULL;
+    int rank = t->layout.rank;
+    bool mask[WK_MAX_RANK] = {false};
+    for (int i = 0; i < ndims; i++) mask[dims[i] < 0 ? dims[i] + rank : dims[i]] = true;
+    return wk__ag_log_sum_exp(r, t, mask, keepdim);
+}
+
+static wk_tensor *lse_impl(const wk_tensor *t, const int *dims, int ndims, bool keepdim) {
     const char *op = "wk_log_sum_exp";
     if (!float_in(op, t)) return NULL;
     int64_t n;
