@@ -4,10 +4,12 @@
  * ou_device: the CPU, or CUDA for ctest's oracle_cuda_grad), the float ones
  * tracked; the entry's call runs through ot_run; wick's backward runs with
  * torch's R as the result's gradient; each input's gradient is compared
- * with torch's within tu_tol(dtype) * S * (|want| + max|want|): S from the
- * op's tolerance class (exact 2, tol 4, trans 8, acc / pow 16, or its ":S"
- * where larger), the max|want| term the scaled bound of accumulating
- * gradients (sums over many terms of either sign).
+ * with torch's within tu_tol(dtype) * S * (|want| + max(max|want|, max|R|)):
+ * S from the op's tolerance class (exact 2, tol 4, trans 8, acc / pow 16,
+ * or its ":S" where larger); the max term is the scaled bound of
+ * accumulating gradients (sums over many terms of either sign) and of rules
+ * whose result cancels (a one-element layer_norm's gradient is 0 up to
+ * rounding of terms of R's size).
  *
  * An untracked result: "NO RULE", a failure only with
  * WICK_GRAD_REQUIRE_ALL=1 (or GRAD_REQUIRE_ALL_DEFAULT 1 below). A wrong
@@ -105,7 +107,8 @@ static void note_fail(op_stat *s, const char *msg) {
 }
 
 /* got against want (torch's, f64) within the case bound; false with msg. */
-static bool compare(const wk_tensor *got, const wk_tensor *want, double tol, double *worst, char *msg, size_t cap) {
+static bool compare(const wk_tensor *got, const wk_tensor *want, double tol, double rmax, double *worst, char *msg,
+                    size_t cap) {
     int64_t n = wk_numel(want);
     if (wk_rank(got) != wk_rank(want) || wk_numel(got) != n) {
         snprintf(msg, cap, "gradient has rank %d / %lld elements, torch's rank %d / %lld", wk_rank(got),
@@ -127,6 +130,7 @@ static bool compare(const wk_tensor *got, const wk_tensor *want, double tol, dou
     double mx = 0;
     for (int64_t i = 0; ok && i < n; i++)
         if (isfinite(b[i]) && fabs(b[i]) > mx) mx = fabs(b[i]);
+    if (rmax > mx) mx = rmax;
     for (int64_t i = 0; ok && i < n; i++) {
         double bound = tol * (fabs(b[i]) + mx) + 1e-300;
         double err = fabs(a[i] - b[i]);
@@ -216,7 +220,14 @@ static void run_line(char *line) {
             snprintf(msg, sizeof msg, "%s: backward failed: %s", what, wk_last_error());
             note_fail(s, msg);
         } else {
-            double tol = tu_tol(dt) * class_scale(f[8]);
+            double tol = tu_tol(dt) * class_scale(f[8]), rmax = 0;
+            int64_t nr = wk_numel(r);
+            double *rv = malloc(sizeof(double) * (size_t)(nr ? nr : 1));
+            assert_non_null(rv);
+            wk_tensor *rc = wk_to_device(r, wk_cpu());
+            if (rc && wk_to_host_f64(rc, rv, (size_t)nr) == WK_OK)
+                for (int64_t i = 0; i < nr; i++) rmax = fmax(rmax, fabs(rv[i]));
+            free(rv);
             bool ok = true;
             for (int i = 0; i < nin && ok; i++) {
                 if (!track[i]) continue;
@@ -228,7 +239,7 @@ static void run_line(char *line) {
                     snprintf(msg, sizeof msg, "%s: input %d: loading torch's gradient: %s", what, i, wk_last_error());
                     note_fail(s, msg);
                     ok = false;
-                } else if (!compare(got, want, tol, &s->worst, m2, sizeof m2)) {
+                } else if (!compare(got, want, tol, rmax, &s->worst, m2, sizeof m2)) {
                     snprintf(msg, sizeof msg, "%s: gradient of input %d, %s", what, i, m2);
                     note_fail(s, msg);
                     ok = false;
