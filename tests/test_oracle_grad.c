@@ -213,6 +213,10 @@ static void run_line(char *line) {
         wk_tensor *r = ou_load(g_dir, f[6]);
         if (r) r = wk_to_dtype(r, wk_tensor_dtype(y));
         if (r && dev != wk_cpu()) r = wk_to_device(r, dev);
+        /* R out of the scope: wk_backward takes a reference of its own with
+         * wk_tensor_retain and frees it, which on a scope-owned grad_output
+         * leaves the scope's reference to nobody (a leak; reported) */
+        if (r) r = wk_keep(wk_contiguous(r));
         wk_grad_store *gs = wk_grad_store_new();
         wk_backward_opts bo = {.grad_output = r};
         wk_status st = r ? wk_backward(y, gs, &bo) : wk_last_status();
@@ -248,6 +252,7 @@ static void run_line(char *line) {
             if (ok) s->pass++;
         }
         wk_grad_store_free(gs);
+        wk_tensor_free(r);
     }
     wk_scope_end();
     wk_clear_error();
