@@ -361,6 +361,9 @@ static void test_tracking(void **state) {
     assert_string_equal(wk_grad_fn_name(TU_OK(wk_prod(x, (int[]){0}, 1, false))), "wk_prod");
     assert_string_equal(wk_grad_fn_name(TU_OK(wk_cumprod(x, 0))), "wk_cumprod");
     assert_string_equal(wk_grad_fn_name(TU_OK(wk_norm(x, 2, NULL, 0, false))), "wk_norm");
+    assert_string_equal(wk_grad_fn_name(TU_OK(wk_var(x, (int[]){1}, 1, false, true))), "wk_var");
+    assert_string_equal(wk_grad_fn_name(TU_OK(wk_std(x, (int[]){-1}, 1, true, true))), "wk_std");
+    assert_string_equal(wk_grad_fn_name(TU_OK(wk_log_sum_exp(x, (int[]){0}, 1, false))), "wk_log_sum_exp");
     assert_string_equal(wk_grad_fn_name(TU_OK(wk_dot(wk_flatten_all(x), wk_flatten_all(x)))), "wk_dot");
     /* the saved indices are checked: writing them in place fails the backward */
     wk_tensor *l = TU_OK(wk_sum_all(wk_mul(v, v)));

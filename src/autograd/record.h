@@ -50,6 +50,8 @@ wk_tensor *wk__ag_dot(wk_tensor *r, const wk_tensor *a, const wk_tensor *b);
 wk_tensor *wk__ag_mv(wk_tensor *r, const wk_tensor *m, const wk_tensor *v);
 wk_tensor *wk__ag_norm(wk_tensor *r, const wk_tensor *x, double p, const bool *mask, bool keepdim);
 wk_tensor *wk__ag_log_sum_exp(wk_tensor *r, const wk_tensor *x, const bool *mask, bool keepdim);
+/* var (take_sqrt false) / std; den = n - correction */
+wk_tensor *wk__ag_var(wk_tensor *r, const wk_tensor *x, const bool *mask, bool keepdim, double den, bool take_sqrt);
 /* ---- end grad_elem ---- */
 /* rules_nn.c (grad_nn): the fused nn ops; dim normalised, a the effective
  * attention arguments (scale resolved, group Hq / Hkv), op the public name */

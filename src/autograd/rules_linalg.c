@@ -3,8 +3,9 @@
  * views, which would cut the graph), the vector norm (through its parts the
  * gradient at a zero norm is 0 * inf = NaN; PyTorch gives 0) and
  * log_sum_exp (one exp instead of the max / where / shift chain, and the
- * graph keeps only x and the result). var / std record through their parts
- * (mean, sub, mul, sum, affine, sqrt: tests/test_grad_elem.c checks them). */
+ * graph keeps only x and the result), and var / std (x instead of the f64
+ * deviations). tril / triu and round_to record through their parts (where,
+ * affine, round: tests/test_grad_elem.c checks them). */
 #include "autograd/record.h"
 #include <math.h>
 
@@ -148,5 +149,46 @@ wk_tensor *wk__ag_log_sum_exp(wk_tensor *r, const wk_tensor *x, const bool *mask
     if (n) set_reduced(n, x, mask, keepdim);
     wk__node_save(n, x);
     wk__node_save_out(n, r);
+    return wk__node_attach(n, r);
+}
+
+/* var / std: dvar/dx = 2 (x - mean) / den; dstd/dx = (x - mean) / (den std)
+ * (den = n - correction; no degrees of freedom: NaN, as torch). In f64,
+ * as the forward computes. Through its parts the graph would keep the f64
+ * deviations (twice the input's bytes for f32); this rule keeps x (and
+ * std's result). */
+static wk_status var_backward(wk__bw_ctx *c) {
+    const wk__edge *e = &c->n->in[0];
+    double den = c->n->ad[0];
+    bool take_sqrt = c->n->ai[3] != 0;
+    wk_tensor *x0 = wk__bw_saved(c, 0);
+    if (!x0) return wk_last_status();
+    int dims[WK_MAX_RANK], nd = 0;
+    for (int i = 0; i < e->rank; i++)
+        if ((c->n->ai[2] >> i) & 1) dims[nd++] = i;
+    wk_tensor *x = as(x0, WK_F64), *g = as(wk__ag_expand_reduced(c->g, c->n), WK_F64);
+    wk_tensor *dev = wk_sub(x, wk_mean(x, dims, nd, true));
+    wk_tensor *d;
+    if (take_sqrt) {
+        wk_tensor *r0 = wk__bw_saved(c, 1);
+        if (!r0) return wk_last_status();
+        wk_tensor *s = as(wk__ag_expand_reduced(r0, c->n), WK_F64);
+        d = wk_div(wk_mul(g, dev), wk_affine(s, den > 0 ? den : NAN, 0.0));
+    } else {
+        d = wk_mul(g, wk_affine(dev, den > 0 ? 2.0 / den : NAN, 0.0));
+    }
+    return wk__bw_set(c, 0, as(d, e->dtype));
+}
+
+wk_tensor *wk__ag_var(wk_tensor *r, const wk_tensor *x, const bool *mask, bool keepdim, double den, bool take_sqrt) {
+    if (!r) return NULL;
+    wk__node *n = wk__node_new(take_sqrt ? "wk_std" : "wk_var", var_backward, 1, &x);
+    if (n) {
+        set_reduced(n, x, mask, keepdim);
+        n->ai[3] = take_sqrt;
+        n->ad[0] = den;
+    }
+    wk__node_save(n, x);
+    if (take_sqrt) wk__node_save_out(n, r);
     return wk__node_attach(n, r);
 }

@@ -173,8 +173,7 @@ static wk_tensor *var_impl(const char *op, const wk_tensor *t, const int *dims, 
     wk_tensor *ss = wk_sum(sq, dims, ndims, keepdim);
     int64_t den = n - (unbiased ? 1 : 0);
     /* no degrees of freedom left: NaN, like torch */
-    /* (NaN times ss, not 0 times it: the gradient is NaN too, as torch's 1 / 0 makes it) */
-    wk_tensor *v = den > 0 ? wk_affine(ss, 1.0 / (double)den, 0) : wk_affine(ss, NAN, NAN);
+    wk_tensor *v = den > 0 ? wk_affine(ss, 1.0 / (double)den, 0) : wk_affine(ss, 0, NAN);
     wk_tensor *r = v;
     if (take_sqrt) {
         r = wk_sqrt(v);
@@ -188,11 +187,31 @@ static wk_tensor *var_impl(const char *op, const wk_tensor *t, const int *dims, 
     return to_dt_owned(r, t->dtype);
 }
 
+/* var / std have their own backward rule (src/autograd/rules_linalg.c): the
+ * graph keeps x, not the f64 deviations the parts would save. */
+static wk_tensor *var_recorded(const char *op, const wk_tensor *t, const int *dims, int ndims, bool keepdim,
+                               bool unbiased, bool take_sqrt) {
+    if (!wk__ag_on1(t)) return var_impl(op, t, dims, ndims, keepdim, unbiased, take_sqrt);
+    wk__ag_suspend();
+    wk_tensor *r = var_impl(op, t, dims, ndims, keepdim, unbiased, take_sqrt);
+    wk__ag_resume();
+    if (!r) return NULL;
+    int rank = t->layout.rank;
+    bool mask[WK_MAX_RANK] = {false};
+    double n = 1;
+    for (int i = 0; i < ndims; i++) {
+        int d = dims[i] < 0 ? dims[i] + rank : dims[i]; /* validated by the body */
+        mask[d] = true;
+        n *= (double)t->layout.shape[d];
+    }
+    return wk__ag_var(r, t, mask, keepdim, n - (unbiased ? 1 : 0), take_sqrt);
+}
+
 wk_tensor *wk_var(const wk_tensor *t, const int *dims, int ndims, bool keepdim, bool unbiased) {
-    return var_impl("wk_var", t, dims, ndims, keepdim, unbiased, false);
+    return var_recorded("wk_var", t, dims, ndims, keepdim, unbiased, false);
 }
 wk_tensor *wk_std(const wk_tensor *t, const int *dims, int ndims, bool keepdim, bool unbiased) {
-    return var_impl("wk_std", t, dims, ndims, keepdim, unbiased, true);
+    return var_recorded("wk_std", t, dims, ndims, keepdim, unbiased, true);
 }
 
 /* log(sum(exp(x - m))) + m with m the max over the dims; m is replaced by 0
