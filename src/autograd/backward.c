@@ -234,7 +234,15 @@ static wk_status run_pass(const char *op, const wk_tensor *root, wk_grad_store *
                            wk__shape_str(go->layout.shape, go->layout.rank, a, sizeof a),
                            wk__shape_str(root->layout.shape, root->layout.rank, b, sizeof b));
         }
-        g0 = wk_tensor_retain((wk_tensor *)go);
+        /* a header of its own outside every scope (retaining a scope-owned
+         * grad_output and freeing it later would take the scope's reference) */
+        g0 = wk__tensor_view(go, &go->layout);
+        if (!g0) return wk_last_status();
+        if (go->node) {
+            wk__node_retain(go->node);
+            g0->node = go->node;
+        }
+        wk_keep(g0);
     } else {
         if (wk_numel(root) != 1) {
             char a[160];

@@ -105,14 +105,16 @@ wk__node *wk__node_new(const char *name, wk__bw_fn fn, int nin, const wk_tensor 
 }
 
 /* A reference to t outside every scope (the node owns it): a header of its
- * own (a view with t's node), since retaining t and wk_keep-ing it would
- * take t's one reference out of the scope that owns it, and leak it.
- * (grad_elem: found by ASan on the gradient checks.) */
+ * own (t's storage, layout and node). Retaining t itself would share t's
+ * scope slot: wk_keep would take the scope's reference from under it (the
+ * retain's then leaks), and a node freed inside the scope would do the same. */
 static wk_tensor *own(const wk_tensor *t) {
     wk_tensor *v = wk__tensor_view(t, &t->layout);
     if (!v) return NULL;
-    v->node = t->node;
-    wk__node_retain(t->node);
+    if (t->node) {
+        wk__node_retain(t->node);
+        v->node = t->node;
+    }
     return wk_keep(v);
 }
 
@@ -125,9 +127,9 @@ wk__node *wk__node_save(wk__node *n, const wk_tensor *t) {
         s->t = NULL;
         return n;
     }
-    /* a view of t carrying its node (create_graph needs it); it cannot make
-     * a cycle: t is an input, older than n */
-    s->t = own(t);
+    /* retaining t itself (not a copy) keeps its node too, which create_graph
+     * needs; it cannot make a cycle: t is an input, older than n */
+    s->t = own(t); /* NULL on OOM: wk__bw_saved reports the missing value */
     s->version = atomic_load_explicit(&t->storage->version, memory_order_relaxed);
     return n;
 }
@@ -243,7 +245,17 @@ wk_tensor *wk__sum_to(const wk_tensor *g, const int64_t *shape, int rank) {
         int k = d - lead;
         if (k < 0 || (shape[k] == 1 && g->layout.shape[d] != 1)) dims[nd++] = d;
     }
-    if (nd == 0) return wk_tensor_retain((wk_tensor *)g); /* the caller frees it like a new result */
+    if (nd == 0) {
+        /* a new header with g's values and node, which the caller frees like
+         * a new result (a retain of a scope-owned g would not do: freeing it
+         * takes the scope's reference and leaves the retain's behind) */
+        wk_tensor *v = wk__tensor_view(g, &g->layout);
+        if (v && g->node) {
+            wk__node_retain(g->node);
+            v->node = g->node;
+        }
+        return v;
+    }
     wk_tensor *s = wk_sum(g, dims, nd, true);
     if (!s) return NULL;
     wk_tensor *r = wk_reshape(s, shape, rank);

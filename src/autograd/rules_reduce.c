@@ -11,15 +11,15 @@ static const char *const k_names[] = {WK_REDUCE_OPS(NAME_ENTRY)};
  * the reduced dims (unless kept) and broadcast. (Declared in record.h.) */
 wk_tensor *wk__ag_expand_reduced(const wk_tensor *g, const wk__node *n) {
     const wk__edge *e = &n->in[0];
-    bool keepdim = n->ai[1] != 0;
     int64_t ks[WK_MAX_RANK];
     for (int d = 0; d < e->rank; d++) ks[d] = (n->ai[2] >> d) & 1 ? 1 : e->shape[d];
-    /* no retain/free pair on g: a scope-owned g (mean's scaled gradient)
-     * would leave its scope and leak */
-    wk_tensor *k = keepdim ? (wk_tensor *)g : wk_reshape(g, ks, e->rank);
+    /* a reshape even when the dims were kept (a view): retaining a
+     * scope-owned g and then freeing it would take the scope's reference and
+     * leak the retain's */
+    wk_tensor *k = wk_reshape(g, ks, e->rank);
     if (!k) return NULL;
     wk_tensor *b = wk_broadcast_as(k, e->shape, e->rank);
-    if (!keepdim) wk_tensor_free(k);
+    wk_tensor_free(k);
     return b;
 }
 
