@@ -1,6 +1,7 @@
 /* Graph nodes: lifetime, recording, saved values, grad mode, and the
  * tracking calls of include/wick/autograd.h. */
 #include "autograd/node.h"
+#include "autograd/record.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -14,7 +14,11 @@
  * stride, padding = pad, groups = groups, its output is (cg, O, K'...) with
  * K' >= K (the tail past K is what no window reached): narrowed to K and
  * permuted to (O, cg, K...). With groups = 1 the input is a permuted view of
- * S (the CPU conv reads any strides: no copy). */
+ * S (the CPU conv reads any strides: no copy).
+ *
+ * Outside create_graph, stride-1 weight gradients with >= 64 weight rows per
+ * output channel take an im2col GEMM instead (weight_grad_im2col: faster
+ * on the CPU; not recorded, which only create_graph would need). */
 #include "autograd/record.h"
 
 static wk_tensor *conv_op(const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p, int sp, bool tr) {
@@ -22,14 +26,11 @@ static wk_tensor *conv_op(const wk_tensor *x, const wk_tensor *w, const wk_conv_
     return tr ? wk_conv_transpose2d(x, w, p) : wk_conv2d(x, w, p);
 }
 
-/* t cut (narrow) or grown (zeros at the end: nothing reached them) to want
- * on the spatial dims 2.. */
+/* t narrowed to want on the spatial dims 2.. (every form below computes at
+ * least the input's extent; the tail is what no window reached). */
 static wk_tensor *fit_spatial(wk_tensor *t, const int64_t *want, int sp) {
-    for (int d = 0; t && d < sp; d++) {
-        int64_t have = wk_shape(t)[2 + d], need = want[d];
-        if (have > need) t = wk_narrow(t, 2 + d, 0, need);
-        else if (have < need) t = wk_pad_with_zeros(t, 2 + d, 0, need - have);
-    }
+    for (int k = 0; t && k < sp; k++)
+        if (wk_shape(t)[2 + k] > want[k]) t = wk_narrow(t, 2 + k, 0, want[k]);
     return t;
 }
 
