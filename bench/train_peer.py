@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+"""PyTorch peer of bench/bench_train.c: the two training examples' models
+(examples/digits_torch.py, examples/char_transformer_torch.py), same shapes.
+
+    train_peer.py time MODEL THREADS STEPS [char config: B T d H L]
+        -> "ms_per_step <median ms of STEPS steps after 2 warm-up steps>"
+    train_peer.py mem MODEL [char config]
+        -> "rss_delta_bytes <VmHWM after one forward + backward minus VmRSS before>"
+A step is forward + mean cross-entropy + backward + AdamW step, as wick's.
+Run "mem" in a fresh process per measurement (bench_train does): VmHWM is
+the process's resident high-water mark, so the delta is the pass's peak
+(tracemalloc does not see torch's allocations)."""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from char_transformer_torch import VOCAB, CharTransformer  # noqa: E402
+from digits_torch import DigitsCNN  # noqa: E402
+
+
+def status_kb(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    return -1
+
+
+def setup(model, cfg):
+    torch.manual_seed(0)
+    if model == "digits":
+        m = DigitsCNN()
+        x, y = torch.rand(32, 1, 8, 8), torch.randint(0, 10, (32,))
+        loss = lambda: F.cross_entropy(m(x), y)
+    else:
+        B, T, d, H, L = cfg
+        m = CharTransformer(d, H, L, T)
+        x, y = torch.randint(0, VOCAB, (B, T)), torch.randint(0, VOCAB, (B * T,))
+        loss = lambda: F.cross_entropy(m(x).reshape(-1, VOCAB), y)
+    return m, loss
+
+
+def main():
+    mode, model = sys.argv[1], sys.argv[2]
+    if mode == "time":
+        threads, steps = int(sys.argv[3]), int(sys.argv[4])
+        cfg = [int(v) for v in sys.argv[5:10]]
+        torch.set_num_threads(threads)
+        m, loss = setup(model, cfg)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-3, weight_decay=1e-2)
+        times = []
+        for s in range(steps + 2):
+            t0 = time.perf_counter()
+            l = loss()
+            opt.zero_grad()
+            l.backward()
+            opt.step()
+            if s >= 2:
+                times.append(time.perf_counter() - t0)
+        times.sort()
+        print(f"ms_per_step {1e3 * times[len(times) // 2]:.4f}", flush=True)
+    else:
+        cfg = [int(v) for v in sys.argv[3:8]]
+        torch.set_num_threads(1)
+        m, loss = setup(model, cfg)
+        before = status_kb("VmRSS")
+        loss().backward()
+        print(f"rss_delta_bytes {status_kb('VmHWM') - before}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
