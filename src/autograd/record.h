@@ -33,4 +33,12 @@ wk_tensor *wk__ag_to_device(wk_tensor *r, const wk_tensor *x);
 /* rules_matmul.c */
 wk_tensor *wk__ag_matmul(wk_tensor *r, const wk_tensor *a, const wk_tensor *b, const char *op);
 
+/* ---- grad_train: rules_loss.c ----
+ * cross_entropy (ce) / nll_loss of x (N, C): ids (N, 1) i64 target classes
+ * (ignored rows any valid class), mask (N, 1) u8 rows counted, scale the
+ * reduction's factor, none: the output is per row (N). */
+wk_tensor *wk__ag_class_loss(wk_tensor *r, const wk_tensor *x, const wk_tensor *ids, const wk_tensor *mask, bool ce,
+                             double eps, double scale, bool none);
+/* ---- end grad_train ---- */
+
 #endif

@@ -138,4 +138,6 @@ const wk_backend wk__cpu_backend = {
     .dequantize = wk__cpu_dequantize,
     .quantize = wk__cpu_quantize,
     .qmatmul = wk__cpu_qmatmul,
+    /* training: cpu_optim.c */
+    .optim_step = wk__cpu_optim_step,
 };

@@ -85,4 +85,8 @@ wk_status wk__cpu_attention(wk_device *dev, const void *q, const wk_layout *lq, 
                             const void *v, const wk_layout *lv, const void *mask, const wk_layout *lm, wk_dtype dt,
                             const wk_attention_args *a, void *dst);
 
+/* cpu_optim.c: the fused optimizer step (train.h) */
+wk_status wk__cpu_optim_step(wk_device *dev, const wk_optim_args *a, void *param, const void *grad, void *m, void *v,
+                             int64_t n, wk_dtype dt);
+
 #endif

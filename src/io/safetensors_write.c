@@ -66,15 +66,16 @@ static void sb_string(sbuf *s, const char *str) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-/* Strings must be UTF-8 and, as a set, unique. what names them in errors. */
-static wk_status check_strings(const char *op, const char *const *v, int n, const char *what, bool names) {
+/* Strings must be UTF-8 and, with unique, distinct as a set. what names them in errors. */
+static wk_status check_strings(const char *op, const char *const *v, int n, const char *what, bool names,
+                               bool unique) {
     for (int i = 0; i < n; i++) {
         if (!v[i]) return wk__err(WK_ERR_ARG, op, "%s %d is NULL", what, i);
         if (!wk__json_utf8_valid(v[i], strlen(v[i]))) return wk__err(WK_ERR_ARG, op, "%s %d is not UTF-8", what, i);
         if (names && (!v[i][0] || strcmp(v[i], "__metadata__") == 0))
             return wk__err(WK_ERR_ARG, op, "%s %d ('%s') is empty or reserved", what, i, v[i]);
     }
-    if (n < 2) return WK_OK;
+    if (n < 2 || !unique) return WK_OK;
     const char **c = malloc((size_t)n * sizeof *c);
     if (!c) return wk__err(WK_ERR_OOM, op, "cannot check %d %ss", n, what);
     memcpy(c, v, (size_t)n * sizeof *c);
@@ -132,9 +133,9 @@ wk_status wk_safetensors_save(const char *path, int n, const char *const *names,
     if (nmeta && (!meta_keys || !meta_values)) return wk__err(WK_ERR_ARG, op, "NULL metadata arrays");
     for (int i = 0; i < n; i++)
         if (!tensors[i]) return null_tensor_status(op);
-    wk_status s = check_strings(op, names, n, "tensor name", true);
-    if (s == WK_OK) s = check_strings(op, meta_keys, nmeta, "metadata key", false);
-    if (s == WK_OK) s = check_strings(op, meta_values, nmeta, "metadata value", false);
+    wk_status s = check_strings(op, names, n, "tensor name", true, true);
+    if (s == WK_OK) s = check_strings(op, meta_keys, nmeta, "metadata key", false, true);
+    if (s == WK_OK) s = check_strings(op, meta_values, nmeta, "metadata value", false, false); /* values may repeat */
     if (s != WK_OK) return s;
 
     slot *order = malloc((n ? (size_t)n : 1) * sizeof *order);

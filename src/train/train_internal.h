@@ -1,0 +1,40 @@
+/* Internal pieces of the training layer (include/wick/train.h) shared by
+ * the files of src/train: the optimizer's state (the checkpoint reads and writes it)
+ * and the composite optimizer step used when a backend has no optim_step. */
+#ifndef WICK_TRAIN_INTERNAL_H
+#define WICK_TRAIN_INTERNAL_H
+#include "core/tensor.h"
+#include "wick/train.h"
+
+struct wk_optimizer {
+    wk_optim_config cfg;  /* defaults resolved, validated */
+    int n;
+    wk_tensor **p;        /* references the optimizer owns */
+    /* per parameter, made on its first step (NULL before): SGD's momentum
+     * buffer (m only, when momentum > 0) or Adam's moments m and v */
+    wk_tensor **m, **v;
+    /* per parameter: a contiguous buffer for a gradient that arrives as a
+     * strided view (made the first time one does, then reused) */
+    wk_tensor **scratch;
+    int64_t *pstep;       /* steps each parameter took (torch's state['step']) */
+    int64_t steps;        /* wk_optimizer_step calls that succeeded */
+};
+
+/* Which state buffers the rule keeps: m (SGD momentum or Adam's first
+ * moment) and v (Adam's second moment). */
+bool wk__optim_has_m(const wk_optim_config *c);
+bool wk__optim_has_v(const wk_optim_config *c);
+/* Check a config (defaults already resolved): WK_ERR_ARG naming op and the field. */
+wk_status wk__optim_config_check(const char *op, const wk_optim_config *c);
+/* Zero fields -> torch's defaults (see train.h). */
+wk_optim_config wk__optim_config_resolve(const wk_optim_config *c);
+/* The step-dependent arguments of parameter step t (1-based). */
+wk_optim_args wk__optim_args_for(const wk_optim_config *c, int64_t t);
+
+/* One step on p (contiguous), g (same shape), m / v (contiguous or NULL)
+ * with public ops (each temporary allocated), under no-grad: the fallback
+ * for backends without optim_step. Exposed for tests. */
+wk_status wk__optim_step_composite(const wk_optim_args *a, wk_tensor *p, const wk_tensor *g, wk_tensor *m,
+                                   wk_tensor *v);
+
+#endif
