@@ -168,14 +168,25 @@ static double run_get(const char *cmd, const char *key, double *second, const ch
     return v;
 }
 
-static double peer_time(const char *name, int threads) {
-    if (g.no_peer) return -1;
-    char cmd[1024], cfg[128];
+/* The peer's step times (ms), [model][threads - 1]; -1 where it failed. */
+static void peer_times(double out[2][2]) {
+    out[0][0] = out[0][1] = out[1][0] = out[1][1] = -1;
+    if (g.no_peer) return;
+    char cmd[1024], cfg[128], line[256];
     const char *cap = bench_aten_capability();
-    snprintf(cmd, sizeof cmd, "%s%s '%s' '%s/bench/train_peer.py' time %s %d %d %s 2>/dev/null",
-             cap ? "ATEN_CPU_CAPABILITY=" : "", cap ? cap : "", g.python, WICK_SOURCE_DIR, name, threads, g.steps,
+    snprintf(cmd, sizeof cmd, "%s%s '%s' '%s/bench/train_peer.py' time %d %s 2>/dev/null",
+             cap ? "ATEN_CPU_CAPABILITY=" : "", cap ? cap : "", g.python, WICK_SOURCE_DIR, g.steps,
              char_args(cfg, sizeof cfg));
-    return run_get(cmd, "ms_per_step", NULL, NULL);
+    FILE *p = popen(cmd, "r");
+    if (!p) return;
+    while (fgets(line, sizeof line, p)) {
+        char model[16];
+        int threads;
+        double ms;
+        if (sscanf(line, "%15s %d %lf", model, &threads, &ms) == 3 && threads >= 1 && threads <= 2)
+            out[strcmp(model, "digits") ? 1 : 0][threads - 1] = ms;
+    }
+    pclose(p);
 }
 
 static double wick_time(const char *name, int threads, bool *failed) {
@@ -226,13 +237,15 @@ int main(int argc, char **argv) {
     const char *models[2] = {"digits", "char"};
     int threads[2] = {1, 2};
     bool failed = false;
+    double peer[2][2];
+    peer_times(peer);
     printf("bench/train: forward + backward + AdamW step, f32, isa %s (char: batch %lld x %lld, d %lld, %lld "
            "layers)\n", wk_cpu_isa(), (long long)g.cbatch, (long long)g.ccfg.ctx, (long long)g.ccfg.dim,
            (long long)g.ccfg.layers);
     printf("%-8s %7s %12s %12s %10s\n", "model", "threads", "wick ms", "torch ms", "vs torch");
     for (int m = 0; m < 2; m++)
         for (int t = 0; t < 2; t++) {
-            double w = wick_time(models[m], threads[t], &failed), p = peer_time(models[m], threads[t]);
+            double w = wick_time(models[m], threads[t], &failed), p = peer[m][t];
             printf("%-8s %7d %12.3f ", models[m], threads[t], w);
             if (p > 0) printf("%12.3f", p);
             else printf("%12s", "n/a");

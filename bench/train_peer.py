@@ -2,9 +2,11 @@
 """PyTorch peer of bench/bench_train.c: the two training examples' models
 (examples/digits_torch.py, examples/char_transformer_torch.py), same shapes.
 
-    train_peer.py time MODEL THREADS STEPS [char config: B T d H L]
-        -> "ms_per_step <median ms of STEPS steps after 2 warm-up steps>"
-    train_peer.py mem MODEL [char config]
+    train_peer.py time STEPS B T d H L
+        -> for each model (digits, char) and thread count (1, 2) one line
+           "MODEL THREADS <median ms of STEPS steps after 2 warm-up steps>"
+           (one process for all: starting torch takes longer than the rows)
+    train_peer.py mem MODEL B T d H L
         -> "rss_delta_bytes <VmHWM after one forward + backward minus VmRSS before>"
 A step is forward + mean cross-entropy + backward + AdamW step, as wick's.
 Run "mem" in a fresh process per measurement (bench_train does): VmHWM is
@@ -45,26 +47,32 @@ def setup(model, cfg):
     return m, loss
 
 
+def time_steps(model, threads, steps, cfg):
+    torch.set_num_threads(threads)
+    m, loss = setup(model, cfg)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3, weight_decay=1e-2)
+    times = []
+    for s in range(steps + 2):
+        t0 = time.perf_counter()
+        l = loss()
+        opt.zero_grad()
+        l.backward()
+        opt.step()
+        if s >= 2:
+            times.append(time.perf_counter() - t0)
+    times.sort()
+    return 1e3 * times[len(times) // 2]
+
+
 def main():
-    mode, model = sys.argv[1], sys.argv[2]
+    mode = sys.argv[1]
     if mode == "time":
-        threads, steps = int(sys.argv[3]), int(sys.argv[4])
-        cfg = [int(v) for v in sys.argv[5:10]]
-        torch.set_num_threads(threads)
-        m, loss = setup(model, cfg)
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-3, weight_decay=1e-2)
-        times = []
-        for s in range(steps + 2):
-            t0 = time.perf_counter()
-            l = loss()
-            opt.zero_grad()
-            l.backward()
-            opt.step()
-            if s >= 2:
-                times.append(time.perf_counter() - t0)
-        times.sort()
-        print(f"ms_per_step {1e3 * times[len(times) // 2]:.4f}", flush=True)
+        steps, cfg = int(sys.argv[2]), [int(v) for v in sys.argv[3:8]]
+        for model in ("digits", "char"):
+            for threads in (1, 2):
+                print(f"{model} {threads} {time_steps(model, threads, steps, cfg):.4f}", flush=True)
     else:
+        model = sys.argv[2]
         cfg = [int(v) for v in sys.argv[3:8]]
         torch.set_num_threads(1)
         m, loss = setup(model, cfg)
