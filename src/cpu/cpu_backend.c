@@ -144,4 +144,7 @@ const wk_backend wk__cpu_backend = {
     .qmatmul = wk__cpu_qmatmul,
     /* training: cpu_optim.c */
     .optim_step = wk__cpu_optim_step,
+    /* optional autograd entries: cpu_pool_backward.c */
+    .pool2d_backward = wk__cpu_pool2d_backward,
+    .upsample2d_backward = wk__cpu_upsample2d_backward,
 };
