@@ -59,5 +59,42 @@ wk_tensor *wk__ag_pool2d(wk_tensor *r, const wk_tensor *x, const wk_pool_params 
 wk_tensor *wk__ag_upsample(wk_tensor *r, const wk_tensor *x, int rank, bool bilinear, bool align_corners,
                            const char *op);
 /* ---- end grad_conv ---- */
+/* ---- grad_shape: joins, pads, slice writes, indexing (rules_join.c,
+ * rules_index.c). The in-place forms (wk__ag_*_node) are called only when
+ * wk__ag_inplace_on said so: each makes the node BEFORE the write (so an
+ * allocation failure leaves dst unwritten), the caller writes with
+ * recording suspended, then wk__ag_rebase gives dst the node. ---- */
+/* Grad mode on, src or dst tracked, and dst not a leaf that requires grad
+ * (that write stays refused by wk__check_writable, as in PyTorch). */
+static inline bool wk__ag_inplace_on(const wk_tensor *dst, const wk_tensor *src) {
+    return dst && src && wk__ag_on2(dst, src) && !(dst->node && !dst->node->backward);
+}
+/* st WK_OK: dst->node becomes n (its old node lives on as n's edge 0);
+ * otherwise n is dropped. Returns st. */
+wk_status  wk__ag_rebase(wk_tensor *dst, wk__node *n, wk_status st);
+wk_tensor *wk__ag_cat(wk_tensor *r, wk_tensor *const *ts, int n, int dim);
+wk_tensor *wk__ag_pad_zeros(wk_tensor *r, const wk_tensor *x, int dim, int64_t left);
+wk_tensor *wk__ag_repeat(wk_tensor *r, const wk_tensor *x, const int64_t *reps, int nreps);
+/* slice_scatter(t, src, dim, start) and its in-place form slice_set (dst, src, dim, offset) */
+wk_tensor *wk__ag_slice_scatter(wk_tensor *r, const wk_tensor *t, const wk_tensor *src, int dim, int64_t start);
+wk__node  *wk__ag_slice_set_node(const wk_tensor *dst, const wk_tensor *src, int dim, int64_t offset);
+/* wk_copy_ (a whole overwrite: dst's old value gets a zero gradient) */
+wk__node  *wk__ag_copy_node(const wk_tensor *dst, const wk_tensor *src);
+/* slice_assign: the slice normalised (start, length, step per sliced dim) */
+typedef struct wk__slice_spec {
+    int n;
+    int64_t start[WK_MAX_RANK], len[WK_MAX_RANK], step[WK_MAX_RANK];
+} wk__slice_spec;
+wk_tensor *wk__ag_slice_assign(wk_tensor *r, const wk_tensor *t, const wk__slice_spec *sp, const wk_tensor *src);
+wk__node  *wk__ag_slice_assign_node(const wk_tensor *dst, const wk__slice_spec *sp, const wk_tensor *src);
+/* rules_index.c (ids: the integer index tensor, saved) */
+wk_tensor *wk__ag_index_select(wk_tensor *r, const wk_tensor *t, const wk_tensor *ids, int dim);
+wk_tensor *wk__ag_gather(wk_tensor *r, const wk_tensor *t, const wk_tensor *ids, int dim);
+wk_tensor *wk__ag_index_add(wk_tensor *r, const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim);
+/* scatter (add false: set) and scatter_add, out of place and in place */
+wk_tensor *wk__ag_scatter(wk_tensor *r, const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim,
+                          bool add);
+wk__node  *wk__ag_scatter_node(const wk_tensor *dst, const wk_tensor *ids, const wk_tensor *src, int dim, bool add);
+/* ---- end grad_shape ---- */
 
 #endif

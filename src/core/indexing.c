@@ -5,6 +5,7 @@
 #include "core/block_bytes.h"
 #include "core/checked.h"
 #include "core/tensor.h"
+#include "autograd/record.h"
 #include <inttypes.h>
 #include <stdlib.h>
 
@@ -65,7 +66,16 @@ static wk_layout ids_1d(const wk_tensor *ids) {
 
 /* ---------------------------------------------------------- index_select */
 
+static wk_tensor *index_select_impl(const wk_tensor *t, const wk_tensor *ids, int dim);
 wk_tensor *wk_index_select(const wk_tensor *t, const wk_tensor *ids, int dim) {
+    if (!wk__ag_on1(t)) return index_select_impl(t, ids, dim);
+    wk__ag_suspend();
+    wk_tensor *r = index_select_impl(t, ids, dim);
+    wk__ag_resume();
+    return wk__ag_index_select(r, t, ids, dim);
+}
+
+static wk_tensor *index_select_impl(const wk_tensor *t, const wk_tensor *ids, int dim) {
     const char *op = "wk_index_select";
     if (!check_ids_with(op, t, ids, wk__check_in_blocks) || !check_1d(op, ids)) return NULL;
     int d;
@@ -88,6 +98,8 @@ wk_tensor *wk_index_select(const wk_tensor *t, const wk_tensor *ids, int dim) {
                                              r->storage->buf, bdt));
 }
 
+/* Records through index_select (the reshapes are of the integer ids and of
+ * the rows, both recorded or untracked). */
 wk_tensor *wk_embedding(const wk_tensor *ids, const wk_tensor *table) {
     const char *op = "wk_embedding";
     if (!check_ids_with(op, table, ids, wk__check_in_blocks)) return NULL; /* quantized tables: rows stay blocks */
@@ -117,7 +129,16 @@ wk_tensor *wk_embedding(const wk_tensor *ids, const wk_tensor *table) {
 
 /* ------------------------------------------------------------------ gather */
 
+static wk_tensor *gather_impl(const wk_tensor *t, const wk_tensor *ids, int dim);
 wk_tensor *wk_gather(const wk_tensor *t, const wk_tensor *ids, int dim) {
+    if (!wk__ag_on1(t)) return gather_impl(t, ids, dim);
+    wk__ag_suspend();
+    wk_tensor *r = gather_impl(t, ids, dim);
+    wk__ag_resume();
+    return wk__ag_gather(r, t, ids, dim);
+}
+
+static wk_tensor *gather_impl(const wk_tensor *t, const wk_tensor *ids, int dim) {
     const char *op = "wk_gather";
     if (!check_ids(op, t, ids)) return NULL;
     const wk_layout *lt = &t->layout, *li = &ids->layout;
@@ -166,12 +187,21 @@ static wk_status scatter_impl(const char *op, wk_tensor *t, const wk_tensor *ids
                               &lsv, d, t->dtype, add);
 }
 
-static wk_tensor *scatter_copy(const char *op, const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim,
-                               bool add) {
+static wk_tensor *scatter_copy_impl(const char *op, const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src,
+                                    int dim, bool add) {
     if (!wk__check_in(op, t) || !wk__check_in(op, ids) || !wk__check_in(op, src)) return NULL;
     wk_tensor *r = wk_copy(t);
     if (!r) return NULL;
     return finish(r, scatter_impl(op, r, ids, src, dim, add));
+}
+
+static wk_tensor *scatter_copy(const char *op, const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim,
+                               bool add) {
+    if (!wk__ag_on2(t, src)) return scatter_copy_impl(op, t, ids, src, dim, add);
+    wk__ag_suspend();
+    wk_tensor *r = scatter_copy_impl(op, t, ids, src, dim, add);
+    wk__ag_resume();
+    return wk__ag_scatter(r, t, ids, src, dim, add);
 }
 
 /* The in-place forms write t's own storage: it must be writable with one
@@ -196,20 +226,51 @@ wk_tensor *wk_scatter(const wk_tensor *t, const wk_tensor *ids, const wk_tensor 
 wk_tensor *wk_scatter_add(const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
     return scatter_copy("wk_scatter_add", t, ids, src, dim, true);
 }
+/* Autograd's in-place form: the write with recording suspended, then t is
+ * rebased onto a scatter node (edge 0: t's old node, edge 1: src). The ids
+ * the backward reads must not be in the storage this write changes. */
+static wk_status scatter_rebase(const char *op, wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim,
+                                bool add) {
+    wk_tensor *ids_c = ids->storage == t->storage ? wk_copy(ids) : NULL;
+    if (ids->storage == t->storage && !ids_c) return wk_last_status();
+    if (ids_c) ids = ids_c;
+    wk__node *n = wk__ag_scatter_node(t, ids, src, dim, add);
+    wk_status st = n ? WK_OK : wk_last_status();
+    if (st == WK_OK) {
+        wk__ag_suspend();
+        st = scatter_in_place(op, t, ids, src, dim, add);
+        wk__ag_resume();
+        st = wk__ag_rebase(t, n, st);
+    }
+    wk_tensor_free(ids_c);
+    return st;
+}
+
 wk_status wk_scatter_(wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
     const char *op = "wk_scatter_";
     if (!wk__check_in(op, t) || !wk__check_in(op, ids) || !wk__check_in(op, src)) return wk_last_status();
+    if (wk__ag_inplace_on(t, src)) return scatter_rebase(op, t, ids, src, dim, false);
     return scatter_in_place(op, t, ids, src, dim, false);
 }
 wk_status wk_scatter_add_(wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
     const char *op = "wk_scatter_add_";
     if (!wk__check_in(op, t) || !wk__check_in(op, ids) || !wk__check_in(op, src)) return wk_last_status();
+    if (wk__ag_inplace_on(t, src)) return scatter_rebase(op, t, ids, src, dim, true);
     return scatter_in_place(op, t, ids, src, dim, true);
 }
 
 /* --------------------------------------------------------------- index_add */
 
+static wk_tensor *index_add_impl(const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim);
 wk_tensor *wk_index_add(const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
+    if (!wk__ag_on2(t, src)) return index_add_impl(t, ids, src, dim);
+    wk__ag_suspend();
+    wk_tensor *r = index_add_impl(t, ids, src, dim);
+    wk__ag_resume();
+    return wk__ag_index_add(r, t, ids, src, dim);
+}
+
+static wk_tensor *index_add_impl(const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
     const char *op = "wk_index_add";
     if (!check_ids(op, t, ids) || !check_1d(op, ids) || !wk__check_same(op, t, src)) return NULL;
     const wk_layout *lt = &t->layout, *ls = &src->layout;
@@ -234,7 +295,7 @@ wk_tensor *wk_index_add(const wk_tensor *t, const wk_tensor *ids, const wk_tenso
 
 /* ---------------------------------------------------------- slice_scatter */
 
-wk_tensor *wk_slice_scatter(const wk_tensor *t, const wk_tensor *src, int dim, int64_t start) {
+static wk_tensor *slice_scatter_impl(const wk_tensor *t, const wk_tensor *src, int dim, int64_t start) {
     const char *op = "wk_slice_scatter";
     if (!wk__check_same(op, t, src)) return NULL;
     wk_tensor *r = wk_copy(t);
@@ -242,7 +303,18 @@ wk_tensor *wk_slice_scatter(const wk_tensor *t, const wk_tensor *src, int dim, i
     return finish(r, wk_slice_set(r, src, dim, start));
 }
 
+wk_tensor *wk_slice_scatter(const wk_tensor *t, const wk_tensor *src, int dim, int64_t start) {
+    if (!wk__ag_on2(t, src)) return slice_scatter_impl(t, src, dim, start);
+    wk__ag_suspend();
+    wk_tensor *r = slice_scatter_impl(t, src, dim, start);
+    wk__ag_resume();
+    return wk__ag_slice_scatter(r, t, src, dim, start);
+}
+
 /* -------------------------------------------------------------------- flip */
+
+/* flip, roll and masked_fill record through their parts (copy and
+ * index_select; narrow and cat; where). */
 
 wk_tensor *wk_flip(const wk_tensor *t, const int *dims, int ndims) {
     const char *op = "wk_flip";
@@ -294,7 +366,17 @@ wk_tensor *wk_roll(const wk_tensor *t, int64_t shift, int dim) {
 
 /* ------------------------------------------------------------------ repeat */
 
+static wk_tensor *repeat_impl(const wk_tensor *t, const int64_t *reps, int nreps);
 wk_tensor *wk_repeat(const wk_tensor *t, const int64_t *reps, int nreps) {
+    if (!wk__ag_on1(t)) return repeat_impl(t, reps, nreps);
+    wk__ag_suspend();
+    wk_tensor *r = repeat_impl(t, reps, nreps);
+    wk__ag_resume();
+    return wk__ag_repeat(r, t, reps, nreps);
+}
+
+/* The copies go straight to the backend: a node of its own (wk__ag_repeat). */
+static wk_tensor *repeat_impl(const wk_tensor *t, const int64_t *reps, int nreps) {
     const char *op = "wk_repeat";
     if (!wk__check_in(op, t)) return NULL;
     int r = t->layout.rank;
@@ -393,8 +475,14 @@ static wk_tensor *pad_impl(const char *op, const wk_tensor *t, int dim, int64_t 
     return res;
 }
 
+/* One node of its own (narrow's backward is a pad: a short graph for the
+ * second order); pad_with_same records through narrow, broadcast and cat. */
 wk_tensor *wk_pad_with_zeros(const wk_tensor *t, int dim, int64_t left, int64_t right) {
-    return pad_impl("wk_pad_with_zeros", t, dim, left, right, false);
+    if (!wk__ag_on1(t)) return pad_impl("wk_pad_with_zeros", t, dim, left, right, false);
+    wk__ag_suspend();
+    wk_tensor *r = pad_impl("wk_pad_with_zeros", t, dim, left, right, false);
+    wk__ag_resume();
+    return wk__ag_pad_zeros(r, t, dim, left);
 }
 wk_tensor *wk_pad_with_same(const wk_tensor *t, int dim, int64_t left, int64_t right) {
     return pad_impl("wk_pad_with_same", t, dim, left, right, true);

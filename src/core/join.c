@@ -1,7 +1,10 @@
-/* cat and stack: each input is copied into its slice of one output. */
+/* cat and stack: each input is copied into its slice of one output. cat
+ * records one node (each input's gradient is its narrow of the output's);
+ * stack records through unsqueeze and cat. */
 #include "core/block_bytes.h"
 #include "core/checked.h"
 #include "core/tensor.h"
+#include "autograd/record.h"
 
 /* wk__check_same, also for two block tensors: cat copies whole rows (along
  * the last dim: whole blocks), which is a byte copy. */
@@ -20,7 +23,16 @@ static bool check_pair(const char *op, const wk_tensor *a, const wk_tensor *b) {
     return true;
 }
 
+static wk_tensor *cat_impl(wk_tensor *const *ts, int n, int dim);
 wk_tensor *wk_cat(wk_tensor *const *ts, int n, int dim) {
+    if (n < 1 || !wk__ag_onn(ts, n)) return cat_impl(ts, n, dim);
+    wk__ag_suspend();
+    wk_tensor *r = cat_impl(ts, n, dim);
+    wk__ag_resume();
+    return wk__ag_cat(r, ts, n, dim);
+}
+
+static wk_tensor *cat_impl(wk_tensor *const *ts, int n, int dim) {
     const char *op = "wk_cat";
     if (n < 1) { wk__err(WK_ERR_ARG, op, "needs at least one tensor, got n = %d", n); return NULL; }
     if (!ts) { wk__err(WK_ERR_ARG, op, "NULL tensor array with n = %d", n); return NULL; }

@@ -2,6 +2,19 @@
  * its own dim, stride 0 on the others), like torch's expand; nothing is
  * copied, so the outputs are for reading (wk_contiguous before writing). */
 #include "core/tensor.h"
+#include "autograd/node.h"
+
+/* Tracked inputs: the same view made of recorded public ops (a reshape that
+ * puts the input's elements on its dim, then broadcast_as), so each output's
+ * gradient is summed back over the dims it was broadcast along. */
+static wk_tensor *grid_tracked(const wk_tensor *t, const wk_layout *l, int pos) {
+    int64_t s[WK_MAX_RANK];
+    for (int d = 0; d < l->rank; d++) s[d] = d == pos ? l->shape[d] : 1;
+    wk_tensor *r = wk_reshape(t, s, l->rank);
+    wk_tensor *b = r ? wk_broadcast_as(r, l->shape, l->rank) : NULL;
+    wk_tensor_free(r);
+    return b;
+}
 
 wk_status wk_meshgrid(wk_tensor *const *ts, int n, wk_meshgrid_indexing indexing, wk_tensor **out) {
     const char *op = "wk_meshgrid";
@@ -27,9 +40,17 @@ wk_status wk_meshgrid(wk_tensor *const *ts, int n, wk_meshgrid_indexing indexing
     if (indexing == WK_MESHGRID_XY && n >= 2) pos[0] = 1, pos[1] = 0;
     wk_layout l = {.rank = n};
     for (int i = 0; i < n; i++) l.shape[pos[i]] = wk__layout_numel(&ts[i]->layout);
+    bool ag = wk__ag_onn(ts, n);
     for (int i = 0; i < n; i++) {
         const wk_layout *src = &ts[i]->layout;
         wk_layout li = l;
+        if (ag) {
+            if (!(out[i] = grid_tracked(ts[i], &l, pos[i]))) {
+                for (int j = 0; j < i; j++) wk_tensor_free(out[j]), out[j] = NULL;
+                return wk_last_status();
+            }
+            continue;
+        }
         for (int d = 0; d < n; d++) li.stride[d] = 0;
         li.stride[pos[i]] = src->rank == 1 ? src->stride[0] : 0;
         li.offset = src->offset;

@@ -227,7 +227,23 @@ static wk_status copy_into(const char *op, wk_tensor *dst, const wk_layout *ld, 
     return wk__be(dst)->copy_strided(wk__dev(dst), src->storage->buf, &src->layout, dst->storage->buf, ld, dst->dtype);
 }
 
+/* Autograd's in-place writes (wk_copy_, wk_slice_set): when src or a
+ * non-leaf dst is tracked, the node is made first (an allocation failure
+ * writes nothing), the write runs unrecorded, and dst is rebased onto the
+ * node (rules_join.c). Untracked writes (the KV cache's) take the plain
+ * path after one pointer test. */
+static wk_status copy__impl(wk_tensor *dst, const wk_tensor *src);
 wk_status wk_copy_(wk_tensor *dst, const wk_tensor *src) {
+    if (!wk__ag_inplace_on(dst, src)) return copy__impl(dst, src);
+    wk__node *n = wk__ag_copy_node(dst, src);
+    if (!n) return wk_last_status();
+    wk__ag_suspend();
+    wk_status st = copy__impl(dst, src);
+    wk__ag_resume();
+    return wk__ag_rebase(dst, n, st);
+}
+
+static wk_status copy__impl(wk_tensor *dst, const wk_tensor *src) {
     const char *op = "wk_copy_";
     if (!wk__check_same(op, dst, src)) return wk_last_status();
     if (dst->layout.rank != src->layout.rank ||
@@ -240,7 +256,18 @@ wk_status wk_copy_(wk_tensor *dst, const wk_tensor *src) {
     return copy_into(op, dst, &dst->layout, src);
 }
 
+static wk_status slice_set_impl(wk_tensor *dst, const wk_tensor *src, int dim, int64_t offset);
 wk_status wk_slice_set(wk_tensor *dst, const wk_tensor *src, int dim, int64_t offset) {
+    if (!wk__ag_inplace_on(dst, src)) return slice_set_impl(dst, src, dim, offset);
+    wk__node *n = wk__ag_slice_set_node(dst, src, dim, offset);
+    if (!n) return wk_last_status();
+    wk__ag_suspend();
+    wk_status st = slice_set_impl(dst, src, dim, offset);
+    wk__ag_resume();
+    return wk__ag_rebase(dst, n, st);
+}
+
+static wk_status slice_set_impl(wk_tensor *dst, const wk_tensor *src, int dim, int64_t offset) {
     const char *op = "wk_slice_set";
     if (!wk__check_same(op, dst, src)) return wk_last_status();
     int d;

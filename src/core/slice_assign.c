@@ -2,19 +2,24 @@
  * (offset moved to the starts, sizes the slice lengths, strides multiplied
  * by the steps), src is broadcast to it as a stride-0 view, and one
  * wk_copy_ writes through the view with the backend's copy_strided entry
- * (which also copies src out first when it shares dst's storage). */
+ * (which also copies src out first when it shares dst's storage).
+ * Autograd: both forms record one node (rules_join.c); the in-place form
+ * rebases dst onto it. */
 #include <inttypes.h>
 
 #include "core/tensor.h"
+#include "autograd/record.h"
 
-/* The slice view lv of layout l and src's layout ls broadcast to it; false
- * (error recorded under op) if the arguments do not fit. */
+/* The slice view lv of layout l and src's layout ls broadcast to it, and
+ * the slice normalised into sp (for autograd's rule); false (error recorded
+ * under op) if the arguments do not fit. */
 static bool plan(const char *op, const wk_layout *l, const int64_t *starts, const int64_t *ends, const int64_t *steps,
-                 int n, const wk_tensor *src, wk_layout *lv, wk_layout *ls) {
+                 int n, const wk_tensor *src, wk_layout *lv, wk_layout *ls, wk__slice_spec *sp) {
     int rank = l->rank;
     if (n < 0 || n > rank) { wk__err(WK_ERR_ARG, op, "%d sliced dims for a rank-%d tensor", n, rank); return false; }
     if (n > 0 && (!starts || !ends)) { wk__err(WK_ERR_ARG, op, "NULL starts or ends"); return false; }
     *lv = *l;
+    sp->n = n;
     for (int i = 0; i < n; i++) {
         int64_t size = l->shape[i];
         int64_t s = starts[i], e = ends[i], step = steps ? steps[i] : 1;
@@ -30,6 +35,9 @@ static bool plan(const char *op, const wk_layout *l, const int64_t *starts, cons
             return false;
         }
         int64_t len = e > s ? (e - s - 1) / step + 1 : 0;
+        sp->start[i] = s;
+        sp->len[i] = len;
+        sp->step[i] = step;
         lv->offset += s * l->stride[i];
         lv->shape[i] = len;
         /* with one element or none the step is never taken (and a huge step
@@ -54,8 +62,22 @@ wk_status wk_slice_assign_(wk_tensor *dst, const int64_t *starts, const int64_t 
     const char *op = "wk_slice_assign_";
     if (!wk__check_same(op, dst, src)) return wk_last_status();
     wk_layout lv, ls;
-    if (!plan(op, &dst->layout, starts, ends, steps, n, src, &lv, &ls)) return wk_last_status();
-    return assign(dst, &lv, src, &ls);
+    wk__slice_spec sp;
+    if (!plan(op, &dst->layout, starts, ends, steps, n, src, &lv, &ls, &sp)) return wk_last_status();
+    if (!wk__ag_inplace_on(dst, src)) {
+        /* assign writes through a fresh (untracked) view: refuse a tracked
+         * leaf here, naming this op */
+        if (dst->node && !wk__ag_check_inplace(op, dst)) return wk_last_status();
+        return assign(dst, &lv, src, &ls);
+    }
+    /* autograd: the node first (an allocation failure writes nothing), the
+     * write unrecorded, then dst rebased onto the node */
+    wk__node *nd = wk__ag_slice_assign_node(dst, &sp, src);
+    if (!nd) return wk_last_status();
+    wk__ag_suspend();
+    wk_status st = assign(dst, &lv, src, &ls);
+    wk__ag_resume();
+    return wk__ag_rebase(dst, nd, st);
 }
 
 wk_tensor *wk_slice_assign(const wk_tensor *t, const int64_t *starts, const int64_t *ends, const int64_t *steps, int n,
@@ -63,14 +85,17 @@ wk_tensor *wk_slice_assign(const wk_tensor *t, const int64_t *starts, const int6
     const char *op = "wk_slice_assign";
     if (!wk__check_same(op, t, src)) return NULL;
     wk_layout lv, ls;
+    wk__slice_spec sp;
     /* checked on t first so bad arguments cost no copy; then planned again
      * on the copy's own (contiguous) layout */
-    if (!plan(op, &t->layout, starts, ends, steps, n, src, &lv, &ls)) return NULL;
+    if (!plan(op, &t->layout, starts, ends, steps, n, src, &lv, &ls, &sp)) return NULL;
+    bool ag = wk__ag_on2(t, src);
+    if (ag) wk__ag_suspend();
     wk_tensor *r = wk_copy(t);
-    if (!r) return NULL;
-    if (!plan(op, &r->layout, starts, ends, steps, n, src, &lv, &ls) || assign(r, &lv, src, &ls) != WK_OK) {
+    if (r && (!plan(op, &r->layout, starts, ends, steps, n, src, &lv, &ls, &sp) || assign(r, &lv, src, &ls) != WK_OK)) {
         wk_tensor_free(r);
-        return NULL;
+        r = NULL;
     }
-    return r;
+    if (ag) wk__ag_resume();
+    return ag ? wk__ag_slice_assign(r, t, &sp, src) : r;
 }
