@@ -4,6 +4,8 @@ weights and compare the loss curves (the ctest tests examples_*_vs_torch).
 
     run_compare.py digits EXE WORK_DIR [extra args for both sides...]
     run_compare.py char   EXE WORK_DIR [extra args for both sides...]
+    run_compare.py digits-check EXE WORK_DIR [args]: the full wick run with
+        --check alone (the >= 97% test accuracy of the issue)
 
 The extra args (e.g. --steps 100 --epochs 3) go to both programs; the
 comparison's own limits are those of digits_torch.py / char_transformer_torch.py
@@ -45,7 +47,11 @@ def main():
     os.makedirs(work, exist_ok=True)
     init, wl = os.path.join(work, "init.safetensors"), os.path.join(work, "wick_losses.json")
     py = sys.executable
-    if kind == "digits":
+    if kind == "digits-check":
+        data = os.path.join(work, "data")
+        run([py, os.path.join(HERE, "digits_data.py"), data])
+        run([exe, "--data", data, "--check"] + both)
+    elif kind == "digits":
         data = os.path.join(work, "data")
         run([py, os.path.join(HERE, "digits_data.py"), data])
         run([exe, "--data", data, "--init-out", init, "--losses-out", wl] + both)
