@@ -22,7 +22,8 @@
  * mark (VmHWM) minus that: the same method for both, since tracemalloc does
  * not see torch's allocator. wick also reports its allocator's exact peak of
  * live tensor bytes over the pass (wk_cpu_mem_stats_get: peak_in_use minus
- * bytes_in_use before). "vs torch" = wick RSS delta / torch RSS delta
+ * bytes_in_use before; "fwd alloc" the same by the end of the forward pass,
+ * i.e. what the graph saved). "vs torch" = wick RSS delta / torch RSS delta
  * (below 1: wick needs less). Exit 1 if a wick call fails; a missing peer
  * prints n/a.
  */
@@ -95,16 +96,8 @@ static bool model_setup(bench_model *b, const char *name, bool with_opt) {
 
 static wk_status model_step(bench_model *b) {
     double loss;
-    if (!strcmp(b->name, "digits")) {
-        if (!b->opt) { /* forward + backward only */
-            wk_scope_begin();
-            wk_tensor *l = wk_cross_entropy(digits_model_forward(&b->dm, b->xs), b->ys, NULL);
-            wk_status st = l ? wk_backward(l, b->gs, NULL) : WK_ERR_ARG;
-            wk_scope_end();
-            return st;
-        }
+    if (!strcmp(b->name, "digits"))
         return digits_train_step(&b->dm, b->opt, b->gs, b->xs, b->ys, b->ids, &loss);
-    }
     return char_train_step(&b->cm, b->opt, b->gs, b->cx, b->cy, g.cbatch, &loss);
 }
 
@@ -131,18 +124,43 @@ static long status_bytes(const char *key) {
     return v;
 }
 
-/* The child of a memory measurement: prints "rss_delta_bytes N alloc_peak_bytes M". */
+/* The loss of b's fixed batch (inside a scope). */
+static wk_tensor *model_loss(bench_model *b) {
+    if (!strcmp(b->name, "digits")) {
+        wk_tensor *logits = digits_model_forward(&b->dm, b->xs), *l = wk_cross_entropy(logits, b->ys, NULL);
+        wk_tensor_free(logits);
+        return l;
+    }
+    int64_t T = b->cm.cfg.ctx, s[2] = {g.cbatch, T}, n = g.cbatch * T, flat[2] = {n, CHAR_VOCAB};
+    wk_tensor *ids = wk_from_host(b->cx, (size_t)n * sizeof *b->cx, s, 2, WK_I64, wk_cpu());
+    wk_tensor *tgt = wk_from_host(b->cy, (size_t)n * sizeof *b->cy, &n, 1, WK_I64, wk_cpu());
+    wk_tensor *logits = char_model_forward(&b->cm, ids), *lf = wk_reshape(logits, flat, 2);
+    wk_tensor *l = wk_cross_entropy(lf, tgt, NULL);
+    wk_tensor_free(lf);
+    wk_tensor_free(logits);
+    return l;
+}
+
+/* The child of a memory measurement: prints "rss_delta_bytes N
+ * alloc_peak_bytes M alloc_fwd_bytes F" (F: the allocator's peak by the end
+ * of the forward pass, i.e. the graph's saved values plus the loss). */
 static int mem_child(const char *name) {
     wk_set_num_threads(1);
     bench_model b;
     if (!model_setup(&b, name, false)) return 1;
-    wk_cpu_mem_stats s0, s1;
+    wk_cpu_mem_stats s0, s1, s2;
     wk_cpu_mem_stats_get(&s0);
     long before = status_bytes("VmRSS");
-    if (model_step(&b) != WK_OK) return 1;
-    long hwm = status_bytes("VmHWM");
+    wk_scope_begin();
+    wk_tensor *l = model_loss(&b);
     wk_cpu_mem_stats_get(&s1);
-    printf("rss_delta_bytes %ld alloc_peak_bytes %zu\n", hwm - before, s1.peak_in_use - s0.bytes_in_use);
+    wk_status st = l ? wk_backward(l, b.gs, NULL) : WK_ERR_ARG;
+    wk_scope_end();
+    if (st != WK_OK) return 1;
+    long hwm = status_bytes("VmHWM");
+    wk_cpu_mem_stats_get(&s2);
+    printf("rss_delta_bytes %ld alloc_peak_bytes %zu alloc_fwd_bytes %zu\n", hwm - before,
+           s2.peak_in_use - s0.bytes_in_use, s1.peak_in_use - s0.bytes_in_use);
     model_free(&b);
     return 0;
 }
@@ -154,7 +172,8 @@ static char *char_args(char *buf, size_t n) {
 }
 
 /* Runs a command and parses "key value" from its first line; -1 if it fails. */
-static double run_get(const char *cmd, const char *key, double *second, const char *key2) {
+static double run_get(const char *cmd, const char *key, double *second, const char *key2, double *third,
+                      const char *key3) {
     FILE *p = popen(cmd, "r");
     char line[512] = {0};
     double v = -1;
@@ -163,6 +182,7 @@ static double run_get(const char *cmd, const char *key, double *second, const ch
         char *at = strstr(line, key);
         if (at) v = atof(at + strlen(key));
         if (second && key2 && (at = strstr(line, key2))) *second = atof(at + strlen(key2));
+        if (third && key3 && (at = strstr(line, key3))) *third = atof(at + strlen(key3));
     }
     if (pclose(p) != 0) v = -1;
     return v;
@@ -253,21 +273,22 @@ int main(int argc, char **argv) {
             printf("\n");
         }
     printf("\npeak memory of one forward + backward (1 thread, fresh process each; RSS high-water delta)\n");
-    printf("%-8s %14s %16s %14s %10s\n", "model", "wick RSS KiB", "wick alloc KiB", "torch RSS KiB", "vs torch");
+    printf("%-8s %14s %16s %14s %14s %10s\n", "model", "wick RSS KiB", "wick alloc KiB", "(fwd alloc)", "torch RSS KiB",
+           "vs torch");
     for (int m = 0; m < 2; m++) {
         char cmd[1024], cfg[128];
         double alloc = -1;
         snprintf(cmd, sizeof cmd, "'%s' --mem %s %s", g.self, models[m], g.quick ? "--quick" : "");
-        double w = run_get(cmd, "rss_delta_bytes", &alloc, "alloc_peak_bytes"), p = -1;
+        double fwd = -1, w = run_get(cmd, "rss_delta_bytes", &alloc, "alloc_peak_bytes", &fwd, "alloc_fwd_bytes"), p = -1;
         if (w < 0) failed = true;
         if (!g.no_peer) {
             const char *cap = bench_aten_capability();
             snprintf(cmd, sizeof cmd, "%s%s '%s' '%s/bench/train_peer.py' mem %s %s 2>/dev/null",
                      cap ? "ATEN_CPU_CAPABILITY=" : "", cap ? cap : "", g.python, WICK_SOURCE_DIR, models[m],
                      char_args(cfg, sizeof cfg));
-            p = run_get(cmd, "rss_delta_bytes", NULL, NULL);
+            p = run_get(cmd, "rss_delta_bytes", NULL, NULL, NULL, NULL);
         }
-        printf("%-8s %14.0f %16.0f ", models[m], w / 1024, alloc / 1024);
+        printf("%-8s %14.0f %16.0f %14.0f ", models[m], w / 1024, alloc / 1024, fwd / 1024);
         if (p > 0) printf("%14.0f", p / 1024);
         else printf("%14s", "n/a");
         print_ratio(w, p);

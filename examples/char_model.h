@@ -101,30 +101,50 @@ static inline wk_status char_model_init(char_model *m, const char_config *cfg, u
     return WK_OK;
 }
 
-/* (B, T, d) -> (B, H, T, d / H), a view. */
-static inline wk_tensor *char_heads(const wk_tensor *x, int64_t heads) {
-    int64_t s[4] = {wk_dim(x, 0), wk_dim(x, 1), heads, wk_dim(x, 2) / heads};
-    return wk_transpose(wk_reshape(x, s, 4), 1, 2);
+/* result, after dropping the caller's reference to used: the forward passes
+ * free each intermediate once consumed, so only what the recorded nodes saved
+ * stays alive (a scope would otherwise hold every intermediate until its
+ * end, and the backward could free nothing as it goes). */
+static inline wk_tensor *char_then(wk_tensor *used, wk_tensor *result) {
+    wk_tensor_free(used);
+    return result;
 }
 
-/* Logits (B, T, V) of ids (B, T) i64; inside a scope. */
+/* (B, T, d) -> (B, H, T, d / H), a view. */
+static inline wk_tensor *char_heads(wk_tensor *x, int64_t heads) {
+    int64_t s[4] = {wk_dim(x, 0), wk_dim(x, 1), heads, wk_dim(x, 2) / heads};
+    wk_tensor *r = wk_reshape(x, s, 4);
+    return char_then(r, char_then(x, wk_transpose(r, 1, 2)));
+}
+
+/* Logits (B, T, V) of ids (B, T) i64 (borrowed); the result is the caller's. */
 static inline wk_tensor *char_model_forward(const char_model *m, const wk_tensor *ids) {
     int64_t B = wk_dim(ids, 0), T = wk_dim(ids, 1), d = m->cfg.dim;
-    wk_tensor *x = wk_add(wk_embedding_layer_forward(&m->tok, ids), wk_narrow(m->pos.weight, 0, 0, T));
+    wk_tensor *e = wk_embedding_layer_forward(&m->tok, ids), *p = wk_narrow(m->pos.weight, 0, 0, T);
+    wk_tensor *x = char_then(e, char_then(p, wk_add(e, p)));
     wk_attention_opts ao = {.causal = true};
     for (int i = 0; i < m->cfg.layers; i++) {
         const char_block *b = &m->blocks[i];
-        wk_tensor *qkv = wk_linear_forward(&b->qkv, wk_norm_layer_forward(&b->ln1, x));
+        wk_tensor *h = wk_norm_layer_forward(&b->ln1, x);
+        wk_tensor *qkv = char_then(h, wk_linear_forward(&b->qkv, h));
         wk_tensor *q = char_heads(wk_narrow(qkv, 2, 0, d), m->cfg.heads);
         wk_tensor *k = char_heads(wk_narrow(qkv, 2, d, d), m->cfg.heads);
-        wk_tensor *v = char_heads(wk_narrow(qkv, 2, 2 * d, d), m->cfg.heads);
+        wk_tensor *v = char_heads(char_then(qkv, wk_narrow(qkv, 2, 2 * d, d)), m->cfg.heads);
+        wk_tensor *o = wk_attention(q, k, v, &ao);
+        wk_tensor_free(q); wk_tensor_free(k); wk_tensor_free(v);
         int64_t s[3] = {B, T, d};
-        wk_tensor *a = wk_reshape(wk_transpose(wk_attention(q, k, v, &ao), 1, 2), s, 3);
-        x = wk_add(x, wk_linear_forward(&b->proj, a));
-        wk_tensor *h = wk_gelu_erf(wk_linear_forward(&b->fc1, wk_norm_layer_forward(&b->ln2, x)));
-        x = wk_add(x, wk_linear_forward(&b->fc2, h));
+        wk_tensor *ot = char_then(o, wk_transpose(o, 1, 2));
+        wk_tensor *a = char_then(ot, wk_reshape(ot, s, 3));
+        wk_tensor *pa = char_then(a, wk_linear_forward(&b->proj, a));
+        x = char_then(x, char_then(pa, wk_add(x, pa)));
+        h = wk_norm_layer_forward(&b->ln2, x);
+        wk_tensor *f1 = char_then(h, wk_linear_forward(&b->fc1, h));
+        wk_tensor *gl = char_then(f1, wk_gelu_erf(f1));
+        wk_tensor *f2 = char_then(gl, wk_linear_forward(&b->fc2, gl));
+        x = char_then(x, char_then(f2, wk_add(x, f2)));
     }
-    return wk_linear_forward(&m->head, wk_norm_layer_forward(&m->ln_f, x));
+    wk_tensor *h = char_then(x, wk_norm_layer_forward(&m->ln_f, x));
+    return char_then(h, wk_linear_forward(&m->head, h));
 }
 
 /* splitmix64: the batch offsets' generator (char_transformer_torch.py has the same). */
@@ -157,7 +177,10 @@ static inline wk_status char_train_step(const char_model *m, wk_optimizer *opt, 
     wk_tensor *ids = wk_from_host(x, (size_t)n * sizeof *x, s, 2, WK_I64, dev);
     wk_tensor *tgt = wk_from_host(y, (size_t)n * sizeof *y, &n, 1, WK_I64, dev);
     int64_t flat[2] = {n, CHAR_VOCAB};
-    wk_tensor *l = wk_cross_entropy(wk_reshape(char_model_forward(m, ids), flat, 2), tgt, NULL);
+    wk_tensor *logits = char_model_forward(m, ids), *lf = wk_reshape(logits, flat, 2);
+    wk_tensor *l = wk_cross_entropy(lf, tgt, NULL);
+    wk_tensor_free(lf);
+    wk_tensor_free(logits);
     wk_grad_store_zero(gs);
     wk_status st = l ? wk_backward(l, gs, NULL) : WK_ERR_ARG;
     if (st == WK_OK) st = wk_item(l, loss);

@@ -54,13 +54,24 @@ static inline wk_status digits_model_init(digits_model *m, uint64_t seed, wk_dev
     return n == DIGITS_NPARAMS ? WK_OK : WK_ERR_ARG;
 }
 
-/* Logits (N, 10); call inside a scope (the intermediates belong to it). */
+/* result, after dropping the caller's reference to used: the forward frees
+ * each intermediate once consumed, so only what the recorded nodes saved
+ * stays alive and the backward can free it as it goes. */
+static inline wk_tensor *digits_then(wk_tensor *used, wk_tensor *result) {
+    wk_tensor_free(used);
+    return result;
+}
+
+/* Logits (N, 10) of x (borrowed); the result is the caller's. */
 static inline wk_tensor *digits_model_forward(const digits_model *m, const wk_tensor *x) {
-    wk_tensor *h = wk_relu(wk_conv2d_layer_forward(&m->conv1, x));
-    h = wk_max_pool2d(h, 2, 2, 2, 2, 0, 0);
-    h = wk_relu(wk_conv2d_layer_forward(&m->conv2, h));
-    h = wk_max_pool2d(h, 2, 2, 2, 2, 0, 0);
-    return wk_linear_forward(&m->fc, wk_flatten(h, 1, 3));
+    wk_tensor *h = wk_conv2d_layer_forward(&m->conv1, x);
+    h = digits_then(h, wk_relu(h));
+    h = digits_then(h, wk_max_pool2d(h, 2, 2, 2, 2, 0, 0));
+    h = digits_then(h, wk_conv2d_layer_forward(&m->conv2, h));
+    h = digits_then(h, wk_relu(h));
+    h = digits_then(h, wk_max_pool2d(h, 2, 2, 2, 2, 0, 0));
+    h = digits_then(h, wk_flatten(h, 1, 3));
+    return digits_then(h, wk_linear_forward(&m->fc, h));
 }
 
 /* One training step on rows ids (i64 (B)) of xs / ys: forward, mean
@@ -71,7 +82,9 @@ static inline wk_status digits_train_step(const digits_model *m, wk_optimizer *o
     wk_scope_begin();
     wk_tensor *xb = wk_index_select(xs, ids, 0);
     wk_tensor *yb = wk_index_select(ys, ids, 0);
-    wk_tensor *l = wk_cross_entropy(digits_model_forward(m, xb), yb, NULL);
+    wk_tensor *logits = digits_model_forward(m, xb);
+    wk_tensor *l = wk_cross_entropy(logits, yb, NULL);
+    wk_tensor_free(logits);
     wk_grad_store_zero(gs);
     wk_status st = l ? wk_backward(l, gs, NULL) : WK_ERR_ARG;
     if (st == WK_OK) st = wk_item(l, loss);
