@@ -193,13 +193,13 @@ double gc_check(const char *what, gc_fn fn, void *ctx, wk_tensor *const *in, int
         }
         wk_tensor *h[16];
         if (!wk_is_tracked(s)) { /* the gradient does not depend on the inputs: H = 0 */
-            for (int k = 0; k < nx; k++) h[k] = wk_keep(wk_zeros_like(xs[k]));
+            for (int k = 0; k < nx; k++) h[k] = wk_zeros_like(xs[k]);
         } else if (wk_grad_of(s, xs, nx, NULL, h) != WK_OK) {
             print_error("%s: second backward failed: %s\n", what, wk_last_error());
             fail();
         }
         for (int k = 0, i = 0; i < nin; i++)
-            if (g[i]) hv[i] = h[k++];
+            if (g[i]) hv[i] = wk_keep(h[k++]); /* past the scope's end */
         wk_scope_end();
         for (int i = 0; i < nin; i++)
             if (g[i]) wk_requires_grad(in[i], false);

@@ -4,7 +4,9 @@
  * views, matmul, copies) against central differences in f64. */
 #include "testutil.h"
 #include "gradcheck.h"
+#include "wick/custom_op.h"
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -343,6 +345,107 @@ static void test_grad_of_and_retain(void **state) {
     wk_scope_end();
 }
 
+
+/* ---- a custom op records; its stored callback is the rule ---- */
+
+static wk_status cube_cpu(void *user, int nin, const wk_custom_view *in, const wk_custom_view *out) {
+    (void)user;
+    (void)nin;
+    const double *x = in[0].buf;
+    double *y = out->buf;
+    int64_t n = 1;
+    for (int d = 0; d < out->rank; d++) n *= out->shape[d];
+    /* out is contiguous; the input arrives contiguous (contiguous_inputs) */
+    for (int64_t i = 0; i < n; i++) {
+        double v = x[in[0].offset + i];
+        y[i] = v * v * v;
+    }
+    return WK_OK;
+}
+
+static wk_status cube_backward(void *user, int nin, const wk_tensor *const *in, const wk_tensor *out,
+                               const wk_tensor *g, wk_tensor **gin) {
+    (void)user;
+    (void)nin;
+    (void)out;
+    gin[0] = wk_mul(g, wk_affine(wk_sqr(in[0]), 3.0, 0.0));
+    return gin[0] ? WK_OK : wk_last_status();
+}
+
+static const wk_custom_op *g_cube, *g_cube_nobw;
+static wk_tensor *f_cube(wk_tensor *const *in, int nin, void *ctx) {
+    (void)nin;
+    (void)ctx;
+    return wk_custom_op1(g_cube, wk_t(in[0]));
+}
+
+static void test_custom_op(void **state) {
+    (void)state;
+    wk_custom_op_def def = {.name = "cube", .num_inputs = 1, .cpu = cube_cpu, .backward = cube_backward,
+                            .contiguous_inputs = true};
+    wk_custom_op *op = wk_custom_op_register(&def);
+    assert_non_null(op);
+    def.name = "cube_nobw";
+    def.backward = NULL;
+    wk_custom_op *op2 = wk_custom_op_register(&def);
+    assert_non_null(op2);
+    g_cube = op;
+    g_cube_nobw = op2;
+    wk_scope_begin();
+    wk_tensor *x = vals((int64_t[]){3, 2}, 2, 1.0, 0.2);
+    gc_check("custom cube", f_cube, NULL, &x, 1, NULL);
+    /* no callback: recorded, and backward names the op */
+    TU_STATUS_OK(wk_requires_grad(x, true));
+    wk_tensor *y = TU_OK(wk_custom_op1(g_cube_nobw, x));
+    assert_true(wk_is_tracked(y));
+    wk_grad_store *gs = wk_grad_store_new();
+    assert_int_equal(wk_backward(wk_sum_all(y), gs, NULL), WK_ERR_NOT_COMPILED);
+    assert_non_null(strstr(wk_last_error(), "cube_nobw"));
+    wk_clear_error();
+    wk_grad_store_free(gs);
+    wk_scope_end();
+    wk_custom_op_free(op);
+    wk_custom_op_free(op2);
+}
+
+/* ---- passes on two threads over graphs that share the same leaves ---- */
+
+static wk_tensor *g_shared_w;
+static void *train_thread(void *arg) {
+    double scale = *(double *)arg, *ok = arg;
+    wk_grad_store *gs = wk_grad_store_new();
+    wk_tensor *x = tu_values((int64_t[]){4, 3}, 2, WK_F64, scale, 0.0);
+    *ok = 1;
+    for (int it = 0; it < 300 && gs && x; it++) {
+        wk_scope_begin();
+        wk_tensor *l = wk_sum_all(wk_sqr(wk_matmul(x, g_shared_w)));
+        if (!l || wk_backward(l, gs, NULL) != WK_OK) *ok = 0;
+        wk_scope_end();
+    }
+    /* each pass adds 2 x^T (x w) to this thread's store: 300 of them */
+    wk_scope_begin();
+    wk_tensor *want = wk_affine(wk_matmul(wk_t(x), wk_matmul(x, g_shared_w)), 600.0, 0.0);
+    if (!want || tu_max_abs_diff(wk_grad(gs, g_shared_w), want) > 1e-8) *ok = 0;
+    wk_scope_end();
+    wk_tensor_free(x);
+    wk_grad_store_free(gs);
+    return NULL;
+}
+
+static void test_threads_share_leaves(void **state) {
+    (void)state;
+    g_shared_w = vals((int64_t[]){3, 2}, 2, 1.0, 0.1);
+    TU_STATUS_OK(wk_requires_grad(g_shared_w, true));
+    double a = 1.0, b = 0.5;
+    pthread_t t1, t2;
+    assert_int_equal(pthread_create(&t1, NULL, train_thread, &a), 0);
+    assert_int_equal(pthread_create(&t2, NULL, train_thread, &b), 0);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    assert_true(a == 1 && b == 1);
+    wk_tensor_free(g_shared_w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_simple_gradient),    cmocka_unit_test(test_tracking_rules),
@@ -350,7 +453,8 @@ int main(void) {
         cmocka_unit_test(test_unary_rules),        cmocka_unit_test(test_binary_rules),
         cmocka_unit_test(test_maximum_ties_split), cmocka_unit_test(test_view_rules),
         cmocka_unit_test(test_reduce_rules),       cmocka_unit_test(test_mlp_second_order),
-        cmocka_unit_test(test_grad_of_and_retain),
+        cmocka_unit_test(test_grad_of_and_retain), cmocka_unit_test(test_custom_op),
+        cmocka_unit_test(test_threads_share_leaves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

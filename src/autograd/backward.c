@@ -138,7 +138,8 @@ wk_status wk_grad_set(wk_grad_store *gs, const wk_tensor *t, wk_tensor *g) {
     if (!ok) return wk__err(WK_ERR_SHAPE, op, "the gradient's shape differs from the tensor's");
     gs_entry *e = gs_slot(gs, t->node);
     if (!e) return wk_last_status();
-    wk_tensor *mine = wk_tensor_retain(g);
+    wk_tensor *mine = wk_keep(wk__alias(g)); /* g may be in the caller's scope */
+    if (!mine) return wk_last_status();
     wk_tensor_free(e->grad);
     e->grad = mine;
     return WK_OK;
@@ -152,14 +153,41 @@ typedef struct pass_node {
     wk_tensor *acc;     /* the summed gradient so far (a reference the pass owns) */
 } pass_node;
 
+/* The pass's own node -> slot map (open addressing). Nothing per pass is
+ * written into the nodes: graphs share nodes (every step's graph reaches
+ * the same parameter leaves), and two threads may run backward passes over
+ * graphs that share them at the same time. */
 typedef struct pass {
     pass_node *v;
     int64_t len, cap;
     wk__node **stack;
     int64_t sp, scap;
+    int64_t *map;       /* slot + 1 per bucket, 0 empty */
+    int64_t mcap;
 } pass;
 
-static atomic_uint_fast64_t g_pass_stamp = 1;
+static int64_t slot_of(const pass *p, const wk__node *n) {
+    for (uint64_t i = hash_ptr(n) & (uint64_t)(p->mcap - 1);; i = (i + 1) & (uint64_t)(p->mcap - 1)) {
+        int64_t k = p->map[i];
+        if (!k) return -1;
+        if (p->v[k - 1].n == n) return k - 1;
+    }
+}
+
+static bool map_grow(pass *p) {
+    int64_t nc = p->mcap ? p->mcap * 2 : 256;
+    int64_t *m = calloc((size_t)nc, sizeof *m);
+    if (!m) return false;
+    for (int64_t s = 0; s < p->len; s++) {
+        uint64_t i = hash_ptr(p->v[s].n) & (uint64_t)(nc - 1);
+        while (m[i]) i = (i + 1) & (uint64_t)(nc - 1);
+        m[i] = s + 1;
+    }
+    free(p->map);
+    p->map = m;
+    p->mcap = nc;
+    return true;
+}
 
 static bool push_stack(pass *p, wk__node *n) {
     if (p->sp == p->scap) {
@@ -173,7 +201,7 @@ static bool push_stack(pass *p, wk__node *n) {
     return true;
 }
 
-static bool add_node(pass *p, wk__node *n, uint64_t stamp) {
+static bool add_node(pass *p, wk__node *n) {
     if (p->len == p->cap) {
         int64_t nc = p->cap ? p->cap * 2 : 64;
         pass_node *v = realloc(p->v, (size_t)nc * sizeof *v);
@@ -181,9 +209,11 @@ static bool add_node(pass *p, wk__node *n, uint64_t stamp) {
         p->v = v;
         p->cap = nc;
     }
-    n->visit = stamp;
-    n->slot = p->len;
-    p->v[p->len++] = (pass_node){n, 0, NULL};
+    if ((p->len + 1) * 2 > p->mcap && !map_grow(p)) return false;
+    p->v[p->len] = (pass_node){n, 0, NULL};
+    uint64_t i = hash_ptr(n) & (uint64_t)(p->mcap - 1);
+    while (p->map[i]) i = (i + 1) & (uint64_t)(p->mcap - 1);
+    p->map[i] = ++p->len;
     return true;
 }
 
@@ -234,7 +264,8 @@ static wk_status run_pass(const char *op, const wk_tensor *root, wk_grad_store *
                            wk__shape_str(go->layout.shape, go->layout.rank, a, sizeof a),
                            wk__shape_str(root->layout.shape, root->layout.rank, b, sizeof b));
         }
-        g0 = wk_tensor_retain((wk_tensor *)go);
+        g0 = wk_keep(wk__alias(go)); /* go may be in the caller's scope: an alias of our own */
+        if (!g0) return wk_last_status();
     } else {
         if (wk_numel(root) != 1) {
             char a[160];
@@ -253,19 +284,20 @@ static wk_status run_pass(const char *op, const wk_tensor *root, wk_grad_store *
     if (suspended) wk__ag_suspend();
     pass p = {0};
     wk_status st = WK_OK;
-    uint64_t stamp = atomic_fetch_add_explicit(&g_pass_stamp, 1, memory_order_relaxed);
 
     /* 1. collect the reachable nodes and count the edges into each */
-    if (!add_node(&p, root->node, stamp) || !push_stack(&p, root->node)) goto oom;
+    if (!add_node(&p, root->node) || !push_stack(&p, root->node)) goto oom;
     while (p.sp > 0) {
         wk__node *n = p.stack[--p.sp];
         for (int i = 0; i < n->nin; i++) {
             wk__node *c = n->in[i].node;
             if (!c) continue;
-            if (c->visit != stamp) {
-                if (!add_node(&p, c, stamp) || !push_stack(&p, c)) goto oom;
+            int64_t k = slot_of(&p, c);
+            if (k < 0) {
+                if (!add_node(&p, c) || !push_stack(&p, c)) goto oom;
+                k = p.len - 1;
             }
-            p.v[c->slot].deps++;
+            p.v[k].deps++;
         }
     }
 
@@ -276,7 +308,7 @@ static wk_status run_pass(const char *op, const wk_tensor *root, wk_grad_store *
     push_stack(&p, root->node); /* capacity is there: the stack held it before */
     while (p.sp > 0 && st == WK_OK) {
         wk__node *n = p.stack[--p.sp];
-        pass_node *pn = &p.v[n->slot];
+        pass_node *pn = &p.v[slot_of(&p, n)];
         wk_tensor *g = pn->acc;
         pn->acc = NULL;
         if (g) {
@@ -298,7 +330,7 @@ static wk_status run_pass(const char *op, const wk_tensor *root, wk_grad_store *
                         wk_scope_end();
                         for (int i = 0; i < n->nin; i++) {
                             wk__node *child = n->in[i].node;
-                            if (st == WK_OK && gin[i] && child) st = accumulate(&p, child->slot, gin[i]);
+                            if (st == WK_OK && gin[i] && child) st = accumulate(&p, slot_of(&p, child), gin[i]);
                             else wk_tensor_free(gin[i]);
                         }
                         free(gin);
@@ -313,17 +345,15 @@ static wk_status run_pass(const char *op, const wk_tensor *root, wk_grad_store *
         }
         for (int i = 0; i < n->nin; i++) {
             wk__node *c = n->in[i].node;
-            if (c && --p.v[c->slot].deps == 0 && !push_stack(&p, c)) goto oom;
+            if (c && --p.v[slot_of(&p, c)].deps == 0 && !push_stack(&p, c)) goto oom;
         }
     }
     goto done;
 oom:
     st = wk__err(WK_ERR_OOM, op, "cannot grow the backward pass's node list");
 done:
-    for (int64_t i = 0; i < p.len; i++) {
-        wk_tensor_free(p.v[i].acc);
-        p.v[i].n->slot = -1;
-    }
+    for (int64_t i = 0; i < p.len; i++) wk_tensor_free(p.v[i].acc);
+    free(p.map);
     wk_tensor_free(g0);
     free(p.v);
     free(p.stack);
@@ -353,14 +383,15 @@ wk_status wk_grad_of(const wk_tensor *y, wk_tensor *const *xs, int n, const wk_b
     wk_status st = gs ? run_pass(op, y, gs, opts, cap, n, true) : wk_last_status();
     for (int i = 0; st == WK_OK && i < n; i++) {
         wk_tensor *g = wk_grad(gs, xs[i]);
-        if (g) out[i] = wk_tensor_retain(g);
-        else {
+        if (g) {
+            out[i] = wk__alias(g); /* a new result, in the caller's scope like any */
+            if (!out[i]) st = wk_last_status();
+        } else {
             bool cg = opts && opts->create_graph;
             if (!cg) wk__ag_suspend();
             out[i] = wk_zeros_like(xs[i]);
             if (!cg) wk__ag_resume();
             if (!out[i]) st = wk_last_status();
-            else wk_keep(out[i]);
         }
     }
     if (st != WK_OK)

@@ -81,7 +81,6 @@ static wk__node *node_alloc(const char *name, wk__bw_fn fn, int nin) {
     n->name = name;
     n->backward = fn;
     n->nin = nin;
-    n->slot = -1;
     return n;
 }
 
@@ -104,10 +103,20 @@ wk__node *wk__node_new(const char *name, wk__bw_fn fn, int nin, const wk_tensor 
     return n;
 }
 
-/* A reference to t outside every scope (the node owns it). */
-static wk_tensor *own(const wk_tensor *t) {
-    return wk_keep(wk_tensor_retain((wk_tensor *)t));
+wk_tensor *wk__alias(const wk_tensor *t) {
+    if (!t) return NULL;
+    wk_tensor *v = wk__tensor_view(t, &t->layout);
+    if (v && t->node) {
+        wk__node_retain(t->node);
+        v->node = t->node;
+    }
+    return v;
 }
+
+/* A reference to t's values outside every scope (the node owns it). Not
+ * wk_tensor_retain(t): t may belong to the caller's scope, and taking it
+ * out (wk_keep) would leave the scope's reference to nobody. */
+static wk_tensor *own(const wk_tensor *t) { return wk_keep(wk__alias(t)); }
 
 wk__node *wk__node_save(wk__node *n, const wk_tensor *t) {
     if (!n) return n;
@@ -118,9 +127,10 @@ wk__node *wk__node_save(wk__node *n, const wk_tensor *t) {
         s->t = NULL;
         return n;
     }
-    /* retaining t itself (not a copy) keeps its node too, which create_graph
-     * needs; it cannot make a cycle: t is an input, older than n */
+    /* an alias with t's node, which create_graph needs; no cycle: t is an
+     * input, older than n */
     s->t = own(t);
+    if (!s->t) return n; /* OOM: wk__bw_saved reports the missing value */
     s->version = atomic_load_explicit(&t->storage->version, memory_order_relaxed);
     return n;
 }
@@ -211,7 +221,8 @@ wk_status wk__bw_set(wk__bw_ctx *c, int i, const wk_tensor *t) {
                        i, wk_dtype_name(t->dtype), wk__shape_str(t->layout.shape, t->layout.rank, a, sizeof a),
                        wk_dtype_name(e->dtype), wk__shape_str(e->shape, e->rank, b, sizeof b));
     }
-    wk_tensor *mine = wk_tensor_retain((wk_tensor *)t);
+    wk_tensor *mine = wk_keep(wk__alias(t)); /* ours, whatever scope t is in */
+    if (!mine) return wk_last_status();
     if (c->gin[i]) { /* a rule that sets one input twice (a + a): the sum */
         wk_tensor *s = wk_add(c->gin[i], mine);
         wk_tensor_free(mine);
@@ -236,7 +247,7 @@ wk_tensor *wk__sum_to(const wk_tensor *g, const int64_t *shape, int rank) {
         int k = d - lead;
         if (k < 0 || (shape[k] == 1 && g->layout.shape[d] != 1)) dims[nd++] = d;
     }
-    if (nd == 0) return wk_tensor_retain((wk_tensor *)g); /* the caller frees it like a new result */
+    if (nd == 0) return wk__alias(g);
     wk_tensor *s = wk_sum(g, dims, nd, true);
     if (!s) return NULL;
     wk_tensor *r = wk_reshape(s, shape, rank);
@@ -247,6 +258,9 @@ wk_tensor *wk__sum_to(const wk_tensor *g, const int64_t *shape, int rank) {
 wk_status wk__bw_set_sum(wk__bw_ctx *c, int i, const wk_tensor *t) {
     if (!t) return wk__bw_set(c, i, NULL);
     const wk__edge *e = &c->n->in[i];
+    bool same = t->layout.rank == e->rank;
+    for (int d = 0; same && d < e->rank; d++) same = t->layout.shape[d] == e->shape[d];
+    if (same) return wk__bw_set(c, i, t);
     wk_tensor *s = wk__sum_to(t, e->shape, e->rank);
     if (!s) return wk_last_status();
     wk_status st = wk__bw_set(c, i, s);

@@ -54,9 +54,6 @@ struct wk__node {
     wk__bw_fn backward;     /* NULL: a leaf */
     bool retain;            /* stores keep this non-leaf's gradient */
     bool released;          /* a pass without keep_graph freed the saved values */
-    /* per-pass bookkeeping (backward.c) */
-    uint64_t visit;
-    int64_t slot;
     /* the output */
     int64_t shape[WK_MAX_RANK];
     int rank;
@@ -116,6 +113,14 @@ static inline void wk__storage_bump(wk_storage *s) { atomic_fetch_add_explicit(&
 /* The in-place write check's autograd half: refuses a write into a tracked
  * tensor while grad mode is on (WK_ERR_ARG naming op). */
 bool       wk__ag_check_inplace(const char *op, const wk_tensor *t);
+
+/* A new tensor header over t's storage and layout with t's node (the same
+ * value, tracked the same way), registered in the current scope like any
+ * result. Use it, never wk_tensor_retain, to hand back "a new reference"
+ * to a tensor that already exists: wk_tensor_free of a retained
+ * scope-owned tensor takes it out of its scope (tensor.c), so retain + free
+ * inside scopes leaks. */
+wk_tensor *wk__alias(const wk_tensor *t);
 
 /* ---- inside rules (node.c) ---- */
 static inline bool wk__bw_need(const wk__bw_ctx *c, int i) { return c->n->in[i].node != NULL; }

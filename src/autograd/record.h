@@ -96,5 +96,8 @@ wk_tensor *wk__ag_scatter(wk_tensor *r, const wk_tensor *t, const wk_tensor *ids
                           bool add);
 wk__node  *wk__ag_scatter_node(const wk_tensor *dst, const wk_tensor *ids, const wk_tensor *src, int dim, bool add);
 /* ---- end grad_shape ---- */
+/* rules_custom.c: a custom op's stored backward callback as its rule */
+struct wk_custom_op;
+wk_tensor *wk__ag_custom(wk_tensor *r, const struct wk_custom_op *op, int nin, const wk_tensor *const *in);
 
 #endif

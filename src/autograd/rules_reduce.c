@@ -16,7 +16,7 @@ wk_tensor *wk__ag_expand_reduced(const wk_tensor *g, const wk__node *n) {
     bool keepdim = n->ai[1] != 0;
     int64_t ks[WK_MAX_RANK];
     for (int d = 0; d < e->rank; d++) ks[d] = (n->ai[2] >> d) & 1 ? 1 : e->shape[d];
-    wk_tensor *k = keepdim ? wk_tensor_retain((wk_tensor *)g) : wk_reshape(g, ks, e->rank);
+    wk_tensor *k = keepdim ? wk__alias(g) : wk_reshape(g, ks, e->rank);
     if (!k) return NULL;
     wk_tensor *b = wk_broadcast_as(k, e->shape, e->rank);
     wk_tensor_free(k);

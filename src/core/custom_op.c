@@ -2,6 +2,7 @@
  * device's backend kind, and the output allocation. The callbacks are the
  * user's; the core only hands them views of the tensors. */
 #include "core/tensor.h"
+#include "autograd/record.h"
 #include "wick/custom_op.h"
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,7 @@ static wk_tensor *run(const char *fn, const wk_custom_op *op, int nin, const wk_
     }
 done:
     release(nin, owned);
+    if (out && wk__ag_onn((wk_tensor *const *)in, nin)) out = wk__ag_custom(out, op, nin, in);
     return out;
 }
 

@@ -45,10 +45,10 @@ typedef struct wk_storage {
 
 struct wk_tensor {
     atomic_int refs;
+    wk_dtype dtype;             /* beside refs: no padding, so the autograd field keeps the header at 184 bytes */
     uint64_t id;
     wk_storage *storage;
     wk_layout layout;
-    wk_dtype dtype;
     /* scope bookkeeping: the slot that owns the creation reference, or -1 */
     int64_t scope_slot;
     /* autograd (src/autograd/node.h): the node that recorded this tensor, or
