@@ -622,6 +622,40 @@ static void test_linear_gradcheck(void **state) {
     wk_scope_end();
 }
 
+/* Norm layers' gradients (the fused nn rules of wip/grad_nn) against
+ * finite differences: x, weight and (layer norm) bias. */
+static wk_tensor *norm_fn(wk_tensor *const *in, int nin, void *ctx) {
+    wk_norm_layer n = {in[1], nin > 2 ? in[2] : NULL, 1e-5, *(const bool *)ctx};
+    return wk_norm_layer_forward(&n, in[0]);
+}
+
+static void test_norm_layer_gradcheck(void **state) {
+    (void)state;
+    wk_scope_begin();
+    for (int rms = 0; rms < 2; rms++) {
+        bool r = rms != 0;
+        wk_tensor *in[3] = {TU_OK(wk_rand((int64_t[]){2, 3, 6}, 3, -2, 2, WK_F64, wk_cpu())),
+                            TU_OK(wk_rand((int64_t[]){6}, 1, 0.5, 1.5, WK_F64, wk_cpu())),
+                            TU_OK(wk_rand((int64_t[]){6}, 1, -1, 1, WK_F64, wk_cpu()))};
+        gc_check(r ? "rms norm layer" : "layer norm layer", norm_fn, &r, in, r ? 2 : 3, NULL);
+    }
+    wk_scope_end();
+}
+
+/* cross_entropy's rule is written with public ops: under create_graph its
+ * gradient is differentiated again (through softmax's rule) */
+static void test_cross_entropy_second_order(void **state) {
+    (void)state;
+    wk_scope_begin();
+    wk_tensor *in[2] = {TU_OK(wk_rand((int64_t[]){3, 4}, 2, -1, 1, WK_F64, wk_cpu())),
+                        TU_OK(wk_rand((int64_t[]){4, 5}, 2, -1, 1, WK_F64, wk_cpu()))};
+    wk_class_loss_opts o = {.reduction = WK_REDUCE_MEAN_LOSS, .label_smoothing = 0.1, .has_ignore_index = true,
+                            .ignore_index = 1};
+    gc_opts go = {.second_order = true};
+    gc_check("cross_entropy (second order)", ce_of_linear, &o, in, 2, &go);
+    wk_scope_end();
+}
+
 /* ----------------------------------------------------------- checkpoints */
 
 static void tmp_path(char *out, size_t cap, const char *tag) {
@@ -637,8 +671,10 @@ typedef struct model {
 
 static void model_make(model *m, const wk_optim_config *cfg, uint64_t seed) {
     TU_STATUS_OK(wk_device_set_seed(wk_cpu(), seed));
+    wk_scope_begin(); /* the random inits */
     m->p[0] = wk_keep(TU_OK(wk_param_new(wk_rand((int64_t[]){3, 4}, 2, -1, 1, WK_F32, wk_cpu()))));
     m->p[1] = wk_keep(TU_OK(wk_param_new(wk_rand((int64_t[]){5}, 1, -1, 1, WK_F32, wk_cpu()))));
+    wk_scope_end();
     m->opt = wk_optimizer_new(cfg, m->p, 2);
     assert_non_null(m->opt);
     m->gs = wk_grad_store_new();
@@ -791,7 +827,8 @@ int main(void) {
         cmocka_unit_test(test_loss_errors),            cmocka_unit_test(test_clip_vs_torch),
         cmocka_unit_test(test_layer_init),             cmocka_unit_test(test_layers_vs_torch),
         cmocka_unit_test(test_linear_gradcheck),       cmocka_unit_test(test_checkpoint_roundtrip),
-        cmocka_unit_test(test_checkpoint_hostile),
+        cmocka_unit_test(test_checkpoint_hostile),     cmocka_unit_test(test_norm_layer_gradcheck),
+        cmocka_unit_test(test_cross_entropy_second_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,7 +68,7 @@ static wk_status check_lists(const char *op, const char *const *names, wk_tensor
 static wk_status check_opt_params(const char *op, const wk_optimizer *opt, wk_tensor *const *params, int n) {
     if (opt->n != n) return wk__err(WK_ERR_ARG, op, "the optimizer has %d parameters, the lists %d", opt->n, n);
     for (int i = 0; i < n; i++)
-        if (opt->p[i] != params[i])
+        if (opt->p[i]->node != params[i]->node) /* the optimizer holds its own header of each */
             return wk__err(WK_ERR_ARG, op, "parameter %d is not the optimizer's parameter %d (same params, same order)", i, i);
     return WK_OK;
 }

@@ -88,7 +88,7 @@ wk_tensor *wk_linear_forward(const wk_linear *l, const wk_tensor *x) {
     if (x->layout.rank == 1) y = wk_squeeze(y, 0);
     if (y) wk_keep(y);
     wk_scope_end();
-    return y;
+    return wk__hand_over(y);
 }
 
 void wk_linear_free(wk_linear *l) {
@@ -170,7 +170,7 @@ wk_tensor *wk_conv2d_layer_forward(const wk_conv2d_layer *c, const wk_tensor *x)
     if (c->bias) y = wk_add(y, wk_reshape(c->bias, (int64_t[]){1, c->weight->layout.shape[0], 1, 1}, 4));
     if (y) wk_keep(y);
     wk_scope_end();
-    return y;
+    return wk__hand_over(y);
 }
 
 void wk_conv2d_layer_free(wk_conv2d_layer *c) {

@@ -40,7 +40,7 @@ wk_tensor *wk_mse_loss(const wk_tensor *pred, const wk_tensor *target, wk_reduct
     wk_scope_begin();
     wk_tensor *r = reduce_out(wk_sqr(wk_sub(pred, target)), red);
     wk_scope_end();
-    return r;
+    return wk__hand_over(r);
 }
 
 wk_tensor *wk_huber_loss(const wk_tensor *pred, const wk_tensor *target, double delta, wk_reduction red) {
@@ -59,7 +59,7 @@ wk_tensor *wk_huber_loss(const wk_tensor *pred, const wk_tensor *target, double 
     wk_tensor *lin = wk_affine(a, delta, -0.5 * delta * delta);
     wk_tensor *r = reduce_out(wk_where(wk_cmp_scalar(a, delta, WK_LT), quad, lin), red);
     wk_scope_end();
-    return r;
+    return wk__hand_over(r);
 }
 
 wk_tensor *wk_bce_with_logits(const wk_tensor *logits, const wk_tensor *target, wk_reduction red) {
@@ -74,5 +74,5 @@ wk_tensor *wk_bce_with_logits(const wk_tensor *logits, const wk_tensor *target, 
     wk_tensor *l = wk_add(wk_sub(wk_maximum(logits, zero), wk_mul(logits, target)), softplus);
     wk_tensor *r = reduce_out(l, red);
     wk_scope_end();
-    return r;
+    return wk__hand_over(r);
 }

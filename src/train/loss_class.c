@@ -101,7 +101,7 @@ body_out:
 out:
     free(ids);
     free(mask);
-    return r;
+    return wk__hand_over(r);
 }
 
 wk_tensor *wk_cross_entropy(const wk_tensor *logits, const wk_tensor *targets, const wk_class_loss_opts *opts) {

@@ -121,7 +121,12 @@ wk_optimizer *wk_optimizer_new(const wk_optim_config *cfg, wk_tensor *const *par
     o->scratch = calloc(k, sizeof *o->scratch);
     o->pstep = calloc(k, sizeof *o->pstep);
     if (!o->p || !o->m || !o->v || !o->scratch || !o->pstep) goto oom;
-    for (int i = 0; i < n; i++) o->p[i] = wk_tensor_retain(params[i]);
+    /* own headers (wk__alias), not retains: a caller's scope-owned parameter
+     * freed with the optimizer would otherwise take its scope's reference */
+    for (int i = 0; i < n; i++) {
+        if (!(o->p[i] = wk__alias(params[i]))) goto oom;
+        wk_keep(o->p[i]);
+    }
     return o;
 oom:
     wk_optimizer_free(o);

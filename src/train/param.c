@@ -1,5 +1,6 @@
 /* Parameters: tracked leaves that optimizers update in place. */
 #include "train/train_internal.h"
+#include "autograd/node.h"
 
 wk_tensor *wk_param_new(const wk_tensor *init) {
     const char *op = "wk_param_new";
@@ -32,4 +33,11 @@ wk_status wk_param_assign_(wk_tensor *p, const wk_tensor *src) {
     wk_status st = wk_copy_(p, src);
     wk_no_grad_end();
     return st;
+}
+
+wk_tensor *wk__hand_over(wk_tensor *kept) {
+    if (!kept) return NULL;
+    wk_tensor *r = wk__alias(kept);
+    wk_tensor_free(kept);
+    return r;
 }

@@ -37,4 +37,9 @@ wk_optim_args wk__optim_args_for(const wk_optim_config *c, int64_t t);
 wk_status wk__optim_step_composite(const wk_optim_args *a, wk_tensor *p, const wk_tensor *g, wk_tensor *m,
                                    wk_tensor *v);
 
+/* A composite's result made inside its own scope and kept, handed to the
+ * caller as a new result: registered in the caller's scope like any op's
+ * (a header of its own; the kept one is dropped). NULL passes through. */
+wk_tensor *wk__hand_over(wk_tensor *kept);
+
 #endif
