@@ -500,6 +500,47 @@ static void test_one_node(void **state) {
     wk_scope_end();
 }
 
+/* Plain sums as losses: the output's gradient reaches each rule as a
+ * broadcast view (stride 0), which the fused kernels read through their
+ * strides; fused and composite agree, and softmax's rows (sum 1) get 0. */
+static wk_tensor *loss_sum(const fcase *c, wk_tensor *const *in, int nin) { return wk_sum_all(f_case(in, nin, (void *)c)); }
+
+static void test_broadcast_grad_output(void **state) {
+    (void)state;
+    wk_scope_begin();
+    att_shape s = {1, 4, 2, 5, 9, 8, 8};
+    wk_tensor *in[4];
+    att_inputs(&s, 2, true, in);
+    wk_tensor *w = TU_OK(wk_affine(rnd((int64_t[]){8}, 1, 0.3), 1.0, 1.0)), *b = rnd((int64_t[]){8}, 1, 0.3);
+    wk_tensor *ni[3] = {in[0], w, b};
+    wk_tensor *ri[3] = {in[0], rnd((int64_t[]){5, 4}, 2, 1.0), rnd((int64_t[]){5, 4}, 2, 1.0)};
+    fcase cs[5] = {{.kind = F_ATTN, .causal = true, .q_offset = 4}, {.kind = F_SOFTMAX, .dim = 2},
+                   {.kind = F_NORM, .rms = false}, {.kind = F_ROPE}, {.kind = F_SOFTMAX, .dim = -1, .logp = true}};
+    wk_tensor *const *ins[5] = {in, in, ni, ri, in};
+    int nins[5] = {3, 1, 3, 1, 1};
+    for (int k = 0; k < 5; k++) {
+        wk_tensor *xs[3];
+        for (int i = 0; i < nins[k]; i++) {
+            xs[i] = ins[k][i];
+            TU_STATUS_OK(wk_requires_grad(xs[i], true));
+        }
+        wk_tensor *gf[3], *gc[3];
+        wk_backward_opts cg = {.create_graph = true};
+        TU_STATUS_OK(wk_grad_of(TU_OK(loss_sum(&cs[k], ins[k], k == 3 ? 3 : nins[k])), xs, nins[k], NULL, gf));
+        TU_STATUS_OK(wk_grad_of(TU_OK(loss_sum(&cs[k], ins[k], k == 3 ? 3 : nins[k])), xs, nins[k], &cg, gc));
+        for (int i = 0; i < nins[k]; i++) {
+            char what[64];
+            snprintf(what, sizeof what, "sum loss case %d input %d", k, i);
+            tu_assert_matches(what, gf[i], TU_OK(wk_detach(gc[i])), 1e-11, 1e-11);
+            if (k == 1) assert_true(tu_max_abs_diff(gf[i], TU_OK(wk_zeros_like(gf[i]))) < 1e-12);
+            wk_tensor_free(gf[i]);
+            wk_tensor_free(gc[i]);
+        }
+        for (int i = 0; i < nins[k]; i++) TU_STATUS_OK(wk_requires_grad(xs[i], false));
+    }
+    wk_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_node),
@@ -511,6 +552,7 @@ int main(void) {
         cmocka_unit_test(test_attention_dtypes_isa),
         cmocka_unit_test(test_threads_bitwise),
         cmocka_unit_test(test_required_only_backend),
+        cmocka_unit_test(test_broadcast_grad_output),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

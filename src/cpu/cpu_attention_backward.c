@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define AB_KT 64 /* keys per tile */
-#define AB_QT 32 /* query rows per tile */
+#define AB_KT 128 /* keys per tile */
+#define AB_QT 64 /* query rows per tile */
 
 typedef struct ab_ctx {
     const char *q, *k, *v, *mask, *o, *g;
