@@ -134,6 +134,39 @@ static void test_conv_grid(void **state) {
     assert_int_equal(cases, 64);
 }
 
+/* stride 1 with >= 64 weight rows per output channel (channels per group x
+ * kernel): the weight gradient takes the im2col GEMM path of rules_conv.c
+ * (first order only; create_graph takes the conv form checked above) */
+static void test_conv_im2col_path(void **state) {
+    (void)state;
+    int cases = 0;
+    for (int kind = 0; kind < 4; kind++) {
+        int sp = kind % 2 + 1;
+        bool tr = kind >= 2;
+        for (int g = 1; g <= 2; g++)
+            for (int d = 1; d <= 2; d++)
+                for (int pad = 0; pad <= 1; pad++) {
+                    wk_scope_begin();
+                    int64_t wide = sp == 2 ? 8 : 24, narrow = 2; /* rows: 8 * 3x3 = 72, 24 * 3 = 72 */
+                    int64_t cpi = tr ? narrow : wide, cpo = tr ? wide : narrow;
+                    int64_t sz[2] = {tr ? 3 : 5, tr ? 4 : 6}, ks[2] = {3, 3};
+                    conv_ctx c = {sp, tr, {.padding = pad, .stride = 1, .dilation = d, .groups = g,
+                                           .output_padding = tr && d == 2 ? 1 : 0}};
+                    wk_tensor *x = conv_input(cases % 2 ? 1 : 2, g * cpi, sz, sp, cases % 4);
+                    int64_t wshape[4] = {tr ? g * cpi : g * cpo, tr ? cpo : cpi, ks[0], ks[1]};
+                    wk_tensor *w = vals(wshape, sp + 2, 0.8, 0.05);
+                    wk_tensor *in[2] = {x, w};
+                    char what[96];
+                    snprintf(what, sizeof what, "im2col path kind %d g%d d%d p%d", kind, g, d, pad);
+                    gc_opts o = {.atol = 1e-6, .rtol = 1e-6};
+                    gc_check(what, f_conv, &c, in, 2, &o);
+                    cases++;
+                    wk_scope_end();
+                }
+    }
+    assert_int_equal(cases, 32);
+}
+
 /* a gradient wrt only one side (the other untracked), and a conv whose
  * output_padding leaves input rows no window reads (their gradient is 0) */
 static void test_conv_one_side(void **state) {
@@ -504,7 +537,8 @@ static void test_torch_oracle(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_conv_grid),          cmocka_unit_test(test_conv_one_side),
+        cmocka_unit_test(test_conv_grid),          cmocka_unit_test(test_conv_im2col_path),
+        cmocka_unit_test(test_conv_one_side),
         cmocka_unit_test(test_pool_fd),            cmocka_unit_test(test_max_pool_ties),
         cmocka_unit_test(test_max_pool_second_order_refused), cmocka_unit_test(test_upsample_fd),
         cmocka_unit_test(test_upsample_scale),     cmocka_unit_test(test_empty_and_threads),
