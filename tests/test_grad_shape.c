@@ -224,6 +224,33 @@ static void test_rules_fd(void **state) {
     }
 }
 
+/* The rules on a stride-0 gradient (sum_all's backward broadcasts one
+ * element): the same gradients as from a contiguous grad_output of ones. */
+static void test_broadcast_gradient(void **state) {
+    (void)state;
+    for (int w = 0; w < C_COUNT; w++) {
+        wk_scope_begin();
+        wk_tensor *in[4] = {0}, *xs[4], *ga[4], *gb[4];
+        int nin = inputs(w, in), nx = 0;
+        for (int i = 0; i < nin; i++)
+            if (wk_dtype_is_float(wk_tensor_dtype(in[i]))) {
+                TU_STATUS_OK(wk_requires_grad(in[i], true));
+                xs[nx++] = in[i];
+            }
+        wk_tensor *y = TU_OK(core(w, in));
+        TU_STATUS_OK(wk_grad_of(wk_sum_all(y), xs, nx, NULL, ga));
+        wk_tensor *y2 = TU_OK(core(w, in));
+        wk_backward_opts o = {.grad_output = TU_OK(wk_ones_like(y2))};
+        TU_STATUS_OK(wk_grad_of(y2, xs, nx, &o, gb));
+        for (int i = 0; i < nx; i++) {
+            if (tu_max_abs_diff(ga[i], gb[i]) != 0.0) fail_msg("%s: input %d differs", k_case[w], i);
+            wk_tensor_free(ga[i]);
+            wk_tensor_free(gb[i]);
+        }
+        wk_scope_end();
+    }
+}
+
 /* An empty repeat, a zero-length index list and an empty cat: zero
  * gradients of the right shape, no error. */
 static void test_empty(void **state) {
@@ -617,6 +644,7 @@ static void test_torch_oracle(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules_fd),
+        cmocka_unit_test(test_broadcast_gradient),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_recording),
         cmocka_unit_test(test_rebase_slice_set),
