@@ -656,6 +656,28 @@ static void test_cross_entropy_second_order(void **state) {
     wk_scope_end();
 }
 
+/* Conv2d layer: the bias's gradient (its reshape and broadcast add) against
+ * finite differences; the weight's and input's come from conv2d's rule
+ * (wip/grad_conv's tests), so only the bias is tracked here. */
+static wk_tensor *conv_fn(wk_tensor *const *in, int nin, void *ctx) {
+    (void)nin;
+    wk_conv2d_layer c = {in[1], in[2], *(const wk_conv_params *)ctx};
+    return wk_conv2d_layer_forward(&c, in[0]);
+}
+
+static void test_conv_layer_bias_gradcheck(void **state) {
+    (void)state;
+    wk_scope_begin();
+    wk_conv_params cp = {.stride = 2, .padding = 1};
+    wk_tensor *in[3] = {TU_OK(wk_rand((int64_t[]){2, 3, 5, 5}, 4, -1, 1, WK_F64, wk_cpu())),
+                        TU_OK(wk_rand((int64_t[]){4, 3, 3, 3}, 4, -1, 1, WK_F64, wk_cpu())),
+                        TU_OK(wk_rand((int64_t[]){4}, 1, -1, 1, WK_F64, wk_cpu()))};
+    const bool track[3] = {false, false, true};
+    gc_opts o = {.track = track};
+    gc_check("conv2d layer bias", conv_fn, &cp, in, 3, &o);
+    wk_scope_end();
+}
+
 /* ----------------------------------------------------------- checkpoints */
 
 static void tmp_path(char *out, size_t cap, const char *tag) {
@@ -828,7 +850,7 @@ int main(void) {
         cmocka_unit_test(test_layer_init),             cmocka_unit_test(test_layers_vs_torch),
         cmocka_unit_test(test_linear_gradcheck),       cmocka_unit_test(test_checkpoint_roundtrip),
         cmocka_unit_test(test_checkpoint_hostile),     cmocka_unit_test(test_norm_layer_gradcheck),
-        cmocka_unit_test(test_cross_entropy_second_order),
+        cmocka_unit_test(test_cross_entropy_second_order), cmocka_unit_test(test_conv_layer_bias_gradcheck),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
