@@ -374,12 +374,13 @@ wk_tensor *wk__ag_attention(wk_tensor *r, const wk_tensor *q, const wk_tensor *k
         n->ai[2] = a->group;
         n->ai[3] = mask != NULL;
         /* every gradient reads q, k and v (the scores are recomputed, never
-         * kept: memory O(inputs), not O(Lq * Lk)); the fused entry reads o */
+         * kept: memory O(inputs), not O(Lq * Lk)); only the fused entry reads
+         * o, so o is kept only where that entry can run */
         wk__node_save(n, q);
         wk__node_save(n, k);
         wk__node_save(n, v);
         wk__node_save(n, mask);
-        wk__node_save_out(n, r);
+        if (wk__be(q)->attention_backward && !(mask && n->in[3].node)) wk__node_save_out(n, r);
     }
     return wk__node_attach(n, r);
 }
