@@ -12,12 +12,14 @@
  * so the models, shapes and tolerances run on every machine. */
 #include "testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "wick/autograd.h"
 #include "wick/nn.h"
+#include "core/tensor.h" /* the device's backend entries, for the direct checks */
 
 static wk_device *g_dev;
 
@@ -172,6 +174,155 @@ static void test_conv_pool_grad(void **state) {
     wk_scope_end();
 }
 
+/* ------------------------------------------ the backend entries directly */
+
+static void *dptr(const wk_tensor *t) { return t->storage->buf; }
+
+/* Three AdamW steps (then one Adam with weight decay, one SGD nesterov)
+ * through the device's optim_step on f32 buffers, against the same steps
+ * in f64 on the host from the device's state read back each step. */
+static void test_optim_entry(void **state) {
+    (void)state;
+    const wk_backend *be = g_dev->be;
+    if (!be->optim_step) {
+        printf("optim_step: skipped (the device's backend has no entry in this build)\n");
+        skip();
+    }
+    wk_scope_begin();
+    enum { N = 1000 };
+    int64_t n = N;
+    wk_tensor *w = tu_to_device(vals(&n, 1, WK_F32, 1.0, 0.1), g_dev);
+    wk_tensor *m = TU_OK(wk_zeros(&n, 1, WK_F32, g_dev)), *v = TU_OK(wk_zeros(&n, 1, WK_F32, g_dev));
+    static double hw[N], hm[N], hv[N], hg[N], ow[N], om[N], ov[N];
+    const wk_optim_kind kinds[5] = {WK_OPTIM_ADAMW, WK_OPTIM_ADAMW, WK_OPTIM_ADAMW, WK_OPTIM_ADAM, WK_OPTIM_SGD};
+    for (int step = 1; step <= 5; step++) {
+        wk_tensor *g = tu_to_device(vals(&n, 1, WK_F32, 0.5 * step, 0.05 * step), g_dev);
+        TU_STATUS_OK(wk_to_host_f64(w, hw, N));
+        TU_STATUS_OK(wk_to_host_f64(m, hm, N));
+        TU_STATUS_OK(wk_to_host_f64(v, hv, N));
+        TU_STATUS_OK(wk_to_host_f64(g, hg, N));
+        wk_optim_args a;
+        memset(&a, 0, sizeof a);
+        a.kind = kinds[step - 1];
+        a.lr = 1e-2;
+        a.weight_decay = 0.1;
+        a.beta1 = 0.9;
+        a.beta2 = 0.999;
+        a.eps = 1e-8;
+        a.bias_correction1 = 1 - pow(0.9, step);
+        a.bias_correction2 = 1 - pow(0.999, step);
+        a.momentum = 0.9;
+        a.nesterov = true;
+        a.first_step = false;
+        for (int i = 0; i < N; i++) {
+            double wi = hw[i], gi = hg[i], mi = hm[i], vi = hv[i];
+            if (a.kind == WK_OPTIM_SGD) {
+                gi += a.weight_decay * wi;
+                mi = a.momentum * mi + gi;
+                gi += a.momentum * mi;
+                wi -= a.lr * gi;
+            } else {
+                if (a.kind == WK_OPTIM_ADAMW) wi *= 1 - a.lr * a.weight_decay;
+                else gi += a.weight_decay * wi;
+                mi = a.beta1 * mi + (1 - a.beta1) * gi;
+                vi = a.beta2 * vi + (1 - a.beta2) * gi * gi;
+                wi -= a.lr / a.bias_correction1 * mi / (sqrt(vi) / sqrt(a.bias_correction2) + a.eps);
+            }
+            hw[i] = wi;
+            hm[i] = mi;
+            hv[i] = vi;
+        }
+        TU_STATUS_OK(be->optim_step(g_dev, &a, dptr(w), dptr(g), dptr(m), a.kind == WK_OPTIM_SGD ? NULL : dptr(v), n,
+                                    WK_F32));
+        TU_STATUS_OK(wk_to_host_f64(w, ow, N));
+        TU_STATUS_OK(wk_to_host_f64(m, om, N));
+        TU_STATUS_OK(wk_to_host_f64(v, ov, N));
+        for (int i = 0; i < N; i++) {
+            if (fabs(ow[i] - hw[i]) > 1e-5 * (1 + fabs(hw[i])) || fabs(om[i] - hm[i]) > 1e-5 * (1 + fabs(hm[i])) ||
+                fabs(ov[i] - hv[i]) > 1e-5 * (1 + fabs(hv[i]))) {
+                fprintf(stderr, "optim step %d element %d: w %g vs %g, m %g vs %g, v %g vs %g\n", step, i, ow[i],
+                        hw[i], om[i], hm[i], ov[i], hv[i]);
+                fail();
+            }
+        }
+    }
+    wk_scope_end();
+}
+
+/* The device's backward entries against the CPU backend's, where both
+ * exist (the CPU's come with the CPU half of the autograd work). */
+static void test_backward_entries(void **state) {
+    (void)state;
+    const wk_backend *gb = g_dev->be, *cb = wk_cpu()->be;
+    int ran = 0;
+    wk_scope_begin();
+    int64_t s[3] = {3, 33, 40}, sw[1] = {40};
+    wk_tensor *y0 = vals(s, 3, WK_F32, 1.0, 0.1), *g0 = vals(s, 3, WK_F32, 0.7, -0.2), *w0 = vals(sw, 1, WK_F32, 0.5, 1.0);
+    wk_tensor *y1 = tu_to_device(y0, g_dev), *g1 = tu_to_device(g0, g_dev), *w1 = tu_to_device(w0, g_dev);
+    if (gb->softmax_backward && cb->softmax_backward) {
+        for (int dim = 0; dim < 3; dim++)
+            for (int lp = 0; lp < 2; lp++) {
+                wk_tensor *rc = TU_OK(wk_zeros(s, 3, WK_F32, wk_cpu())), *rg = TU_OK(wk_zeros(s, 3, WK_F32, g_dev));
+                TU_STATUS_OK(cb->softmax_backward(wk_cpu(), dptr(y0), &y0->layout, dptr(g0), &g0->layout, WK_F32, dim,
+                                                  lp, dptr(rc)));
+                TU_STATUS_OK(gb->softmax_backward(g_dev, dptr(y1), &y1->layout, dptr(g1), &g1->layout, WK_F32, dim, lp,
+                                                  dptr(rg)));
+                tu_assert_matches("softmax_backward entry", rg, rc, 1e-5, 1e-5);
+            }
+        ran++;
+    }
+    if (gb->norm_backward && cb->norm_backward) {
+        for (int rms = 0; rms < 2; rms++) {
+            wk_tensor *dxc = TU_OK(wk_zeros(s, 3, WK_F32, wk_cpu())), *dxg = TU_OK(wk_zeros(s, 3, WK_F32, g_dev));
+            wk_tensor *dwc = TU_OK(wk_zeros(sw, 1, WK_F32, wk_cpu())), *dwg = TU_OK(wk_zeros(sw, 1, WK_F32, g_dev));
+            wk_tensor *dbc = TU_OK(wk_zeros(sw, 1, WK_F32, wk_cpu())), *dbg = TU_OK(wk_zeros(sw, 1, WK_F32, g_dev));
+            TU_STATUS_OK(cb->norm_backward(wk_cpu(), dptr(y0), &y0->layout, dptr(w0), &w0->layout, dptr(g0),
+                                           &g0->layout, WK_F32, 1e-5, rms, dptr(dxc), dptr(dwc),
+                                           rms ? NULL : dptr(dbc)));
+            TU_STATUS_OK(gb->norm_backward(g_dev, dptr(y1), &y1->layout, dptr(w1), &w1->layout, dptr(g1), &g1->layout,
+                                           WK_F32, 1e-5, rms, dptr(dxg), dptr(dwg), rms ? NULL : dptr(dbg)));
+            tu_assert_matches("norm_backward dx", dxg, dxc, 1e-4, 1e-4);
+            tu_assert_matches("norm_backward dw", dwg, dwc, 1e-4, 1e-4);
+            if (!rms) tu_assert_matches("norm_backward db", dbg, dbc, 1e-4, 1e-4);
+        }
+        ran++;
+    }
+    if (gb->pool2d_backward && cb->pool2d_backward) {
+        int64_t sx[4] = {2, 3, 9, 8}, so[4] = {2, 3, 5, 4};
+        wk_tensor *x0 = vals(sx, 4, WK_F32, 1.0, 0.0), *go = vals(so, 4, WK_F32, 1.0, 0.3);
+        wk_tensor *x1 = tu_to_device(x0, g_dev), *gg = tu_to_device(go, g_dev);
+        wk_pool_params p = {.k = {3, 3}, .s = {2, 2}, .p = {1, 1}, .is_max = true, .count_include_pad = false};
+        for (int mx = 0; mx < 2; mx++) {
+            p.is_max = mx;
+            wk_tensor *rc = TU_OK(wk_zeros(sx, 4, WK_F32, wk_cpu())), *rg = TU_OK(wk_zeros(sx, 4, WK_F32, g_dev));
+            TU_STATUS_OK(cb->pool2d_backward(wk_cpu(), dptr(x0), &x0->layout, dptr(go), &go->layout, WK_F32, &p,
+                                             dptr(rc)));
+            TU_STATUS_OK(gb->pool2d_backward(g_dev, dptr(x1), &x1->layout, dptr(gg), &gg->layout, WK_F32, &p, dptr(rg)));
+            tu_assert_matches("pool2d_backward entry", rg, rc, 1e-5, 1e-5);
+        }
+        ran++;
+    }
+    if (gb->upsample2d_backward && cb->upsample2d_backward) {
+        int64_t sx[4] = {2, 3, 4, 5}, so[4] = {2, 3, 9, 11};
+        wk_tensor *go = vals(so, 4, WK_F32, 1.0, 0.3), *gg = tu_to_device(go, g_dev);
+        wk_tensor *shape_c = TU_OK(wk_zeros(sx, 4, WK_F32, wk_cpu()));
+        for (int mode = 0; mode < 3; mode++) {
+            wk_tensor *rc = TU_OK(wk_zeros(sx, 4, WK_F32, wk_cpu())), *rg = TU_OK(wk_zeros(sx, 4, WK_F32, g_dev));
+            TU_STATUS_OK(cb->upsample2d_backward(wk_cpu(), dptr(go), &go->layout, dptr(rc), &shape_c->layout, WK_F32,
+                                                 mode > 0, mode == 2));
+            TU_STATUS_OK(gb->upsample2d_backward(g_dev, dptr(gg), &gg->layout, dptr(rg), &shape_c->layout, WK_F32,
+                                                 mode > 0, mode == 2));
+            tu_assert_matches("upsample2d_backward entry", rg, rc, 1e-5, 1e-5);
+        }
+        ran++;
+    }
+    wk_scope_end();
+    if (!ran) {
+        printf("backward entries: skipped (the CPU or the device backend has none in this build)\n");
+        skip();
+    }
+}
+
 int main(void) {
     const char *dry = getenv("WICK_TEST_GPU_AS_CPU");
     if (dry && dry[0] == '1') {
@@ -189,6 +340,8 @@ int main(void) {
         cmocka_unit_test(test_norm_grad),
         cmocka_unit_test(test_attention_grad),
         cmocka_unit_test(test_conv_pool_grad),
+        cmocka_unit_test(test_optim_entry),
+        cmocka_unit_test(test_backward_entries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -701,8 +701,11 @@ template <int DT> struct OptItem {
         }
         if (p.kind == WK_OPTIM_ADAMW) w = w * (C)(1 - p.lr * p.wd);
         else if (p.wd != 0) g = g + (C)p.wd * w;
-        C m = (C)p.beta1 * T::load(p.m, i) + (C)(1 - p.beta1) * g;
-        C v = (C)p.beta2 * T::load(p.v, i) + (C)(1 - p.beta2) * g * g;
+        /* torch.optim's forms (m.lerp_(g, 1 - beta1), v * beta2 + (1 - beta2) g^2),
+         * as the CPU's entry: trajectories agree to rounding */
+        const C m0 = T::load(p.m, i);
+        C m = m0 + (C)(1 - p.beta1) * (g - m0);
+        C v = T::load(p.v, i) * (C)p.beta2 + (C)(1 - p.beta2) * g * g;
         T::store(p.m, i, m);
         T::store(p.v, i, v);
         /* PyTorch's form: p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps) */

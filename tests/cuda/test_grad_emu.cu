@@ -215,12 +215,14 @@ static void check_norm(int dt, bool rms, bool has_w, bool has_b, bool want_dx, i
     Buf dx = out_buf(rows * D, dt), dw = out_buf(D, dt), db = out_buf(D, dt);
     size_t wsn = wk__cu_norm_backward_workspace(cv(x.l), (wk_dtype)dt, true);
     Buf wsb(wsn + 8);
+    /* dw / db asked for the parameters the model has */
+    const bool want_db = !rms && has_b;
     int rc = wk__cu_norm_backward(nullptr, x.b.data(), cv(x.l), has_w ? w.b.data() : nullptr, cv(w.l), g.b.data(),
-                                  cv(g.l), (wk_dtype)dt, eps, rms, want_dx ? dx.data() : nullptr, dw.data(),
-                                  rms ? nullptr : db.data(), wsb.data());
+                                  cv(g.l), (wk_dtype)dt, eps, rms, want_dx ? dx.data() : nullptr,
+                                  has_w ? dw.data() : nullptr, want_db ? db.data() : nullptr, wsb.data());
     double e1 = 0, e2 = 0, e3 = 0;
     bool ok = rc == 0 && (!want_dx || close_all(dx, wdx, dt, tol_of(dt), &e1)) &&
-              close_all(dw, wdw, dt, tol_of(dt), &e2) && (rms || close_all(db, wdb, dt, tol_of(dt), &e3));
+              (!has_w || close_all(dw, wdw, dt, tol_of(dt), &e2)) && (!want_db || close_all(db, wdb, dt, tol_of(dt), &e3));
     CHECK(ok, "norm_backward %s rms %d w %d b %d rows %lld D %lld: rc %d err dx %g dw %g db %g", dtn(dt), rms, has_w,
           has_b, (long long)rows, (long long)D, rc, e1, e2, e3);
     /* dx alone (no workspace) gives the same dx */
@@ -240,6 +242,8 @@ static void test_norms() {
             check_norm(FDT[di], rms, true, !rms, true, 2, 70);
         }
     check_norm(WK_F32, false, true, true, false, 5, 8);
+    check_norm(WK_F32, false, false, true, true, 4, 33); /* bias without weight */
+    check_norm(WK_BF16, false, false, true, true, 4, 33);
     check_norm(WK_F64, true, true, false, true, 1, 1);
 }
 
@@ -422,6 +426,9 @@ static void test_optim() {
         check_optim(dt, WK_OPTIM_SGD, 0, 0, false, 0.1);
         check_optim(dt, WK_OPTIM_SGD, 0.9, 0.3, false, 0.01);
         check_optim(dt, WK_OPTIM_SGD, 0.9, 0, true, 0.05);
+        /* Adam's second moment underflows f8e4m3 (g^2 / 1000 < its
+         * smallest subnormal): no meaningful state in that dtype */
+        if (dt == WK_F8E4M3) continue;
         check_optim(dt, WK_OPTIM_ADAM, 0, 0, false, 0);
         check_optim(dt, WK_OPTIM_ADAM, 0, 0, false, 0.1);
         check_optim(dt, WK_OPTIM_ADAMW, 0, 0, false, 0.1);
