@@ -21,12 +21,27 @@
  * (torch.set_num_threads / wk_set_num_threads); medians of repeats.
  * "vs torch" = torch time / fused time, "vs comp" = composite / fused (above
  * 1: fused is faster). --quick: short timings. Exit 1 if a wick call fails.
+ *
+ * Backward rows (f32; each a forward with the inputs tracked plus a backward
+ * from a given output gradient, as a training step runs them): softmax
+ * (256, 1024) over the last dim; rms_norm (x, w) and layer_norm (x, w, b) on
+ * (128, 576); attention prefill, causal, q (1, 8, L, 64), k / v
+ * (1, 4, L, 64), L = 128, 512, gradients to q, k, v. "fused" uses the CPU's
+ * backward entries (softmax_backward, norm_backward, attention_backward),
+ * "composite" the same with those entries cleared (the rules' public-op
+ * fallback; the forward stays fused); torch is the same math by hand with
+ * y.backward(G). Then the memory of one attention forward + backward
+ * (L = 512 and 2048, same heads), measured first thing in the process: wick's
+ * allocator peak above the inputs (and the process's peak RSS growth)
+ * beside torch's peak RSS growth in a fresh process.
  */
 #if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
 #include <wick/wick.h>
+#include <wick/autograd.h>
 #include "core/tensor.h"
+#include <sys/resource.h>
 #include "peer.h"
 
 #include <math.h>
@@ -220,6 +235,220 @@ static void print_ratio(double num, double den) {
     else printf(" %8s", "n/a");
 }
 
+/* ---- backward rows ---- */
+
+enum { B_SOFTMAX, B_RMS, B_LN, B_PRE128, B_PRE512, NBROWS };
+static const char *const k_brows[NBROWS] = {"bsoftmax", "brms", "bln", "bpre128", "bpre512"};
+static const char *const k_bdesc[NBROWS] = {"softmax bwd 256x1024", "rms_norm bwd 128x576", "layer_norm bwd 128x576",
+                                            "attn bwd causal 8/4x64 L=128", "attn bwd causal 8/4x64 L=512"};
+
+typedef struct brow_in {
+    wk_tensor *in[3], *grad;
+    int nin;
+} brow_in;
+
+static bool make_brow(int row, brow_in *b) {
+    memset(b, 0, sizeof *b);
+    if (row == B_SOFTMAX) {
+        b->in[0] = rnd((int64_t[]){256, 1024}, 2);
+        b->nin = 1;
+    } else if (row == B_RMS || row == B_LN) {
+        b->in[0] = rnd((int64_t[]){128, 576}, 2);
+        b->in[1] = rnd((int64_t[]){576}, 1);
+        b->in[2] = rnd((int64_t[]){576}, 1);
+        b->nin = row == B_RMS ? 2 : 3;
+    } else {
+        int64_t l = row == B_PRE128 ? 128 : 512;
+        b->in[0] = rnd((int64_t[]){1, 8, l, 64}, 4);
+        b->in[1] = rnd((int64_t[]){1, 4, l, 64}, 4);
+        b->in[2] = rnd((int64_t[]){1, 4, l, 64}, 4);
+        b->nin = 3;
+    }
+    for (int i = 0; i < b->nin; i++)
+        if (!b->in[i] || wk_requires_grad(b->in[i], true) != WK_OK) return false;
+    return true;
+}
+
+static wk_tensor *run_brow_fwd(int row, const brow_in *b) {
+    if (row == B_SOFTMAX) return wk_softmax(b->in[0], -1);
+    if (row == B_RMS) return wk_rms_norm(b->in[0], b->in[1], 1e-5);
+    if (row == B_LN) return wk_layer_norm(b->in[0], b->in[1], b->in[2], 1e-5);
+    wk_attention_opts o = {.causal = true};
+    return wk_attention(b->in[0], b->in[1], b->in[2], &o);
+}
+
+/* One forward + backward; false on failure. */
+static bool run_brow(int row, brow_in *b, wk_grad_store *gs) {
+    wk_tensor *y = run_brow_fwd(row, b);
+    if (!y) return false;
+    if (!b->grad) b->grad = rnd(wk_shape(y), wk_rank(y));
+    wk_backward_opts o = {.grad_output = b->grad};
+    wk_status st = b->grad ? wk_backward(y, gs, &o) : wk_last_status();
+    wk_tensor_free(y);
+    wk_grad_store_zero(gs);
+    return st == WK_OK;
+}
+
+static double time_brow(int row, brow_in *b, bool composite) {
+    wk_device *dev = wk_cpu();
+    const wk_backend *saved = dev->be;
+    wk_backend plain = *saved;
+    plain.softmax_backward = NULL;
+    plain.norm_backward = NULL;
+    plain.attention_backward = NULL;
+    if (composite) dev->be = &plain;
+    wk_grad_store *gs = wk_grad_store_new();
+    double res = -1;
+    if (!gs || !run_brow(row, b, gs)) {
+        fprintf(stderr, "bench_nn: %s failed: %s\n", k_brows[row], wk_last_error());
+        goto done;
+    }
+    int64_t n = 1;
+    for (;;) {
+        double t0 = bench_now();
+        for (int64_t i = 0; i < n; i++) run_brow(row, b, gs);
+        double dt = bench_now() - t0;
+        if (dt >= opt.min_time || n >= (1 << 20)) break;
+        n *= dt > 0 ? (opt.min_time / dt > 10 ? 10 : 2) : 10;
+    }
+    double rep[16];
+    for (int k = 0; k < opt.repeats; k++) {
+        double t0 = bench_now();
+        for (int64_t i = 0; i < n; i++) run_brow(row, b, gs);
+        rep[k] = (bench_now() - t0) / (double)n;
+    }
+    qsort(rep, (size_t)opt.repeats, sizeof(double), bench_cmp_double);
+    res = rep[opt.repeats / 2];
+done:
+    wk_grad_store_free(gs);
+    dev->be = saved;
+    return res;
+}
+
+static const char *k_bpy =
+    "import sys, time, math, torch\n"
+    "T, MT, R = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])\n"
+    "torch.set_num_threads(T)\n"
+    "def attn(q, k, v, mask):\n"
+    "    k = k.repeat_interleave(2, dim=1); v = v.repeat_interleave(2, dim=1)\n"
+    "    s = q @ k.transpose(-1, -2) * (1.0 / math.sqrt(q.shape[-1])) + mask\n"
+    "    return torch.softmax(s, -1) @ v\n"
+    "def rms(x, w): return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5) * w\n"
+    "def ln(x, w, b): return torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, 1e-5)\n"
+    "def r(*s): return (torch.rand(*s) * 2 - 1).requires_grad_()\n"
+    "def causal(l): return torch.full((l, l), float('-inf')).triu(1)\n"
+    "rows = [('bsoftmax', (r(256, 1024),), lambda x: torch.softmax(x, -1)),\n"
+    "        ('brms', (r(128, 576), r(576)), rms), ('bln', (r(128, 576), r(576), r(576)), ln)]\n"
+    "for l in (128, 512):\n"
+    "    m = causal(l)\n"
+    "    rows.append(('bpre%d' % l, (r(1, 8, l, 64), r(1, 4, l, 64), r(1, 4, l, 64)),\n"
+    "                 lambda q, k, v, m=m: attn(q, k, v, m)))\n"
+    "for name, args, fn in rows:\n"
+    "    g = torch.rand(fn(*args).shape)\n"
+    "    def step():\n"
+    "        for a in args: a.grad = None\n"
+    "        fn(*args).backward(g)\n"
+    "    step()\n"
+    "    n = 1\n"
+    "    while True:\n"
+    "        t0 = time.perf_counter()\n"
+    "        for _ in range(n): step()\n"
+    "        dt = time.perf_counter() - t0\n"
+    "        if dt >= MT or n >= 1 << 20: break\n"
+    "        n *= 10 if dt <= 0 or MT / dt > 10 else 2\n"
+    "    reps = []\n"
+    "    for _ in range(R):\n"
+    "        t0 = time.perf_counter()\n"
+    "        for _ in range(n): step()\n"
+    "        reps.append((time.perf_counter() - t0) / n)\n"
+    "    reps.sort()\n"
+    "    print(name, reps[len(reps) // 2], flush=True)\n";
+
+static void time_torch_bwd(int threads, double *out) {
+    for (int i = 0; i < NBROWS; i++) out[i] = -1;
+    if (opt.no_peers) return;
+    char env[64], args[256];
+    snprintf(env, sizeof env, "OMP_NUM_THREADS=%d", threads);
+    snprintf(args, sizeof args, "%d %g %d 2>/dev/null", threads, opt.min_time, opt.repeats);
+    bench_peer p;
+    if (bench_peer_start(&p, opt.python, k_bpy, env, args)) {
+        char line[256], name[128];
+        double s;
+        while (fgets(line, sizeof line, p.out))
+            if (sscanf(line, "%127s %lf", name, &s) == 2)
+                for (int i = 0; i < NBROWS; i++)
+                    if (strcmp(name, k_brows[i]) == 0) out[i] = s;
+    }
+    bench_peer_finish(&p);
+}
+
+/* ---- memory of one attention forward + backward ---- */
+
+static double maxrss_mib(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_maxrss / 1024.0;
+}
+
+static const char *k_mpy =
+    "import sys, math, resource, torch\n"
+    "torch.set_num_threads(int(sys.argv[1]))\n"
+    "l = int(sys.argv[2])\n"
+    "def rss(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0\n"
+    "def r(*s): return (torch.rand(*s) * 2 - 1).requires_grad_()\n"
+    "q, k, v = r(1, 8, l, 64), r(1, 4, l, 64), r(1, 4, l, 64)\n"
+    "m = torch.full((l, l), float('-inf')).triu(1)\n"
+    "g = torch.rand(1, 8, l, 64)\n"
+    "base = rss()\n"
+    "kk = k.repeat_interleave(2, dim=1); vv = v.repeat_interleave(2, dim=1)\n"
+    "s = q @ kk.transpose(-1, -2) * (1.0 / math.sqrt(64)) + m\n"
+    "(torch.softmax(s, -1) @ vv).backward(g)\n"
+    "print('mem', rss() - base, flush=True)\n";
+
+/* wick's allocator peak above the inputs and the RSS growth (MiB) of one
+ * attention forward + backward at L; call before anything else allocates. */
+static void attention_memory(int64_t l, double *peak, double *rss) {
+    *peak = *rss = -1;
+    wk_tensor *q = rnd((int64_t[]){1, 8, l, 64}, 4), *k = rnd((int64_t[]){1, 4, l, 64}, 4);
+    wk_tensor *v = rnd((int64_t[]){1, 4, l, 64}, 4), *g = rnd((int64_t[]){1, 8, l, 64}, 4);
+    wk_grad_store *gs = wk_grad_store_new();
+    if (!q || !k || !v || !g || !gs) return;
+    wk_requires_grad(q, true);
+    wk_requires_grad(k, true);
+    wk_requires_grad(v, true);
+    wk_cpu_mem_stats s0, s1;
+    wk_cpu_mem_stats_get(&s0);
+    double r0 = maxrss_mib();
+    wk_attention_opts o = {.causal = true};
+    wk_tensor *y = wk_attention(q, k, v, &o);
+    wk_backward_opts bo = {.grad_output = g};
+    if (y && wk_backward(y, gs, &bo) == WK_OK) {
+        wk_cpu_mem_stats_get(&s1);
+        *peak = (double)(s1.peak_in_use - s0.bytes_in_use) / (1024.0 * 1024.0);
+        *rss = maxrss_mib() - r0;
+    }
+    wk_tensor_free(y);
+    wk_grad_store_free(gs);
+    wk_tensor *t[4] = {q, k, v, g};
+    for (int i = 0; i < 4; i++) wk_tensor_free(t[i]);
+}
+
+static double torch_attention_memory(int64_t l) {
+    if (opt.no_peers) return -1;
+    char args[128];
+    snprintf(args, sizeof args, "1 %lld 2>/dev/null", (long long)l);
+    bench_peer p;
+    double mem = -1;
+    if (bench_peer_start(&p, opt.python, k_mpy, "OMP_NUM_THREADS=1", args)) {
+        char line[256];
+        double s;
+        while (fgets(line, sizeof line, p.out))
+            if (sscanf(line, "mem %lf", &s) == 1) mem = s;
+    }
+    bench_peer_finish(&p);
+    return mem;
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) opt.quick = 1;
@@ -239,6 +468,14 @@ int main(int argc, char **argv) {
     }
     if (opt.quick) opt.min_time = 0.01, opt.repeats = 3;
     int fail = 0;
+    /* memory first: the allocator's peak only grows */
+    double mpeak[2], mrss[2], mtorch[2];
+    int64_t mls[2] = {512, 2048};
+    wk_set_num_threads(1);
+    for (int i = 0; i < 2; i++) {
+        attention_memory(mls[i], &mpeak[i], &mrss[i]);
+        mtorch[i] = torch_attention_memory(mls[i]);
+    }
     printf("bench_nn: f32, SmolLM2-135M sizes, isa %s%s\n", wk_cpu_isa(), opt.quick ? " (quick)" : "");
     row_in in[NROWS];
     for (int r = 0; r < NROWS; r++)
@@ -269,5 +506,44 @@ int main(int argc, char **argv) {
         }
     }
     for (int r = 0; r < NROWS; r++) free_row(&in[r]);
+    brow_in bin[NBROWS];
+    for (int r = 0; r < NBROWS; r++)
+        if (!make_brow(r, &bin[r])) {
+            fprintf(stderr, "bench_nn: cannot make the backward inputs: %s\n", wk_last_error());
+            return 1;
+        }
+    for (int ti = 0; ti < opt.nthreads; ti++) {
+        int T = opt.threads[ti];
+        double tt[NBROWS];
+        time_torch_bwd(T, tt);
+        if (wk_set_num_threads(T) != WK_OK) return 1;
+        printf("\nbackward (forward + backward), threads %d\n%-30s %11s %11s %11s %8s %8s\n", T, "op", "fused ms",
+               "comp ms", "torch ms", "vs comp", "vs torch");
+        for (int r = 0; r < NBROWS; r++) {
+            double w = time_brow(r, &bin[r], false), c = time_brow(r, &bin[r], true);
+            if (w < 0 || c < 0) fail = 1;
+            printf("%-30s", k_bdesc[r]);
+            print_ms(w);
+            print_ms(c);
+            print_ms(tt[r]);
+            print_ratio(c, w);
+            print_ratio(tt[r], w);
+            printf("\n");
+        }
+    }
+    for (int r = 0; r < NBROWS; r++) {
+        for (int i = 0; i < bin[r].nin; i++) wk_tensor_free(bin[r].in[i]);
+        wk_tensor_free(bin[r].grad);
+    }
+    printf("\nmemory of one attention forward + backward, causal 8/4x64, 1 thread (MiB)\n%-10s %14s %14s %14s %9s\n",
+           "L", "wick peak", "wick rss", "torch rss", "torch/wk");
+    for (int i = 0; i < 2; i++) {
+        printf("%-10lld", (long long)mls[i]);
+        printf(" %14.2f %14.2f", mpeak[i], mrss[i]);
+        if (mtorch[i] >= 0) printf(" %14.2f", mtorch[i]);
+        else printf(" %14s", "n/a");
+        print_ratio(mtorch[i], mrss[i] > mpeak[i] ? mrss[i] : mpeak[i]);
+        printf("\n");
+    }
     return fail;
 }

@@ -33,4 +33,14 @@ wk_tensor *wk__ag_to_device(wk_tensor *r, const wk_tensor *x);
 /* rules_matmul.c */
 wk_tensor *wk__ag_matmul(wk_tensor *r, const wk_tensor *a, const wk_tensor *b, const char *op);
 
+/* rules_nn.c (grad_nn): the fused nn ops; dim normalised, a the effective
+ * attention arguments (scale resolved, group Hq / Hkv), op the public name */
+wk_tensor *wk__ag_softmax(wk_tensor *r, const wk_tensor *x, int dim, bool logp);
+wk_tensor *wk__ag_norm(wk_tensor *r, const wk_tensor *x, const wk_tensor *w, const wk_tensor *b, double eps, bool rms);
+wk_tensor *wk__ag_rope(wk_tensor *r, const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, bool interleaved,
+                       bool thd);
+wk_tensor *wk__ag_swiglu(wk_tensor *r, const wk_tensor *x);
+wk_tensor *wk__ag_attention(wk_tensor *r, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
+                            const wk_tensor *mask, const wk_attention_args *a, const char *op);
+
 #endif

@@ -5,6 +5,7 @@
  * kernels do, and subtract the row max before exp (no overflow for large
  * inputs). */
 #include "core/tensor.h"
+#include "autograd/record.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,10 @@ static void free_all(wk_tensor **ts, int n) {
         return out_;                                                                                                \
     } while (0)
 
+/* Autograd: each public op below, when an input is tracked, runs its body
+ * with recording suspended (the composites call public ops) and attaches one
+ * node whose rule (src/autograd/rules_nn.c) has a fused backward. */
+
 /* ---- softmax ---- */
 
 static wk_tensor *softmax_composite(const wk_tensor *t, int d, bool logp) {
@@ -83,8 +88,18 @@ static wk_tensor *softmax_run(const char *op, const wk_tensor *t, int dim, bool 
               e(wk__dev(t), t->storage->buf, &t->layout, t->dtype, d, dst));
 }
 
-wk_tensor *wk_softmax(const wk_tensor *t, int dim) { return softmax_run("wk_softmax", t, dim, false); }
-wk_tensor *wk_log_softmax(const wk_tensor *t, int dim) { return softmax_run("wk_log_softmax", t, dim, true); }
+static wk_tensor *softmax_rec(const char *op, const wk_tensor *t, int dim, bool logp) {
+    if (!wk__ag_on1(t)) return softmax_run(op, t, dim, logp);
+    wk__ag_suspend();
+    wk_tensor *r = softmax_run(op, t, dim, logp);
+    wk__ag_resume();
+    int d = 0;
+    if (r) wk__norm_dim(op, dim, t->layout.rank, &d); /* valid: the op succeeded */
+    return wk__ag_softmax(r, t, d, logp);
+}
+
+wk_tensor *wk_softmax(const wk_tensor *t, int dim) { return softmax_rec("wk_softmax", t, dim, false); }
+wk_tensor *wk_log_softmax(const wk_tensor *t, int dim) { return softmax_rec("wk_log_softmax", t, dim, true); }
 
 /* ---- rms_norm / layer_norm ---- */
 
@@ -156,11 +171,20 @@ static wk_tensor *norm_run(const char *op, const wk_tensor *x, const wk_tensor *
                   : be->layer_norm(wk__dev(x), x->storage->buf, &x->layout, wb, lw, bb, lb, x->dtype, eps, dst));
 }
 
+static wk_tensor *norm_rec(const char *op, const wk_tensor *x, const wk_tensor *w, const wk_tensor *b, double eps,
+                           bool rms) {
+    if (!wk__ag_on3(x, w, b)) return norm_run(op, x, w, b, eps, rms);
+    wk__ag_suspend();
+    wk_tensor *r = norm_run(op, x, w, b, eps, rms);
+    wk__ag_resume();
+    return wk__ag_norm(r, x, w, b, eps, rms);
+}
+
 wk_tensor *wk_rms_norm(const wk_tensor *x, const wk_tensor *weight, double eps) {
-    return norm_run("wk_rms_norm", x, weight, NULL, eps, true);
+    return norm_rec("wk_rms_norm", x, weight, NULL, eps, true);
 }
 wk_tensor *wk_layer_norm(const wk_tensor *x, const wk_tensor *weight, const wk_tensor *bias, double eps) {
-    return norm_run("wk_layer_norm", x, weight, bias, eps, false);
+    return norm_rec("wk_layer_norm", x, weight, bias, eps, false);
 }
 
 /* ---- rope ---- */
@@ -234,16 +258,25 @@ static wk_tensor *rope_run(const char *op, const wk_tensor *x, const wk_tensor *
                        interleaved, thd, dst));
 }
 
+static wk_tensor *rope_rec(const char *op, const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin,
+                           bool interleaved, bool thd) {
+    if (!wk__ag_on3(x, cos, sin)) return rope_run(op, x, cos, sin, interleaved, thd);
+    wk__ag_suspend();
+    wk_tensor *r = rope_run(op, x, cos, sin, interleaved, thd);
+    wk__ag_resume();
+    return wk__ag_rope(r, x, cos, sin, interleaved, thd);
+}
+
 wk_tensor *wk_rope(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, bool interleaved) {
-    return rope_run("wk_rope", x, cos, sin, interleaved, false);
+    return rope_rec("wk_rope", x, cos, sin, interleaved, false);
 }
 wk_tensor *wk_rope_thd(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, bool interleaved) {
-    return rope_run("wk_rope_thd", x, cos, sin, interleaved, true);
+    return rope_rec("wk_rope_thd", x, cos, sin, interleaved, true);
 }
 
 /* ---- swiglu ---- */
 
-wk_tensor *wk_swiglu(const wk_tensor *x) {
+static wk_tensor *swiglu_run(const wk_tensor *x) {
     const char *op = "wk_swiglu";
     if (!x) return NULL;
     if (!wk__check_in(op, x) || !check_float(op, x)) return NULL;
@@ -269,6 +302,14 @@ wk_tensor *wk_swiglu(const wk_tensor *x) {
     wk_tensor *o = tmp[4] ? wk_contiguous(tmp[4]) : NULL;
     free_all(tmp, 5);
     return from_work(o, x->dtype);
+}
+
+wk_tensor *wk_swiglu(const wk_tensor *x) {
+    if (!wk__ag_on1(x)) return swiglu_run(x);
+    wk__ag_suspend();
+    wk_tensor *r = swiglu_run(x);
+    wk__ag_resume();
+    return wk__ag_swiglu(r, x);
 }
 
 /* ---- scaled dot-product attention ---- */
@@ -344,6 +385,10 @@ static wk_tensor *attention_composite(const wk_tensor *q, const wk_tensor *k, co
     return from_work(o, q->dtype);
 }
 
+static wk_tensor *attention_exec(const char *op, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
+                                 const wk_tensor *mask, const wk_layout *lm, const wk_attention_args *ap,
+                                 const int64_t *oshape, int64_t on);
+
 static wk_tensor *attention_run(const char *op, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
                                 const wk_tensor *mask, double scale, bool causal, int64_t q_offset, bool gqa) {
     if (!wk__check_same(op, q, k) || !wk__check_same(op, q, v) || (mask && !wk__check_same(op, q, mask)) ||
@@ -387,10 +432,27 @@ static wk_tensor *attention_run(const char *op, const wk_tensor *q, const wk_ten
         if (wk__layout_broadcast(op, &mask->layout, sshape, r, &lm) != WK_OK) return NULL;
     }
     if (!(scale > 0)) scale = 1.0 / sqrt((double)(lq->shape[r - 1] ? lq->shape[r - 1] : 1));
-    const wk_backend *be = wk__be(q);
     int64_t on = 1;
     for (int i = 0; i < r; i++) on *= oshape[i];
     wk_attention_args a = {.scale = scale, .causal = causal, .q_offset = q_offset, .group = group};
+    const wk_tensor *ins[4] = {q, k, v, mask};
+    if (!wk__ag_onn((wk_tensor *const *)ins, 4))
+        return attention_exec(op, q, k, v, mask, mask ? &lm : NULL, &a, oshape, on);
+    wk__ag_suspend();
+    wk_tensor *res = attention_exec(op, q, k, v, mask, mask ? &lm : NULL, &a, oshape, on);
+    wk__ag_resume();
+    return wk__ag_attention(res, q, k, v, mask, &a, op);
+}
+
+/* The attention body once the arguments are checked: lm the mask's layout
+ * broadcast to the scores' shape, oshape the output's (on elements). */
+static wk_tensor *attention_exec(const char *op, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
+                                 const wk_tensor *mask, const wk_layout *lm, const wk_attention_args *ap,
+                                 const int64_t *oshape, int64_t on) {
+    const wk_layout *lq = &q->layout, *lk = &k->layout, *lv = &v->layout;
+    int r = lq->rank;
+    const wk_backend *be = wk__be(q);
+    wk_attention_args a = *ap;
     if (on == 0) return wk__tensor_alloc(op, wk__dev(q), q->dtype, oshape, r);
     /* no keys: softmax over nothing times an empty v is zeros (torch's math
      * path); decided here so that every backend agrees */
@@ -398,7 +460,7 @@ static wk_tensor *attention_run(const char *op, const wk_tensor *q, const wk_ten
     if (!be->attention) return attention_composite(q, k, v, mask, &a);
     RUN_FUSED(op, wk__dev(q), q->dtype, oshape, r,
               be->attention(wk__dev(q), q->storage->buf, lq, k->storage->buf, lk, v->storage->buf, lv,
-                            mask ? mask->storage->buf : NULL, mask ? &lm : NULL, q->dtype, &a, dst));
+                            mask ? mask->storage->buf : NULL, lm, q->dtype, &a, dst));
 }
 
 wk_tensor *wk_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,

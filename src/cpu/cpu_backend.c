@@ -134,6 +134,10 @@ const wk_backend wk__cpu_backend = {
     .rope = wk__cpu_rope,
     .swiglu = wk__cpu_swiglu,
     .attention = wk__cpu_attention,
+    /* autograd (grad_nn): cpu_nn_backward.c, cpu_attention_backward.c */
+    .softmax_backward = wk__cpu_softmax_backward,
+    .norm_backward = wk__cpu_norm_backward,
+    .attention_backward = wk__cpu_attention_backward,
     /* block dtypes: cpu_quant.c */
     .dequantize = wk__cpu_dequantize,
     .quantize = wk__cpu_quantize,

@@ -84,5 +84,16 @@ wk_status wk__cpu_rope(wk_device *dev, const void *x, const wk_layout *lx, const
 wk_status wk__cpu_attention(wk_device *dev, const void *q, const wk_layout *lq, const void *k, const wk_layout *lk,
                             const void *v, const wk_layout *lv, const void *mask, const wk_layout *lm, wk_dtype dt,
                             const wk_attention_args *a, void *dst);
+/* cpu_nn_backward.c, cpu_attention_backward.c (autograd; src/backend.h) */
+wk_status wk__cpu_softmax_backward(wk_device *dev, const void *y, const wk_layout *ly, const void *g,
+                                   const wk_layout *lg, wk_dtype dt, int dim, bool logp, void *dx);
+wk_status wk__cpu_norm_backward(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
+                                const wk_layout *lw, const void *g, const wk_layout *lg, wk_dtype dt, double eps,
+                                bool rms, void *dx, void *dw, void *db);
+wk_status wk__cpu_attention_backward(wk_device *dev, const void *q, const wk_layout *lq, const void *k,
+                                     const wk_layout *lk, const void *v, const wk_layout *lv, const void *mask,
+                                     const wk_layout *lm, const void *o, const wk_layout *lo, const void *g,
+                                     const wk_layout *lg, wk_dtype dt, const wk_attention_args *a, void *dq, void *dk,
+                                     void *dv);
 
 #endif
