@@ -43,4 +43,15 @@ wk_tensor *wk__ag_swiglu(wk_tensor *r, const wk_tensor *x);
 wk_tensor *wk__ag_attention(wk_tensor *r, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
                             const wk_tensor *mask, const wk_attention_args *a, const char *op);
 
+/* ---- grad_conv: rules_conv.c, rules_pool.c ---- */
+/* p: the normalized parameters (stride / dilation / groups >= 1). */
+wk_tensor *wk__ag_conv(wk_tensor *r, const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p, int spatial,
+                       bool transposed, const char *op);
+/* pool2d (src/core/pool.c): p as the backend got it. */
+wk_tensor *wk__ag_pool2d(wk_tensor *r, const wk_tensor *x, const wk_pool_params *p, const char *op);
+/* upsample (pool.c): rank 3 (1-d, H = 1) or 4. */
+wk_tensor *wk__ag_upsample(wk_tensor *r, const wk_tensor *x, int rank, bool bilinear, bool align_corners,
+                           const char *op);
+/* ---- end grad_conv ---- */
+
 #endif

@@ -1,6 +1,7 @@
 /* Convolutions: parameter and shape checks, output shape, one backend call.
  * The backend receives the normalized parameters (stride / dilation / groups
  * >= 1) and a contiguous output of the shape computed here. */
+#include "autograd/record.h"
 #include "core/tensor.h"
 
 /* Upper bounds for parameters and dims: every size formula below stays far
@@ -121,11 +122,12 @@ static bool conv_check(const char *op, const wk_tensor *x, const wk_tensor *w, c
     return true;
 }
 
-static wk_tensor *conv_run(const char *op, const wk_tensor *x, const wk_tensor *w, const wk_conv_params *pin, int sp,
-                           bool transposed) {
+static wk_tensor *conv_impl(const char *op, const wk_tensor *x, const wk_tensor *w, const wk_conv_params *pin,
+                            int sp, bool transposed, wk_conv_params *pout) {
     wk_conv_params p;
     int64_t oshape[WK_MAX_RANK];
     if (!conv_check(op, x, w, pin, sp, transposed, &p, oshape)) return NULL;
+    *pout = p;
     wk_tensor *out = wk__tensor_alloc(op, wk__dev(x), x->dtype, oshape, sp + 2);
     if (!out || wk_numel(out) == 0) return out;
     const wk_backend *be = wk__be(x);
@@ -143,6 +145,16 @@ static wk_tensor *conv_run(const char *op, const wk_tensor *x, const wk_tensor *
         return NULL;
     }
     return out;
+}
+
+/* Recorded when x or w is tracked (src/autograd/rules_conv.c); the body
+ * makes its output with one backend call and records nothing itself. */
+static wk_tensor *conv_run(const char *op, const wk_tensor *x, const wk_tensor *w, const wk_conv_params *pin, int sp,
+                           bool transposed) {
+    wk_conv_params p;
+    if (!wk__ag_on2(x, w)) return conv_impl(op, x, w, pin, sp, transposed, &p);
+    wk_tensor *r = conv_impl(op, x, w, pin, sp, transposed, &p);
+    return wk__ag_conv(r, x, w, &p, sp, transposed, op);
 }
 
 wk_tensor *wk_conv1d(const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p) {

@@ -4,6 +4,7 @@
  * passed to the backend as NCHW with H = 1 (a layout view, no copy). */
 #include <inttypes.h>
 
+#include "autograd/record.h"
 #include "core/tensor.h"
 
 static bool check_rank(const char *op, const wk_tensor *x, int want) {
@@ -56,13 +57,15 @@ static wk_tensor *pool2d(const char *op, const wk_tensor *x, int64_t kh, int64_t
     if (!pool_out(op, "H", xs[2], kh, sh, ph, &oh) || !pool_out(op, "W", xs[3], kw, sw, pw, &ow)) return NULL;
     int64_t shape[4] = {xs[0], xs[1], oh, ow};
     wk_tensor *r = wk__tensor_alloc(op, wk__dev(x), dt, shape, 4);
-    if (!r || wk_numel(r) == 0) return r;
+    if (!r) return r;
     wk_pool_params p = {{kh, kw}, {sh, sw}, {ph, pw}, is_max, cip};
+    if (wk_numel(r) == 0) return wk__ag_on1(x) ? wk__ag_pool2d(r, x, &p, op) : r;
     if (wk__be(x)->pool2d(wk__dev(x), x->storage->buf, &x->layout, r->storage->buf, &r->layout, dt, &p) != WK_OK) {
         wk_tensor_free(r);
         return NULL;
     }
-    return r;
+    /* recorded when x is tracked (src/autograd/rules_pool.c) */
+    return wk__ag_on1(x) ? wk__ag_pool2d(r, x, &p, op) : r;
 }
 
 wk_tensor *wk_avg_pool2d(const wk_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
@@ -106,7 +109,8 @@ static wk_tensor *upsample(const char *op, const wk_tensor *x, int rank, int64_t
     int64_t shape[4] = {xs[0], xs[1], out_h, out_w};
     wk_tensor *r = rank == 3 ? wk__tensor_alloc(op, wk__dev(x), dt, (int64_t[3]){xs[0], xs[1], out_w}, 3)
                              : wk__tensor_alloc(op, wk__dev(x), dt, shape, 4);
-    if (!r || wk_numel(r) == 0) return r;
+    if (!r) return r;
+    if (wk_numel(r) == 0) return wk__ag_on1(x) ? wk__ag_upsample(r, x, rank, bilinear, align_corners, op) : r;
     wk_layout ld;
     wk__layout_contiguous(&ld, shape, 4, 0);
     if (wk__be(x)->upsample2d(wk__dev(x), x->storage->buf, &lx, r->storage->buf, &ld, dt, bilinear, align_corners) !=
@@ -114,7 +118,7 @@ static wk_tensor *upsample(const char *op, const wk_tensor *x, int rank, int64_t
         wk_tensor_free(r);
         return NULL;
     }
-    return r;
+    return wk__ag_on1(x) ? wk__ag_upsample(r, x, rank, bilinear, align_corners, op) : r;
 }
 
 wk_tensor *wk_upsample_nearest1d(const wk_tensor *x, int64_t out_l) {

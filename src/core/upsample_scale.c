@@ -19,6 +19,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "autograd/record.h"
 #include "core/tensor.h"
 
 /* floor(in * scale) as the output size; false (error recorded) when the
@@ -53,6 +54,13 @@ static bool check_input(const char *op, const wk_tensor *x, int rank, bool float
     return true;
 }
 
+/* A view of t with t's layout that keeps t's recorded graph (an identity
+ * step), so gradients flow through the identity shortcuts below. */
+static wk_tensor *alias(const wk_tensor *t, const char *op) {
+    wk_tensor *v = wk__tensor_view(t, &t->layout);
+    return wk__ag_on1(t) ? wk__ag_identity(v, t, op) : v;
+}
+
 /* A host vector as a tensor of dtype dt on dev, shape (n) or (n, 1). */
 static wk_tensor *upload(const void *v, int64_t n, bool column, wk_dtype dt, wk_device *dev) {
     int64_t shape[2] = {n, 1};
@@ -84,7 +92,7 @@ static wk_tensor *nearest_dim(const char *op, const wk_tensor *x, int d, int64_t
         identity = identity && ids[i] == i;
     }
     wk_tensor *res;
-    if (identity) res = wk__tensor_view(x, &x->layout);
+    if (identity) res = alias(x, op);
     else {
         wk_tensor *t = upload(ids, out, false, WK_I64, wk__dev(x));
         res = t ? wk_index_select(x, t, d) : NULL;
@@ -107,7 +115,7 @@ static wk_tensor *nearest_scaled(const char *op, const wk_tensor *x, int nsp, co
     }
     if (backend)
         return nsp == 1 ? wk_upsample_nearest1d(x, out[0]) : wk_upsample_nearest2d(x, out[0], out[1]);
-    wk_tensor *cur = wk__tensor_view(x, &x->layout);
+    wk_tensor *cur = alias(x, op);
     for (int i = 0; i < nsp && cur; i++) {
         wk_tensor *next = nearest_dim(op, cur, 2 + i, out[i], r[i]);
         wk_tensor_free(cur);
@@ -150,7 +158,7 @@ static bool linear_backend_agrees(int64_t in, int64_t out, double r, bool at_f64
  * (position in double, weights rounded to AT), with the ratio r. */
 static wk_tensor *linear_dim(const char *op, const wk_tensor *cur, int d, int64_t out, double r, bool at_f64) {
     int64_t in = cur->layout.shape[d];
-    if (out == in) return wk__tensor_view(cur, &cur->layout);
+    if (out == in) return alias(cur, op);
     int64_t *ids = malloc(sizeof(int64_t) * 2 * (size_t)out);
     double *w = malloc(sizeof(double) * 2 * (size_t)out);
     if (!ids || !w) {

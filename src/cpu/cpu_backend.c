@@ -142,4 +142,7 @@ const wk_backend wk__cpu_backend = {
     .dequantize = wk__cpu_dequantize,
     .quantize = wk__cpu_quantize,
     .qmatmul = wk__cpu_qmatmul,
+    /* optional autograd entries: cpu_pool_backward.c */
+    .pool2d_backward = wk__cpu_pool2d_backward,
+    .upsample2d_backward = wk__cpu_upsample2d_backward,
 };

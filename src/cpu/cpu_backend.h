@@ -58,6 +58,17 @@ wk_status wk__cpu_pool2d(wk_device *dev, const void *x, const wk_layout *lx, voi
                          wk_dtype dt, const wk_pool_params *p);
 wk_status wk__cpu_upsample2d(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
                              wk_dtype dt, bool bilinear, bool align_corners);
+/* cpu_pool.c: the resampling index maps (shared with the backward) */
+void wk__cpu_nearest_index(int64_t in, int64_t out, int64_t stride, int64_t *idx);
+void wk__cpu_linear_index_f32(int64_t in, int64_t out, bool ac, int64_t stride, int64_t *i0, int64_t *i1, float *l0,
+                              float *l1);
+void wk__cpu_linear_index_f64(int64_t in, int64_t out, bool ac, int64_t stride, int64_t *i0, int64_t *i1, double *l0,
+                              double *l1);
+/* cpu_pool_backward.c: the optional autograd entries */
+wk_status wk__cpu_pool2d_backward(wk_device *dev, const void *x, const wk_layout *lx, const void *g,
+                                  const wk_layout *lg, wk_dtype dt, const wk_pool_params *p, void *dx);
+wk_status wk__cpu_upsample2d_backward(wk_device *dev, const void *g, const wk_layout *lg, void *dx,
+                                      const wk_layout *ldx, wk_dtype dt, bool bilinear, bool align_corners);
 /* cpu_scan.c */
 wk_status wk__cpu_scan(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, int dim, bool prod);
 wk_status wk__cpu_sort(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, bool descending,

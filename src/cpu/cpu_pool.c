@@ -347,7 +347,7 @@ BILINEAR(f16, uint16_t, float, LD_F16, ST_F16, l)
 BILINEAR(f8, uint8_t, float, LD_F8, ST_F8, l)
 
 /* torch's legacy nearest index: min(floor(dst * (float)in / out), in - 1). */
-static void nearest_index(int64_t in, int64_t out, int64_t stride, int64_t *idx) {
+void wk__cpu_nearest_index(int64_t in, int64_t out, int64_t stride, int64_t *idx) {
     float scale = (float)in / (float)out;
     for (int64_t i = 0; i < out; i++) {
         int64_t s;
@@ -367,7 +367,7 @@ static void nearest_index(int64_t in, int64_t out, int64_t stride, int64_t *idx)
  * (this reproduces torch 1.13's f32 weights bit for bit). Indices are
  * pre-multiplied by stride. */
 #define LINEAR_INDEX(SUF, AT)                                                                                         \
-    static void linear_index_##SUF(int64_t in, int64_t out, bool ac, int64_t stride, int64_t *i0, int64_t *i1,     \
+    void wk__cpu_linear_index_##SUF(int64_t in, int64_t out, bool ac, int64_t stride, int64_t *i0, int64_t *i1,    \
                                    AT *l0, AT *l1) {                                                                  \
         const double scale =                                                                                          \
             (double)(ac ? (out > 1 ? (AT)(in - 1) / (AT)(out - 1) : (AT)0) : (AT)in / (AT)out);                       \
@@ -413,8 +413,8 @@ wk_status wk__cpu_upsample2d(wk_device *dev, const void *x, const wk_layout *lx,
         }
         int64_t *idx = malloc(sizeof(int64_t) * (size_t)n);
         if (!idx) return wk__err(WK_ERR_OOM, op, "cannot allocate %lld indices", (long long)n);
-        nearest_index(c.g.H, OH, 1, idx);
-        nearest_index(c.g.W, OW, c.g.xsw, idx + OH);
+        wk__cpu_nearest_index(c.g.H, OH, 1, idx);
+        wk__cpu_nearest_index(c.g.W, OW, c.g.xsw, idx + OH);
         c.ih = idx;
         c.iw = idx + OH;
         run_planes(&c.g, (double)OH * (double)OW, fn, &c);
@@ -439,14 +439,14 @@ wk_status wk__cpu_upsample2d(wk_device *dev, const void *x, const wk_layout *lx,
     c.h0 = idx, c.h1 = idx + OH, c.w0 = idx + 2 * OH, c.w1 = idx + 2 * OH + OW;
     if (dt == WK_F64) {
         double *d = w;
-        linear_index_f64(c.g.H, OH, align_corners, 1, idx, idx + OH, d, d + OH);
-        linear_index_f64(c.g.W, OW, align_corners, c.g.xsw, idx + 2 * OH, idx + 2 * OH + OW, d + 2 * OH,
+        wk__cpu_linear_index_f64(c.g.H, OH, align_corners, 1, idx, idx + OH, d, d + OH);
+        wk__cpu_linear_index_f64(c.g.W, OW, align_corners, c.g.xsw, idx + 2 * OH, idx + 2 * OH + OW, d + 2 * OH,
                          d + 2 * OH + OW);
         c.dh0 = d, c.dh1 = d + OH, c.dw0 = d + 2 * OH, c.dw1 = d + 2 * OH + OW;
     } else {
         float *f = w;
-        linear_index_f32(c.g.H, OH, align_corners, 1, idx, idx + OH, f, f + OH);
-        linear_index_f32(c.g.W, OW, align_corners, c.g.xsw, idx + 2 * OH, idx + 2 * OH + OW, f + 2 * OH,
+        wk__cpu_linear_index_f32(c.g.H, OH, align_corners, 1, idx, idx + OH, f, f + OH);
+        wk__cpu_linear_index_f32(c.g.W, OW, align_corners, c.g.xsw, idx + 2 * OH, idx + 2 * OH + OW, f + 2 * OH,
                          f + 2 * OH + OW);
         c.lh0 = f, c.lh1 = f + OH, c.lw0 = f + 2 * OH, c.lw1 = f + 2 * OH + OW;
     }

@@ -1,0 +1,134 @@
+/* Backward of conv1d / conv2d and both transposed convs, written with the
+ * public conv ops (so create_graph differentiates them again):
+ *
+ *   conv           dx = conv_transpose(g, w)   (output_padding brings it
+ *                       back to x's size; rows no window read are 0)
+ *   conv_transpose dx = conv(g, w)              (narrowed to x's size)
+ *   both           dw = a conv of the "sliding" tensor (x for conv, g for the
+ *                       transpose) with the other one as its kernel, batch and
+ *                       channels swapped: stride and dilation trade places.
+ *
+ * The weight-gradient conv: dw[o, c, k] = sum_{n, p} K[n, o, p] *
+ * S[n, grp(o) * cg + c, p * stride + k * dilation - pad]. As a conv with batch
+ * c, channels (group, n), kernel K^T and stride = dilation, dilation =
+ * stride, padding = pad, groups = groups, its output is (cg, O, K'...) with
+ * K' >= K (the tail past K is what no window reached): narrowed to K and
+ * permuted to (O, cg, K...). With groups = 1 the input is a permuted view of
+ * S (the CPU conv reads any strides: no copy). */
+#include "autograd/record.h"
+
+static wk_tensor *conv_op(const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p, int sp, bool tr) {
+    if (sp == 1) return tr ? wk_conv_transpose1d(x, w, p) : wk_conv1d(x, w, p);
+    return tr ? wk_conv_transpose2d(x, w, p) : wk_conv2d(x, w, p);
+}
+
+/* t cut (narrow) or grown (zeros at the end: nothing reached them) to want
+ * on the spatial dims 2.. */
+static wk_tensor *fit_spatial(wk_tensor *t, const int64_t *want, int sp) {
+    for (int d = 0; t && d < sp; d++) {
+        int64_t have = wk_shape(t)[2 + d], need = want[d];
+        if (have > need) t = wk_narrow(t, 2 + d, 0, need);
+        else if (have < need) t = wk_pad_with_zeros(t, 2 + d, 0, need - have);
+    }
+    return t;
+}
+
+/* dw[o, c, k...] from the sliding tensor s (N, G*cg, L...) and the kernel
+ * side kt (N, O, P...), see the top of the file. ks: the weight's spatial
+ * sizes. */
+static wk_tensor *weight_grad(const wk_tensor *s, const wk_tensor *kt, const wk_conv_params *p, int sp,
+                              const int64_t *ks) {
+    const int64_t *ss = wk_shape(s);
+    int64_t n = ss[0], g = p->groups, cg = ss[1] / g;
+    wk_tensor *in;
+    if (g == 1) {
+        int perm[4] = {1, 0, 2, 3};
+        in = wk_permute(s, perm, sp + 2);
+    } else {
+        int64_t s5[5] = {n, g, cg, ss[2], sp == 2 ? ss[3] : 0};
+        int perm[5] = {2, 1, 0, 3, 4};
+        wk_tensor *v = wk_permute(wk_reshape(s, s5, sp + 3), perm, sp + 3);
+        int64_t s4[4] = {cg, g * n, ss[2], sp == 2 ? ss[3] : 0};
+        in = wk_reshape(v, s4, sp + 2);
+    }
+    int kperm[4] = {1, 0, 2, 3};
+    wk_tensor *k = wk_permute(kt, kperm, sp + 2);
+    wk_conv_params q = {.padding = p->padding, .stride = p->dilation, .dilation = p->stride, .groups = g};
+    wk_tensor *r = fit_spatial(conv_op(in, k, &q, sp, false), ks, sp);
+    int operm[4] = {1, 0, 2, 3};
+    return wk_contiguous(wk_permute(r, operm, sp + 2));
+}
+
+static wk_status conv_backward(wk__bw_ctx *c) {
+    const wk__node *n = c->n;
+    wk_conv_params p = {.padding = n->ai[0], .stride = n->ai[1], .dilation = n->ai[2], .groups = n->ai[3],
+                        .output_padding = n->ai[4]};
+    int sp = (int)n->ai[5];
+    bool tr = n->ai[6] != 0;
+    const wk__edge *ex = &n->in[0], *ew = &n->in[1];
+    const wk_tensor *g = c->g;
+    bool empty = wk_numel(g) == 0;
+    int64_t nx = 1, nw = 1;
+    for (int d = 0; d < ex->rank; d++) nx *= ex->shape[d];
+    for (int d = 0; d < ew->rank; d++) nw *= ew->shape[d];
+    empty = empty || nx == 0 || nw == 0; /* the forward wrote zeros: no products, zero gradients */
+    wk_status st = WK_OK;
+    if (wk__bw_need(c, 0)) {
+        wk_tensor *dx;
+        if (empty) dx = wk_zeros(ex->shape, ex->rank, ex->dtype, ex->dev);
+        else {
+            wk_tensor *w = wk__bw_saved(c, 1);
+            if (!w) return wk_last_status();
+            wk_conv_params q = p;
+            q.output_padding = 0;
+            if (!tr) {
+                /* output_padding brings back the input rows past the last
+                 * window start's reach (real gradient: the windows read
+                 * them). One value serves every spatial dim: the largest
+                 * need, and the dims that need less are narrowed back. */
+                int64_t opad = 0;
+                for (int d = 0; d < sp; d++) {
+                    int64_t o = g->layout.shape[2 + d], k = ew->shape[2 + d];
+                    int64_t base = (o - 1) * p.stride - 2 * p.padding + p.dilation * (k - 1) + 1;
+                    int64_t need = ex->shape[2 + d] - base;
+                    if (need > opad) opad = need;
+                }
+                q.output_padding = opad;
+            }
+            dx = fit_spatial(conv_op(g, w, &q, sp, !tr), ex->shape + 2, sp);
+        }
+        st = wk__bw_set(c, 0, dx);
+    }
+    if (st == WK_OK && wk__bw_need(c, 1)) {
+        wk_tensor *dw;
+        if (empty) dw = wk_zeros(ew->shape, ew->rank, ew->dtype, ew->dev);
+        else {
+            wk_tensor *x = wk__bw_saved(c, 0);
+            if (!x) return wk_last_status();
+            /* conv: x slides under g; transpose: g slides under x */
+            dw = tr ? weight_grad(g, x, &p, sp, ew->shape + 2) : weight_grad(x, g, &p, sp, ew->shape + 2);
+        }
+        st = wk__bw_set(c, 1, dw);
+    }
+    return st;
+}
+
+wk_tensor *wk__ag_conv(wk_tensor *r, const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p, int spatial,
+                       bool transposed, const char *op) {
+    if (!r) return NULL;
+    const wk_tensor *in[2] = {x, w};
+    wk__node *n = wk__node_new(op, conv_backward, 2, in);
+    if (n) {
+        n->ai[0] = p->padding;
+        n->ai[1] = p->stride;
+        n->ai[2] = p->dilation;
+        n->ai[3] = p->groups;
+        n->ai[4] = p->output_padding;
+        n->ai[5] = spatial;
+        n->ai[6] = transposed;
+        /* dx reads w only, dw reads x only */
+        wk__node_save(n, n->in[1].node ? x : NULL);
+        wk__node_save(n, n->in[0].node ? w : NULL);
+    }
+    return wk__node_attach(n, r);
+}
