@@ -26,8 +26,11 @@
  * Host emulation (WKC_HOST_EMULATION, tests/cuda/test_grad_emu.cu): the
  * per-lane steps are __host__ __device__ functions; the launchers run them
  * lane by lane in the kernels' order, with arrays standing in for shared
- * memory. Checked: nvcc compile; host emulation against f64 references.
- * Never run on a GPU. */
+ * memory. Checked: nvcc compile (sm_80..90, warnings as errors); host
+ * emulation against f64 references (finite differences for the norms and
+ * attention), with deliberate mutations caught (test_grad_emu.cu's list).
+ * Never run on a GPU: device speed and the device-side arithmetic are
+ * unmeasured. */
 #include "cuda/cuda_index.cuh"
 #include "cuda/kernels_grad.h"
 #include "core/dtype_cases.h"

@@ -15,6 +15,13 @@
 // the forward's index rules, and in f64 the adjoint identity with the real
 // forward kernel (kernels_pool.cu). Every float dtype; tolerances per dtype
 // relative to max(1, max |expected|). Then the launchers' refusals.
+// Shown to fail (each mutant of kernels_grad.cu compiled against this file,
+// 4 to 45 failing checks each): log_softmax's exp(y) dropped, layer norm's
+// mean(gw) term dropped, the causal start of the dk / dv walk off by one,
+// GQA's kv head h % Hkv instead of h / group, nesterov ignored, AdamW's
+// decay ignored, max pool's last maximum instead of the first, a bilinear
+// weight lost where both taps hit one cell, a pooling window's last output
+// missed, the avg divisor rule inverted, the online sum scaled by 1.001.
 #define WKC_HOST_EMULATION 1
 #include "cuda/kernels_grad.cu"
 #include "cuda/kernels_pool.cu"
