@@ -43,6 +43,7 @@
 #include "cuda/kernels_sort.h"
 #include "cuda/cuda_quant.h"
 #include "cuda/cuda_nn.h"
+#include "cuda/cuda_grad.h"
 
 #define ENTER(op)                                          \
     wk_cuda_dev *d = wk__cuda_dev(dev);                    \
@@ -687,6 +688,13 @@ const wk_backend wk__cuda_backend = {
     .dequantize = wk__cuda_dequantize,
     /* peer copies between GPUs */
     .copy_between = wk__cuda_copy_between,
+    /* autograd: fused backward and optimizer steps (cuda_grad.c) */
+    .softmax_backward = wk__cuda_softmax_backward,
+    .norm_backward = wk__cuda_norm_backward,
+    .attention_backward = wk__cuda_attention_backward,
+    .optim_step = wk__cuda_optim_step,
+    .pool2d_backward = wk__cuda_pool2d_backward,
+    .upsample2d_backward = wk__cuda_upsample2d_backward,
 };
 
 #else
