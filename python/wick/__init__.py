@@ -1,0 +1,8 @@
+"""wick: a tensor library in C11, from Python.
+
+Every wick error becomes an exception of a class per status (wick.ShapeError,
+wick.DTypeError, ...), all subclasses of wick.Error and of the built-in a
+Python user would catch (ValueError, IndexError, MemoryError, ...).
+"""
+from ._wick import *  # noqa: F401,F403
+from ._wick import __version__, Tensor, Error  # noqa: F401
