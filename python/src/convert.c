@@ -4,29 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int wkpy_dtype_from(PyObject *o, wk_dtype *out) {
-    if (!o || o == Py_None) {
-        *out = WK_F32;
-        return 0;
-    }
-    const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
-    if (!s) {
-        PyErr_SetString(PyExc_TypeError, "dtype must be a str such as 'f32' or 'float32'");
-        return -1;
-    }
-    static const struct { const char *alias, *name; } k_alias[] = {
-        {"float32", "f32"}, {"float64", "f64"}, {"float16", "f16"}, {"bfloat16", "bf16"},
-        {"uint8", "u8"},    {"uint32", "u32"},  {"int16", "i16"},   {"int32", "i32"}, {"int64", "i64"},
-    };
-    for (size_t i = 0; i < sizeof k_alias / sizeof k_alias[0]; i++)
-        if (!strcmp(s, k_alias[i].alias)) s = k_alias[i].name;
-    if (!wk_dtype_from_name(s, out)) {
-        PyErr_Format(PyExc_TypeError, "unknown dtype '%s'", s);
-        return -1;
-    }
-    return 0;
-}
-
 /* ---- nested sequences ---- */
 
 static int nested_shape(PyObject *o, int64_t *shape, int depth, int *rank) {
@@ -49,8 +26,10 @@ static int nested_shape(PyObject *o, int64_t *shape, int depth, int *rank) {
     return 0;
 }
 
-static int nested_fill(PyObject *o, const int64_t *shape, int rank, int depth, double *v, int64_t *pos) {
+static int nested_fill(PyObject *o, const int64_t *shape, int rank, int depth, double *v, int64_t *pos,
+                       bool *any_float) {
     if (depth == rank) {
+        if (!PyLong_Check(o)) *any_float = true;
         double x = PyFloat_AsDouble(o);
         if (x == -1.0 && PyErr_Occurred()) return -1;
         v[(*pos)++] = x;
@@ -64,19 +43,20 @@ static int nested_fill(PyObject *o, const int64_t *shape, int rank, int depth, d
     for (int64_t i = 0; i < shape[depth]; i++) {
         PyObject *it = PySequence_GetItem(o, (Py_ssize_t)i);
         if (!it) return -1;
-        int r = nested_fill(it, shape, rank, depth + 1, v, pos);
+        int r = nested_fill(it, shape, rank, depth + 1, v, pos, any_float);
         Py_DECREF(it);
         if (r < 0) return -1;
     }
     return 0;
 }
 
-wk_tensor *wkpy_from_nested(PyObject *data, wk_dtype dt) {
+wk_tensor *wkpy_from_nested(PyObject *data, wk_dtype dt, bool dt_given) {
     int64_t shape[WK_MAX_RANK] = {0};
     int rank = 0;
     if (nested_shape(data, shape, 0, &rank) < 0) return NULL;
     int64_t n = 1;
     for (int i = 0; i < rank; i++) n *= shape[i];
+    if (n > ((int64_t)1 << 40) / (int64_t)sizeof(double)) return PyErr_NoMemory(), NULL;
     double *v = PyMem_Malloc(sizeof(double) * (size_t)(n ? n : 1));
     if (!v) {
         PyErr_NoMemory();
@@ -84,7 +64,9 @@ wk_tensor *wkpy_from_nested(PyObject *data, wk_dtype dt) {
     }
     int64_t pos = 0;
     wk_tensor *t = NULL;
-    if (nested_fill(data, shape, rank, 0, v, &pos) == 0) {
+    bool any_float = false;
+    if (nested_fill(data, shape, rank, 0, v, &pos, &any_float) == 0) {
+        if (!dt_given) dt = any_float || n == 0 ? WK_F32 : WK_I64;
         wk_tensor *d = wk_from_host(v, sizeof(double) * (size_t)n, shape, rank, WK_F64, wk_cpu());
         t = dt == WK_F64 || !d ? d : wk_to_dtype(d, dt);
         if (t != d) wk_tensor_free(d);
@@ -207,4 +189,9 @@ PyObject *wkpy_tolist(const wk_tensor *t) {
     }
     PyMem_Free(v);
     return r;
+}
+
+PyObject *wkpy_scalar(double v, wk_dtype dt) {
+    if (wk_dtype_is_float(dt)) return PyFloat_FromDouble(v);
+    return PyLong_FromLongLong((long long)v);
 }

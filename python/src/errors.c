@@ -49,3 +49,12 @@ PyObject *wkpy_raise(void) {
     wk_clear_error();
     return NULL;
 }
+
+int wkpy_raise_int(void) {
+    wkpy_raise();
+    return -1;
+}
+
+PyObject *wkpy_error_class(wk_status st) {
+    return (st > WK_OK && st <= WK_ERR_INTERNAL && g_by_status[st]) ? g_by_status[st] : g_base;
+}

@@ -1,7 +1,11 @@
-/* wick.Tensor: a Python object owning one wk_tensor reference. Ops release
- * the GIL while wick computes; every failure is a wick.* exception. */
+/* wick.Tensor: a Python object owning one wk_tensor reference. This file
+ * holds the type itself (built at import from every part's tables, parts.h),
+ * its properties, the buffer protocol, the operators and conversions; the
+ * ops are methods contributed by the other parts. */
 #include "wkpy.h"
+#include "parts.h"
 #include "core/tensor.h" /* storage->buf for the buffer protocol */
+#include <string.h>
 
 PyObject *wkpy_wrap(wk_tensor *t) {
     if (!t) return wkpy_raise();
@@ -14,6 +18,15 @@ PyObject *wkpy_wrap(wk_tensor *t) {
     o->weakrefs = NULL;
     PyObject_GC_Track((PyObject *)o);
     return (PyObject *)o;
+}
+
+PyObject *wkpy_status(wk_status st) {
+    if (st != WK_OK) return wkpy_raise();
+    Py_RETURN_NONE;
+}
+
+bool wkpy_big(const wk_tensor *t) {
+    return t && (wk_numel(t) >= WKPY_GIL_NUMEL || wk_device_kind_of(wk_tensor_device(t)) != WK_DEVICE_CPU);
 }
 
 static void tensor_dealloc(wkpy_tensor *self) {
@@ -44,13 +57,27 @@ static PyObject *shape_tuple(const int64_t *v, int n) {
 static PyObject *get_shape(wkpy_tensor *s, void *c) { (void)c; return shape_tuple(wk_shape(s->t), wk_rank(s->t)); }
 static PyObject *get_stride(wkpy_tensor *s, void *c) { (void)c; return shape_tuple(wk_strides(s->t), wk_rank(s->t)); }
 static PyObject *get_ndim(wkpy_tensor *s, void *c) { (void)c; return PyLong_FromLong(wk_rank(s->t)); }
-static PyObject *get_dtype(wkpy_tensor *s, void *c) {
+static PyObject *get_dtype(wkpy_tensor *s, void *c) { (void)c; return wkpy_dtype_obj(wk_tensor_dtype(s->t)); }
+static PyObject *get_device(wkpy_tensor *s, void *c) { (void)c; return wkpy_device_obj(wk_tensor_device(s->t)); }
+static PyObject *get_is_cuda(wkpy_tensor *s, void *c) {
     (void)c;
-    return PyUnicode_FromString(wk_dtype_name(wk_tensor_dtype(s->t)));
+    return PyBool_FromLong(wk_device_kind_of(wk_tensor_device(s->t)) == WK_DEVICE_CUDA);
 }
-static PyObject *get_device(wkpy_tensor *s, void *c) {
+/* torch: every tensor that is not the result of a recorded op is a leaf */
+static PyObject *get_is_leaf(wkpy_tensor *s, void *c) {
     (void)c;
-    return PyUnicode_FromString(wk_device_name(wk_tensor_device(s->t)));
+    return PyBool_FromLong(!wk_is_tracked(s->t) || wk_is_leaf(s->t));
+}
+static PyObject *get_T(wkpy_tensor *s, void *c) {
+    (void)c;
+    int r = wk_rank(s->t), dims[WK_MAX_RANK];
+    for (int i = 0; i < r; i++) dims[i] = r - 1 - i;
+    return wkpy_wrap(wk_permute(s->t, dims, r));
+}
+static PyObject *get_mT(wkpy_tensor *s, void *c) { (void)c; return wkpy_wrap(wk_t(s->t)); }
+static PyObject *get_id(wkpy_tensor *s, void *c) {
+    (void)c;
+    return PyLong_FromUnsignedLongLong(wk_tensor_id(s->t));
 }
 static PyObject *get_requires_grad(wkpy_tensor *s, void *c) { (void)c; return PyBool_FromLong(wk_is_tracked(s->t)); }
 static int set_requires_grad(wkpy_tensor *s, PyObject *v, void *c) {
@@ -101,11 +128,18 @@ static PyObject *get_array_interface(wkpy_tensor *s, void *c) {
 
 static PyGetSetDef tensor_getset[] = {
     {"shape", (getter)get_shape, NULL, "The dims, a tuple.", NULL},
-    {"stride", (getter)get_stride, NULL, "Strides in elements (0 for broadcast dims).", NULL},
+    {"strides", (getter)get_stride, NULL, "Strides in elements (0 for broadcast dims), a tuple.", NULL},
     {"ndim", (getter)get_ndim, NULL, "Rank.", NULL},
-    {"dtype", (getter)get_dtype, NULL, "The dtype's name ('f32', ...).", NULL},
-    {"device", (getter)get_device, NULL, "The device's name.", NULL},
-    {"requires_grad", (getter)get_requires_grad, (setter)set_requires_grad, "Tracked by autograd.", NULL},
+    {"dtype", (getter)get_dtype, NULL, "The dtype (a wick.dtype).", NULL},
+    {"device", (getter)get_device, NULL, "The device (a wick.device).", NULL},
+    {"is_cuda", (getter)get_is_cuda, NULL, "On a CUDA device.", NULL},
+    {"requires_grad", (getter)get_requires_grad, (setter)set_requires_grad,
+     "Tracked by autograd (a leaf that requires grad, or the result of a recorded op). Setting it on a leaf "
+     "starts or stops tracking.", NULL},
+    {"is_leaf", (getter)get_is_leaf, NULL, "Not the result of a recorded op.", NULL},
+    {"T", (getter)get_T, NULL, "Every dim reversed (a view).", NULL},
+    {"mT", (getter)get_mT, NULL, "The last two dims swapped (a view).", NULL},
+    {"_id", (getter)get_id, NULL, "wick's unique id of the tensor object.", NULL},
     {"__array_interface__", (getter)get_array_interface, NULL, "numpy's zero-copy view (CPU tensors).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -176,46 +210,43 @@ static PyBufferProcs tensor_as_buffer = {(getbufferproc)tensor_getbuffer, (relea
 
 /* ---- operators ---- */
 
-/* A tensor operand: a Tensor, or a Python number as a rank-0 tensor like
- * the other side (dtype and device). NULL with an exception otherwise. */
-static wk_tensor *operand(PyObject *o, const wk_tensor *like, bool *made) {
-    *made = false;
-    if (wkpy_check(o)) return wkpy_t(o);
-    if (PyFloat_Check(o) || PyLong_Check(o)) {
-        double v = PyFloat_AsDouble(o);
-        if (v == -1.0 && PyErr_Occurred()) return NULL;
-        wk_tensor *s = wk_full(NULL, 0, v, wk_tensor_dtype(like), wk_tensor_device(like));
-        if (!s) {
-            wkpy_raise();
-            return NULL;
-        }
-        *made = true;
-        return s;
-    }
-    return NULL;
-}
-
 static PyObject *binop(PyObject *a, PyObject *b, wk_binary_op op, bool matmul) {
     const wk_tensor *like = wkpy_check(a) ? wkpy_t(a) : wkpy_check(b) ? wkpy_t(b) : NULL;
     if (!like) Py_RETURN_NOTIMPLEMENTED;
     bool ma, mb;
-    wk_tensor *x = operand(a, like, &ma);
-    if (!x) {
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    wk_tensor *y = operand(b, like, &mb);
+    wk_tensor *x = wkpy_operand(a, like, &ma);
+    if (!x) goto not_ours;
+    wk_tensor *y = wkpy_operand(b, like, &mb);
     if (!y) {
         if (ma) wk_tensor_free(x);
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_NOTIMPLEMENTED;
+        goto not_ours;
     }
     wk_tensor *r;
-    Py_BEGIN_ALLOW_THREADS r = matmul ? wk_broadcast_matmul(x, y) : wk_binary(x, y, op);
-    Py_END_ALLOW_THREADS
+    /* a Python number on the right: the scalar form (no rank-0 broadcast) */
+    bool big = wkpy_big(x) || wkpy_big(y) || matmul;
+    WKPY_NOGIL(big, r = matmul ? wk_broadcast_matmul(x, y) : wk_binary(x, y, op));
     if (ma) wk_tensor_free(x);
     if (mb) wk_tensor_free(y);
     return wkpy_wrap(r);
+not_ours: /* an operand of a type we do not know: let Python try the other side */
+    if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    return NULL;
+}
+
+/* a op= b: computes a op b (broadcasting), then writes it into a's memory;
+ * the result must keep a's shape and dtype (torch's rule). */
+static PyObject *inplace(PyObject *a, PyObject *b, wk_binary_op op, bool matmul) {
+    PyObject *r = binop(a, b, op, matmul);
+    if (!r || r == Py_NotImplemented) return r;
+    wk_tensor *dst = wkpy_t(a), *src = wkpy_t(r);
+    wk_status st;
+    WKPY_NOGIL(wkpy_big(dst), st = wk_copy_(dst, src));
+    Py_DECREF(r);
+    if (st != WK_OK) return wkpy_raise();
+    return Py_NewRef(a);
 }
 
 static PyObject *nb_add(PyObject *a, PyObject *b) { return binop(a, b, WK_ADD, false); }
@@ -228,23 +259,79 @@ static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *m) {
 }
 static PyObject *nb_matmul(PyObject *a, PyObject *b) { return binop(a, b, WK_ADD, true); }
 static PyObject *nb_neg(PyObject *a) { return wkpy_wrap(wk_neg(wkpy_t(a))); }
+static PyObject *nb_pos(PyObject *a) { return Py_NewRef(a); }
+static PyObject *nb_abs(PyObject *a) { return wkpy_wrap(wk_abs(wkpy_t(a))); }
+static PyObject *ni_add(PyObject *a, PyObject *b) { return inplace(a, b, WK_ADD, false); }
+static PyObject *ni_sub(PyObject *a, PyObject *b) { return inplace(a, b, WK_SUB, false); }
+static PyObject *ni_mul(PyObject *a, PyObject *b) { return inplace(a, b, WK_MUL, false); }
+static PyObject *ni_div(PyObject *a, PyObject *b) { return inplace(a, b, WK_DIV, false); }
+static PyObject *ni_matmul(PyObject *a, PyObject *b) { return inplace(a, b, WK_ADD, true); }
+static PyObject *ni_pow(PyObject *a, PyObject *b, PyObject *m) {
+    if (m != Py_None) Py_RETURN_NOTIMPLEMENTED;
+    return inplace(a, b, WK_POW, false);
+}
+
+/* float(t), int(t), bool(t), operator.index(t): one-element tensors only */
+static int one_value(PyObject *a, const char *what, double *v) {
+    if (wk_numel(wkpy_t(a)) != 1) {
+        PyErr_Format(PyExc_ValueError, "%s of a tensor with %lld elements is ambiguous (one element only)", what,
+                     (long long)wk_numel(wkpy_t(a)));
+        return -1;
+    }
+    if (wk_item(wkpy_t(a), v) != WK_OK) return wkpy_raise_int();
+    return 0;
+}
+static PyObject *nb_float(PyObject *a) {
+    double v;
+    return one_value(a, "float()", &v) < 0 ? NULL : PyFloat_FromDouble(v);
+}
+static PyObject *nb_int(PyObject *a) {
+    double v;
+    if (one_value(a, "int()", &v) < 0) return NULL;
+    return wk_dtype_is_float(wk_tensor_dtype(wkpy_t(a))) ? PyLong_FromDouble(v) : PyLong_FromLongLong((long long)v);
+}
+static PyObject *nb_index(PyObject *a) {
+    if (!wk_dtype_is_int(wk_tensor_dtype(wkpy_t(a))))
+        return PyErr_Format(PyExc_TypeError, "only integer tensors of one element can be used as an index"), NULL;
+    return nb_int(a);
+}
+static int nb_bool(PyObject *a) {
+    double v;
+    return one_value(a, "bool()", &v) < 0 ? -1 : v != 0;
+}
 
 static PyNumberMethods tensor_as_number = {
     .nb_add = nb_add, .nb_subtract = nb_sub, .nb_multiply = nb_mul, .nb_true_divide = nb_div,
-    .nb_power = nb_pow, .nb_matrix_multiply = nb_matmul, .nb_negative = nb_neg,
+    .nb_power = nb_pow, .nb_matrix_multiply = nb_matmul, .nb_negative = nb_neg, .nb_positive = nb_pos,
+    .nb_absolute = nb_abs, .nb_bool = nb_bool, .nb_int = nb_int, .nb_float = nb_float, .nb_index = nb_index,
+    .nb_inplace_add = ni_add, .nb_inplace_subtract = ni_sub, .nb_inplace_multiply = ni_mul,
+    .nb_inplace_true_divide = ni_div, .nb_inplace_power = ni_pow, .nb_inplace_matrix_multiply = ni_matmul,
 };
+
+static Py_ssize_t mp_length(PyObject *a) {
+    if (wk_rank(wkpy_t(a)) == 0) {
+        PyErr_SetString(PyExc_TypeError, "len() of a 0-d tensor");
+        return -1;
+    }
+    return (Py_ssize_t)wk_dim(wkpy_t(a), 0);
+}
+static PyMappingMethods tensor_as_mapping = {mp_length, wkpy_getitem, wkpy_setitem};
 
 static PyObject *richcompare(PyObject *a, PyObject *b, int op) {
     static const wk_cmp_op map[] = {[Py_LT] = WK_LT, [Py_LE] = WK_LE, [Py_EQ] = WK_EQ,
                                     [Py_NE] = WK_NE, [Py_GT] = WK_GT, [Py_GE] = WK_GE};
     if (!wkpy_check(a)) Py_RETURN_NOTIMPLEMENTED;
     bool mb;
-    wk_tensor *y = operand(b, wkpy_t(a), &mb);
+    wk_tensor *y = wkpy_operand(b, wkpy_t(a), &mb);
     if (!y) {
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_NOTIMPLEMENTED;
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        return NULL;
     }
-    wk_tensor *r = wk_cmp(wkpy_t(a), y, map[op]);
+    wk_tensor *r;
+    WKPY_NOGIL(wkpy_big(wkpy_t(a)), r = wk_cmp(wkpy_t(a), y, map[op]));
     if (mb) wk_tensor_free(y);
     return wkpy_wrap(r);
 }
@@ -263,21 +350,20 @@ static PyObject *m_item(wkpy_tensor *self, PyObject *unused) {
     return wk_dtype_is_float(wk_tensor_dtype(self->t)) ? PyFloat_FromDouble(v) : PyLong_FromLongLong((long long)v);
 }
 
-static PyObject *m_sum(wkpy_tensor *self, PyObject *args, PyObject *kw) {
-    static char *names[] = {"dim", "keepdim", NULL};
-    PyObject *dim = Py_None;
-    int keepdim = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Op", names, &dim, &keepdim)) return NULL;
-    if (dim == Py_None) return wkpy_wrap(wk_sum_all(self->t));
-    int d = (int)PyLong_AsLong(dim);
-    if (d == -1 && PyErr_Occurred()) return NULL;
-    return wkpy_wrap(wk_sum(self->t, &d, 1, keepdim));
+static PyObject *m_numpy(PyObject *self, PyObject *unused) {
+    (void)unused;
+    PyObject *np = PyImport_ImportModule("numpy");
+    if (!np) return NULL;
+    PyObject *r = PyObject_CallMethod(np, "asarray", "O", self); /* __array_interface__: no copy */
+    Py_DECREF(np);
+    return r;
 }
 
 static PyMethodDef tensor_methods[] = {
     {"tolist", (PyCFunction)m_tolist, METH_NOARGS, "The values as nested lists."},
     {"item", (PyCFunction)m_item, METH_NOARGS, "The value of a one-element tensor."},
-    {"sum", (PyCFunction)(void (*)(void))m_sum, METH_VARARGS | METH_KEYWORDS, "sum(dim=None, keepdim=False)."},
+    {"numpy", (PyCFunction)m_numpy, METH_NOARGS,
+     "A numpy array sharing the tensor's memory (CPU tensors of numpy's dtypes; no copy)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -294,6 +380,8 @@ static PyObject *tensor_repr(wkpy_tensor *self) {
     return r;
 }
 
+static Py_hash_t tensor_hash(PyObject *self) { return _Py_HashPointer(self); }
+
 PyTypeObject wkpy_tensor_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "wick.Tensor",
     .tp_basicsize = sizeof(wkpy_tensor),
@@ -305,12 +393,68 @@ PyTypeObject wkpy_tensor_type = {
     .tp_as_number = &tensor_as_number,
     .tp_as_buffer = &tensor_as_buffer,
     .tp_richcompare = richcompare,
-    .tp_methods = tensor_methods,
-    .tp_getset = tensor_getset,
+    .tp_as_mapping = &tensor_as_mapping,
+    .tp_hash = (hashfunc)tensor_hash,
     .tp_weaklistoffset = offsetof(wkpy_tensor, weakrefs),
 };
 
-int wkpy_tensor_init_type(PyObject *m) {
-    if (PyType_Ready(&wkpy_tensor_type) < 0) return -1;
-    return PyModule_AddObjectRef(m, "Tensor", (PyObject *)&wkpy_tensor_type);
+const wkpy_part wkpy_part_tensor_core = {tensor_methods, tensor_getset, NULL, NULL};
+
+/* ---- the module: every part's tables, then the type ---- */
+
+#define WKPY_DECLARE_PART(name) extern const wkpy_part wkpy_part_##name;
+WKPY_PARTS(WKPY_DECLARE_PART)
+#define WKPY_PART_ADDR(name) &wkpy_part_##name,
+static const wkpy_part *const k_parts[] = {WKPY_PARTS(WKPY_PART_ADDR)};
+#define NPARTS (sizeof k_parts / sizeof k_parts[0])
+
+static size_t count_methods(const PyMethodDef *m) {
+    size_t n = 0;
+    while (m && m[n].ml_name) n++;
+    return n;
+}
+static size_t count_getset(const PyGetSetDef *g) {
+    size_t n = 0;
+    while (g && g[n].name) n++;
+    return n;
+}
+
+/* The type's method and property tables: the concatenation of every part's
+ * (they live as long as the process: a type's tables must). */
+static int build_tables(void) {
+    size_t nm = 1, ng = 1;
+    for (size_t i = 0; i < NPARTS; i++) {
+        nm += count_methods(k_parts[i]->tensor_methods);
+        ng += count_getset(k_parts[i]->tensor_getset);
+    }
+    PyMethodDef *m = PyMem_RawCalloc(nm, sizeof *m);
+    PyGetSetDef *g = PyMem_RawCalloc(ng, sizeof *g);
+    if (!m || !g) {
+        PyMem_RawFree(m);
+        PyMem_RawFree(g);
+        PyErr_NoMemory();
+        return -1;
+    }
+    size_t im = 0, ig = 0;
+    for (size_t i = 0; i < NPARTS; i++) {
+        size_t a = count_methods(k_parts[i]->tensor_methods), b = count_getset(k_parts[i]->tensor_getset);
+        if (a) memcpy(m + im, k_parts[i]->tensor_methods, a * sizeof *m);
+        if (b) memcpy(g + ig, k_parts[i]->tensor_getset, b * sizeof *g);
+        im += a;
+        ig += b;
+    }
+    wkpy_tensor_type.tp_methods = m;
+    wkpy_tensor_type.tp_getset = g;
+    return 0;
+}
+
+int wkpy_parts_init(PyObject *mod) {
+    if (build_tables() < 0 || PyType_Ready(&wkpy_tensor_type) < 0 ||
+        PyModule_AddObjectRef(mod, "Tensor", (PyObject *)&wkpy_tensor_type) < 0)
+        return -1;
+    for (size_t i = 0; i < NPARTS; i++) {
+        if (k_parts[i]->functions && PyModule_AddFunctions(mod, k_parts[i]->functions) < 0) return -1;
+        if (k_parts[i]->init && k_parts[i]->init(mod) < 0) return -1;
+    }
+    return 0;
 }

@@ -1,11 +1,30 @@
-/* Internal header of the CPython extension wick._wick. */
+/* Internal header of the CPython extension wick._wick.
+ *
+ * Layout: one file per job, each a "part" (parts.h) that contributes
+ * Tensor methods, Tensor properties and module functions; tensor.c builds
+ * the Tensor type from every part's tables at import. A new part is one
+ * file plus one line in parts.h.
+ *
+ * Rules every part follows (they are what makes the binding wick):
+ *  - Every wick failure becomes the exception of its status, with wick's
+ *    message (`return wkpy_raise();` after a NULL / non-WK_OK); a Python
+ *    argument error is a TypeError / ValueError raised before wick runs.
+ *    Nothing aborts the interpreter.
+ *  - A wk_tensor returned by wick is handed to wkpy_wrap (it takes the
+ *    reference); temporaries are wk_tensor_free'd on every path.
+ *  - Long ops run with the GIL released: WKPY_NOGIL(big, stmt). Tiny ones
+ *    keep it (releasing costs more than a 2x2 add).
+ *  - Arguments are parsed with wkpy_parse (METH_FASTCALL | METH_KEYWORDS):
+ *    tiny-tensor calls must stay cheaper than PyTorch's. */
 #ifndef WKPY_H
 #define WKPY_H
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdbool.h>
 #include "wick/wick.h"
+#include "wick/autograd.h"
 
-/* wick.Tensor: one wk_tensor reference. */
+/* wick.Tensor: one wk_tensor reference (kept out of every wick scope). */
 typedef struct {
     PyObject_HEAD
     wk_tensor *t;
@@ -14,27 +33,105 @@ typedef struct {
 
 extern PyTypeObject wkpy_tensor_type;
 
-/* errors.c: the exception classes (one per wk_status) and the raise. */
+/* ---- parts (parts.h lists them) ---- */
+typedef struct wkpy_part {
+    PyMethodDef *tensor_methods;   /* NULL-terminated, or NULL */
+    PyGetSetDef *tensor_getset;    /* NULL-terminated, or NULL */
+    PyMethodDef *functions;        /* module functions, NULL-terminated, or NULL */
+    int (*init)(PyObject *module); /* types, constants (after Tensor is ready); or NULL */
+} wkpy_part;
+
+/* ---- errors.c ---- */
 int       wkpy_errors_init(PyObject *module);
 /* Raise the exception of wick's pending error (its message), clear it;
- * returns NULL for `return wkpy_raise();`. */
+ * returns NULL for `return wkpy_raise();`. A pending Python exception
+ * (a conversion failed first) is left as it is. */
 PyObject *wkpy_raise(void);
+/* Same, for functions returning int: -1. */
+int       wkpy_raise_int(void);
+/* The class for a status (borrowed; wick.Error for unknown ones). */
+PyObject *wkpy_error_class(wk_status st);
 
-/* tensor.c */
-int       wkpy_tensor_init_type(PyObject *module);
-/* Wrap t (takes the reference; out of every wick scope). NULL t: raises. */
+/* ---- tensor.c ---- */
+/* Wrap t (takes the reference). NULL t: raises wick's error, returns NULL. */
 PyObject *wkpy_wrap(wk_tensor *t);
 static inline wk_tensor *wkpy_t(PyObject *o) { return ((wkpy_tensor *)o)->t; }
 static inline int wkpy_check(PyObject *o) { return PyObject_TypeCheck(o, &wkpy_tensor_type); }
+/* Build the Tensor type from every part and add each part to the module. */
+int       wkpy_parts_init(PyObject *module);
+/* Wrap a wk_status: None on WK_OK, else raises. */
+PyObject *wkpy_status(wk_status st);
 
-/* convert.c: dtypes by name ("f32", "float32", ...) and Python data. */
-int        wkpy_dtype_from(PyObject *o, wk_dtype *out); /* str or None (-> f32) */
-/* A CPU tensor from nested sequences of numbers (dtype dt). */
-wk_tensor *wkpy_from_nested(PyObject *data, wk_dtype dt);
+/* ---- GIL ----
+ * Release the GIL for stmt when big is true. Ops on tensors of at least
+ * WKPY_GIL_NUMEL elements (or any queued GPU op's host wait) release it. */
+#define WKPY_GIL_NUMEL 16384
+#define WKPY_NOGIL(big, stmt)                                                                                  \
+    do {                                                                                                       \
+        if (big) {                                                                                             \
+            Py_BEGIN_ALLOW_THREADS stmt;                                                                       \
+            Py_END_ALLOW_THREADS                                                                               \
+        } else {                                                                                               \
+            stmt;                                                                                              \
+        }                                                                                                      \
+    } while (0)
+/* True when an op on t is worth releasing the GIL for. */
+bool wkpy_big(const wk_tensor *t);
+
+/* ---- dtype.c: wick.dtype objects (wick.float32, wick.f32, ..., wick.q4_0) ---- */
+/* The dtype object for dt (new reference). */
+PyObject *wkpy_dtype_obj(wk_dtype dt);
+/* A dtype from a wick.dtype, a str ("f32", "float32", "torch.float32",
+ * "q4_0"), a numpy dtype or type, a torch dtype; None gives dflt. 0 / -1. */
+int       wkpy_dtype_from(PyObject *o, wk_dtype dflt, wk_dtype *out);
+
+/* ---- device.c: wick.device objects ("cpu", "cuda", "cuda:1") ---- */
+PyObject *wkpy_device_obj(wk_device *dev);
+/* A device from a wick.device, a str, a torch.device (via str); None gives
+ * the CPU. 0 / -1 (wick's error raised: a CUDA device without the backend
+ * is wick.NotCompiledError). */
+int       wkpy_device_from(PyObject *o, wk_device **out);
+
+/* ---- args.c: argument parsing ---- */
+/* Parse fastcall arguments by name into out[0..n-1] (borrowed; NULL when
+ * absent). names: NULL-terminated; the first nreq are required. Raises a
+ * TypeError naming fname on unknown / duplicate / missing arguments. */
+int wkpy_parse(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+               const char *const *names, int nreq, PyObject **out);
+/* A shape from an int, a sequence of ints, or (varargs form) the tuple of
+ * positional arguments themselves: zeros(2, 3) and zeros((2, 3)). */
+int wkpy_shape(PyObject *o, int64_t *shape, int *rank);
+int wkpy_shape_fast(PyObject *const *args, Py_ssize_t nargs, int64_t *shape, int *rank);
+/* dim=: None (every dim: *n = -1), an int, or a sequence of ints. */
+int wkpy_dims(PyObject *o, int *dims, int *n);
+/* Python ints / floats / bools (None allowed where dflt is used). */
+int wkpy_int(PyObject *o, long long dflt, long long *out);
+int wkpy_double(PyObject *o, double dflt, double *out);
+int wkpy_bool(PyObject *o, bool dflt, bool *out);
+/* A tensor operand: a Tensor (borrowed, *owned false); a Python number
+ * (a rank-0 tensor in like's dtype and device, or f32 / i64 on the CPU
+ * with like NULL); anything with the buffer protocol (zero-copy) or a nested
+ * sequence (*owned true: free it). NULL with an exception otherwise. */
+wk_tensor *wkpy_operand(PyObject *o, const wk_tensor *like, bool *owned);
+/* A Tensor argument, or a TypeError naming fname and what. */
+wk_tensor *wkpy_tensor_arg(PyObject *o, const char *fname, const char *what);
+/* A list / tuple of Tensors as a malloc'd array (free with PyMem_Free). */
+wk_tensor **wkpy_tensor_list(PyObject *o, const char *fname, int *n);
+
+/* ---- convert.c ---- */
+/* A CPU tensor from nested sequences of numbers (dtype dt; dt_given false
+ * infers: any float -> f32, else bool / int -> i64). */
+wk_tensor *wkpy_from_nested(PyObject *data, wk_dtype dt, bool dt_given);
 /* Zero-copy over any object with the buffer protocol (numpy arrays): the
  * tensor keeps the exporter alive until wick releases the memory. */
 wk_tensor *wkpy_from_buffer(PyObject *obj);
 /* Nested lists of t's values. */
 PyObject  *wkpy_tolist(const wk_tensor *t);
+/* One value as a Python float / int / bool by dtype. */
+PyObject  *wkpy_scalar(double v, wk_dtype dt);
+
+/* ---- index.c: Tensor.__getitem__ / __setitem__ ---- */
+PyObject *wkpy_getitem(PyObject *self, PyObject *key);
+int       wkpy_setitem(PyObject *self, PyObject *key, PyObject *value);
 
 #endif
