@@ -213,6 +213,14 @@ static PyBufferProcs tensor_as_buffer = {(getbufferproc)tensor_getbuffer, (relea
 static PyObject *binop(PyObject *a, PyObject *b, wk_binary_op op, bool matmul) {
     const wk_tensor *like = wkpy_check(a) ? wkpy_t(a) : wkpy_check(b) ? wkpy_t(b) : NULL;
     if (!like) Py_RETURN_NOTIMPLEMENTED;
+    if (!matmul && wkpy_check(a) && (PyFloat_CheckExact(b) || PyLong_CheckExact(b))) {
+        /* t op number: the scalar form, no rank-0 temporary */
+        double v = PyFloat_AsDouble(b);
+        if (v == -1.0 && PyErr_Occurred()) return NULL;
+        wk_tensor *r;
+        WKPY_NOGIL(wkpy_big(wkpy_t(a)), r = wk_binary_scalar(wkpy_t(a), v, op));
+        return wkpy_wrap(r);
+    }
     bool ma, mb;
     wk_tensor *x = wkpy_operand(a, like, &ma);
     if (!x) goto not_ours;
@@ -222,7 +230,6 @@ static PyObject *binop(PyObject *a, PyObject *b, wk_binary_op op, bool matmul) {
         goto not_ours;
     }
     wk_tensor *r;
-    /* a Python number on the right: the scalar form (no rank-0 broadcast) */
     bool big = wkpy_big(x) || wkpy_big(y) || matmul;
     WKPY_NOGIL(big, r = matmul ? wk_broadcast_matmul(x, y) : wk_binary(x, y, op));
     if (ma) wk_tensor_free(x);
