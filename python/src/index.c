@@ -180,7 +180,7 @@ static int classify(PyObject *k, entry *e, bag *b) {
     } else if (PyFloat_Check(k) || PyUnicode_Check(k) || PyBytes_Check(k) || PyDict_Check(k)) {
         return bad_index(k);
     } else if (!wkpy_check(k) && !PyObject_CheckBuffer(k) && !PyList_Check(k) && !PyTuple_Check(k) &&
-               PyIndex_Check(k)) {
+               PyIndex_Check(k) && !PyObject_HasAttrString(k, "__array__")) { /* torch tensors: arrays */
         e->kind = K_INT; /* objects with __index__ */
         e->i = PyLong_AsLongLong(k);
         if (e->i == -1 && PyErr_Occurred()) return -1;
