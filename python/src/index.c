@@ -383,8 +383,7 @@ static int make_plan(wk_tensor *t, PyObject *key, plan *p, bag *b) {
         case K_INT: {
             int64_t n = wk_dim(cur, dim);
             if (x->i < -n || x->i >= n) {
-                PyErr_Format(PyExc_IndexError, "index %lld is out of range for dim %d of size %lld", x->i, dim,
-                             (long long)n);
+                index_error(x->i, dim, n);
                 goto out;
             }
             if (!(cur = keep(b, wk_select(cur, dim, x->i < 0 ? x->i + n : x->i)))) goto fail_out;

@@ -168,9 +168,9 @@ def test_index_errors(np):
         t[0, 0, 0]
     with pytest.raises(IndexError, match="too many indices"):
         t[[0], [0], [0]]
-    with pytest.raises(IndexError, match="out of range"):
+    with pytest.raises(wick.IndexError, match="out of range"):
         t[3]
-    with pytest.raises(IndexError):
+    with pytest.raises(wick.IndexError):
         t[:, -5]
     with pytest.raises(wick.IndexError, match="out of range"):
         t[[0, 3]]
