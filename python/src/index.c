@@ -399,7 +399,9 @@ static int make_plan(wk_tensor *t, PyObject *key, plan *p, bag *b) {
             } else ids[0] = x->t;
             if (first_adv_dim < 0) first_adv_dim = dim;
             for (int j = 0; j < k; j++, dim++) {
-                wk_tensor *ix = norm_index(b, ids[j], dim, wk_dim(cur, dim), wk_tensor_device(cur));
+                /* a mask's positions are in range by construction */
+                wk_tensor *ix = x->kind == K_MASK ? ids[j]
+                                                  : norm_index(b, ids[j], dim, wk_dim(cur, dim), wk_tensor_device(cur));
                 if (!ix) goto out;
                 p->role[dim] = R_ADV;
                 p->idx[dim] = ix;
@@ -657,6 +659,26 @@ PyObject *wkpy_getitem(PyObject *self, PyObject *key) {
     return r;
 }
 
+/* t[mask] = number with a u8 Tensor mask of t's own shape (t[t < 0] = 0):
+ * one masked_fill written back, no host round trip for the positions.
+ * 0 / -1 when done, 1 when the key is not of that form. */
+static int mask_fill(wk_tensor *t, PyObject *key, PyObject *value) {
+    if (!wkpy_check(key) || !(PyFloat_Check(value) || PyLong_Check(value))) return 1;
+    wk_tensor *m = wkpy_t(key);
+    if (wk_tensor_dtype(m) != WK_U8 || wk_rank(m) != wk_rank(t) || wk_rank(t) == 0 ||
+        wk_tensor_device(m) != wk_tensor_device(t))
+        return 1;
+    for (int i = 0; i < wk_rank(t); i++)
+        if (wk_dim(m, i) != wk_dim(t, i)) return 1;
+    double v = PyFloat_AsDouble(value);
+    if (v == -1.0 && PyErr_Occurred()) return -1;
+    wk_tensor *r;
+    wk_status st;
+    WKPY_NOGIL(wkpy_big(t), r = wk_masked_fill(t, m, v); st = r ? wk_copy_(t, r) : wk_last_status());
+    wk_tensor_free(r);
+    return st == WK_OK ? 0 : wkpy_raise_int();
+}
+
 /* t[key] = value: a view write for basic keys (value broadcast to the
  * view), one scatter_ for stepped slices, index arrays and masks. Writes
  * into read-only memory raise wick.ArgError. */
@@ -668,6 +690,8 @@ int wkpy_setitem(PyObject *self, PyObject *key, PyObject *value) {
     bag b = {.n = 0};
     plan p;
     int rc = -1;
+    int fast = mask_fill(wkpy_t(self), key, value);
+    if (fast != 1) return fast;
     if (make_plan(wkpy_t(self), key, &p, &b) == 0) {
         if (p.nadv + p.nstep) rc = plan_scatter(&p, value, &b);
         else {

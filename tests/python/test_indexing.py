@@ -146,6 +146,24 @@ def test_setitem_through_transposed_views(np):
         assert np.array_equal(as_np(np, t), ref), k
 
 
+def test_mask_tensor_assignment(np):
+    # t[t > x] = number: the whole-shape mask form (masked_fill written back), strided targets too
+    a = np.arange(-6, 6, dtype=np.float32).reshape(3, 4)
+    for tv, rv in ((lambda t: t, lambda r: r), (lambda t: t.T, lambda r: r.T), (lambda t: t[:, 1:], lambda r: r[:, 1:])):
+        t = wick.from_numpy(a.copy())
+        ref = a.copy()
+        tv(t)[tv(t) > 1] = -9
+        rv(ref)[rv(ref) > 1] = -9
+        tv(t)[tv(t) < -3] = 2.5
+        rv(ref)[rv(ref) < -3] = 2.5
+        assert np.array_equal(as_np(np, t), ref)
+    t = wick.from_numpy(a.copy())
+    t[t > 0] = wick.tensor([1.0])  # a tensor value takes the general path
+    ref = a.copy()
+    ref[ref > 0] = 1
+    assert np.array_equal(as_np(np, t), ref)
+
+
 def test_duplicates_and_empty(np):
     a = np.zeros(4, dtype=np.float32)
     t = wick.from_numpy(a)
