@@ -20,7 +20,7 @@
 
 /* ---- temporaries: every tensor made while indexing, freed at the end ---- */
 
-#define BAG_CAP 128
+#define BAG_CAP 256
 typedef struct {
     wk_tensor *t[BAG_CAP];
     int n;
