@@ -134,4 +134,11 @@ PyObject  *wkpy_scalar(double v, wk_dtype dt);
 PyObject *wkpy_getitem(PyObject *self, PyObject *key);
 int       wkpy_setitem(PyObject *self, PyObject *key, PyObject *value);
 
+/* ---- py_index ---- */
+/* An index operand: a Tensor (borrowed; *is_mask when u8), a numpy bool
+ * array or a list of bools (a u8 mask, a copy), any other buffer (zero-copy),
+ * a nested list of ints (i64), an object with __array__ (torch tensors,
+ * via numpy). *owned: free it. NULL with an exception otherwise. */
+wk_tensor *wkpy_index_operand(PyObject *o, bool *owned, bool *is_mask);
+
 #endif
