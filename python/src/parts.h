@@ -9,5 +9,6 @@
     X(dtypes)         \
     X(devices)        \
     X(shape)          \
+    X(conv)           \
     /* end of the list */
 #endif
