@@ -57,6 +57,29 @@ static int norm_dim(long long dim, int rank, int *out) {
 /* int64 -> int for dims: out-of-range values stay out of range */
 static int clamp_int(long long v) { return v > INT_MAX ? INT_MAX : v < INT_MIN ? INT_MIN : (int)v; }
 
+/* One plain integer (a Python int, a numpy integer: __index__), not a Tensor */
+static bool plain_int(PyObject *o) { return PyLong_Check(o) || (!wkpy_check(o) && PyIndex_Check(o)); }
+
+/* An int or a sequence of ints (a dims= argument, by name) into ints. */
+static int int_or_ints(PyObject *o, const char *fname, const char *what, int64_t *v, int *n) {
+    if (plain_int(o)) {
+        long long x;
+        if (wkpy_int(o, 0, &x) < 0) return -1;
+        v[0] = x;
+        *n = 1;
+        return 0;
+    }
+    if (wkpy_shape(o, v, n) < 0) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s(): %s must be an int or a sequence of ints, got %s", fname, what,
+                         Py_TYPE(o)->tp_name);
+        }
+        return -1;
+    }
+    return 0;
+}
+
 /* Ints given as positional varargs or one sequence (t.permute(1, 0) and
  * t.permute((1, 0))), or by the keyword kwname alone (t.permute(dims=...)). */
 static int ints_var(const char *fname, const char *kwname, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
@@ -69,22 +92,10 @@ static int ints_var(const char *fname, const char *kwname, PyObject *const *args
             return -1;
         }
         if (wkpy_parse(fname, args, 0, kw, names, 1, a) < 0) return -1;
-        return wkpy_shape(a[0], v, n);
+        return int_or_ints(a[0], fname, kwname, v, n);
     }
+    if (nargs == 1) return int_or_ints(args[0], fname, kwname, v, n); /* t.flip(np.int64(0)) too */
     return wkpy_shape_fast(args, nargs, v, n);
-}
-
-/* An int or a sequence of ints (a dims= argument, by name) into ints. */
-static int int_or_ints(PyObject *o, const char *fname, const char *what, int64_t *v, int *n) {
-    if (wkpy_shape(o, v, n) < 0) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "%s(): %s must be an int or a sequence of ints, got %s", fname, what,
-                         Py_TYPE(o)->tp_name);
-        }
-        return -1;
-    }
-    return 0;
 }
 
 /* A tuple of fresh tensors (takes the n references; frees them on failure). */
@@ -385,7 +396,7 @@ static PyObject *m_split(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     int64_t size = wk_shape(t)[d];
     int64_t *sizes = NULL;
     Py_ssize_t n;
-    if (PyLong_Check(a[0]) || wkpy_check(a[0])) {
+    if (plain_int(a[0]) || wkpy_check(a[0])) {
         long long each;
         if (wkpy_int(a[0], 0, &each) < 0) return NULL;
         if (each < 0 || (each == 0 && size > 0))

@@ -134,6 +134,14 @@ def test_module_functions(np, torch):
     same(np, w.flip(dims=[0]), x.flip(dims=[0]))
     same(np, w.view(size=(6,)), x.view(size=(6,)))
     same(np, w.narrow(dim=1, start=1, length=2), x.narrow(dim=1, start=1, length=2))
+    # numpy integers count as ints (__index__)
+    i0, i1, i2 = np.int64(0), np.int32(1), np.int64(2)
+    same(np, w.reshape(np.int64(6)), x.reshape(6))
+    same(np, w.flip(i0), x.flip(0))
+    same(np, w.split(i2, i1), x.split(2, 1))
+    same(np, w.roll(i1, i1), x.roll(1, 1))
+    same(np, w.permute(i1, i0), x.permute(1, 0))
+    same(np, w.chunk(i2, dim=i1), x.chunk(2, dim=1))
 
 
 def test_views_share_memory(np):
