@@ -187,6 +187,19 @@ static PyObject *conv(const char *fname, int sp, bool transposed, PyObject *cons
                        NULL;
         }
     }
+    if (transposed && !(all_equal(j.pad, sp) && all_equal(j.out_pad, sp)) && wk_rank(j.w) == sp + 2 &&
+        wk_rank(j.x) - !j.unbatched == sp + 1)
+        for (int i = 0; i < sp; i++) { /* the cropped window must be >= 1, as wick checks for its own padding */
+            int64_t in = wk_shape(j.x)[wk_rank(j.x) - sp + i], k = wk_shape(j.w)[2 + i];
+            int64_t want = (in - 1) * j.stride + j.dilation * (k - 1) + 1 - 2 * j.pad[i] + j.out_pad[i];
+            if (want < 1)
+                return PyErr_Format(wkpy_error_class(WK_ERR_SHAPE),
+                                    "%s(): output size %lld < 1 on spatial dim %d (input %lld, stride %lld, padding "
+                                    "%lld, dilation %lld, kernel %lld, output_padding %lld)",
+                                    fname, (long long)want, i, (long long)in, (long long)j.stride, (long long)j.pad[i],
+                                    (long long)j.dilation, (long long)k, (long long)j.out_pad[i]),
+                       NULL;
+        }
     wk_tensor *r;
     Py_BEGIN_ALLOW_THREADS
     r = conv_run(&j);

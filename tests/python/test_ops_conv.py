@@ -168,6 +168,10 @@ def test_conv_errors():
         wick.conv2d(x, w, wick.ones(3))  # bias size
     with pytest.raises(wick.ShapeError):
         wick.conv2d(wick.ones(1, 4, 2, 2), w)  # kernel larger than the input
+    with pytest.raises(wick.ShapeError):  # the cropped output of unequal paddings is empty
+        wick.conv_transpose2d(x, wick.ones(4, 1, 2, 2), stride=2, padding=(6, 0))
+    with pytest.raises(wick.ShapeError):  # the same with one padding: wick's own check
+        wick.conv_transpose2d(x, wick.ones(4, 1, 2, 2), stride=2, padding=6)
     with pytest.raises(wick.DTypeError):
         wick.conv2d(x, wick.ones(2, 4, 3, 3, dtype="f64"))
     with pytest.raises(wick.DTypeError):
