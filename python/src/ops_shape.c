@@ -149,6 +149,28 @@ static PyObject *m_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     return wkpy_wrap(r);
 }
 
+/* reshape_as / view_as: other's shape */
+static PyObject *shape_as(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw, bool view) {
+    static const char *const names[] = {"other", NULL};
+    const char *fname = view ? "view_as" : "reshape_as";
+    PyObject *a[1];
+    if (wkpy_parse(fname, args, nargs, kw, names, 1, a) < 0) return NULL;
+    wk_tensor *o = wkpy_tensor_arg(a[0], fname, "other");
+    if (!o) return NULL;
+    PyObject *shape = PyTuple_New(wk_rank(o));
+    for (int i = 0; shape && i < wk_rank(o); i++) {
+        PyObject *d = PyLong_FromLongLong((long long)wk_shape(o)[i]);
+        if (!d) Py_CLEAR(shape);
+        else PyTuple_SET_ITEM(shape, i, d);
+    }
+    if (!shape) return NULL;
+    PyObject *r = (view ? m_view : m_reshape)(self, &shape, 1, NULL);
+    Py_DECREF(shape);
+    return r;
+}
+static PyObject *m_reshape_as(PyObject *s, PyObject *const *a, Py_ssize_t n, PyObject *k) { return shape_as(s, a, n, k, false); }
+static PyObject *m_view_as(PyObject *s, PyObject *const *a, Py_ssize_t n, PyObject *k) { return shape_as(s, a, n, k, true); }
+
 static PyObject *m_permute(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
     int64_t d[WK_MAX_RANK];
     int n, dims[WK_MAX_RANK];
@@ -840,6 +862,8 @@ static PyMethodDef shape_methods[] = {
     {"view", FAST(m_view),
      "view(*shape)\nreshape that never copies: raises wick.ShapeError when the strides do not allow the new shape "
      "as a view of the same memory."},
+    {"reshape_as", FAST(m_reshape_as), "reshape_as(other)\nreshape to other's shape."},
+    {"view_as", FAST(m_view_as), "view_as(other)\nview with other's shape."},
     {"permute", FAST(m_permute), "permute(*dims)\nA view with the dims in the given order."},
     {"transpose", FAST(m_transpose), "transpose(dim0, dim1)\nA view with dim0 and dim1 swapped."},
     {"swapaxes", FAST(m_transpose), "swapaxes(dim0, dim1)\nAlias of transpose."},

@@ -52,6 +52,7 @@ def layouts(np, torch, dt):
 VIEW_CASES = [
     ("reshape", lambda t: t.reshape(-1, 2)),
     ("reshape_tuple", lambda t: t.reshape((t.shape[0], -1))),
+    ("reshape_as", lambda t: t.reshape_as(t.flatten())),
     ("permute", lambda t: t.permute(2, 0, 1)),
     ("permute_neg", lambda t: t.permute(-1, -3, -2)),
     ("transpose", lambda t: t.transpose(0, -1)),
@@ -169,6 +170,11 @@ def test_view_refuses_to_copy():
     with pytest.raises(wick.ShapeError):
         t[:, 1:].view(9)
     assert t.t().reshape(12).shape == (12,)  # reshape copies instead
+    assert t.view_as(wick.ones(2, 6)).shape == (2, 6)
+    with pytest.raises(wick.ShapeError):
+        t.t().view_as(wick.ones(12))
+    with pytest.raises(TypeError):
+        t.view_as((2, 6))
     with pytest.raises(wick.ShapeError):
         t.view(5, 3)
 
