@@ -9,5 +9,7 @@
     X(dtypes)         \
     X(devices)        \
     X(gather)         \
+    X(shape)          \
+    X(conv)           \
     /* end of the list */
 #endif
