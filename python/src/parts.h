@@ -8,5 +8,8 @@
     X(creation)       \
     X(dtypes)         \
     X(devices)        \
+    X(elementwise)    \
+    X(reduce)         \
+    X(convert)        \
     /* end of the list */
 #endif
