@@ -8,8 +8,8 @@
  * Python numbers on one side go through wk_binary_scalar / wk_cmp_scalar /
  * wk_powf (no operand tensor is built here). torch's one promotion rule that
  * matters for numbers is kept: a Python float beside an integer tensor
- * computes in f32 (wick would otherwise round the float to the integer
- * dtype and answer quietly wrong). Two tensors of different dtypes are
+ * computes in f32 (comparisons in f64); wick would otherwise round the
+ * float to the integer dtype and answer quietly wrong. Two tensors of different dtypes are
  * wick's DTypeError, as in wick. */
 #include "wkpy.h"
 #include <math.h>
@@ -102,8 +102,11 @@ static wk_tensor *apply_number(op_kind k, int op, const wk_tensor *t, PyObject *
     double v = PyFloat_AsDouble(num);
     if (v == -1.0 && PyErr_Occurred()) return NULL;
     wk_tensor *promoted = NULL;
-    if (PyFloat_Check(num) && !wk_dtype_is_float(wk_tensor_dtype(t))) { /* torch: int tensor, float -> f32 */
-        promoted = wk_to_dtype(t, WK_F32);
+    if (PyFloat_Check(num) && !wk_dtype_is_float(wk_tensor_dtype(t))) {
+        /* torch: int tensor (op) float computes in f32; a comparison gives u8
+         * whatever it computes in, so it compares in f64, exact for every
+         * integer dtype but the largest i64 */
+        promoted = wk_to_dtype(t, k == K_CMP ? WK_F64 : WK_F32);
         if (!promoted) return wkpy_raise(), NULL;
         t = promoted;
     }
@@ -128,7 +131,7 @@ static wk_tensor *apply_any(op_kind k, int op, PyObject *a, PyObject *b) {
     wk_tensor *anchor = wkpy_operand(anchor_obj, NULL, &own_anchor);
     if (!anchor) return NULL;
     if (PyFloat_Check(other_obj) && !wk_dtype_is_float(wk_tensor_dtype(anchor))) {
-        wk_tensor *f = wk_to_dtype(anchor, WK_F32);
+        wk_tensor *f = wk_to_dtype(anchor, k == K_CMP ? WK_F64 : WK_F32);
         if (own_anchor) wk_tensor_free(anchor);
         if (!f) return wkpy_raise(), NULL;
         anchor = f;

@@ -2,9 +2,20 @@
 against numpy / torch: to() in every spelling, the dtype methods, cpu /
 cuda, contiguous / clone, size / dim / numel / element_size / nbytes /
 data_ptr, errors, and a leak check."""
+import ast
 import pytest
 
 import wick
+
+
+def assert_signature_docs(objs, names):
+    """Each doc's first line is a valid Python signature of that name (the
+    stub generator parses it)."""
+    for obj in objs:
+        for n in names:
+            first = getattr(obj, n).__doc__.split("\n", 1)[0]
+            assert first.startswith(n + "("), (obj, n, first)
+            ast.parse("def %s: pass" % first)
 
 VALUES = [[-2.75, -1.5, -0.5, 0.0], [0.25, 1.5, 2.5, 100.75]]
 
@@ -140,3 +151,11 @@ def test_no_leak(rss):
         t.size()
     grown = rss() - before
     assert grown < 4, "RSS grew %.1f MiB over 100k calls" % grown
+
+
+def test_docstrings_are_signatures():
+    assert_signature_docs([wick.Tensor], [
+        "to", "float", "double", "half", "bfloat16", "long", "int", "short", "byte", "bool", "type_as", "cpu",
+        "cuda", "contiguous", "clone", "is_contiguous", "is_floating_point", "numel", "nelement", "dim",
+        "ndimension", "element_size", "size", "data_ptr"])
+    assert_signature_docs([wick], ["numel", "clone"])

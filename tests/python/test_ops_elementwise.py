@@ -3,6 +3,7 @@ torch: every unary op of the WK_UNARY_OPS list (read from the header, so a new
 op without an oracle here fails), binary ops and comparisons with tensors and
 numbers, broadcasting, in-place forms, where / clamp / affine / elu / pow,
 fill_ / zero_ / copy_, errors, and a leak check."""
+import ast
 import math
 import os
 import re
@@ -10,6 +11,16 @@ import re
 import pytest
 
 import wick
+
+
+def assert_signature_docs(objs, names):
+    """Each doc's first line is a valid Python signature of that name (the
+    stub generator parses it)."""
+    for obj in objs:
+        for n in names:
+            first = getattr(obj, n).__doc__.split("\n", 1)[0]
+            assert first.startswith(n + "("), (obj, n, first)
+            ast.parse("def %s: pass" % first)
 
 FLOAT_DTYPES = ["f32", "f64", "f16", "bf16"]
 # rtol, atol per dtype: output rounding plus a few ulp of libm-class math
@@ -299,6 +310,8 @@ def test_comparisons(np, source_dir):
     # an integer tensor against a float: compared as floats (not rounded to the int)
     i = wick.tensor([0, 1, 2])
     assert i.lt(1.5).tolist() == [1, 1, 0] and i.eq(1.0).tolist() == [0, 1, 0] and i.gt(0.5).tolist() == [0, 1, 1]
+    assert wick.tensor([16777217]).gt(16777216.5).tolist() == [1]  # exact (in f32 both sides are 2^24)
+    assert wick.lt(0.5, i).tolist() == [0, 1, 1]
     with pytest.raises(wick.ShapeError):
         i.eq(wick.tensor([1, 2]))
     with pytest.raises(TypeError):
@@ -421,3 +434,13 @@ def test_no_leak(rss):
         a.sub(1).lt(2)
     grown = rss() - before
     assert grown < 4, "RSS grew %.1f MiB over 100k calls" % grown
+
+
+def test_docstrings_are_signatures(source_dir):
+    unary = [n for n, _ in header_ops(source_dir, "WK_UNARY_OPS")] + ["reciprocal", "square", "negative"]
+    binary = [n for n, _ in header_ops(source_dir, "WK_BINARY_OPS")]
+    cmp = [n for n, _ in header_ops(source_dir, "WK_CMP_OPS")]
+    both = unary + binary + cmp + ["where", "affine", "elu", "clamp", "clip"]
+    assert_signature_docs([wick.Tensor, wick], both)
+    assert_signature_docs([wick.Tensor], [n + "_" for n in unary + binary] +
+                          ["clamp_", "clip_", "fill_", "zero_", "copy_"])

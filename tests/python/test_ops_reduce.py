@@ -3,6 +3,7 @@ against numpy / torch: every op of WK_REDUCE_OPS with dim None / int /
 negative / list and keepdim both ways on a non-contiguous input, over float
 and integer dtypes; var / std, logsumexp, norm, amax / amin, cumsum /
 cumprod, sort / argsort / topk with ties; errors; a leak check."""
+import ast
 import math
 import os
 import re
@@ -10,6 +11,16 @@ import re
 import pytest
 
 import wick
+
+
+def assert_signature_docs(objs, names):
+    """Each doc's first line is a valid Python signature of that name (the
+    stub generator parses it)."""
+    for obj in objs:
+        for n in names:
+            first = getattr(obj, n).__doc__.split("\n", 1)[0]
+            assert first.startswith(n + "("), (obj, n, first)
+            ast.parse("def %s: pass" % first)
 
 DIMS = [None, 0, 1, -1, -2, [0, 2], (2, 0), [0, 1, 2], ()]
 
@@ -318,3 +329,10 @@ def test_no_leak(rss):
         a.var(0)
     grown = rss() - before
     assert grown < 4, "RSS grew %.1f MiB over 100k calls" % grown
+
+
+def test_docstrings_are_signatures(source_dir):
+    both = [n for n, _ in reduce_ops(source_dir)] + [
+        "amax", "amin", "var", "std", "logsumexp", "log_sum_exp", "norm", "cumsum", "cumprod", "sort", "argsort",
+        "topk"]
+    assert_signature_docs([wick.Tensor, wick], both)
