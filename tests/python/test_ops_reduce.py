@@ -63,15 +63,16 @@ def test_the_list_is_covered(source_dir):
 
 @pytest.mark.parametrize("dt", ["f32", "f64", "f16", "bf16"])
 def test_reductions_float(np, data, dt):
-    if dt == "bf16":  # a bf16 copy of data's values, seen through a transpose
-        w = wick.tensor(np.ascontiguousarray(data.transpose(0, 2, 1))).to("bf16").mT
-    else:  # numpy keeps data's permuted layout in astype; from_numpy shares it
-        w = wick.from_numpy(data.astype({"f32": np.float32, "f64": np.float64, "f16": np.float16}[dt]))
-    assert w.shape == (3, 4, 5) and not w.is_contiguous()
+    def strided(values):  # values (3, 4, 5) in dt, as a non-contiguous view
+        if dt == "bf16":  # a bf16 copy seen through a transpose
+            return wick.tensor(np.ascontiguousarray(values.transpose(0, 2, 1))).to("bf16").mT
+        # numpy keeps the permuted layout of data in astype; from_numpy shares it
+        return wick.from_numpy(values.astype({"f32": np.float32, "f64": np.float64, "f16": np.float16}[dt]))
+
+    w, ws = strided(data), strided(data / 4 + 1)  # ws: prod stays moderate
+    assert w.shape == (3, 4, 5) and not w.is_contiguous() and not ws.is_contiguous()
     x = f64(np, w)
     tol = {"f32": 1e-5, "f64": 1e-12, "f16": 4e-3, "bf16": 2e-2}[dt]
-    small = x / 4 + 1  # prod stays moderate
-    ws = wick.tensor(small).to(dt)
     for name, npname in NP.items():
         for dim in DIMS:
             for keepdim in (False, True):
