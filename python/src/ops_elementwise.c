@@ -13,12 +13,39 @@
  * wick's DTypeError, as in wick. */
 #include "wkpy.h"
 #include <math.h>
+#include <string.h>
 
 #define FAST(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 #define NOARGS(f) (PyCFunction)(void (*)(void))(f), METH_NOARGS
 #define ONE(f) (PyCFunction)(void (*)(void))(f), METH_O
 
-static bool is_number(PyObject *o) { return PyFloat_Check(o) || PyLong_Check(o); }
+/* What kind of Python number o is: 0 none, 1 an integer (int, bool, a
+ * numpy integer scalar), 2 a float (float, a numpy float scalar). numpy's
+ * scalars count as numbers (t * np.int64(2) must not become a rank-0 i64
+ * tensor that mismatches an f32 t). */
+static int number_kind(PyObject *o) {
+    if (PyFloat_Check(o)) return 2;
+    if (PyLong_Check(o)) return 1;
+    const char *tn = Py_TYPE(o)->tp_name;
+    if (!strncmp(tn, "numpy.", 6) && strcmp(tn, "numpy.ndarray") && PyNumber_Check(o)) return PyIndex_Check(o) ? 1 : 2;
+    return 0;
+}
+static bool is_number(PyObject *o) { return number_kind(o) != 0; }
+static bool is_float_number(PyObject *o) { return number_kind(o) == 2; }
+
+/* wkpy_operand, with numbers of every kind above as rank-0 tensors in
+ * like's dtype and device (f32 / i64 on the CPU without like) */
+static wk_tensor *operand(PyObject *o, const wk_tensor *like, bool *owned) {
+    int kind = number_kind(o);
+    if (!kind || PyFloat_Check(o) || PyLong_Check(o)) return wkpy_operand(o, like, owned);
+    double v = PyFloat_AsDouble(o);
+    if (v == -1.0 && PyErr_Occurred()) return NULL;
+    wk_dtype dt = like ? wk_tensor_dtype(like) : kind == 2 ? WK_F32 : WK_I64;
+    wk_tensor *t = wk_full(NULL, 0, v, dt, like ? wk_tensor_device(like) : wk_cpu());
+    if (!t) return wkpy_raise(), NULL;
+    *owned = true;
+    return t;
+}
 
 /* r computed from self, written back into self's memory (torch's in-place
  * forms): the result must keep self's shape and dtype (wk_copy_ checks). */
@@ -102,7 +129,7 @@ static wk_tensor *apply_number(op_kind k, int op, const wk_tensor *t, PyObject *
     double v = PyFloat_AsDouble(num);
     if (v == -1.0 && PyErr_Occurred()) return NULL;
     wk_tensor *promoted = NULL;
-    if (PyFloat_Check(num) && !wk_dtype_is_float(wk_tensor_dtype(t))) {
+    if (is_float_number(num) && !wk_dtype_is_float(wk_tensor_dtype(t))) {
         /* torch: int tensor (op) float computes in f32; a comparison gives u8
          * whatever it computes in, so it compares in f64, exact for every
          * integer dtype but the largest i64 */
@@ -128,16 +155,16 @@ static wk_tensor *apply_any(op_kind k, int op, PyObject *a, PyObject *b) {
     bool a_first = !is_number(a) || is_number(b);
     PyObject *anchor_obj = a_first ? a : b, *other_obj = a_first ? b : a;
     bool own_anchor, own_other;
-    wk_tensor *anchor = wkpy_operand(anchor_obj, NULL, &own_anchor);
+    wk_tensor *anchor = operand(anchor_obj, NULL, &own_anchor);
     if (!anchor) return NULL;
-    if (PyFloat_Check(other_obj) && !wk_dtype_is_float(wk_tensor_dtype(anchor))) {
+    if (is_float_number(other_obj) && !wk_dtype_is_float(wk_tensor_dtype(anchor))) {
         wk_tensor *f = wk_to_dtype(anchor, k == K_CMP ? WK_F64 : WK_F32);
         if (own_anchor) wk_tensor_free(anchor);
         if (!f) return wkpy_raise(), NULL;
         anchor = f;
         own_anchor = true;
     }
-    wk_tensor *other = wkpy_operand(other_obj, anchor, &own_other);
+    wk_tensor *other = operand(other_obj, anchor, &own_other);
     wk_tensor *r = NULL;
     if (other) {
         r = a_first ? apply2(k, op, anchor, other) : apply2(k, op, other, anchor);
@@ -207,16 +234,16 @@ static PyObject *where3(PyObject *c, PyObject *a, PyObject *b) {
     bool a_first = !is_number(a) || is_number(b);
     PyObject *lead_obj = a_first ? a : b, *other_obj = a_first ? b : a;
     bool own_lead, own_other = false, own_c = false;
-    wk_tensor *lead = wkpy_operand(lead_obj, NULL, &own_lead), *other = NULL, *cond = NULL, *r = NULL;
+    wk_tensor *lead = operand(lead_obj, NULL, &own_lead), *other = NULL, *cond = NULL, *r = NULL;
     if (!lead) return NULL;
-    if (PyFloat_Check(other_obj) && !wk_dtype_is_float(wk_tensor_dtype(lead))) {
+    if (is_float_number(other_obj) && !wk_dtype_is_float(wk_tensor_dtype(lead))) {
         wk_tensor *f = wk_to_dtype(lead, WK_F32);
         if (own_lead) wk_tensor_free(lead);
         if (!f) return wkpy_raise();
         lead = f;
         own_lead = true;
     }
-    other = wkpy_operand(other_obj, lead, &own_other);
+    other = operand(other_obj, lead, &own_other);
     if (other) cond = wkpy_operand(c, NULL, &own_c);
     if (cond) {
         bool big = wkpy_big(lead) || wkpy_big(other) || wkpy_big(cond);
@@ -307,7 +334,7 @@ static wk_tensor *clamp_of(PyObject *self, PyObject *const *args, Py_ssize_t nar
     double lo, hi;
     if (wkpy_double(a[0], -INFINITY, &lo) < 0 || wkpy_double(a[1], INFINITY, &hi) < 0) return NULL;
     wk_tensor *promoted = NULL, *r;
-    if ((PyFloat_Check(a[0] ? a[0] : Py_None) || PyFloat_Check(a[1] ? a[1] : Py_None)) &&
+    if (((a[0] && is_float_number(a[0])) || (a[1] && is_float_number(a[1]))) &&
         !wk_dtype_is_float(wk_tensor_dtype(t))) { /* torch: a float bound on an integer tensor gives f32 */
         if (!(promoted = wk_to_dtype(t, WK_F32))) return wkpy_raise(), NULL;
         t = promoted;
@@ -355,7 +382,7 @@ static PyObject *m_copy_(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     if (wkpy_parse("copy_", args, nargs, kw, names, 1, a) < 0) return NULL;
     wk_tensor *dst = wkpy_t(self);
     bool owned;
-    wk_tensor *src = wkpy_operand(a[0], dst, &owned);
+    wk_tensor *src = operand(a[0], dst, &owned);
     if (!src) return NULL;
     wk_tensor *tmp[3] = {NULL, NULL, NULL};
     const wk_tensor *s = src;

@@ -224,6 +224,13 @@ def test_binary_numbers(np, torch, torch_binary):
     assert wick.add(w, [1, 1, 1]).tolist() == (ta + 1).tolist()
     assert wick.sub([10.0, 10.0, 10.0], w).tolist() == (10 - ta).tolist()
     assert wick.mul(np.float32(2), w).tolist() == (ta * 2).tolist()
+    # numpy scalars are numbers (not rank-0 tensors of numpy's dtype)
+    for s in (np.int64(3), np.float64(0.5), np.float16(2), np.int32(-1), np.uint8(2)):
+        assert w.mul(s).dtype == "f32" and w.mul(s).tolist() == (ta * float(s)).tolist()
+        assert wick.sub(s, w).tolist() == (float(s) - ta).tolist()
+    i = wick.tensor([1, 2])
+    assert i.add(np.int32(1)).dtype == "i64" and i.add(np.float32(0.5)).tolist() == [1.5, 2.5]
+    assert i.lt(np.float64(1.5)).tolist() == [1, 0]
 
 
 def test_binary_integers(np, torch):
