@@ -27,7 +27,8 @@ static int number_kind(PyObject *o) {
     if (PyFloat_Check(o)) return 2;
     if (PyLong_Check(o)) return 1;
     const char *tn = Py_TYPE(o)->tp_name;
-    if (!strncmp(tn, "numpy.", 6) && strcmp(tn, "numpy.ndarray") && PyNumber_Check(o)) return PyIndex_Check(o) ? 1 : 2;
+    if (!strncmp(tn, "numpy.", 6) && strcmp(tn, "numpy.ndarray") && !strstr(tn, "complex") && PyNumber_Check(o))
+        return PyIndex_Check(o) ? 1 : 2;
     return 0;
 }
 static bool is_number(PyObject *o) { return number_kind(o) != 0; }

@@ -231,6 +231,10 @@ def test_binary_numbers(np, torch, torch_binary):
     i = wick.tensor([1, 2])
     assert i.add(np.int32(1)).dtype == "i64" and i.add(np.float32(0.5)).tolist() == [1.5, 2.5]
     assert i.lt(np.float64(1.5)).tolist() == [1, 0]
+    with pytest.raises(TypeError):  # complex numbers are not wick's
+        w.mul(np.complex64(1))
+    with pytest.raises(TypeError):
+        w.mul(1j)
 
 
 def test_binary_integers(np, torch):
