@@ -176,6 +176,11 @@ static wk_tensor *apply_any(op_kind k, int op, PyObject *a, PyObject *b) {
     return r;
 }
 
+PyObject *wkpy_elementwise(PyObject *a, PyObject *b, int op, bool cmp) {
+    wk_tensor *r = apply_any(cmp ? K_CMP : K_BINARY, op, a, b);
+    return r ? wkpy_wrap(r) : NULL;
+}
+
 /* module functions: f(input, other) */
 static PyObject *pair_fn(const char *name, op_kind k, int op, PyObject *const *args, Py_ssize_t nargs,
                          PyObject *kw) {
