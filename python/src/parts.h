@@ -11,5 +11,8 @@
     X(gather)         \
     X(shape)          \
     X(conv)           \
+    X(elementwise)    \
+    X(reduce)         \
+    X(convert)        \
     /* end of the list */
 #endif

@@ -140,5 +140,13 @@ int       wkpy_setitem(PyObject *self, PyObject *key, PyObject *value);
  * a nested list of ints (i64), an object with __array__ (torch tensors,
  * via numpy). *owned: free it. NULL with an exception otherwise. */
 wk_tensor *wkpy_index_operand(PyObject *o, bool *owned, bool *is_mask);
+/* ---- elementwise (ops_elementwise.c) ---- */
+/* a op b for any pair of Tensors, Python / numpy numbers, arrays and lists:
+ * numbers go through wk_binary_scalar / wk_cmp_scalar (a number on the left
+ * takes the other side's dtype and device), and a float beside an integer
+ * tensor computes in f32 (torch; comparisons in f64). op is a wk_binary_op,
+ * or a wk_cmp_op when cmp. New reference, or NULL with an exception (a
+ * TypeError for operands of unknown types). */
+PyObject *wkpy_elementwise(PyObject *a, PyObject *b, int op, bool cmp);
 
 #endif
