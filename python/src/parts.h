@@ -8,5 +8,12 @@
     X(creation)       \
     X(dtypes)         \
     X(devices)        \
+    X(files)          \
+    X(gguf_file)      \
+    X(quant)          \
+    X(tokenizer)      \
+    X(llm)            \
+    X(textgen)        \
+    X(encoder)        \
     /* end of the list */
 #endif
