@@ -72,9 +72,14 @@ static PyObject *m_embed(bert_obj *self, PyObject *const *args, Py_ssize_t nargs
         }
     }
     wk_tensor *t;
-    /* the strings belong to seq's items, alive until we return */
-    Py_BEGIN_ALLOW_THREADS t = wk_bert_embed(self->b, texts, (int)n);
-    Py_END_ALLOW_THREADS
+    if (n == 0) { /* no texts: no rows (sentence-transformers' answer), not an error */
+        int64_t shape[2] = {0, wk_bert_dim(self->b)};
+        t = wk_empty(shape, 2, WK_F32, wk_cpu());
+    } else {
+        /* the strings belong to seq's items, alive until we return */
+        Py_BEGIN_ALLOW_THREADS t = wk_bert_embed(self->b, texts, (int)n);
+        Py_END_ALLOW_THREADS
+    }
     if (t && one) { /* sentence-transformers: one text gives one vector */
         int64_t d = wk_bert_dim(self->b);
         wk_tensor *v = wk_reshape(t, &d, 1);
