@@ -115,16 +115,29 @@ static int st_find(st_obj *self, PyObject *name) {
 static PyObject *st_get_impl(st_obj *self, PyObject *name, PyObject *dtype, PyObject *device) {
     if (st_find(self, name) < 0) return NULL;
     const char *s = PyUnicode_AsUTF8(name);
-    if (!dtype && !device) return wkpy_wrap(wk_safetensors_get(self->st, s));
-    wk_safetensors_info info;
-    if (wk_safetensors_info_at(self->st, wk_safetensors_find(self->st, s), &info) != WK_OK) return wkpy_raise();
     wk_dtype dt;
     wk_device *dev;
-    if (wkpy_dtype_from(dtype, info.dtype, &dt) < 0 || wkpy_device_from(device, &dev) < 0) return NULL;
-    wk_tensor *t;
-    Py_BEGIN_ALLOW_THREADS t = wk_safetensors_get_as(self->st, s, dt, dev);
+    if (wkpy_device_from(device, &dev) < 0) return NULL;
+    /* the view with the GIL held (another thread may close the file),
+     * then the conversion, which needs only the view, without it */
+    wk_tensor *t = wk_safetensors_get(self->st, s);
+    if (!t) return wkpy_raise();
+    if (wkpy_dtype_from(dtype, wk_tensor_dtype(t), &dt) < 0) {
+        wk_tensor_free(t);
+        return NULL;
+    }
+    if (dt == wk_tensor_dtype(t) && dev == wk_tensor_device(t)) return wkpy_wrap(t);
+    wk_tensor *r;
+    Py_BEGIN_ALLOW_THREADS
+    r = dt == wk_tensor_dtype(t) ? wk_tensor_retain(t) : wk_to_dtype(t, dt);
+    if (r && dev != wk_tensor_device(r)) {
+        wk_tensor *d = wk_to_device(r, dev);
+        wk_tensor_free(r);
+        r = d;
+    }
     Py_END_ALLOW_THREADS
-    return wkpy_wrap(t);
+    wk_tensor_free(t);
+    return wkpy_wrap(r);
 }
 
 static PyObject *st_get(st_obj *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
@@ -231,8 +244,8 @@ static PyMethodDef st_methods[] = {
      "shape, nbytes, offset (in its file), file."},
     {"close", (PyCFunction)st_close, METH_NOARGS,
      "close()\nDrop the loader's reference to the mapping; tensors already taken stay valid."},
-    {"__enter__", (PyCFunction)st_enter, METH_NOARGS, NULL},
-    {"__exit__", (PyCFunction)st_exit, METH_VARARGS, NULL},
+    {"__enter__", (PyCFunction)st_enter, METH_NOARGS, "__enter__()\nThe object itself (a context manager)."},
+    {"__exit__", (PyCFunction)st_exit, METH_VARARGS, "__exit__(*exc_info)\nclose()."},
     {NULL, NULL, 0, NULL},
 };
 static PyGetSetDef st_getset[] = {

@@ -292,8 +292,8 @@ static PyMethodDef gguf_methods[] = {
     {"tensors", (PyCFunction)m_tensors, METH_NOARGS,
      "tensors()\nEvery tensor wick has a dtype for, as a dict name -> Tensor (views)."},
     {"close", (PyCFunction)m_close, METH_NOARGS, "close()\nClose the reader; tensors already taken stay valid."},
-    {"__enter__", (PyCFunction)m_enter, METH_NOARGS, NULL},
-    {"__exit__", (PyCFunction)m_exit, METH_VARARGS, NULL},
+    {"__enter__", (PyCFunction)m_enter, METH_NOARGS, "__enter__()\nThe object itself (a context manager)."},
+    {"__exit__", (PyCFunction)m_exit, METH_VARARGS, "__exit__(*exc_info)\nclose()."},
     {NULL, NULL, 0, NULL},
 };
 

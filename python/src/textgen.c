@@ -423,7 +423,7 @@ static PyTypeObject stream_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "wick.TextStream",
     .tp_basicsize = sizeof(stream_obj),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The iterator wick.stream returns: each item is the text of the tokens sampled since the last (complete "
+    .tp_doc = "TextStream()\nThe iterator wick.stream / Llama.stream return (not made directly): each item is the text of the tokens sampled since the last (complete "
               "UTF-8; text that could still become a stop string is held until it cannot).",
     .tp_dealloc = (destructor)stream_dealloc,
     .tp_iter = PyObject_SelfIter,
