@@ -183,6 +183,12 @@ def test_mmap_outlives_the_file_object(np, st_np, tmp_path):
     assert d["a"][9].tolist() == a[9].tolist()
 
 
+def _noise(n):
+    import random
+    r = random.Random(0)  # the same bytes every run
+    return bytes(r.randrange(256) for _ in range(n))
+
+
 def _header_file(tmp_path, name, body):
     p = tmp_path / name
     p.write_bytes(body)
@@ -200,13 +206,13 @@ def test_hostile_safetensors(np, st_np, tmp_path):
         "huge_header": (2 ** 62).to_bytes(8, "little") + b"{}",
         "bad_json": (8).to_bytes(8, "little") + b"{notjson",
         "wrong_size": (len(raw) - 8 + 100).to_bytes(8, "little") + raw[8:],
-        "garbage": os.urandom(256),
+        "garbage": _noise(256),
     }
     for name, body in cases.items():
         p = _header_file(tmp_path, name + ".safetensors", body)
-        with pytest.raises((wick.FormatError, wick.DTypeError)) as e:
+        with pytest.raises(wick.FormatError) as e:
             wick.SafeTensors(p)
-        assert isinstance(e.value, wick.Error), name
+        assert isinstance(e.value, ValueError) and "wk_safetensors_open" in str(e.value), name
         with pytest.raises(wick.Error):
             wick.load_safetensors(p)
     with pytest.raises(wick.IOError) as e:
@@ -351,11 +357,11 @@ def test_hostile_gguf(np, tmp_path):
         "tiny": raw[:10],
         "kvcount": raw[:16] + (2 ** 60).to_bytes(8, "little") + raw[24:],
         "tensorcount": raw[:8] + (2 ** 40).to_bytes(8, "little") + raw[16:],
-        "garbage": b"GGUF" + os.urandom(512),
+        "garbage": b"GGUF" + _noise(512),
     }
     for name, body in cases.items():
         p = _header_file(tmp_path, name + ".gguf", body)
-        with pytest.raises((wick.FormatError, wick.DTypeError)):
+        with pytest.raises(wick.FormatError, match="wk_gguf_open"):
             wick.GGUF(p)
     with pytest.raises(wick.IOError):
         wick.GGUF(str(tmp_path / "missing.gguf"))
