@@ -159,7 +159,9 @@ static PyObject *kv_type_name(const wk_gguf *g, int64_t i) {
 static PyObject *g_metadata(gguf_obj *self, void *c) {
     (void)c;
     if (g_live(self) < 0) return NULL;
-    if (self->meta) return Py_NewRef(self->meta);
+    /* a fresh dict each time (changing it changes nothing here); the arrays'
+     * lists are built once and shared */
+    if (self->meta) return PyDict_Copy(self->meta);
     PyObject *d = PyDict_New();
     int64_t n = wk_gguf_kv_count(self->g);
     for (int64_t i = 0; d && i < n; i++) {
@@ -167,8 +169,8 @@ static PyObject *g_metadata(gguf_obj *self, void *c) {
         if (!v || PyDict_SetItemString(d, wk_gguf_key(self->g, i), v) < 0) Py_CLEAR(d);
         Py_XDECREF(v);
     }
-    self->meta = d; /* values are immutable in the file: build the dict once */
-    return Py_XNewRef(d);
+    self->meta = d; /* values are immutable in the file: build them once */
+    return d ? PyDict_Copy(d) : NULL;
 }
 
 static PyObject *g_types(gguf_obj *self, void *c) {
@@ -298,7 +300,9 @@ static PyMethodDef gguf_methods[] = {
 };
 
 static PyGetSetDef gguf_getset[] = {
-    {"metadata", (getter)g_metadata, NULL, "Every key -> value (ints, floats, bools, str, lists), a dict.", NULL},
+    {"metadata", (getter)g_metadata, NULL,
+     "Every key -> value (ints, floats, bools, str, lists), a new dict each time (the lists are shared: copy one "
+     "before changing it).", NULL},
     {"types", (getter)g_types, NULL, "Every key -> its GGUF type name ('u32', 'string', 'array[i32]').", NULL},
     {"tensor_names", (getter)g_tensor_names, NULL, "The tensors' names in file order, a list.", NULL},
     {"version", (getter)g_version, NULL, "The GGUF version (1, 2 or 3).", NULL},

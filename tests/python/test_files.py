@@ -313,6 +313,9 @@ def test_save_gguf_round_trip(np, gguf, tmp_path):
     g = wick.GGUF(p)
     assert g.metadata["t.strs"] == ["a", "bé", ""] and g.types["t.u16s"] == "array[u16]"
     assert g.alignment == 64
+    m = g.metadata
+    m["t.i32"] = 99  # a caller's copy: the reader's values do not change
+    assert g.metadata["t.i32"] == -5
     q = str(tmp_path / "copy.gguf")
     wick.save_gguf(q, {k: (v, g.types[k]) for k, v in g.metadata.items()}, g.tensors())
     g2 = wick.GGUF(q)
