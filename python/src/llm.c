@@ -1,0 +1,283 @@
+/* wick.Llama (a Llama-family language model loaded from a GGUF file or an HF
+ * directory) and wick.KVCache (one sequence's keys and values): the forward
+ * pass from Python. Generation and streaming are textgen.c; Llama.generate
+ * and Llama.stream call into it.
+ *
+ * The model is immutable once loaded, so threads may share one; a cache is
+ * one sequence's state and wick does not lock it, so a cache in use by one
+ * forward refuses a second (RuntimeError) instead of racing. */
+#include "wkpy.h"
+#include "wick/llama.h"
+#include <string.h>
+
+typedef struct {
+    PyObject_HEAD
+    wk_llama *m;
+} llama_obj;
+
+typedef struct {
+    PyObject_HEAD
+    wk_kv_cache *c;
+    PyObject *model; /* the Llama the cache was made for (kept alive) */
+    bool busy;
+} cache_obj;
+
+static PyTypeObject llama_type, cache_type;
+
+const wk_llama *wkpy_llama_of(PyObject *o) {
+    return PyObject_TypeCheck(o, &llama_type) ? ((llama_obj *)o)->m : NULL;
+}
+
+PyObject *wkpy_llama_load(PyObject *path, PyObject *device, PyObject *dtype) {
+    PyObject *b;
+    wk_llama_load_opts o;
+    memset(&o, 0, sizeof o); /* dtype 0: keep the file's dtypes */
+    if (wkpy_device_from(device, &o.device) < 0) return NULL;
+    if (dtype && dtype != Py_None) {
+        if (wkpy_dtype_from(dtype, WK_F32, &o.dtype) < 0) return NULL;
+        if (o.dtype != WK_F32 && o.dtype != WK_F16 && o.dtype != WK_BF16)
+            return PyErr_Format(PyExc_ValueError, "Llama(): dtype must be f32, f16 or bf16 (the float weights' "
+                                                  "dtype), got %s", wk_dtype_name(o.dtype));
+    }
+    if (wkpy_path(path, "Llama", &b) < 0) return NULL;
+    wk_llama *m;
+    Py_BEGIN_ALLOW_THREADS m = wk_llama_load(PyBytes_AS_STRING(b), &o);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(b);
+    if (!m) return wkpy_raise();
+    llama_obj *self = PyObject_New(llama_obj, &llama_type);
+    if (!self) {
+        wk_llama_free(m);
+        return NULL;
+    }
+    self->m = m;
+    return (PyObject *)self;
+}
+
+static PyObject *llama_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    (void)type;
+    static char *names[] = {"path", "device", "dtype", NULL};
+    PyObject *path, *device = NULL, *dtype = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:Llama", names, &path, &device, &dtype)) return NULL;
+    return wkpy_llama_load(path, device, dtype);
+}
+
+static void llama_dealloc(llama_obj *self) {
+    /* every Tokenizer borrowed from the model holds a reference to it: none is left */
+    wk_llama_free(self->m);
+    PyObject_Free(self);
+}
+
+static PyObject *g_config(llama_obj *self, void *c) {
+    (void)c;
+    const wk_llama_config *k = wk_llama_config_of(self->m);
+    PyObject *d = Py_BuildValue(
+        "{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:s,s:d,s:d,s:d,s:L,s:O,s:O}", "vocab", (long long)k->vocab, "dim",
+        (long long)k->dim, "ffn_dim", (long long)k->ffn_dim, "n_layers", (long long)k->n_layers, "n_heads",
+        (long long)k->n_heads, "n_kv_heads", (long long)k->n_kv_heads, "head_dim", (long long)k->head_dim, "max_ctx",
+        (long long)k->max_ctx, "rope_theta", k->rope_theta, "rms_eps", k->rms_eps, "rope_scaling", k->rope_scaling,
+        "rope_factor", k->rope_factor, "rope_low_freq_factor", k->rope_low_freq_factor, "rope_high_freq_factor",
+        k->rope_high_freq_factor, "rope_orig_ctx", (long long)k->rope_orig_ctx, "tied_embeddings",
+        k->tied_embeddings ? Py_True : Py_False, "rope_interleaved", k->rope_interleaved ? Py_True : Py_False);
+    if (!d) return NULL;
+    PyObject *bos = k->bos >= 0 ? PyLong_FromLong(k->bos) : Py_NewRef(Py_None);
+    PyObject *eos = k->eos >= 0 ? PyLong_FromLong(k->eos) : Py_NewRef(Py_None);
+    if (!bos || !eos || PyDict_SetItemString(d, "bos", bos) < 0 || PyDict_SetItemString(d, "eos", eos) < 0)
+        Py_CLEAR(d);
+    Py_XDECREF(bos);
+    Py_XDECREF(eos);
+    return d;
+}
+
+/* a new Tokenizer object each time: it keeps self alive, and self keeping
+ * it would make a cycle these GC-less types could not break */
+static PyObject *g_tokenizer(llama_obj *self, void *c) {
+    (void)c;
+    return wkpy_tokenizer_wrap(wk_llama_tokenizer(self->m), (PyObject *)self);
+}
+
+static PyObject *g_chat_template(llama_obj *self, void *c) {
+    (void)c;
+    const char *t = wk_llama_chat_template(self->m);
+    if (!t) Py_RETURN_NONE;
+    return PyUnicode_DecodeUTF8(t, (Py_ssize_t)strlen(t), "replace");
+}
+static PyObject *g_vocab_size(llama_obj *self, void *c) {
+    (void)c;
+    return PyLong_FromLongLong((long long)wk_llama_config_of(self->m)->vocab);
+}
+
+/* forward(ids, cache=None, all_logits=False) */
+static PyObject *m_forward(llama_obj *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    static const char *const names[] = {"ids", "cache", "all_logits", NULL};
+    PyObject *a[3];
+    bool all;
+    if (wkpy_parse("forward", args, nargs, kw, names, 1, a) < 0 || wkpy_bool(a[2], false, &all) < 0) return NULL;
+    cache_obj *co = NULL;
+    if (a[1] && a[1] != Py_None) {
+        if (!PyObject_TypeCheck(a[1], &cache_type))
+            return PyErr_Format(PyExc_TypeError, "forward(): cache must be a wick.KVCache, got %s",
+                                Py_TYPE(a[1])->tp_name);
+        co = (cache_obj *)a[1];
+        if (co->model != (PyObject *)self)
+            return PyErr_Format(PyExc_ValueError, "forward(): the cache was made for another model");
+        if (co->busy) return PyErr_Format(PyExc_RuntimeError, "forward(): the cache is in use by another thread");
+    }
+    int32_t *ids;
+    int64_t n;
+    if (wkpy_ids(a[0], "forward", &ids, &n) < 0) return NULL;
+    wk_kv_cache *c = co ? co->c : NULL;
+    wk_tensor *r = NULL;
+    if (co) co->busy = true;
+    Py_BEGIN_ALLOW_THREADS
+    wk_kv_cache *tmp = c ? NULL : wk_kv_cache_new(self->m, n > 0 ? n : 1); /* no cache: a throwaway one */
+    if (c || tmp) r = wk_llama_forward(self->m, c ? c : tmp, ids, n, all);
+    wk_kv_cache_free(tmp);
+    Py_END_ALLOW_THREADS
+    if (co) co->busy = false;
+    PyMem_RawFree(ids);
+    return wkpy_wrap(r);
+}
+
+static PyObject *m_generate(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    return wkpy_textgen(false, self, args, nargs, kw);
+}
+static PyObject *m_stream(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    return wkpy_textgen(true, self, args, nargs, kw);
+}
+
+static PyObject *llama_repr(llama_obj *self) {
+    const wk_llama_config *k = wk_llama_config_of(self->m);
+    return PyUnicode_FromFormat("wick.Llama(vocab=%lld, dim=%lld, n_layers=%lld, max_ctx=%lld)", (long long)k->vocab,
+                                (long long)k->dim, (long long)k->n_layers, (long long)k->max_ctx);
+}
+
+#define FAST(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
+static PyMethodDef llama_methods[] = {
+    {"forward", FAST(m_forward),
+     "forward(ids, cache=None, all_logits=False)\nRun ids (a list of ints or an integer tensor) at the cache's next "
+     "positions (appending their keys and values; without a cache, a fresh one for these ids only). Returns f32 "
+     "logits (1, vocab) for the last id, or (n, vocab) with all_logits. The GIL is released meanwhile."},
+    {"generate", FAST(m_generate),
+     "generate(prompt, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, "
+     "repeat_last_n=64, seed=0, stop=None, chat=False, system=None, stop_at_eos=True, max_ctx=0)\nSame as "
+     "wick.generate(self, prompt, ...)."},
+    {"stream", FAST(m_stream),
+     "stream(prompt, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, "
+     "repeat_last_n=64, seed=0, stop=None, chat=False, system=None, stop_at_eos=True, max_ctx=0)\nSame as "
+     "wick.stream(self, prompt, ...)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef llama_getset[] = {
+    {"config", (getter)g_config, NULL, "The model's config, a dict (vocab, dim, n_layers, n_heads, ...).", NULL},
+    {"tokenizer", (getter)g_tokenizer, NULL, "The file's tokenizer (a wick.Tokenizer), or None.", NULL},
+    {"chat_template", (getter)g_chat_template, NULL, "The file's chat template, or None.", NULL},
+    {"vocab_size", (getter)g_vocab_size, NULL, "Logits per position.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject llama_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "wick.Llama",
+    .tp_basicsize = sizeof(llama_obj),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Llama(path, device=None, dtype=None)\nA Llama-family model (Llama 2/3, SmolLM2, ...) from a .gguf "
+              "file (quantized layers stay quantized) or an HF directory. dtype (f32 / f16 / bf16) converts the "
+              "float weight matrices at load; None keeps the file's. Immutable: threads may share one.",
+    .tp_new = llama_new,
+    .tp_dealloc = (destructor)llama_dealloc,
+    .tp_repr = (reprfunc)llama_repr,
+    .tp_methods = llama_methods,
+    .tp_getset = llama_getset,
+};
+
+/* ---- wick.KVCache ---- */
+
+static PyObject *cache_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    (void)type;
+    static char *names[] = {"model", "max_tokens", NULL};
+    PyObject *model;
+    long long max_tokens = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|L:KVCache", names, &model, &max_tokens)) return NULL;
+    if (!PyObject_TypeCheck(model, &llama_type))
+        return PyErr_Format(PyExc_TypeError, "KVCache(): model must be a wick.Llama, got %s", Py_TYPE(model)->tp_name);
+    wk_kv_cache *c;
+    Py_BEGIN_ALLOW_THREADS c = wk_kv_cache_new(((llama_obj *)model)->m, (int64_t)max_tokens);
+    Py_END_ALLOW_THREADS
+    if (!c) return wkpy_raise();
+    cache_obj *o = PyObject_New(cache_obj, &cache_type);
+    if (!o) {
+        wk_kv_cache_free(c);
+        return NULL;
+    }
+    o->c = c;
+    o->model = Py_NewRef(model);
+    o->busy = false;
+    return (PyObject *)o;
+}
+
+static void cache_dealloc(cache_obj *self) {
+    wk_kv_cache_free(self->c);
+    Py_XDECREF(self->model);
+    PyObject_Free(self);
+}
+
+static Py_ssize_t cache_len(cache_obj *self) { return (Py_ssize_t)wk_kv_cache_len(self->c); }
+
+static PyObject *c_truncate(cache_obj *self, PyObject *n) {
+    long long v = PyLong_AsLongLong(n);
+    if (v == -1 && PyErr_Occurred()) return NULL;
+    if (self->busy) return PyErr_Format(PyExc_RuntimeError, "truncate(): the cache is in use by another thread");
+    return wkpy_status(wk_kv_cache_truncate(self->c, (int64_t)v));
+}
+static PyObject *c_clear(cache_obj *self, PyObject *unused) {
+    (void)unused;
+    if (self->busy) return PyErr_Format(PyExc_RuntimeError, "clear(): the cache is in use by another thread");
+    return wkpy_status(wk_kv_cache_truncate(self->c, 0));
+}
+static PyObject *c_capacity(cache_obj *self, void *c) {
+    (void)c;
+    return PyLong_FromLongLong((long long)wk_kv_cache_capacity(self->c));
+}
+static PyObject *c_model(cache_obj *self, void *c) {
+    (void)c;
+    return Py_NewRef(self->model);
+}
+static PyObject *cache_repr(cache_obj *self) {
+    return PyUnicode_FromFormat("wick.KVCache(len=%lld, capacity=%lld)", (long long)wk_kv_cache_len(self->c),
+                                (long long)wk_kv_cache_capacity(self->c));
+}
+
+static PyMethodDef cache_methods[] = {
+    {"truncate", (PyCFunction)c_truncate, METH_O, "truncate(n)\nForget positions >= n."},
+    {"clear", (PyCFunction)c_clear, METH_NOARGS, "clear()\nForget every position."},
+    {NULL, NULL, 0, NULL},
+};
+static PyGetSetDef cache_getset[] = {
+    {"capacity", (getter)c_capacity, NULL, "Positions the cache can hold.", NULL},
+    {"model", (getter)c_model, NULL, "The model the cache belongs to.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+static PySequenceMethods cache_sequence = {.sq_length = (lenfunc)cache_len};
+
+static PyTypeObject cache_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "wick.KVCache",
+    .tp_basicsize = sizeof(cache_obj),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "KVCache(model, max_tokens=0)\nOne sequence's keys and values for every layer of model, allocated "
+              "once for max_tokens positions (0: the model's context). len() is the positions filled.",
+    .tp_new = cache_new,
+    .tp_dealloc = (destructor)cache_dealloc,
+    .tp_repr = (reprfunc)cache_repr,
+    .tp_methods = cache_methods,
+    .tp_getset = cache_getset,
+    .tp_as_sequence = &cache_sequence,
+};
+
+static int llm_init(PyObject *m) {
+    if (PyType_Ready(&llama_type) < 0 || PyType_Ready(&cache_type) < 0) return -1;
+    if (PyModule_AddObjectRef(m, "Llama", (PyObject *)&llama_type) < 0) return -1;
+    return PyModule_AddObjectRef(m, "KVCache", (PyObject *)&cache_type);
+}
+
+const wkpy_part wkpy_part_llm = {NULL, NULL, NULL, llm_init};
