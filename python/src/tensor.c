@@ -213,13 +213,14 @@ static PyBufferProcs tensor_as_buffer = {(getbufferproc)tensor_getbuffer, (relea
 static PyObject *binop(PyObject *a, PyObject *b, wk_binary_op op, bool matmul) {
     const wk_tensor *like = wkpy_check(a) ? wkpy_t(a) : wkpy_check(b) ? wkpy_t(b) : NULL;
     if (!like) Py_RETURN_NOTIMPLEMENTED;
-    if (!matmul && wkpy_check(a) && (PyFloat_CheckExact(b) || PyLong_CheckExact(b))) {
-        /* t op number: the scalar form, no rank-0 temporary */
-        double v = PyFloat_AsDouble(b);
-        if (v == -1.0 && PyErr_Occurred()) return NULL;
-        wk_tensor *r;
-        WKPY_NOGIL(wkpy_big(wkpy_t(a)), r = wk_binary_scalar(wkpy_t(a), v, op));
-        return wkpy_wrap(r);
+    if (!matmul) { /* the methods' rules: scalar forms, torch's int/float promotion */
+        PyObject *r = wkpy_elementwise(a, b, op, false);
+        if (!r && PyErr_ExceptionMatches(PyExc_TypeError) &&
+            !PyErr_ExceptionMatches(wkpy_error_class(WK_ERR_DTYPE))) {
+            PyErr_Clear(); /* an operand of a type we do not know: let Python try the other side */
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        return r;
     }
     bool ma, mb;
     wk_tensor *x = wkpy_operand(a, like, &ma);
@@ -328,19 +329,13 @@ static PyObject *richcompare(PyObject *a, PyObject *b, int op) {
     static const wk_cmp_op map[] = {[Py_LT] = WK_LT, [Py_LE] = WK_LE, [Py_EQ] = WK_EQ,
                                     [Py_NE] = WK_NE, [Py_GT] = WK_GT, [Py_GE] = WK_GE};
     if (!wkpy_check(a)) Py_RETURN_NOTIMPLEMENTED;
-    bool mb;
-    wk_tensor *y = wkpy_operand(b, wkpy_t(a), &mb);
-    if (!y) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-            PyErr_Clear();
-            Py_RETURN_NOTIMPLEMENTED;
-        }
-        return NULL;
+    /* the methods' rules (an int tensor against a float compares exactly) */
+    PyObject *r = wkpy_elementwise(a, b, map[op], true);
+    if (!r && PyErr_ExceptionMatches(PyExc_TypeError) && !PyErr_ExceptionMatches(wkpy_error_class(WK_ERR_DTYPE))) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
     }
-    wk_tensor *r;
-    WKPY_NOGIL(wkpy_big(wkpy_t(a)), r = wk_cmp(wkpy_t(a), y, map[op]));
-    if (mb) wk_tensor_free(y);
-    return wkpy_wrap(r);
+    return r;
 }
 
 /* ---- methods ---- */
