@@ -103,7 +103,7 @@ static int shape_seq(PyObject *o, int64_t *shape, int *rank) {
 }
 
 int wkpy_shape(PyObject *o, int64_t *shape, int *rank) {
-    if (PyLong_Check(o)) {
+    if (PyLong_Check(o) || (PyIndex_Check(o) && !PySequence_Check(o))) { /* numpy ints too */
         shape[0] = PyLong_AsLongLong(o);
         *rank = 1;
         return shape[0] == -1 && PyErr_Occurred() ? -1 : 0;
@@ -112,7 +112,8 @@ int wkpy_shape(PyObject *o, int64_t *shape, int *rank) {
 }
 
 int wkpy_shape_fast(PyObject *const *args, Py_ssize_t nargs, int64_t *shape, int *rank) {
-    if (nargs == 1 && !PyLong_Check(args[0])) return shape_seq(args[0], shape, rank);
+    if (nargs == 1 && !PyLong_Check(args[0]) && !(PyIndex_Check(args[0]) && !wkpy_check(args[0])))
+        return shape_seq(args[0], shape, rank);
     if (nargs > WK_MAX_RANK) {
         PyErr_Format(PyExc_ValueError, "rank %zd exceeds wick's maximum %d", nargs, WK_MAX_RANK);
         return -1;
@@ -188,6 +189,14 @@ wk_tensor *wkpy_tensor_arg(PyObject *o, const char *fname, const char *what) {
 }
 
 wk_tensor **wkpy_tensor_list(PyObject *o, const char *fname, int *n) {
+    /* a list or tuple only: the pointers are borrowed from o's items, so o
+     * itself (held by the caller) must be what holds them — a generator's
+     * temporary list would die on return */
+    if (!PyList_Check(o) && !PyTuple_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s(): expected a list or tuple of wick.Tensor, got %s", fname,
+                     Py_TYPE(o)->tp_name);
+        return NULL;
+    }
     PyObject *seq = PySequence_Fast(o, "expected a sequence of wick.Tensor");
     if (!seq) return NULL;
     Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);

@@ -115,7 +115,8 @@ int wkpy_bool(PyObject *o, bool dflt, bool *out);
 wk_tensor *wkpy_operand(PyObject *o, const wk_tensor *like, bool *owned);
 /* A Tensor argument, or a TypeError naming fname and what. */
 wk_tensor *wkpy_tensor_arg(PyObject *o, const char *fname, const char *what);
-/* A list / tuple of Tensors as a malloc'd array (free with PyMem_Free). */
+/* A list / tuple of Tensors as a malloc'd array of pointers borrowed from
+ * o's items (free with PyMem_Free; o must stay alive meanwhile). */
 wk_tensor **wkpy_tensor_list(PyObject *o, const char *fname, int *n);
 
 /* ---- convert.c ---- */
