@@ -8,5 +8,6 @@
     X(creation)       \
     X(dtypes)         \
     X(devices)        \
+    X(nn)             \
     /* end of the list */
 #endif
