@@ -79,6 +79,14 @@ static int check_same_shape(const wk_tensor *a, const wk_tensor *b, const char *
     return -1;
 }
 
+/* A ValueError naming a bad number (PyErr_Format has no %g); NULL. */
+static PyObject *bad_number(const char *fname, const char *what, double v) {
+    char num[40];
+    snprintf(num, sizeof num, "%g", v);
+    PyErr_Format(PyExc_ValueError, "%s(): %s, got %s", fname, what, num);
+    return NULL;
+}
+
 static int dim_arg(PyObject *o, const char *fname, int *dim) {
     if (!o || o == Py_None) {
         PyErr_Format(PyExc_TypeError, "%s(): dim is required (wick does not guess it)", fname);
@@ -247,7 +255,7 @@ static wk_tensor *additive_mask(const wk_tensor *mask, const wk_tensor *q) {
 static int scale_arg(PyObject *o, const char *fname, double *scale) {
     if (wkpy_double(o, 0.0, scale) < 0) return -1;
     if (o && o != Py_None && !(*scale > 0.0 && isfinite(*scale))) {
-        PyErr_Format(PyExc_ValueError, "%s(): scale must be finite and > 0 (None: 1/sqrt(D)), got %g", fname, *scale);
+        bad_number(fname, "scale must be finite and > 0 (None: 1/sqrt(D))", *scale);
         return -1;
     }
     return 0;
@@ -281,8 +289,7 @@ static PyObject *f_sdpa(PyObject *m, PyObject *const *args, Py_ssize_t nargs, Py
         wkpy_bool(a[5], false, &causal) < 0 || scale_arg(a[6], fn, &scale) < 0 || wkpy_bool(a[7], false, &gqa) < 0)
         return NULL;
     if (p != 0.0) {
-        PyErr_Format(PyExc_ValueError, "%s(): dropout_p must be 0 (wick's attention has no dropout), got %g", fn, p);
-        return NULL;
+        return bad_number(fn, "dropout_p must be 0 (wick's attention has no dropout)", p);
     }
     return attention_run(fn, q, k, v, mask, scale, causal, 0, gqa);
 }
@@ -365,8 +372,7 @@ static PyObject *f_dropout(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
         wkpy_double(a[1], 0.5, &p) < 0 || wkpy_bool(a[2], true, &training) < 0 || wkpy_bool(a[3], false, &inplace) < 0)
         return NULL;
     if (!(p >= 0.0 && p <= 1.0)) {
-        PyErr_Format(PyExc_ValueError, "dropout(): p must be in [0, 1], got %g", p);
-        return NULL;
+        return bad_number("dropout", "p must be in [0, 1]", p);
     }
     if (float_input(x, "dropout", "input") < 0) return NULL;
     if (!training || p == 0.0) return Py_NewRef(a[0]); /* torch returns the input itself */
@@ -455,8 +461,7 @@ static PyObject *f_smooth_l1_loss(PyObject *m, PyObject *const *args, Py_ssize_t
         check_same_shape(x, t, fn) < 0)
         return NULL;
     if (!(beta >= 0.0 && isfinite(beta))) {
-        PyErr_Format(PyExc_ValueError, "%s(): beta must be finite and >= 0, got %g", fn, beta);
-        return NULL;
+        return bad_number(fn, "beta must be finite and >= 0", beta);
     }
     wk_tensor *y;
     WKPY_NOGIL(wkpy_big(x), y = smooth_l1_run(x, t, beta, red));
@@ -651,10 +656,8 @@ static PyObject *class_loss_call(const char *fname, bool ce, PyObject *const *ar
     c.w = w;
     c.o.has_ignore_index = true; /* torch's default -100 is always in force */
     c.o.ignore_index = ignore;
-    if (!(c.o.label_smoothing >= 0.0 && c.o.label_smoothing <= 1.0)) {
-        PyErr_Format(PyExc_ValueError, "%s(): label_smoothing must be in [0, 1], got %g", fname, c.o.label_smoothing);
-        return NULL;
-    }
+    if (!(c.o.label_smoothing >= 0.0 && c.o.label_smoothing < 1.0)) /* wick's range (torch also takes 1) */
+        return bad_number(fname, "label_smoothing must be in [0, 1)", c.o.label_smoothing);
     if (!ce && wk_dtype_is_float(wk_tensor_dtype(t))) {
         PyErr_Format(wkpy_error_class(WK_ERR_DTYPE), "%s(): target must be class ids (an integer dtype), got %s", fname,
                      wk_dtype_name(wk_tensor_dtype(t)));
