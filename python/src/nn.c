@@ -261,7 +261,7 @@ static int scale_arg(PyObject *o, const char *fname, double *scale) {
     return 0;
 }
 
-static PyObject *attention_run(const char *fname, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
+static PyObject *attention_run(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
                                const wk_tensor *mask, double scale, bool causal, long long q_offset, bool gqa) {
     wk_tensor *am = NULL, *y = NULL;
     bool big = wkpy_big(q) || wkpy_big(k);
@@ -270,7 +270,6 @@ static PyObject *attention_run(const char *fname, const wk_tensor *q, const wk_t
     wk_attention_opts o = {.mask = am, .scale = scale, .causal = causal, .q_offset = q_offset};
     WKPY_NOGIL(big, y = gqa ? wk_attention(q, k, v, &o) : wk_scaled_dot_product_attention(q, k, v, am, scale, causal));
     wk_tensor_free(am);
-    (void)fname;
     return wkpy_wrap(y);
 }
 
@@ -288,10 +287,9 @@ static PyObject *f_sdpa(PyObject *m, PyObject *const *args, Py_ssize_t nargs, Py
         opt_tensor(a[3], fn, "attn_mask", &mask) < 0 || wkpy_double(a[4], 0.0, &p) < 0 ||
         wkpy_bool(a[5], false, &causal) < 0 || scale_arg(a[6], fn, &scale) < 0 || wkpy_bool(a[7], false, &gqa) < 0)
         return NULL;
-    if (p != 0.0) {
+    if (p != 0.0)
         return bad_number(fn, "dropout_p must be 0 (wick's attention has no dropout)", p);
-    }
-    return attention_run(fn, q, k, v, mask, scale, causal, 0, gqa);
+    return attention_run(q, k, v, mask, scale, causal, 0, gqa);
 }
 
 static PyObject *f_attention(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
@@ -308,7 +306,7 @@ static PyObject *f_attention(PyObject *m, PyObject *const *args, Py_ssize_t narg
         opt_tensor(a[3], fn, "mask", &mask) < 0 || scale_arg(a[4], fn, &scale) < 0 ||
         wkpy_bool(a[5], false, &causal) < 0 || wkpy_int(a[6], 0, &off) < 0)
         return NULL;
-    return attention_run(fn, q, k, v, mask, scale, causal, off, true);
+    return attention_run(q, k, v, mask, scale, causal, off, true);
 }
 
 /* ---- linear, swiglu, dropout ---- */
@@ -371,9 +369,8 @@ static PyObject *f_dropout(PyObject *m, PyObject *const *args, Py_ssize_t nargs,
     if (wkpy_parse("dropout", args, nargs, kw, names, 1, a) < 0 || !(x = wkpy_tensor_arg(a[0], "dropout", "input")) ||
         wkpy_double(a[1], 0.5, &p) < 0 || wkpy_bool(a[2], true, &training) < 0 || wkpy_bool(a[3], false, &inplace) < 0)
         return NULL;
-    if (!(p >= 0.0 && p <= 1.0)) {
+    if (!(p >= 0.0 && p <= 1.0))
         return bad_number("dropout", "p must be in [0, 1]", p);
-    }
     if (float_input(x, "dropout", "input") < 0) return NULL;
     if (!training || p == 0.0) return Py_NewRef(a[0]); /* torch returns the input itself */
     wk_tensor *y;
@@ -460,9 +457,8 @@ static PyObject *f_smooth_l1_loss(PyObject *m, PyObject *const *args, Py_ssize_t
         reduction_from(a[4], fn, &red) < 0 || wkpy_double(a[5], 1.0, &beta) < 0 || float_input(x, fn, "input") < 0 ||
         check_same_shape(x, t, fn) < 0)
         return NULL;
-    if (!(beta >= 0.0 && isfinite(beta))) {
+    if (!(beta >= 0.0 && isfinite(beta)))
         return bad_number(fn, "beta must be finite and >= 0", beta);
-    }
     wk_tensor *y;
     WKPY_NOGIL(wkpy_big(x), y = smooth_l1_run(x, t, beta, red));
     return wkpy_wrap(y);

@@ -517,15 +517,32 @@ def leaf(t):
 @needs_backward
 def test_gradients_match_torch(np, torch, tf):
     x = leaf(make(np, (6, 5), "f64", 1))
-    w = leaf(wick.tensor([0.5, 1.0, 2.0, 1.5, 0.7], dtype="f64"))
+    w = wick.tensor([0.5, 1.0, 2.0, 1.5, 0.7], dtype="f64")  # torch has no gradient for class weights
     xr = ref(torch, x).requires_grad_()
-    wr = ref(torch, w).requires_grad_()
+    wr = ref(torch, w)
     t = wick.tensor([0, 1, -100, 3, 4, 2])
     tr = torch.tensor([0, 1, -100, 3, 4, 2])
-    wick.cross_entropy(x, t, w, label_smoothing=0.1).backward()
-    tf.cross_entropy(xr, tr, wr, label_smoothing=0.1).backward()
-    close(np, x.grad, xr.grad, "f64")
-    close(np, w.grad, wr.grad, "f64")
+    for weight, weight_r, ls in [(None, None, 0.0), (w, wr, 0.0), (w, wr, 0.1), (None, None, 0.2)]:
+        x.grad = None
+        xr.grad = None
+        wick.cross_entropy(x, t, weight, label_smoothing=ls).backward()
+        tf.cross_entropy(xr, tr, weight_r, label_smoothing=ls).backward()
+        close(np, x.grad, xr.grad, "f64")
+    # probability targets on (N, C, d)
+    xs = leaf(make(np, (2, 3, 4), "f64", 6))
+    xsr = ref(torch, xs).requires_grad_()
+    pn = np.random.default_rng(1).random((2, 3, 4))
+    wick.cross_entropy(xs, wick.tensor(pn), label_smoothing=0.1).backward()
+    tf.cross_entropy(xsr, torch.from_numpy(pn), label_smoothing=0.1).backward()
+    close(np, xs.grad, xsr.grad, "f64")
+    # bce with logits, pos_weight
+    z = leaf(make(np, (4, 3), "f64", 7))
+    zr = ref(torch, z).requires_grad_()
+    yz = wick.tensor(np.random.default_rng(2).random((4, 3)))
+    pw = wick.tensor([0.5, 2.0, 3.0], dtype="f64")
+    wick.binary_cross_entropy_with_logits(z, yz, pos_weight=pw).backward()
+    tf.binary_cross_entropy_with_logits(zr, ref(torch, yz), pos_weight=ref(torch, pw)).backward()
+    close(np, z.grad, zr.grad, "f64")
     # layer_norm over two trailing dims, through the reshapes
     y = leaf(make(np, (3, 2, 4), "f64", 2))
     g = leaf(make(np, (2, 4), "f64", 3))
