@@ -217,6 +217,148 @@ static PyObject *f_rms_norm(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     return wkpy_wrap(y);
 }
 
+/* A per-channel vector (C) shaped to broadcast over (N, C, d...) of rank r. */
+static wk_tensor *channel_view(const wk_tensor *v, int r) {
+    int64_t shape[WK_MAX_RANK];
+    shape[0] = wk_numel(v);
+    for (int i = 1; i < r - 1; i++) shape[i] = 1;
+    return wk_reshape(v, shape, r - 1);
+}
+
+static wk_tensor *channel_affine(wk_tensor *y, const wk_tensor *w, const wk_tensor *b, int r) {
+    if (w) y = wk_mul(y, channel_view(w, r));
+    if (b) y = wk_add(y, channel_view(b, r));
+    return y;
+}
+
+/* (N, C, d...) as (N, G, C/G * d...): wick's layer_norm over the last dim
+ * normalises each group; the affine is per channel. */
+static wk_tensor *group_norm_run(const wk_tensor *x, int64_t groups, const wk_tensor *w, const wk_tensor *b,
+                                 double eps) {
+    int r = wk_rank(x);
+    int64_t rest = wk_dim(x, 1) / groups;
+    for (int i = 2; i < r; i++) rest *= wk_dim(x, i);
+    wk_scope_begin();
+    wk_tensor *g = wk_layer_norm(wk_reshape(x, (int64_t[]){wk_dim(x, 0), groups, rest}, 3), NULL, NULL, eps);
+    return leave_scope(channel_affine(wk_reshape(g, wk_shape(x), r), w, b, r));
+}
+
+/* weight / bias: None or (C) */
+static int channel_params_ok(const char *fname, const wk_tensor *x, const wk_tensor *const *ps, int n) {
+    for (int i = 0; i < n; i++)
+        if (ps[i] && (wk_rank(ps[i]) != 1 || wk_dim(ps[i], 0) != wk_dim(x, 1))) {
+            char dx[300], dp[300];
+            wk_tensor_describe(x, dx, sizeof dx);
+            wk_tensor_describe(ps[i], dp, sizeof dp);
+            PyErr_Format(wkpy_error_class(WK_ERR_SHAPE), "%s(): per-channel tensors must be (C) for input %s, got %s",
+                         fname, dx, dp);
+            return -1;
+        }
+    return 0;
+}
+
+static int channels_input_ok(const char *fname, const wk_tensor *x) {
+    if (wk_rank(x) >= 2) return float_input(x, fname, "input");
+    PyErr_Format(wkpy_error_class(WK_ERR_SHAPE), "%s(): input must be (N, C, ...), got rank %d", fname, wk_rank(x));
+    return -1;
+}
+
+static PyObject *f_group_norm(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    (void)m;
+    static const char *const fn = "group_norm";
+    static const char *const names[] = {"input", "num_groups", "weight", "bias", "eps", NULL};
+    PyObject *a[5];
+    wk_tensor *x, *w, *b;
+    long long groups;
+    double eps;
+    if (wkpy_parse(fn, args, nargs, kw, names, 2, a) < 0 || !(x = wkpy_tensor_arg(a[0], fn, "input")) ||
+        wkpy_int(a[1], 1, &groups) < 0 || opt_tensor(a[2], fn, "weight", &w) < 0 ||
+        opt_tensor(a[3], fn, "bias", &b) < 0 || wkpy_double(a[4], 1e-5, &eps) < 0 || channels_input_ok(fn, x) < 0 ||
+        channel_params_ok(fn, x, (const wk_tensor *[]){w, b}, 2) < 0)
+        return NULL;
+    if (groups < 1 || wk_dim(x, 1) % groups) {
+        PyErr_Format(wkpy_error_class(WK_ERR_SHAPE), "%s(): %lld channels do not split into %lld groups", fn,
+                     (long long)wk_dim(x, 1), groups);
+        return NULL;
+    }
+    wk_tensor *y;
+    WKPY_NOGIL(wkpy_big(x), y = group_norm_run(x, groups, w, b, eps));
+    return wkpy_wrap(y);
+}
+
+typedef struct bn_args {
+    const wk_tensor *x, *w, *b;
+    wk_tensor *rm, *rv; /* running stats, updated in place when training */
+    bool training;
+    double momentum, eps;
+} bn_args;
+
+/* torch's batch_norm: batch statistics over every dim but the channels
+ * when training (biased variance to normalise, the unbiased one into the
+ * running variance, updated unrecorded), the running ones otherwise. */
+static wk_tensor *batch_norm_run(const bn_args *c) {
+    const wk_tensor *x = c->x;
+    int r = wk_rank(x), dims[WK_MAX_RANK], nd = 0;
+    for (int i = 0; i < r; i++)
+        if (i != 1) dims[nd++] = i;
+    wk_scope_begin();
+    wk_tensor *mean, *var, *y = NULL;
+    if (c->training) {
+        mean = wk_mean(x, dims, nd, true);
+        var = wk_mean(wk_sqr(wk_sub(x, mean)), dims, nd, true);
+        if (c->rm || c->rv) {
+            double n = (double)wk_numel(x) / (double)wk_dim(x, 1), m = c->momentum;
+            bool ok = true;
+            wk_no_grad_begin();
+            if (c->rm) {
+                wk_tensor *nm = wk_add(wk_affine(c->rm, 1.0 - m, 0.0), wk_affine(wk_flatten_all(mean), m, 0.0));
+                ok = nm && wk_copy_(c->rm, nm) == WK_OK;
+            }
+            if (ok && c->rv) {
+                wk_tensor *nv =
+                    wk_add(wk_affine(c->rv, 1.0 - m, 0.0), wk_affine(wk_flatten_all(var), m * n / (n - 1.0), 0.0));
+                ok = nv && wk_copy_(c->rv, nv) == WK_OK;
+            }
+            wk_no_grad_end();
+            if (!ok) mean = NULL; /* the error stays pending: the result is NULL */
+        }
+    } else {
+        mean = channel_view(c->rm, r);
+        var = channel_view(c->rv, r);
+    }
+    if (mean && var) y = wk_div(wk_sub(x, mean), wk_sqrt(wk_affine(var, 1.0, c->eps)));
+    return leave_scope(channel_affine(y, c->w, c->b, r));
+}
+
+static PyObject *f_batch_norm(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    (void)m;
+    static const char *const fn = "batch_norm";
+    static const char *const names[] = {"input", "running_mean", "running_var", "weight", "bias",
+                                        "training", "momentum", "eps", NULL};
+    PyObject *a[8];
+    bn_args c;
+    wk_tensor *x, *rm, *rv, *w, *b;
+    if (wkpy_parse(fn, args, nargs, kw, names, 3, a) < 0 || !(x = wkpy_tensor_arg(a[0], fn, "input")) ||
+        opt_tensor(a[1], fn, "running_mean", &rm) < 0 || opt_tensor(a[2], fn, "running_var", &rv) < 0 ||
+        opt_tensor(a[3], fn, "weight", &w) < 0 || opt_tensor(a[4], fn, "bias", &b) < 0 ||
+        wkpy_bool(a[5], false, &c.training) < 0 || wkpy_double(a[6], 0.1, &c.momentum) < 0 ||
+        wkpy_double(a[7], 1e-5, &c.eps) < 0 || channels_input_ok(fn, x) < 0 ||
+        channel_params_ok(fn, x, (const wk_tensor *[]){rm, rv, w, b}, 4) < 0)
+        return NULL;
+    if (!c.training && (!rm || !rv)) {
+        PyErr_Format(PyExc_ValueError, "%s(): running_mean and running_var are needed when not training", fn);
+        return NULL;
+    }
+    if (c.training && wk_numel(x) <= wk_dim(x, 1)) {
+        PyErr_Format(PyExc_ValueError, "%s(): expected more than 1 value per channel when training", fn);
+        return NULL;
+    }
+    c.x = x, c.w = w, c.b = b, c.rm = rm, c.rv = rv;
+    wk_tensor *y;
+    WKPY_NOGIL(wkpy_big(x), y = batch_norm_run(&c));
+    return wkpy_wrap(y);
+}
+
 /* ---- rotary embeddings ---- */
 
 static PyObject *rope_run(const char *fname, bool thd, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
@@ -530,6 +672,43 @@ static PyObject *f_bce(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyO
     return wkpy_wrap(y);
 }
 
+/* target (log(target) - input), 0 where target is 0 (torch's xlogy); with
+ * log_target, exp(target) (target - input). batchmean: the sum over dim 0's size. */
+static wk_tensor *kl_div_run(const wk_tensor *x, const wk_tensor *t, wk_reduction red, bool batchmean, bool log_t) {
+    wk_scope_begin();
+    wk_tensor *l;
+    if (log_t) l = wk_mul(wk_exp(t), wk_sub(t, x));
+    else {
+        wk_tensor *zero = scalar_like(0.0, t);
+        l = wk_sub(wk_where(wk_cmp_scalar(t, 0.0, WK_GT), wk_mul(t, wk_log(t)), zero), wk_mul(t, x));
+    }
+    if (batchmean) {
+        double n = wk_rank(x) ? (double)wk_dim(x, 0) : 1.0;
+        return leave_scope(wk_affine(wk_sum_all(l), 1.0 / n, 0.0));
+    }
+    return leave_scope(reduce_loss(l, red));
+}
+
+static PyObject *f_kl_div(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    (void)m;
+    static const char *const fn = "kl_div";
+    static const char *const names[] = {"input", "target", "size_average", "reduce", "reduction", "log_target", NULL};
+    PyObject *a[6];
+    wk_tensor *x, *t;
+    wk_reduction red = WK_REDUCE_MEAN_LOSS;
+    bool batchmean = false, log_t;
+    if (wkpy_parse(fn, args, nargs, kw, names, 2, a) < 0 || !(x = wkpy_tensor_arg(a[0], fn, "input")) ||
+        !(t = wkpy_tensor_arg(a[1], fn, "target")) || no_legacy(fn, a[2], a[3]) < 0 ||
+        wkpy_bool(a[5], false, &log_t) < 0)
+        return NULL;
+    if (a[4] && PyUnicode_Check(a[4]) && PyUnicode_CompareWithASCIIString(a[4], "batchmean") == 0) batchmean = true;
+    else if (reduction_from(a[4], fn, &red) < 0) return NULL;
+    if (float_input(x, fn, "input") < 0 || check_same_shape(x, t, fn) < 0) return NULL;
+    wk_tensor *y;
+    WKPY_NOGIL(wkpy_big(x), y = kl_div_run(x, t, red, batchmean, log_t));
+    return wkpy_wrap(y);
+}
+
 /* ---- classification losses ----
  * wick's entries take (N, C) and (N) class ids; torch also takes (C) with
  * a rank-0 target, (N, C, d1, ...) with (N, d1, ...), class weights, and
@@ -718,6 +897,14 @@ static PyMethodDef nn_functions[] = {
     {"rms_norm", FAST(f_rms_norm),
      "rms_norm(input, weight=None, eps=1e-06)\nx / sqrt(mean(x^2) + eps) * weight over the last dim (candle / "
      "llama's rms_norm; weight 1-D of the last dim's size, None: ones)."},
+    {"group_norm", FAST(f_group_norm),
+     "group_norm(input, num_groups, weight=None, bias=None, eps=1e-05)\nNormalises (N, C, ...) over each group of "
+     "C / num_groups channels and the other dims (biased variance), then weight and bias (C) per channel."},
+    {"batch_norm", FAST(f_batch_norm),
+     "batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, "
+     "eps=1e-05)\nPer-channel normalisation of (N, C, ...), as torch's: training uses the batch's statistics "
+     "(biased variance) and updates running_mean / running_var in place (momentum, unbiased variance; None: not "
+     "kept); otherwise the running ones."},
     {"rope", FAST(f_rope),
      "rope(input, cos, sin, interleaved=False)\nRotary embedding of x (B, H, T, D), D even, with cos / sin "
      "(T, D/2): pairs (x[i], x[i + D/2]) rotate (GPT-NeoX, candle's rope), or (x[2i], x[2i+1]) when interleaved "
@@ -762,6 +949,11 @@ static PyMethodDef nn_functions[] = {
     {"binary_cross_entropy", FAST(f_bce),
      "binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction='mean')\n"
      "-(y log p + (1 - y) log(1 - p)) on probabilities, each log clamped at -100 (torch's rule)."},
+    {"kl_div", FAST(f_kl_div),
+     "kl_div(input, target, size_average=None, reduce=None, reduction='mean', log_target=False)\nKL divergence of "
+     "log-probabilities input from target (probabilities, or log-probabilities with log_target), pointwise "
+     "target (log target - input) with 0 where target is 0; reduction also 'batchmean' (the sum over dim 0's "
+     "size, the true KL divergence)."},
     {"cross_entropy", FAST(f_cross_entropy),
      "cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, "
      "reduction='mean', label_smoothing=0.0)\nlog_softmax over the class dim then the negative "

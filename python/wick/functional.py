@@ -10,11 +10,14 @@ by name when called, so this module imports whatever the build has.
 from . import _wick
 from ._wick import (  # noqa: F401
     attention,
+    batch_norm,
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
     dropout,
+    group_norm,
     huber_loss,
+    kl_div,
     l1_loss,
     layer_norm,
     linear,
@@ -31,8 +34,8 @@ from ._wick import (  # noqa: F401
 )
 
 __all__ = [
-    "attention", "avg_pool2d", "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv1d", "conv2d",
-    "cross_entropy", "dropout", "elu", "embedding", "gelu", "huber_loss", "l1_loss", "layer_norm", "leaky_relu",
+    "attention", "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv1d", "conv2d",
+    "cross_entropy", "dropout", "elu", "embedding", "gelu", "group_norm", "huber_loss", "kl_div", "l1_loss", "layer_norm", "leaky_relu",
     "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "pad", "relu", "rms_norm", "rope", "rope_thd",
     "scaled_dot_product_attention", "sigmoid", "silu", "smooth_l1_loss", "softmax", "swiglu", "tanh",
 ]

@@ -26,8 +26,8 @@ from ._wick import Tensor
 sys.modules[__name__ + ".functional"] = functional
 
 __all__ = [
-    "BCELoss", "BCEWithLogitsLoss", "Conv2d", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "GELU",
-    "HuberLoss", "Identity", "L1Loss", "LayerNorm", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleDict",
+    "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss", "Dropout",
+    "Embedding", "Flatten", "GELU", "GroupNorm", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LayerNorm", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleDict",
     "ModuleList", "NLLLoss", "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss",
     "Softmax", "Tanh", "functional",
 ]
@@ -487,6 +487,90 @@ class RMSNorm(Module):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
+class GroupNorm(Module):
+    """GroupNorm(num_groups, num_channels, eps=1e-05, affine=True, device=None, dtype=None)
+
+    Normalises (N, C, ...) over each group of channels; weight ones and bias
+    zeros per channel."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+        super().__init__()
+        if num_groups < 1 or num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels {num_channels} must be divisible by num_groups {num_groups}")
+        self.num_groups, self.num_channels = int(num_groups), int(num_channels)
+        self.eps, self.affine = float(eps), bool(affine)
+        if affine:
+            self.weight = Parameter(_wick.ones(num_channels, dtype=dtype, device=device))
+            self.bias = Parameter(_wick.zeros(num_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, input):
+        return functional.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class _BatchNorm(Module):
+    _ranks = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = int(num_features), float(eps), momentum
+        self.affine, self.track_running_stats = bool(affine), bool(track_running_stats)
+        if affine:
+            self.weight = Parameter(_wick.ones(num_features, dtype=dtype, device=device))
+            self.bias = Parameter(_wick.zeros(num_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", _wick.zeros(num_features, dtype=dtype, device=device))
+            self.register_buffer("running_var", _wick.ones(num_features, dtype=dtype, device=device))
+            self.register_buffer("num_batches_tracked", _wick.zeros((), dtype="i64", device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def forward(self, input):
+        if input.ndim not in self._ranks:
+            raise ValueError(f"{type(self).__name__}: expected a rank in {self._ranks}, got input of shape {input.shape}")
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked += 1
+            if self.momentum is None:  # a cumulative moving average, as torch's
+                factor = 1.0 / int(self.num_batches_tracked)
+        batch_stats = self.training or self.running_mean is None
+        keep = not self.training or self.track_running_stats
+        return functional.batch_norm(input, self.running_mean if keep else None, self.running_var if keep else None,
+                                     self.weight, self.bias, batch_stats, factor, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """BatchNorm1d(num_features, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None)
+
+    Per-channel normalisation of (N, C) or (N, C, L): batch statistics in
+    training (updating the running ones), the running ones in eval()."""
+
+    _ranks = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """BatchNorm2d(num_features, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None)
+
+    Per-channel normalisation of (N, C, H, W), as BatchNorm1d."""
+
+    _ranks = (4,)
+
+
 class Conv2d(Module):
     """Conv2d(in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True, device=None, dtype=None)
 
@@ -843,6 +927,19 @@ class BCEWithLogitsLoss(_Loss):
     def forward(self, input, target):
         return functional.binary_cross_entropy_with_logits(input, target, weight=self.weight,
                                                            reduction=self.reduction, pos_weight=self.pos_weight)
+
+
+class KLDivLoss(Module):
+    """KLDivLoss(reduction='mean', log_target=False)"""
+
+    def __init__(self, reduction="mean", log_target=False):
+        super().__init__()
+        if reduction not in ("mean", "sum", "none", "batchmean"):
+            raise ValueError(f"reduction must be 'mean', 'sum', 'none' or 'batchmean', got {reduction!r}")
+        self.reduction, self.log_target = reduction, bool(log_target)
+
+    def forward(self, input, target):
+        return functional.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
 class CrossEntropyLoss(_Loss):

@@ -144,6 +144,82 @@ def test_rms_norm(np, torch, dt):
         wick.rms_norm(x, wick.ones(8, dtype=dt))
 
 
+@pytest.mark.parametrize("dt", ["f32", "f64", "bf16"])
+def test_group_norm(np, torch, tf, dt):
+    x = make(np, (3, 6, 4, 2), dt, scale=2)
+    w, b = make(np, (6,), dt, 1), make(np, (6,), dt, 2)
+    xr, wr, br = ref(torch, x), ref(torch, w), ref(torch, b)
+    for g in (1, 2, 3, 6):
+        close(np, wick.group_norm(x, g, w, b), tf.group_norm(xr, g, wr, br), dt)
+    close(np, F.group_norm(x, 2, eps=0.1), tf.group_norm(xr, 2, eps=0.1), dt)
+    x3 = make(np, (2, 4, 5), dt)  # (N, C, L), and a transposed (N, L, C) storage
+    close(np, wick.group_norm(x3, 2), tf.group_norm(ref(torch, x3), 2), dt)
+    xt = make(np, (2, 5, 4), dt)
+    close(np, wick.group_norm(xt.mT, 4, w[:4]), tf.group_norm(ref(torch, xt).transpose(1, 2), 4, wr[:4]), dt)
+
+
+def test_group_norm_errors(np):
+    x = make(np, (2, 6, 3))
+    with pytest.raises(wick.ShapeError, match="groups"):
+        wick.group_norm(x, 4)
+    with pytest.raises(wick.ShapeError, match="groups"):
+        wick.group_norm(x, 0)
+    with pytest.raises(wick.ShapeError):
+        wick.group_norm(x, 2, wick.ones(3))
+    with pytest.raises(wick.ShapeError):
+        wick.group_norm(make(np, (6,)), 2)
+    with pytest.raises(wick.DTypeError):
+        wick.group_norm(wick.ones(2, 4, dtype="i32"), 2)
+
+
+@pytest.mark.parametrize("shape", [(8, 3), (4, 3, 5), (2, 3, 4, 4)])
+def test_batch_norm(np, torch, tf, shape):
+    x = make(np, shape, "f64", scale=3)
+    xr = ref(torch, x)
+    w, b = make(np, (3,), "f64", 1), make(np, (3,), "f64", 2)
+    wr, br = ref(torch, w), ref(torch, b)
+    rm, rv = wick.zeros(3, dtype="f64"), wick.ones(3, dtype="f64")
+    rmr, rvr = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    for step in range(3):  # training: batch statistics, the running ones move
+        xs = make(np, shape, "f64", seed=10 + step, scale=2)
+        close(np, wick.batch_norm(xs, rm, rv, w, b, training=True, momentum=0.3),
+              tf.batch_norm(ref(torch, xs), rmr, rvr, wr, br, training=True, momentum=0.3), "f64")
+        close(np, rm, rmr, "f64")
+        close(np, rv, rvr, "f64")  # the unbiased variance
+    close(np, wick.batch_norm(x, rm, rv, w, b), tf.batch_norm(xr, rmr, rvr, wr, br), "f64")  # eval: running stats
+    close(np, F.batch_norm(x, None, None, training=True), tf.batch_norm(xr, None, None, training=True), "f64")
+    before = rm.tolist()
+    wick.batch_norm(x, rm, rv, training=False)
+    assert rm.tolist() == before  # eval does not touch the running stats
+
+
+def test_batch_norm_dtypes_and_views(np, torch, tf):
+    for dt in ("f32", "bf16"):
+        x = make(np, (6, 4, 3), dt)
+        rm, rv = wick.zeros(4, dtype=dt), wick.ones(4, dtype=dt)
+        close(np, wick.batch_norm(x, rm, rv, training=True), tf.batch_norm(ref(torch, x), None, None, training=True),
+              dt)
+    xt = make(np, (3, 5), "f64")
+    close(np, wick.batch_norm(xt.mT, None, None, training=True),
+          tf.batch_norm(ref(torch, xt).T, None, None, training=True), "f64")
+
+
+def test_batch_norm_errors(np):
+    x = make(np, (4, 3, 2))
+    with pytest.raises(ValueError, match="running_mean"):
+        wick.batch_norm(x, None, None)
+    with pytest.raises(ValueError, match="more than 1 value"):
+        wick.batch_norm(make(np, (1, 3)), None, None, training=True)
+    with pytest.raises(wick.ShapeError):
+        wick.batch_norm(x, wick.zeros(4), wick.ones(4))
+    with pytest.raises(wick.ShapeError):
+        wick.batch_norm(make(np, (3,)), None, None, training=True)
+    with pytest.raises(wick.DTypeError):
+        wick.batch_norm(x, wick.zeros(3, dtype="f64"), wick.ones(3, dtype="f64"))
+    with pytest.raises(TypeError):
+        wick.batch_norm(x, [0.0] * 3, [1.0] * 3)
+
+
 # ------------------------------------------------------------------ rope
 
 
@@ -395,6 +471,28 @@ def test_elementwise_loss_errors(np):
         wick.mse_loss(x, x, True)
 
 
+@pytest.mark.parametrize("red", REDUCTIONS + ["batchmean"])
+def test_kl_div(np, torch, tf, red):
+    import warnings
+
+    x = wick.log_softmax(make(np, (4, 5), "f64", 1), 1)
+    tn = np.random.default_rng(3).random((4, 5))
+    tn[0, 1] = 0.0  # a zero target contributes 0 (xlogy), not NaN
+    tn /= tn.sum(1, keepdims=True)
+    t = wick.tensor(tn)
+    xr, tr = ref(torch, x), torch.from_numpy(tn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's note on 'mean'
+        close(np, wick.kl_div(x, t, reduction=red), tf.kl_div(xr, tr, reduction=red), "f64")
+        lt = wick.log_softmax(make(np, (4, 5), "f64", 4), 1)
+        close(np, F.kl_div(x, lt, reduction=red, log_target=True),
+              tf.kl_div(xr, ref(torch, lt), reduction=red, log_target=True), "f64")
+    with pytest.raises(wick.ShapeError):
+        wick.kl_div(x, make(np, (5, 4), "f64"))
+    with pytest.raises(ValueError, match="reduction"):
+        wick.kl_div(x, t, reduction="batch")
+
+
 # --------------------------------------------------------- classification
 
 
@@ -558,6 +656,28 @@ def test_gradients_match_torch(np, torch, tf):
     tf.softmax(tf.linear(ar, br), 1).sum().backward()
     close(np, a.grad, ar.grad, "f64")
     close(np, b.grad, br.grad, "f64")
+
+
+@needs_backward
+def test_norm_gradients_match_torch(np, torch, tf):
+    x = leaf(make(np, (4, 6, 3), "f64", 1))
+    w, b = leaf(make(np, (6,), "f64", 2)), leaf(make(np, (6,), "f64", 3))
+    xr, wr, br = (ref(torch, t).requires_grad_() for t in (x, w, b))
+    c = make(np, (4, 6, 3), "f64", 4)  # a random cotangent
+    cr = ref(torch, c)
+    (wick.group_norm(x, 3, w, b) * c).sum().backward()
+    (tf.group_norm(xr, 3, wr, br) * cr).sum().backward()
+    for ours, theirs in ((x, xr), (w, wr), (b, br)):
+        close(np, ours.grad, theirs.grad, "f64")
+        ours.grad = None
+    rm, rv = wick.zeros(6, dtype="f64"), wick.ones(6, dtype="f64")
+    (wick.batch_norm(x, rm, rv, w, b, training=True) * c).sum().backward()
+    xr.grad = wr.grad = br.grad = None
+    (tf.batch_norm(xr, torch.zeros(6, dtype=torch.float64), torch.ones(6, dtype=torch.float64), wr, br,
+                   training=True) * cr).sum().backward()
+    for ours, theirs in ((x, xr), (w, wr), (b, br)):
+        close(np, ours.grad, theirs.grad, "f64")
+    assert not rm.requires_grad and not rv.requires_grad  # the running stats stay out of the graph
 
 
 @needs_backward

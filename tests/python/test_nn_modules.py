@@ -201,6 +201,55 @@ def test_layer_norm_and_rms_norm_modules(np, torch):
         nn.RMSNorm((3, 4))
 
 
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_batch_norm_modules_match_torch(np, torch, momentum):
+    for ours_cls, theirs_cls, shape in [(nn.BatchNorm1d, torch.nn.BatchNorm1d, (8, 3)),
+                                        (nn.BatchNorm1d, torch.nn.BatchNorm1d, (4, 3, 5)),
+                                        (nn.BatchNorm2d, torch.nn.BatchNorm2d, (2, 3, 4, 4))]:
+        theirs = theirs_cls(3, momentum=momentum).double()
+        with torch.no_grad():
+            theirs.weight.normal_()
+            theirs.bias.normal_()
+        ours = ours_cls(3, momentum=momentum, dtype="f64")
+        assert list(ours.state_dict()) == list(theirs.state_dict())
+        ours.load_state_dict(theirs.state_dict())
+        for step in range(3):
+            x = randn(np, *shape, seed=step, dtype="f64")
+            close(np, ours(x), theirs(torch.tensor(arr(np, x))), 1e-10)
+        close(np, ours.running_mean, theirs.running_mean, 1e-12)
+        close(np, ours.running_var, theirs.running_var, 1e-12)
+        assert ours.num_batches_tracked.item() == theirs.num_batches_tracked.item() == 3
+        ours.eval()
+        theirs.eval()
+        x = randn(np, *shape, seed=9, dtype="f64")
+        close(np, ours(x), theirs(torch.tensor(arr(np, x))), 1e-10)
+        assert ours.num_batches_tracked.item() == 3  # eval leaves the counters alone
+    free = nn.BatchNorm1d(3, affine=False, track_running_stats=False)
+    assert list(free.state_dict()) == [] and list(free.parameters()) == []
+    x = randn(np, 5, 3)
+    close(np, free.eval()(x), torch.nn.BatchNorm1d(3, affine=False, track_running_stats=False).eval()(
+        torch.tensor(arr(np, x), dtype=torch.float32)), 1e-5)
+    with pytest.raises(ValueError, match="rank"):
+        nn.BatchNorm2d(3)(randn(np, 4, 3))
+    assert repr(nn.BatchNorm2d(4)) == "BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"
+
+
+def test_group_norm_module(np, torch):
+    torch.manual_seed(1)
+    theirs = torch.nn.GroupNorm(2, 6).double()
+    with torch.no_grad():
+        theirs.weight.normal_()
+        theirs.bias.normal_()
+    ours = nn.GroupNorm(2, 6, dtype="f64")
+    assert arr(np, ours.weight).tolist() == [1.0] * 6
+    ours.load_state_dict(theirs.state_dict())
+    x = randn(np, 3, 6, 5, dtype="f64")
+    close(np, ours(x), theirs(torch.tensor(arr(np, x))), 1e-10)
+    assert list(nn.GroupNorm(3, 6, affine=False).parameters()) == []
+    with pytest.raises(ValueError, match="divisible"):
+        nn.GroupNorm(4, 6)
+
+
 def test_sequential_matches_torch(np, torch):
     torch.manual_seed(3)
     tm = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.LayerNorm(8), torch.nn.Dropout(0.5),
@@ -331,6 +380,8 @@ def test_loss_modules_match_torch(np, torch):
         (nn.CrossEntropyLoss(ignore_index=3, reduction="none"),
          torch.nn.CrossEntropyLoss(ignore_index=3, reduction="none"), x, wick.tensor([0, 3, 3, 1, 2, 3])),
         (nn.NLLLoss(weight=w), torch.nn.NLLLoss(weight=wr), x, t),
+        (nn.KLDivLoss(reduction="batchmean"), torch.nn.KLDivLoss(reduction="batchmean"), x, p),
+        (nn.KLDivLoss(reduction="sum", log_target=True), torch.nn.KLDivLoss(reduction="sum", log_target=True), x, y),
     ]
     for ours, theirs, a, b in pairs:
         ar = torch.tensor(arr(np, a))
