@@ -9,5 +9,6 @@
     X(dtypes)         \
     X(devices)        \
     X(nn)             \
+    X(nn_loss)        \
     /* end of the list */
 #endif
