@@ -3,9 +3,10 @@
 The nn ops and losses are C functions of wick._wick (python/src/nn.c),
 re-exported here. Activations are the elementwise part's Tensor methods,
 spelled as torch spells them: gelu(approximate="none") is the exact erf
-form (t.gelu_erf()), "tanh" the tanh approximation (t.gelu()). Ops owned by
-other parts of the binding (embedding, conv2d, pooling, pad) are looked up
-by name when called, so this module imports whatever the build has.
+form (t.gelu_erf()), "tanh" the tanh approximation (t.gelu()). Ops other parts
+of the binding provide with torch's signatures (embedding, conv1d / conv2d,
+pooling, interpolate, pad) are those C functions themselves where the build
+has them; without them, using the name raises an AttributeError saying so.
 """
 from . import _wick
 from ._wick import (  # noqa: F401
@@ -34,10 +35,10 @@ from ._wick import (  # noqa: F401
 )
 
 __all__ = [
-    "attention", "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv1d", "conv2d",
-    "cross_entropy", "dropout", "elu", "embedding", "gelu", "group_norm", "huber_loss", "kl_div", "l1_loss", "layer_norm", "leaky_relu",
-    "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "pad", "relu", "rms_norm", "rope", "rope_thd",
-    "scaled_dot_product_attention", "sigmoid", "silu", "smooth_l1_loss", "softmax", "swiglu", "tanh",
+    "attention", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout",
+    "elu", "gelu", "group_norm", "huber_loss", "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear",
+    "log_softmax", "mse_loss", "nll_loss", "relu", "rms_norm", "rope", "rope_thd", "scaled_dot_product_attention",
+    "sigmoid", "silu", "smooth_l1_loss", "softmax", "swiglu", "tanh",
 ]
 
 
@@ -106,43 +107,18 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return _inplace(input, r) if inplace else r
 
 
-def embedding(input, weight):
-    """embedding(input, weight)
-
-    Rows of weight (num, dim) at the ids input: shape input.shape + (dim,)."""
-    return _wick.embedding(input, weight)
-
-
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)
-
-    torch's conv1d (wick.conv1d)."""
-    return _wick.conv1d(input, weight, bias, stride, padding, dilation, groups)
+# Ops other parts of the binding provide with torch's signatures already: the
+# C functions themselves, where this build has them.
+_FORWARDED = ("embedding", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
+              "avg_pool1d", "avg_pool2d", "interpolate", "upsample", "pad", "one_hot")
+for _name in _FORWARDED:
+    if hasattr(_wick, _name):
+        globals()[_name] = getattr(_wick, _name)
+        __all__.append(_name)
+del _name
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)
-
-    torch's conv2d (wick.conv2d)."""
-    return _wick.conv2d(input, weight, bias, stride, padding, dilation, groups)
-
-
-def max_pool2d(input, kernel_size, stride=None, padding=0):
-    """max_pool2d(input, kernel_size, stride=None, padding=0)
-
-    torch's max_pool2d (wick.max_pool2d)."""
-    return _wick.max_pool2d(input, kernel_size, stride, padding)
-
-
-def avg_pool2d(input, kernel_size, stride=None, padding=0):
-    """avg_pool2d(input, kernel_size, stride=None, padding=0)
-
-    torch's avg_pool2d (wick.avg_pool2d)."""
-    return _wick.avg_pool2d(input, kernel_size, stride, padding)
-
-
-def pad(input, pad, mode="constant", value=0.0):
-    """pad(input, pad, mode='constant', value=0.0)
-
-    torch's pad (wick.pad): pairs of (left, right) from the last dim."""
-    return _wick.pad(input, pad, mode, value)
+def __getattr__(name):
+    if name in _FORWARDED:
+        raise AttributeError(f"wick.nn.functional.{name} needs wick.{name}, which this build of wick does not have")
+    raise AttributeError(f"module 'wick.nn.functional' has no attribute '{name}'")

@@ -20,16 +20,18 @@ import weakref
 
 from . import _wick
 from . import functional
+from . import nn_init as init
 from ._wick import Tensor
 
-# `import wick.nn.functional as F` finds the module here (nn is a module, not a package)
+# `import wick.nn.functional as F` / `wick.nn.init` find the modules here (nn is a module, not a package)
 sys.modules[__name__ + ".functional"] = functional
+sys.modules[__name__ + ".init"] = init
 
 __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss", "Dropout",
     "Embedding", "Flatten", "GELU", "GroupNorm", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LayerNorm", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleDict",
     "ModuleList", "NLLLoss", "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss",
-    "Softmax", "Tanh", "functional",
+    "Softmax", "Tanh", "functional", "init",
 ]
 
 # id -> the tensor Parameter() made; an entry leaves with its tensor (weak values)

@@ -482,6 +482,51 @@ def test_training_step_gradients_match_torch(np, torch):
     assert all(p.grad is None for p in m.parameters())
 
 
+def test_init(np, torch):
+    import wick.nn.init as init
+
+    assert init is nn.init
+    wick.manual_seed(2)
+    p = nn.Parameter(wick.zeros(300, 200))
+    assert init.uniform_(p, -0.5, 2.0) is p and p.requires_grad and p.is_leaf
+    a = arr(np, p)
+    assert a.min() >= -0.5 and a.max() < 2.0 and abs(a.mean() - 0.75) < 0.02
+    a = arr(np, init.normal_(p, 1.0, 0.5))
+    assert abs(a.mean() - 1.0) < 0.01 and abs(a.std() - 0.5) < 0.01
+    assert arr(np, init.constant_(p, 3.0)).min() == 3.0 and arr(np, init.zeros_(p)).max() == 0.0
+    assert arr(np, init.ones_(p)).min() == 1.0
+    bound = math.sqrt(6.0 / 500)
+    a = arr(np, init.xavier_uniform_(p))
+    assert np.abs(a).max() <= bound and abs(a.std() - bound / math.sqrt(3)) < 0.02 * bound
+    a = arr(np, init.xavier_normal_(p, gain=2.0))
+    assert abs(a.std() - 2.0 * math.sqrt(2.0 / 500)) < 0.01
+    c = nn.Parameter(wick.zeros(16, 8, 3, 3, dtype="f64"))
+    a = arr(np, init.kaiming_normal_(c, mode="fan_out", nonlinearity="relu"))
+    assert abs(a.std() - math.sqrt(2.0) / math.sqrt(16 * 9)) < 0.05 * a.std() and c.dtype == wick.f64
+    a = arr(np, init.kaiming_uniform_(c, a=math.sqrt(5)))  # torch's Linear / Conv default
+    assert np.abs(a).max() <= 1 / math.sqrt(8 * 9)
+    for nl, param in [("relu", None), ("tanh", None), ("leaky_relu", 0.2), ("sigmoid", None), ("selu", None)]:
+        assert init.calculate_gain(nl, param) == pytest.approx(torch.nn.init.calculate_gain(nl, param))
+    with pytest.raises(ValueError, match="2 dims"):
+        init.xavier_uniform_(wick.zeros(5))
+    with pytest.raises(ValueError, match="mode"):
+        init.kaiming_uniform_(p, mode="fan_avg")
+    with pytest.raises(ValueError):
+        init.calculate_gain("swish")
+
+
+def test_functional_forwards_other_parts():
+    for name in F._FORWARDED:
+        if hasattr(wick, name):
+            assert getattr(F, name) is getattr(wick, name)
+        else:
+            with pytest.raises(AttributeError, match=f"needs wick.{name}"):
+                getattr(F, name)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        F.nope
+    from wick.nn.functional import cross_entropy, softmax  # noqa: F401
+
+
 # ---------------------------------------------------------------- errors
 
 
