@@ -159,6 +159,19 @@ def test_linear_matches_torch(np, torch, dt, bias):
     assert repr(m) == f"Linear(in_features=5, out_features=3, bias={bias})"
 
 
+@pytest.mark.parametrize("dt", ["f16", "bf16"])
+def test_half_precision_layers(np, torch, dt):
+    m = nn.Sequential(nn.Linear(8, 6, dtype=dt), nn.LayerNorm(6, dtype=dt), nn.Linear(6, 3, dtype=dt))
+    assert all(p.dtype == wick.dtype(dt) for p in m.parameters())
+    x = randn(np, 5, 8, dtype=dt)
+    sd = {k: torch.tensor(arr(np, v)) for k, v in m.state_dict().items()}  # the rounded weights, exactly
+    tm = torch.nn.Sequential(torch.nn.Linear(8, 6), torch.nn.LayerNorm(6), torch.nn.Linear(6, 3)).double()
+    tm.load_state_dict(sd)
+    got = m(x)
+    assert got.dtype == wick.dtype(dt)
+    np.testing.assert_allclose(arr(np, got), tm(torch.tensor(arr(np, x))).detach().numpy(), atol=0.05, rtol=0.05)
+
+
 def test_linear_init_is_torchs_default(np):
     wick.manual_seed(1)
     m = nn.Linear(400, 300)
