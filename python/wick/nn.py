@@ -249,14 +249,16 @@ class Module:
         buffers. keep_vars False gives detached tensors sharing their memory
         (torch's default) where detach() exists, else the tensors themselves."""
         out = collections.OrderedDict() if destination is None else destination
-        for mp, m in self.named_modules(prefix=prefix.rstrip(".")):
-            dot = mp + ("." if mp else "")
-            for name, p in m._parameters.items():
-                if p is not None:
-                    out[dot + name] = p if keep_vars or not hasattr(p, "detach") else p.detach()
-            for name, b in m._buffers.items():
-                if b is not None and name not in m._non_persistent:
-                    out[dot + name] = b
+        for name, p in self._parameters.items():
+            if p is not None:
+                out[prefix + name] = p if keep_vars or not hasattr(p, "detach") else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent:
+                out[prefix + name] = b
+        # every path to a submodule, as torch's (a module used twice is saved under both names)
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(out, prefix + name + ".", keep_vars)
         return out
 
     def load_state_dict(self, state_dict, strict=True):

@@ -97,7 +97,8 @@ def test_module_registration(np):
                      "b.scale", "b.fc.weight", "b.fc.bias", "b.norm.weight", "b.norm.bias", "head.weight"]
     assert len(list(m.parameters())) == 11 and all(isinstance(p, nn.Parameter) for p in m.parameters())
     assert [n for n, _ in m.named_buffers()] == ["a.steps", "a.cache", "b.steps", "b.cache"]
-    assert list(m.state_dict()) == names[:1] + ["a.steps"] + names[1:6] + ["b.steps"] + names[6:]
+    # state_dict keeps every path to a module (as torch's): the tied head twice
+    assert list(m.state_dict()) == names[:1] + ["a.steps"] + names[1:6] + ["b.steps"] + names[6:] + ["tied.weight"]
     assert [n for n, _ in m.named_children()] == ["a", "b", "head"]
     assert [n for n, _ in m.named_modules()] == ["", "a", "a.fc", "a.norm", "b", "b.fc", "b.norm", "head"]
     assert len(list(m.a.parameters(recurse=False))) == 1 and m.a.note == "plain attribute"
