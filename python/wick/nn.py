@@ -337,6 +337,36 @@ class Module:
                     m._buffers[name] = b.to(*args, **kwargs)
         return self
 
+    def float(self):
+        """float()
+
+        to(dtype=wick.f32)."""
+        return self.to(dtype="f32")
+
+    def double(self):
+        """double()
+
+        to(dtype=wick.f64)."""
+        return self.to(dtype="f64")
+
+    def half(self):
+        """half()
+
+        to(dtype=wick.f16)."""
+        return self.to(dtype="f16")
+
+    def bfloat16(self):
+        """bfloat16()
+
+        to(dtype=wick.bf16)."""
+        return self.to(dtype="bf16")
+
+    def cpu(self):
+        """cpu()
+
+        to(device="cpu")."""
+        return self.to(device="cpu")
+
     # ---- printing ----
 
     def extra_repr(self):

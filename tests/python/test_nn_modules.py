@@ -437,10 +437,12 @@ def test_activation_modules_match_torch(np, torch):
     mlp = nn.Sequential(nn.Linear(5, 7), nn.GELU(), nn.Linear(7, 2))
     tmlp = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.GELU(), torch.nn.Linear(7, 2)).double()
     mlp.load_state_dict(tmlp.state_dict())
-    mlp.to(dtype="f64") if hasattr(wick.Tensor, "to") else None
-    if hasattr(wick.Tensor, "to"):
+    if hasattr(wick.Tensor, "to") and hasattr(wick.Tensor, "detach"):
+        assert mlp.double() is mlp
         assert mlp[0].weight.dtype == wick.f64 and isinstance(mlp[0].weight, nn.Parameter)
+        assert mlp[0].weight.requires_grad and mlp[0].weight.is_leaf
         close(np, mlp(x), tmlp(xr), 1e-10)
+        assert mlp.bfloat16()[2].bias.dtype == wick.bf16 and mlp.float()[0].weight.dtype == wick.f32
 
 
 @needs["embedding"]
