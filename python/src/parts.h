@@ -21,5 +21,7 @@
     X(llm)            \
     X(textgen)        \
     X(encoder)        \
+    X(nn)             \
+    X(nn_loss)        \
     /* end of the list */
 #endif

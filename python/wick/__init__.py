@@ -6,3 +6,6 @@ Python user would catch (ValueError, IndexError, MemoryError, ...).
 """
 from ._wick import *  # noqa: F401,F403
 from ._wick import __version__, Tensor, Error  # noqa: F401
+
+# ---- py_nn: the module layer (wick.nn, wick.nn.functional) ----
+from . import functional, nn  # noqa: E402,F401
