@@ -8,5 +8,7 @@
     X(creation)       \
     X(dtypes)         \
     X(devices)        \
+    X(autograd)       \
+    X(optim)          \
     /* end of the list */
 #endif

@@ -6,3 +6,7 @@ Python user would catch (ValueError, IndexError, MemoryError, ...).
 """
 from ._wick import *  # noqa: F401,F403
 from ._wick import __version__, Tensor, Error  # noqa: F401
+
+# ---- py_autograd: wick.autograd, wick.optim (no_grad & co., clip_grad_norm_,
+# save_checkpoint / load_checkpoint come with the star import above) ----
+from . import autograd, optim  # noqa: E402,F401
