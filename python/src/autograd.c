@@ -27,7 +27,7 @@ wk_grad_store *wkpy_grads;
 static PyThread_type_lock g_lock;
 static _Atomic unsigned long g_owner; /* thread ident of the lock's holder, 0 when free */
 
-bool wkpy_grads_mine(void) { return atomic_load(&g_owner) == PyThread_get_thread_ident(); }
+static bool wkpy_grads_mine(void) { return atomic_load(&g_owner) == PyThread_get_thread_ident(); }
 
 void wkpy_grads_lock_nogil(void) {
     PyThread_acquire_lock(g_lock, WAIT_LOCK);

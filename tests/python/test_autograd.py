@@ -413,3 +413,30 @@ def test_dead_leaves_leave_the_store(rss):
     (p * 2).backward(wick.ones(2))
     del p
     assert q.grad.tolist() == [2, 2]
+
+
+REENTRY = r"""
+import numpy as np, wick
+leaf = wick.ones(3, requires_grad=True)
+(leaf * 2).backward(wick.ones(3))          # leaf has a gradient in the store
+arr = np.asarray(leaf)                     # numpy's array keeps the Tensor alive (its base)
+x = wick.from_numpy(arr)                   # wick keeps the array alive
+w = wick.ones(3, requires_grad=True)
+y = w * x                                  # the graph saves x
+del leaf, arr, x
+# backward frees the saved x with the store locked and the GIL released: the
+# release takes the GIL, drops the array, which drops the leaf's Tensor, whose
+# dealloc hook must not wait for the lock its own thread holds
+y.backward(wick.ones(3))
+print("ok", w.grad.tolist())
+"""
+
+
+def test_release_inside_backward_does_not_deadlock():
+    import subprocess
+    import sys
+
+    pytest.importorskip("numpy")
+    r = subprocess.run([sys.executable, "-c", REENTRY], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok [1.0, 1.0, 1.0]"
