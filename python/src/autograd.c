@@ -362,13 +362,28 @@ static int no_keywords(const char *fname, PyObject *kw) {
     return -1;
 }
 
+static PyObject *gm_call(grad_mode *self, PyObject *args, PyObject *kw);
+
+/* no_grad() / enable_grad(): a mode object; no_grad(func), the bare
+ * decorator @wick.no_grad: the decorated function at once */
+static PyObject *plain_mode_new(PyTypeObject *type, PyObject *args, PyObject *kw, const char *fname, bool on) {
+    if (no_keywords(fname, kw) < 0) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (n > 1 || (n == 1 && !PyCallable_Check(PyTuple_GET_ITEM(args, 0)))) {
+        PyErr_Format(PyExc_TypeError, "%s() takes no arguments (or, as a bare decorator, one function)", fname);
+        return NULL;
+    }
+    PyObject *mode = grad_mode_make(type, on, false);
+    if (!mode || n == 0) return mode;
+    PyObject *f = gm_call((grad_mode *)mode, args, NULL);
+    Py_DECREF(mode);
+    return f;
+}
 static PyObject *no_grad_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    if (no_keywords("no_grad", kw) < 0 || !PyArg_ParseTuple(args, ":no_grad")) return NULL;
-    return grad_mode_make(type, false, false);
+    return plain_mode_new(type, args, kw, "no_grad", false);
 }
 static PyObject *enable_grad_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    if (no_keywords("enable_grad", kw) < 0 || !PyArg_ParseTuple(args, ":enable_grad")) return NULL;
-    return grad_mode_make(type, true, false);
+    return plain_mode_new(type, args, kw, "enable_grad", true);
 }
 static PyObject *set_grad_enabled_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *names[] = {"mode", NULL};

@@ -199,6 +199,12 @@ def test_no_grad_context_decorator_nested():
         assert M().f(x)  # a method, bound, under enable_grad
         assert not wick.is_grad_enabled()
 
+    @wick.no_grad  # the bare form (torch 2's) works too
+    def bare(t):
+        return (t * 2).requires_grad
+
+    assert bare(x) is False and bare.__name__ == "bare" and wick.is_grad_enabled()
+
     # an exception inside restores the mode
     with pytest.raises(RuntimeError):
         with wick.no_grad():
