@@ -315,8 +315,20 @@ static PyObject *f_clip_grad_norm_(PyObject *m, PyObject *const *args, Py_ssize_
 
 /* ---- checkpoints ---- */
 
+/* t is parameter p for a checkpoint: p itself (its node), or a detached
+ * view of all of it (a state_dict's entry: same storage and layout). */
+static bool same_param(const wk_tensor *t, const wk_tensor *p) {
+    if (t->node && t->node == p->node) return true;
+    const wk_layout *a = &t->layout, *b = &p->layout;
+    if (t->storage != p->storage || t->dtype != p->dtype || a->rank != b->rank || a->offset != b->offset) return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->shape[d] != b->shape[d] || a->stride[d] != b->stride[d]) return false;
+    return true;
+}
+
 /* names / tensors from a dict, in the optimizer's parameter order when one
- * is given (wick matches its state to parameters by position). */
+ * is given (wick matches its state to parameters by position, and wants the
+ * parameters themselves: a detached entry is replaced by its parameter). */
 static int checkpoint_lists(PyObject *dict, PyObject *optobj, const char *fname, const char ***names, wk_tensor ***ts,
                             int *n) {
     if (!PyDict_Check(dict)) {
@@ -355,9 +367,9 @@ static int checkpoint_lists(PyObject *dict, PyObject *optobj, const char *fname,
         return -1;
     }
     for (Py_ssize_t j = 0; j < np; j++) { /* selection into position j */
-        const wk_tensor *p = wkpy_t(PyTuple_GET_ITEM(ps, j));
+        wk_tensor *p = wkpy_t(PyTuple_GET_ITEM(ps, j));
         Py_ssize_t f = j;
-        while (f < k && (*ts)[f]->node != p->node) f++;
+        while (f < k && !same_param((*ts)[f], p)) f++;
         if (f == k) {
             PyErr_Format(PyExc_ValueError, "%s(): the optimizer's parameter %zd is not in the dict", fname, j);
             return -1;
@@ -367,7 +379,7 @@ static int checkpoint_lists(PyObject *dict, PyObject *optobj, const char *fname,
         (*names)[f] = (*names)[j];
         (*ts)[f] = (*ts)[j];
         (*names)[j] = nm;
-        (*ts)[j] = t;
+        (*ts)[j] = t->node == p->node ? t : p;
     }
     return 0;
 }
@@ -415,7 +427,8 @@ static PyMethodDef optim_functions[] = {
     {"save_checkpoint", FAST(f_save_checkpoint),
      "save_checkpoint(path, tensors, optimizer=None)\n"
      "Write tensors (a dict name -> Tensor) and, with optimizer, its state (moments, step counts, config) to "
-     "a safetensors file. With optimizer, the dict holds exactly its parameters, in any order."},
+     "a safetensors file. With optimizer, the dict holds exactly its parameters, in any order (or detached "
+     "views of them: a module's state_dict())."},
     {"load_checkpoint", FAST(f_load_checkpoint),
      "load_checkpoint(path, tensors, optimizer=None)\n"
      "Read a save_checkpoint file back into the dict's tensors, in place (shapes and dtypes must match; a "

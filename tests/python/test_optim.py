@@ -212,6 +212,18 @@ def test_checkpoint_round_trip(np, tmp_path):
     for p, w in zip(fresh, want):
         assert np.allclose(np.array(p.tolist()), w, rtol=1e-12, atol=1e-12)
 
+    # detached views of the parameters (a state_dict's entries) stand for them
+    again, _, _ = problem("f64")
+    aopt = wick.optim.Adam(again, lr=0.05)
+    wick.load_checkpoint(path, {"w": again[0].detach(), "b": again[1].detach(), "u": again[2].detach()},
+                         optimizer=aopt)
+    steps(again, aopt, 2)
+    for p, w in zip(again, want):
+        assert np.allclose(np.array(p.tolist()), w, rtol=1e-12, atol=1e-12)
+    wick.save_checkpoint(path, {"w": again[0].detach(), "b": again[1], "u": again[2]}, optimizer=aopt)
+    with pytest.raises(ValueError, match="not in the dict"):  # a copy is not the parameter
+        wick.save_checkpoint(path, {"w": again[0] * 1, "b": again[1], "u": again[2]}, optimizer=aopt)
+
     # parameters only (no optimizer); a missing name; a mismatched dict
     plain = wick.zeros(3, 4, dtype="f64", requires_grad=True)
     wick.load_checkpoint(path, {"w": plain})
