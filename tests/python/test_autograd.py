@@ -446,3 +446,19 @@ def test_release_inside_backward_does_not_deadlock():
     r = subprocess.run([sys.executable, "-c", REENTRY], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok [1.0, 1.0, 1.0]"
+
+
+def signature_ok(obj, name):
+    """The doc's first line is a Python signature of name (the stub generator reads it)."""
+    first = getattr(obj, name).__doc__.split("\n")[0]
+    assert first.startswith(name + "("), (name, first)
+    compile(f"def {first}: pass", "<doc>", "exec")
+
+
+def test_docstrings_are_signatures():
+    for n in ("backward", "requires_grad_", "detach", "retain_grad"):
+        signature_ok(wick.Tensor, n)
+    for n in ("no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"):
+        signature_ok(wick, n)
+    signature_ok(wick.autograd, "grad")
+    signature_ok(wick.autograd, "backward")

@@ -251,3 +251,19 @@ def test_optimizer_objects_do_not_leak(rss):
         o.step()
         o.zero_grad()
     assert rss() - before < 4.0
+
+
+def signature_ok(obj, name):
+    """The doc's first line is a Python signature of name (the stub generator reads it)."""
+    first = getattr(obj, name).__doc__.split("\n")[0]
+    assert first.startswith(name + "("), (name, first)
+    compile(f"def {first}: pass", "<doc>", "exec")
+
+
+def test_docstrings_are_signatures():
+    for n in ("SGD", "Adam", "AdamW"):
+        signature_ok(wick.optim, n)
+    for n in ("step", "zero_grad"):
+        signature_ok(wick.optim.Optimizer, n)
+    for n in ("clip_grad_norm_", "save_checkpoint", "load_checkpoint"):
+        signature_ok(wick, n)
