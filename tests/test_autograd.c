@@ -484,6 +484,29 @@ static void test_store_drop(void **state) {
     TU_STATUS_OK(wk_grad_set(gs, ps[3], wk_full((int64_t[]){2}, 1, 7.0, WK_F64, wk_cpu())));
     assert_int_equal(wk_grad_store_count(gs), left + 1);
     assert_non_null(wk_grad(gs, ps[3]));
+    /* prune: the entries of freed leaves go, those of live ones stay */
+    for (int i = 1; i < N; i += 2) wk_tensor_free(ps[i]);
+    int odd_left = 0;
+    for (int i = 1; i < N; i += 2) odd_left += i == 3 || !(i % 3 == 0 || (N - 2 - i) % 3 == 0); /* 3: re-added */
+    assert_int_equal(wk_grad_store_prune(gs), odd_left);
+    assert_int_equal(wk_grad_store_count(gs), left + 1 - odd_left);
+    for (int i = 0; i < N; i += 2) {
+        bool dropped = i % 3 == 0 || (N - 2 - i) % 3 == 0;
+        if (dropped) assert_null(wk_grad(gs, ps[i]));
+        else assert_non_null(wk_grad(gs, ps[i]));
+    }
+    /* a freed leaf whose graph still lives keeps its entry (a backward could add to it) */
+    wk_tensor *q = TU_OK(wk_full((int64_t[]){2}, 1, 1.0, WK_F64, wk_cpu()));
+    TU_STATUS_OK(wk_requires_grad(q, true));
+    wk_tensor *y = TU_OK(wk_mul(q, q));
+    TU_STATUS_OK(wk_grad_set(gs, q, wk_full((int64_t[]){2}, 1, 1.0, WK_F64, wk_cpu())));
+    int64_t before = wk_grad_store_count(gs);
+    wk_tensor_free(q);
+    assert_int_equal(wk_grad_store_prune(gs), 0);
+    wk_tensor_free(y);
+    assert_int_equal(wk_grad_store_prune(gs), 1);
+    assert_int_equal(wk_grad_store_count(gs), before - 1);
+    assert_int_equal(wk_grad_store_prune(NULL), 0);
     wk_grad_store_free(gs);
     wk_scope_end();
 }

@@ -72,6 +72,10 @@ void           wk_grad_store_free(wk_grad_store *gs);
 void           wk_grad_store_zero(wk_grad_store *gs);
 /* Number of tensors with a gradient in the store. */
 int64_t        wk_grad_store_count(const wk_grad_store *gs);
+/* Forget the gradients nothing can reach any more: of tensors freed since
+ * whose graphs are gone too (a leaf made in a loop and dropped keeps its
+ * entry otherwise). Returns how many were dropped; O(capacity). */
+int64_t        wk_grad_store_prune(wk_grad_store *gs);
 
 typedef struct wk_backward_opts {
     /* dL/droot, root's shape, dtype and device; NULL: root must have one

@@ -16,7 +16,8 @@
  * a loop making fresh leaves does not grow the store. Nothing can read that
  * gradient any more: readers need a tensor with the leaf's node, and the
  * only other holders are graph nodes and optimizers (which keep Python
- * references to their parameters). */
+ * references to their parameters). A leaf that dies before a backward
+ * reaches it is swept later (maybe_prune_locked). */
 #include "wkpy.h"
 #include "core/tensor.h" /* refs, for the dealloc hook */
 #include "pythread.h"
@@ -66,6 +67,19 @@ static void on_leaf_dealloc(wk_tensor *t) {
     wk_tensor_free(old);
 }
 
+/* Leaves dropped before a backward reached them (a leaf made inside a
+ * function that returns only the loss) escape the hook: their entries are
+ * added after they died. A prune sweeps them (nodes only the store holds),
+ * when the store has doubled since the last one: O(1) amortized per entry.
+ * Lock held. */
+static int64_t g_prune_at = 1024;
+static void maybe_prune_locked(void) {
+    if (wk_grad_store_count(wkpy_grads) < g_prune_at) return;
+    wk_grad_store_prune(wkpy_grads);
+    int64_t n = wk_grad_store_count(wkpy_grads);
+    g_prune_at = n * 2 > 1024 ? n * 2 : 1024;
+}
+
 /* ---- Tensor.backward / .grad ---- */
 
 static int retain_default(PyObject *retain, bool create, bool *out) { return wkpy_bool(retain, create, out); }
@@ -84,6 +98,7 @@ static PyObject *m_backward(PyObject *self, PyObject *const *args, Py_ssize_t na
     wk_status st;
     Py_BEGIN_ALLOW_THREADS wkpy_grads_lock_nogil();
     st = wk_backward(wkpy_t(self), wkpy_grads, &o);
+    maybe_prune_locked();
     wkpy_grads_unlock();
     Py_END_ALLOW_THREADS
     if (owned) wk_tensor_free(go);

@@ -142,6 +142,26 @@ static void gs_remove(wk_grad_store *gs, gs_entry *e) {
     wk__node_release(key);
 }
 
+int64_t wk_grad_store_prune(wk_grad_store *gs) {
+    if (!gs) return 0;
+    int64_t n = 0;
+    /* A node only the store holds has no tensor and no graph left: nobody can
+     * read its gradient or add to it (reaching it needs one of them), so the
+     * test cannot race with a new reference. Removal may move a later entry
+     * of the probe run into slot i (or a wrapped, already kept one): look at
+     * slot i again. Entries not yet visited never move below i. */
+    for (int64_t i = 0; i < gs->cap;) {
+        gs_entry *e = &gs->e[i];
+        if (e->key && atomic_load_explicit(&e->key->refs, memory_order_acquire) == 1) {
+            gs_remove(gs, e);
+            n++;
+        } else {
+            i++;
+        }
+    }
+    return n;
+}
+
 wk_tensor *wk_grad(const wk_grad_store *gs, const wk_tensor *t) {
     if (!gs || !t || !t->node) return NULL;
     gs_entry *e = gs_find(gs, t->node);

@@ -412,6 +412,17 @@ def test_dead_leaves_leave_the_store(rss):
     del x
     assert _grad_store_count() == base
     assert rss() - before < 4.0
+    # leaves that die before the backward reaching them (made inside a
+    # function that returns only the loss): swept by the store's prune
+    def loss():
+        w = wick.ones(4, requires_grad=True)
+        return w * w
+
+    before = rss()
+    for _ in range(100_000):
+        loss().backward(g)
+    assert _grad_store_count() < base + 2100  # bounded: a prune when it doubles
+    assert rss() - before < 4.0
     # a leaf still referenced elsewhere keeps its gradient: two wrappers of one
     # wk_tensor (as_tensor shares it)
     p = wick.ones(2, requires_grad=True)
