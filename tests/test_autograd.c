@@ -446,6 +446,71 @@ static void test_threads_share_leaves(void **state) {
     wk_tensor_free(g_shared_w);
 }
 
+/* wk_grad_set(gs, t, NULL) forgets t (the count drops), and the entries
+ * left behind stay reachable whatever the order of removals (the table's
+ * deletion shifts probe runs; many keys make runs that wrap and collide). */
+static void test_store_drop(void **state) {
+    (void)state;
+    wk_scope_begin();
+    enum { N = 300 };
+    wk_tensor *ps[N];
+    wk_grad_store *gs = wk_grad_store_new();
+    for (int i = 0; i < N; i++) {
+        ps[i] = TU_OK(wk_full((int64_t[]){2}, 1, 0.0, WK_F64, wk_cpu()));
+        TU_STATUS_OK(wk_requires_grad(ps[i], true));
+        TU_STATUS_OK(wk_grad_set(gs, ps[i], wk_full((int64_t[]){2}, 1, (double)i, WK_F64, wk_cpu())));
+    }
+    assert_int_equal(wk_grad_store_count(gs), N);
+    TU_STATUS_OK(wk_grad_set(gs, ps[0], NULL));
+    TU_STATUS_OK(wk_grad_set(gs, ps[0], NULL)); /* dropping what is not there: a no-op */
+    for (int i = 3; i < N; i += 3) TU_STATUS_OK(wk_grad_set(gs, ps[i], NULL));
+    for (int i = N - 2; i > 0; i -= 3) TU_STATUS_OK(wk_grad_set(gs, ps[i], NULL));
+    int left = 0;
+    for (int i = 0; i < N; i++) {
+        wk_tensor *g = wk_grad(gs, ps[i]);
+        bool dropped = i % 3 == 0 || (N - 2 - i) % 3 == 0;
+        if (dropped) {
+            assert_null(g);
+            continue;
+        }
+        left++;
+        assert_non_null(g);
+        double v[2];
+        TU_STATUS_OK(wk_to_host_f64(g, v, 2));
+        assert_true(v[0] == (double)i && v[1] == (double)i);
+    }
+    assert_int_equal(wk_grad_store_count(gs), left);
+    /* a dropped tensor can get a gradient again */
+    TU_STATUS_OK(wk_grad_set(gs, ps[3], wk_full((int64_t[]){2}, 1, 7.0, WK_F64, wk_cpu())));
+    assert_int_equal(wk_grad_store_count(gs), left + 1);
+    assert_non_null(wk_grad(gs, ps[3]));
+    /* prune: the entries of freed leaves go, those of live ones stay */
+    for (int i = 1; i < N; i += 2) wk_tensor_free(ps[i]);
+    int odd_left = 0;
+    for (int i = 1; i < N; i += 2) odd_left += i == 3 || !(i % 3 == 0 || (N - 2 - i) % 3 == 0); /* 3: re-added */
+    assert_int_equal(wk_grad_store_prune(gs), odd_left);
+    assert_int_equal(wk_grad_store_count(gs), left + 1 - odd_left);
+    for (int i = 0; i < N; i += 2) {
+        bool dropped = i % 3 == 0 || (N - 2 - i) % 3 == 0;
+        if (dropped) assert_null(wk_grad(gs, ps[i]));
+        else assert_non_null(wk_grad(gs, ps[i]));
+    }
+    /* a freed leaf whose graph still lives keeps its entry (a backward could add to it) */
+    wk_tensor *q = TU_OK(wk_full((int64_t[]){2}, 1, 1.0, WK_F64, wk_cpu()));
+    TU_STATUS_OK(wk_requires_grad(q, true));
+    wk_tensor *y = TU_OK(wk_mul(q, q));
+    TU_STATUS_OK(wk_grad_set(gs, q, wk_full((int64_t[]){2}, 1, 1.0, WK_F64, wk_cpu())));
+    int64_t before = wk_grad_store_count(gs);
+    wk_tensor_free(q);
+    assert_int_equal(wk_grad_store_prune(gs), 0);
+    wk_tensor_free(y);
+    assert_int_equal(wk_grad_store_prune(gs), 1);
+    assert_int_equal(wk_grad_store_count(gs), before - 1);
+    assert_int_equal(wk_grad_store_prune(NULL), 0);
+    wk_grad_store_free(gs);
+    wk_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_simple_gradient),    cmocka_unit_test(test_tracking_rules),
@@ -454,7 +519,7 @@ int main(void) {
         cmocka_unit_test(test_maximum_ties_split), cmocka_unit_test(test_view_rules),
         cmocka_unit_test(test_reduce_rules),       cmocka_unit_test(test_mlp_second_order),
         cmocka_unit_test(test_grad_of_and_retain), cmocka_unit_test(test_custom_op),
-        cmocka_unit_test(test_threads_share_leaves),
+        cmocka_unit_test(test_threads_share_leaves), cmocka_unit_test(test_store_drop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

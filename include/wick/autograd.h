@@ -72,6 +72,10 @@ void           wk_grad_store_free(wk_grad_store *gs);
 void           wk_grad_store_zero(wk_grad_store *gs);
 /* Number of tensors with a gradient in the store. */
 int64_t        wk_grad_store_count(const wk_grad_store *gs);
+/* Forget the gradients nothing can reach any more: of tensors freed since
+ * whose graphs are gone too (a leaf made in a loop and dropped keeps its
+ * entry otherwise). Returns how many were dropped; O(capacity). */
+int64_t        wk_grad_store_prune(wk_grad_store *gs);
 
 typedef struct wk_backward_opts {
     /* dL/droot, root's shape, dtype and device; NULL: root must have one
@@ -101,8 +105,8 @@ wk_status wk_backward(const wk_tensor *root, wk_grad_store *gs, const wk_backwar
  * store is zeroed, freed, or a later backward adds to it), or NULL when gs
  * holds none for t. wk_tensor_retain it to keep it longer. */
 wk_tensor *wk_grad(const wk_grad_store *gs, const wk_tensor *t);
-/* Replace (or, g NULL, drop) t's gradient in gs; g must match t's shape,
- * dtype and device. gs takes a reference of its own. */
+/* Replace (or, g NULL, drop: gs then forgets t entirely) t's gradient in gs;
+ * g must match t's shape, dtype and device. gs takes a reference of its own. */
 wk_status  wk_grad_set(wk_grad_store *gs, const wk_tensor *t, wk_tensor *g);
 
 /* dy/dx for each x in xs (torch.autograd.grad): out[i] a new reference, or

@@ -23,5 +23,7 @@
     X(encoder)        \
     X(nn)             \
     X(nn_loss)        \
+    X(autograd)       \
+    X(optim)          \
     /* end of the list */
 #endif

@@ -29,11 +29,14 @@ bool wkpy_big(const wk_tensor *t) {
     return t && (wk_numel(t) >= WKPY_GIL_NUMEL || wk_device_kind_of(wk_tensor_device(t)) != WK_DEVICE_CPU);
 }
 
+void (*wkpy_on_leaf_dealloc)(wk_tensor *t);
+
 static void tensor_dealloc(wkpy_tensor *self) {
     PyObject_GC_UnTrack(self);
     if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
     wk_tensor *t = self->t;
     self->t = NULL;
+    if (t && t->node && wkpy_on_leaf_dealloc) wkpy_on_leaf_dealloc(t); /* autograd.c: a dying leaf's gradient */
     /* the last reference to numpy-backed memory calls back into Python
      * (release_buffer takes the GIL itself): keep the GIL here */
     wk_tensor_free(t);

@@ -172,5 +172,19 @@ PyObject *wkpy_llama_load(PyObject *path, PyObject *device, PyObject *dtype);
 /* textgen.c: generate (a str) or stream (an iterator of str) over model (a
  * Llama), the arguments from the prompt on. */
 PyObject *wkpy_textgen(bool stream, PyObject *model, PyObject *const *args, Py_ssize_t nargs, PyObject *kw);
+/* ---- autograd ---- */
+/* The process-wide gradient store (autograd.c) behind Tensor.grad /
+ * backward and the optimizers, and its lock. wkpy_grads_lock: GIL held (it
+ * is released while waiting); wkpy_grads_lock_nogil: GIL released. Never
+ * run Python code, or free a tensor whose memory may be numpy's, while
+ * holding it with the GIL. */
+extern wk_grad_store *wkpy_grads;
+void wkpy_grads_lock(void);
+void wkpy_grads_lock_nogil(void);
+void wkpy_grads_unlock(void);
+/* tensor.c calls it (when set) as a tracked Tensor dies, before dropping its
+ * reference: autograd.c drops the store's gradient of a leaf nothing else
+ * holds. */
+extern void (*wkpy_on_leaf_dealloc)(wk_tensor *t);
 
 #endif

@@ -9,3 +9,6 @@ from ._wick import __version__, Tensor, Error  # noqa: F401
 
 # ---- py_nn: the module layer (wick.nn, wick.nn.functional) ----
 from . import functional, nn  # noqa: E402,F401
+# ---- py_autograd: wick.autograd, wick.optim (no_grad & co., clip_grad_norm_,
+# save_checkpoint / load_checkpoint come with the star import above) ----
+from . import autograd, optim  # noqa: E402,F401

@@ -27,3 +27,12 @@ sys.modules[__name__ + ".functional"] = functional
 sys.modules[__name__ + ".init"] = init
 
 __all__ = sorted(nn_module.__all__ + nn_layers.__all__) + ["functional", "init"]
+
+# wick.nn.utils.clip_grad_norm_ (torch's spelling of wick.clip_grad_norm_)
+import types as _types  # noqa: E402
+
+from . import _wick  # noqa: E402
+
+utils = _types.ModuleType(__name__ + ".utils", "torch.nn.utils's helpers that wick has.")
+utils.clip_grad_norm_ = _wick.clip_grad_norm_
+sys.modules[utils.__name__] = utils

@@ -113,6 +113,55 @@ static wk_status gs_add(wk_grad_store *gs, wk__node *key, wk_tensor *g) {
     return WK_OK;
 }
 
+/* Drop an entry (e may be NULL) and its references. Backward-shift deletion
+ * keeps the table tombstone-free: every later entry of the probe run that
+ * could have been placed in the hole moves into it, so lookups still stop
+ * at the first empty slot and a store whose keys come and go (a loop making
+ * fresh leaves and dropping their gradients) stays as small as what it
+ * holds. */
+static void gs_remove(wk_grad_store *gs, gs_entry *e) {
+    if (!e) return;
+    wk__node *key = e->key;
+    wk_tensor *grad = e->grad;
+    uint64_t mask = (uint64_t)(gs->cap - 1), hole = (uint64_t)(e - gs->e);
+    e->key = NULL;
+    e->grad = NULL;
+    gs->count--;
+    for (uint64_t j = (hole + 1) & mask; gs->e[j].key; j = (j + 1) & mask) {
+        uint64_t home = hash_ptr(gs->e[j].key) & mask;
+        /* entry j stays when its home lies cyclically in (hole, j] */
+        bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+        if (stays) continue;
+        gs->e[hole] = gs->e[j];
+        gs->e[j].key = NULL;
+        gs->e[j].grad = NULL;
+        hole = j;
+    }
+    /* freed last: the table is consistent whatever these releases run */
+    wk_tensor_free(grad);
+    wk__node_release(key);
+}
+
+int64_t wk_grad_store_prune(wk_grad_store *gs) {
+    if (!gs) return 0;
+    int64_t n = 0;
+    /* A node only the store holds has no tensor and no graph left: nobody can
+     * read its gradient or add to it (reaching it needs one of them), so the
+     * test cannot race with a new reference. Removal may move a later entry
+     * of the probe run into slot i (or a wrapped, already kept one): look at
+     * slot i again. Entries not yet visited never move below i. */
+    for (int64_t i = 0; i < gs->cap;) {
+        gs_entry *e = &gs->e[i];
+        if (e->key && atomic_load_explicit(&e->key->refs, memory_order_acquire) == 1) {
+            gs_remove(gs, e);
+            n++;
+        } else {
+            i++;
+        }
+    }
+    return n;
+}
+
 wk_tensor *wk_grad(const wk_grad_store *gs, const wk_tensor *t) {
     if (!gs || !t || !t->node) return NULL;
     gs_entry *e = gs_find(gs, t->node);
@@ -125,11 +174,7 @@ wk_status wk_grad_set(wk_grad_store *gs, const wk_tensor *t, wk_tensor *g) {
     if (!wk__check_in(op, t)) return wk_last_status();
     if (!t->node) return wk__err(WK_ERR_ARG, op, "t is not tracked");
     if (!g) {
-        gs_entry *e = gs_find(gs, t->node);
-        if (e && e->grad) { /* keep the key (tombstone-free table): the gradient is gone */
-            wk_tensor_free(e->grad);
-            e->grad = NULL;
-        }
+        gs_remove(gs, gs_find(gs, t->node));
         return WK_OK;
     }
     if (!wk__check_same(op, t, g)) return wk_last_status();
