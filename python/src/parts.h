@@ -8,5 +8,6 @@
     X(creation)       \
     X(dtypes)         \
     X(devices)        \
+    X(dlpack)         \
     /* end of the list */
 #endif
