@@ -10,7 +10,7 @@
  * the last wick view of that memory is freed. */
 #include "wkpy.h"
 #include "dlpack.h"
-#include "core/tensor.h" /* storage->buf, dev->ordinal */
+#include "core/tensor.h" /* storage->buf, dev->ordinal, wk__from_device_blob */
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,7 +154,7 @@ static PyObject *m_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t narg
 /* ---- import ---- */
 
 /* wick's release callback: the last wick view of the memory is gone (wick
- * already waited for a GPU's queued work, see wk_from_blob). It may run on
+ * already waited for a GPU's queued work, see wk__from_device_blob). It may run on
  * any thread; producers' deleters may touch Python objects (numpy's does a
  * Py_DECREF), so they run under the GIL. */
 static void release_managed(void *ctx, void *data, size_t nbytes) {
@@ -230,7 +230,10 @@ static wk_tensor *wrap_managed(wkdl_managed *m) {
         shape[i] = d->shape[i];
         strides[i] = d->strides ? d->strides[i] : 0;
     }
-    wk_tensor *t = wk_from_blob(p, nbytes, shape, d->ndim, d->strides ? strides : NULL, dt, dev, release_managed, m, 0);
+    const int64_t *st = d->strides ? strides : NULL;
+    wk_tensor *t = wk_device_kind_of(dev) == WK_DEVICE_CPU
+                       ? wk_from_blob(p, nbytes, shape, d->ndim, st, dt, dev, release_managed, m, 0)
+                       : wk__from_device_blob(p, nbytes, shape, d->ndim, st, dt, dev, release_managed, m, 0);
     if (!t) wkpy_raise(); /* wick never calls release on failure: m is still the capsule's */
     return t;
 }
