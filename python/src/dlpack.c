@@ -238,7 +238,34 @@ static wk_tensor *wrap_managed(wkdl_managed *m) {
     return t;
 }
 
-/* The "dltensor" capsule of obj: obj itself, or what obj.__dlpack__(stream=None) returns. */
+/* The stream= a producer gets: None for host memory; for CUDA memory the
+ * handle of the stream wick's device queues on, so that the producer
+ * (torch) makes it wait for the producer's pending writes (the array API's
+ * protocol) - wick's stream is non-blocking, so the legacy default stream
+ * that None stands for would order nothing. A new reference, or NULL. */
+static PyObject *stream_for(PyObject *obj) {
+    PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+    if (!dev) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+        PyErr_Clear(); /* __dlpack__ only: the capsule says where it lives */
+        Py_RETURN_NONE;
+    }
+    int type = 0, id = 0;
+    int ok = PyArg_ParseTuple(dev, "ii", &type, &id);
+    Py_DECREF(dev);
+    if (!ok) {
+        PyErr_Clear();
+        return PyErr_Format(PyExc_TypeError, "from_dlpack: __dlpack_device__ must return (device_type, device_id)");
+    }
+    if (type != WKDL_CUDA) Py_RETURN_NONE;
+    if (id < 0) return PyErr_Format(wkpy_error_class(WK_ERR_DEVICE), "from_dlpack: CUDA device id %d", id);
+    wk_device *d = wk_cuda(id); /* NotCompiledError / DeviceError before any capsule exists */
+    if (!d) return wkpy_raise();
+    uintptr_t h = wk__device_stream(d);
+    return PyLong_FromSize_t((size_t)h);
+}
+
+/* The "dltensor" capsule of obj: obj itself, or what obj.__dlpack__(stream=...) returns. */
 static PyObject *capsule_of(PyObject *obj) {
     if (PyCapsule_CheckExact(obj)) return Py_NewRef(obj);
     PyObject *meth = PyObject_GetAttrString(obj, "__dlpack__");
@@ -249,9 +276,10 @@ static PyObject *capsule_of(PyObject *obj) {
                             "from_dlpack: expected an object with __dlpack__ (a torch / numpy / wick tensor) or a "
                             "'dltensor' capsule, not %s", Py_TYPE(obj)->tp_name);
     }
-    PyObject *kw = Py_BuildValue("{s:O}", "stream", Py_None);
-    PyObject *noargs = PyTuple_New(0);
-    PyObject *cap = kw && noargs ? PyObject_Call(meth, noargs, kw) : NULL;
+    PyObject *stream = stream_for(obj);
+    PyObject *kw = stream ? Py_BuildValue("{s:N}", "stream", stream) : NULL;
+    PyObject *noargs = kw ? PyTuple_New(0) : NULL;
+    PyObject *cap = noargs ? PyObject_Call(meth, noargs, kw) : NULL;
     Py_XDECREF(noargs);
     Py_XDECREF(kw);
     Py_DECREF(meth);
@@ -305,8 +333,10 @@ static PyMethodDef dlpack_functions[] = {
      "'dltensor' capsule) without a copy: writes through either side are seen by the other. The producer's memory "
      "is released when the last wick tensor over it is freed. CPU memory (kDLCPU, kDLCUDAHost) and CUDA memory "
      "(kDLCUDA, device_id n -> cuda:n) are accepted; other devices, vector lanes, unknown dtypes, negative "
-     "strides, misaligned data and rank > 8 raise wick errors. The result is writable. For CUDA memory, the "
-     "producer's queued work must be finished (torch: torch.cuda.synchronize()) before wick reads it."},
+     "strides, misaligned data and rank > 8 raise wick errors. The result is writable. obj.__dlpack__ is called "
+     "with stream=None for host memory and, for CUDA memory, with the handle of the stream of wick's device, so "
+     "that the producer orders its pending writes before wick's reads (a raw capsule carries no such promise: "
+     "finish the producer's work first)."},
     {NULL, NULL, 0, NULL},
 };
 

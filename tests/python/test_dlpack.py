@@ -197,6 +197,31 @@ def test_from_dlpack_bad_objects():
         wick.from_dlpack(Liar())
 
 
+def test_from_dlpack_asks_the_producer_for_the_right_stream():
+    calls = []
+
+    class Producer:
+        def __init__(self, device, inner):
+            self.device, self.inner = device, inner
+
+        def __dlpack_device__(self):
+            return self.device
+
+        def __dlpack__(self, stream=None):
+            calls.append(stream)
+            return self.inner.__dlpack__()
+
+    w = wick.from_dlpack(Producer((1, 0), wick.tensor([1.0, 2.0])))
+    assert w.tolist() == [1, 2] and calls == [None]  # host memory: stream=None
+    # CUDA memory: wick's device is opened first (here it cannot be), and no
+    # capsule is asked for
+    with pytest.raises((wick.NotCompiledError, wick.DeviceError)):
+        wick.from_dlpack(Producer((2, 97), wick.tensor([1.0])))
+    assert calls == [None]
+    with pytest.raises(TypeError, match="device_type, device_id"):
+        wick.from_dlpack(Producer("cpu", wick.tensor([1.0])))
+
+
 # ---- hand-made capsules (ctypes): the producer cases no library gives here
 
 class DLDevice(ctypes.Structure):
