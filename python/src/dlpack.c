@@ -106,7 +106,7 @@ static PyObject *m_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t narg
      * wick promised not to touch (a mapped file); numpy refuses the same. */
     if (wk_is_read_only(t))
         return PyErr_Format(PyExc_BufferError, "__dlpack__: the tensor's memory is read-only and DLPack cannot say so "
-                                               "(export a copy: t.contiguous() / wick.tensor(t))");
+                                               "(export a copy: wick.tensor(t))");
     /* as torch: the consumer would write past autograd's version checks and
      * lose the graph without a word */
     if (wk_is_tracked(t))
@@ -115,13 +115,14 @@ static PyObject *m_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t narg
      * consumer's stream cannot wait on by handle here, so every queued op
      * is waited for before the pointer is handed out (any consumer stream
      * then sees finished data). stream=-1 asks for no synchronisation. */
-    if (dev.device_type == WKDL_CUDA && !(stream && PyLong_Check(stream) && PyLong_AsLong(stream) == -1)) {
+    int overflow = 0;
+    bool no_sync = stream && PyLong_Check(stream) && PyLong_AsLongAndOverflow(stream, &overflow) == -1 && !overflow;
+    if (dev.device_type == WKDL_CUDA && !no_sync) {
         wk_status st;
         Py_BEGIN_ALLOW_THREADS st = wk_device_synchronize(t->storage->dev);
         Py_END_ALLOW_THREADS
         if (st != WK_OK) return wkpy_raise();
     }
-    if (PyErr_Occurred()) return NULL; /* PyLong_AsLong overflowed */
     export_ctx *c = malloc(sizeof *c);
     if (!c) return PyErr_NoMemory();
     int r = wk_rank(t);

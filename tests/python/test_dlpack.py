@@ -175,6 +175,7 @@ def test_export_refusals(np):
     ro.setflags(write=False)
     with pytest.raises(BufferError, match="read-only"):
         wick.from_numpy(ro).__dlpack__()
+    assert np.from_dlpack(wick.tensor(wick.from_numpy(ro))).tolist() == [0, 1, 2, 3]  # the advised copy
     g = wick.ones(3)
     g.requires_grad = True
     with pytest.raises(RuntimeError, match="requires grad"):
