@@ -2,6 +2,7 @@
  * 4): zero copy, the release callback's exactly-once rule, read-only
  * storage, argument errors; and the -1 dim of wk_from_host. */
 #include "testutil.h"
+#include "core/tensor.h" /* wk__from_device_blob, storage->buf */
 #include <stdlib.h>
 #include <string.h>
 
@@ -275,11 +276,44 @@ static void test_from_host_infer(void **state) {
     for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) wk_tensor_free(xs[i]);
 }
 
+/* wk__from_device_blob (internal; the Python binding's DLPack import):
+ * wk_from_blob over a GPU's memory. Without a GPU only its refusals run. */
+static void test_device_blob(void **state) {
+    (void)state;
+    float host[6] = {0, 1, 2, 3, 4, 5};
+    release_log r = {0};
+    const int64_t s23[] = {2, 3};
+    TU_FAILS(wk__from_device_blob(host, sizeof host, s23, 2, NULL, WK_F32, wk_cpu(), on_release, &r, 0),
+             WK_ERR_DEVICE);
+    TU_FAILS(wk__from_device_blob(host, sizeof host, s23, 2, NULL, WK_F32, NULL, on_release, &r, 0), WK_ERR_ARG);
+    wk_clear_error();
+    if (wk_cuda_device_count() > 0) {
+        wk_device *g = wk_cuda(0);
+        wk_tensor *own = TU_OK(wk_from_host(host, sizeof host, s23, 2, WK_F32, g));
+        /* the transpose of wick's own device memory, wrapped as foreign */
+        wk_tensor *b = TU_OK(wk__from_device_blob(own->storage->buf, sizeof host, (int64_t[]){3, 2}, 2,
+                                                  (int64_t[]){1, 3}, WK_F32, g, on_release, &r, 0));
+        tu_assert_close(b, (double[]){0, 3, 1, 4, 2, 5}, 6, 0, 0);
+        wk_tensor *col = TU_OK(wk_select(b, 1, 1)); /* own's row 1 */
+        TU_STATUS_OK(wk_fill_(col, 9));
+        tu_assert_close(own, (double[]){0, 1, 2, 9, 9, 9}, 6, 0, 0);
+        TU_FAILS(wk__from_device_blob(own->storage->buf, 8, s23, 2, NULL, WK_F32, g, on_release, &r, 0), WK_ERR_ARG);
+        wk_tensor_free(b);
+        assert_int_equal(r.calls, 0);
+        wk_tensor_free(col);
+        assert_int_equal(r.calls, 1);
+        assert_ptr_equal(r.data, own->storage->buf);
+        wk_tensor_free(own);
+    }
+    assert_int_equal(r.calls, wk_cuda_device_count() > 0 ? 1 : 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_zero_copy),  cmocka_unit_test(test_release_in_scopes),
         cmocka_unit_test(test_strides),    cmocka_unit_test(test_blob_errors),
         cmocka_unit_test(test_read_only),  cmocka_unit_test(test_from_host_infer),
+        cmocka_unit_test(test_device_blob),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,5 +25,6 @@
     X(nn_loss)        \
     X(autograd)       \
     X(optim)          \
+    X(dlpack)         \
     /* end of the list */
 #endif

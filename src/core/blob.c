@@ -1,4 +1,5 @@
-/* Tensors over memory wick did not allocate (wk_from_blob): the storage
+/* Tensors over memory wick did not allocate (wk_from_blob, and
+ * wk__from_device_blob for a GPU's memory, e.g. DLPack imports): the storage
  * records the owner's release callback instead of a backend buffer, and a
  * read-only flag that every in-place write checks (write_check.c). */
 #include "core/tensor.h"
@@ -41,14 +42,20 @@ static wk_status blob_layout(const char *op, size_t nbytes, const int64_t *shape
     return WK_OK;
 }
 
-wk_tensor *wk_from_blob(void *data, size_t nbytes, const int64_t *shape, int rank, const int64_t *strides, wk_dtype dt,
-                        wk_device *dev, wk_release_fn release, void *ctx, unsigned flags) {
-    const char *op = "wk_from_blob";
+/* Both entry points: wk_from_blob (host memory, the CPU device) and
+ * wk__from_device_blob (a GPU's memory, that GPU's device). */
+static wk_tensor *from_blob(const char *op, bool device_memory, void *data, size_t nbytes, const int64_t *shape,
+                            int rank, const int64_t *strides, wk_dtype dt, wk_device *dev, wk_release_fn release,
+                            void *ctx, unsigned flags) {
     if (!dev) { wk__err(WK_ERR_ARG, op, "NULL device"); return NULL; }
     const wk_dtype_info *di = wk_dtype_info_of(dt);
     if (!di) { wk__err(WK_ERR_DTYPE, op, "invalid dtype %d", (int)dt); return NULL; }
-    if (dev->kind != WK_DEVICE_CPU) {
+    if (!device_memory && dev->kind != WK_DEVICE_CPU) {
         wk__err(WK_ERR_DEVICE, op, "wraps host memory on the CPU device only, not %s (copy with wk_from_host)", dev->name);
+        return NULL;
+    }
+    if (device_memory && dev->kind == WK_DEVICE_CPU) {
+        wk__err(WK_ERR_DEVICE, op, "wraps a GPU's memory, not the CPU's (wk_from_blob wraps host memory)");
         return NULL;
     }
     if (flags & ~WK_BLOB_READ_ONLY) { wk__err(WK_ERR_ARG, op, "unknown flags 0x%x", flags & ~WK_BLOB_READ_ONLY); return NULL; }
@@ -73,6 +80,16 @@ wk_tensor *wk_from_blob(void *data, size_t nbytes, const int64_t *shape, int ran
     s->release = release;
     s->release_ctx = ctx;
     return t;
+}
+
+wk_tensor *wk_from_blob(void *data, size_t nbytes, const int64_t *shape, int rank, const int64_t *strides, wk_dtype dt,
+                        wk_device *dev, wk_release_fn release, void *ctx, unsigned flags) {
+    return from_blob("wk_from_blob", false, data, nbytes, shape, rank, strides, dt, dev, release, ctx, flags);
+}
+
+wk_tensor *wk__from_device_blob(void *data, size_t nbytes, const int64_t *shape, int rank, const int64_t *strides,
+                                wk_dtype dt, wk_device *dev, wk_release_fn release, void *ctx, unsigned flags) {
+    return from_blob("wk__from_device_blob", true, data, nbytes, shape, rank, strides, dt, dev, release, ctx, flags);
 }
 
 bool wk_is_read_only(const wk_tensor *t) { return t && t->storage->read_only; }

@@ -63,6 +63,9 @@ void wk__storage_release(wk_storage *s) {
         switch (s->owner) {
         case WK_OWNER_BACKEND: s->dev->be->free(s->dev, s->buf, s->nbytes); break;
         case WK_OWNER_EXTERNAL:
+            /* a GPU's memory (wk__from_device_blob) may still be read by
+             * queued kernels: its owner may reuse it once release returns */
+            if (s->release && s->dev->kind != WK_DEVICE_CPU) (void)s->dev->be->synchronize(s->dev);
             if (s->release) s->release(s->release_ctx, s->buf, s->nbytes);
             break;
         }

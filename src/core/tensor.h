@@ -65,6 +65,21 @@ void        wk__storage_release(wk_storage *s);
  * called: the memory stays the caller's. */
 wk_storage *wk__storage_wrap(const char *op, wk_device *dev, wk_dtype dt, void *buf, size_t nbytes,
                              wk_release_fn release, void *ctx, bool read_only);
+/* blob.c: wk_from_blob's contract (wick.h) over memory of a GPU device dev
+ * (CUDA) instead of host memory: data must be a device pointer of dev
+ * (wick cannot check that); the layout checks are wk_from_blob's. The
+ * producer's queued writes must be finished (or ordered before wick's
+ * stream) before wick reads. release is called once the last view is gone
+ * and after dev's queued work has finished (storage.c waits for the
+ * device), so the owner may reuse the memory at once. Used by the Python
+ * binding's DLPack import. */
+wk_tensor *wk__from_device_blob(void *data, size_t nbytes, const int64_t *shape, int rank, const int64_t *strides,
+                                wk_dtype dt, wk_device *dev, wk_release_fn release, void *ctx, unsigned flags);
+/* cuda/cuda_device.c: the stream a CUDA device's work is queued on (its
+ * cudaStream_t as an integer), for a producer that must order its own
+ * writes before wick's reads (the DLPack stream protocol); 0 for any other
+ * device and without the CUDA backend. */
+uintptr_t wk__device_stream(const wk_device *dev);
 /* The in-place write check (write_check.c): the view l of t's storage may be
  * written by op. Errors (naming op): read-only storage (WK_ERR_ARG); a layout
  * in which two indices reach one element, e.g. a stride-0 broadcast dim

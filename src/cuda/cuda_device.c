@@ -248,7 +248,17 @@ const wk_backend_desc wk__cuda_backend_desc = {
     .release_cache = wk__cuda_cache_release,
 };
 
+uintptr_t wk__device_stream(const wk_device *dev) {
+    if (!dev || dev->kind != WK_DEVICE_CUDA) return 0;
+    return (uintptr_t)((const wk_cuda_dev *)dev)->stream;
+}
+
 #else /* !WICK_HAVE_CUDA */
+
+uintptr_t wk__device_stream(const wk_device *dev) {
+    (void)dev;
+    return 0;
+}
 
 wk_device *wk__cuda_open(int ordinal) {
     wk__err(WK_ERR_NOT_COMPILED, "wk_cuda", "device cuda:%d requested, but wick was built without the CUDA backend",
