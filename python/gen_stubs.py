@@ -234,11 +234,12 @@ class Generator:
     def samples(self, cls):
         m = self.mod
         if cls.__name__ == "Tensor":
-            out = [m.zeros(2, 2)]
-            try:
-                out.append(m.zeros(2, 2, requires_grad=True))
-            except Exception:
-                pass
+            out = []
+            for kw in ({}, {"requires_grad": True}):
+                try:
+                    out.append(m.zeros(2, 2, **kw))
+                except Exception:
+                    pass
             return out
         consts = [v for v in vars(m).values() if type(v) is cls]
         return consts[:1]
