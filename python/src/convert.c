@@ -136,7 +136,10 @@ wk_tensor *wkpy_from_buffer(PyObject *obj) {
         strides[i] = s / v->itemsize;
         if (v->shape[i] == 0) span = 0;
     }
-    for (int i = 0; !why && span && i < v->ndim; i++) span += (size_t)(v->shape[i] - 1) * (size_t)v->strides[i];
+    /* strides may be NULL (ctypes arrays): C-contiguous, itemsize apart */
+    if (!why && span && !v->strides) span = (size_t)v->len;
+    for (int i = 0; !why && span && v->strides && i < v->ndim; i++)
+        span += (size_t)(v->shape[i] - 1) * (size_t)v->strides[i];
     if (why) {
         PyErr_Format(PyExc_TypeError, "wick.from_numpy: %s (format '%s', itemsize %zd)", why,
                      v->format ? v->format : "B", v->itemsize);

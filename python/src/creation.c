@@ -215,28 +215,31 @@ static PyObject *f_eye(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyO
 #define FAST(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 static PyMethodDef creation_functions[] = {
     {"tensor", FAST(f_tensor),
-     "tensor(data, dtype=None, device=None, requires_grad=False): a new tensor holding a copy of data (nested "
+     "tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor: a new tensor holding a copy of data (nested "
      "lists of numbers, a number, a numpy array or anything with the buffer protocol, a Tensor). Without dtype, "
      "floats give f32 and ints i64 (an array keeps its dtype)."},
     {"as_tensor", FAST(f_as_tensor),
-     "as_tensor(data, dtype=None, device=None): shares data's memory when it can (a Tensor, a numpy array on the "
+     "as_tensor(data, dtype=None, device=None) -> Tensor: shares data's memory when it can (a Tensor, a numpy array on the "
      "CPU in its own dtype), else copies."},
     {"from_numpy", f_from_numpy, METH_O,
-     "from_numpy(array): a tensor sharing the array's memory (any object with the buffer protocol); the array "
+     "from_numpy(array) -> Tensor: a tensor sharing the array's memory (any object with the buffer protocol); the array "
      "stays alive until the last tensor over it is freed. Read-only arrays give read-only tensors."},
-    {"zeros", FAST(f_zeros), "zeros(*shape, dtype=f32, device=cpu, requires_grad=False)."},
-    {"ones", FAST(f_ones), "ones(*shape, dtype=f32, device=cpu, requires_grad=False)."},
-    {"empty", FAST(f_empty), "empty(*shape, dtype=f32, device=cpu): uninitialised memory."},
-    {"rand", FAST(f_rand), "rand(*shape, dtype=f32, device=cpu): uniform in [0, 1) from the device's generator."},
-    {"randn", FAST(f_randn), "randn(*shape, dtype=f32, device=cpu): standard normal from the device's generator."},
-    {"full", FAST(f_full), "full(shape, fill_value, dtype=None, device=cpu, requires_grad=False)."},
-    {"zeros_like", FAST(f_zeros_like), "zeros_like(input, dtype=None, device=None): input's shape (dtype, device)."},
-    {"ones_like", FAST(f_ones_like), "ones_like(input, dtype=None, device=None)."},
-    {"full_like", FAST(f_full_like), "full_like(input, fill_value, dtype=None, device=None)."},
+    {"zeros", FAST(f_zeros), "zeros(*shape, dtype=f32, device=cpu, requires_grad=False) -> Tensor."},
+    {"ones", FAST(f_ones), "ones(*shape, dtype=f32, device=cpu, requires_grad=False) -> Tensor."},
+    {"empty", FAST(f_empty), "empty(*shape, dtype=f32, device=cpu) -> Tensor: uninitialised memory."},
+    {"rand", FAST(f_rand),
+     "rand(*shape, dtype=f32, device=cpu) -> Tensor: uniform in [0, 1) from the device's generator."},
+    {"randn", FAST(f_randn),
+     "randn(*shape, dtype=f32, device=cpu) -> Tensor: standard normal from the device's generator."},
+    {"full", FAST(f_full), "full(shape, fill_value, dtype=None, device=cpu, requires_grad=False) -> Tensor."},
+    {"zeros_like", FAST(f_zeros_like),
+     "zeros_like(input, dtype=None, device=None) -> Tensor: input's shape (dtype, device)."},
+    {"ones_like", FAST(f_ones_like), "ones_like(input, dtype=None, device=None) -> Tensor."},
+    {"full_like", FAST(f_full_like), "full_like(input, fill_value, dtype=None, device=None) -> Tensor."},
     {"arange", FAST(f_arange),
-     "arange(start, end=None, step=1, dtype=None, device=cpu): numpy's meaning; all-int arguments give i64, "
+     "arange(start, end=None, step=1, dtype=None, device=cpu) -> Tensor: numpy's meaning; all-int arguments give i64, "
      "else f32."},
-    {"eye", FAST(f_eye), "eye(n, dtype=f32, device=cpu): the n x n identity."},
+    {"eye", FAST(f_eye), "eye(n, dtype=f32, device=cpu) -> Tensor: the n x n identity."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -129,8 +129,10 @@ static PyGetSetDef device_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 static PyMethodDef device_methods[] = {
-    {"synchronize", (PyCFunction)d_synchronize, METH_NOARGS, "Wait for the device's queued work."},
-    {"manual_seed", (PyCFunction)d_manual_seed, METH_O, "Seed the device's random generator."},
+    {"synchronize", (PyCFunction)d_synchronize, METH_NOARGS,
+     "synchronize() -> None: wait for the device's queued work."},
+    {"manual_seed", (PyCFunction)d_manual_seed, METH_O,
+     "manual_seed(seed) -> None: seed the device's random generator."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -182,12 +184,17 @@ static PyObject *f_cpu_isa(PyObject *m, PyObject *u) {
 }
 
 static PyMethodDef device_functions[] = {
-    {"cuda_device_count", f_cuda_device_count, METH_NOARGS, "CUDA devices usable here (0 without the backend or a GPU)."},
-    {"cuda_is_available", f_cuda_is_available, METH_NOARGS, "True when a CUDA device is usable."},
-    {"manual_seed", f_manual_seed, METH_O, "Seed the CPU's random generator (rand / randn)."},
-    {"get_num_threads", f_get_num_threads, METH_NOARGS, "The CPU backend's thread count."},
-    {"set_num_threads", f_set_num_threads, METH_O, "Set the CPU backend's thread count (0: the default)."},
-    {"cpu_isa", f_cpu_isa, METH_NOARGS, "The SIMD level the CPU backend chose ('avx512', 'avx2', 'generic')."},
+    {"cuda_device_count", f_cuda_device_count, METH_NOARGS,
+     "cuda_device_count() -> int: CUDA devices usable here (0 without the backend or a GPU)."},
+    {"cuda_is_available", f_cuda_is_available, METH_NOARGS,
+     "cuda_is_available() -> bool: True when a CUDA device is usable."},
+    {"manual_seed", f_manual_seed, METH_O,
+     "manual_seed(seed) -> None: seed the CPU's random generator (rand / randn)."},
+    {"get_num_threads", f_get_num_threads, METH_NOARGS, "get_num_threads() -> int: the CPU backend's thread count."},
+    {"set_num_threads", f_set_num_threads, METH_O,
+     "set_num_threads(n) -> None: set the CPU backend's thread count (0: the default)."},
+    {"cpu_isa", f_cpu_isa, METH_NOARGS,
+     "cpu_isa() -> str: the SIMD level the CPU backend chose ('avx512', 'avx2', 'generic')."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -365,10 +365,12 @@ static PyObject *m_numpy(PyObject *self, PyObject *unused) {
 }
 
 static PyMethodDef tensor_methods[] = {
-    {"tolist", (PyCFunction)m_tolist, METH_NOARGS, "The values as nested lists."},
-    {"item", (PyCFunction)m_item, METH_NOARGS, "The value of a one-element tensor."},
+    {"tolist", (PyCFunction)m_tolist, METH_NOARGS,
+     "tolist() -> list: the values as nested lists (floats for float dtypes, else ints)."},
+    {"item", (PyCFunction)m_item, METH_NOARGS,
+     "item() -> float | int: the value of a one-element tensor (a float for float dtypes, else an int)."},
     {"numpy", (PyCFunction)m_numpy, METH_NOARGS,
-     "A numpy array sharing the tensor's memory (CPU tensors of numpy's dtypes; no copy)."},
+     "numpy() -> Any: a numpy array sharing the tensor's memory (CPU tensors of numpy's dtypes; no copy)."},
     {NULL, NULL, 0, NULL},
 };
 
