@@ -137,6 +137,12 @@ class Generator:
         self.docstrings = docstrings
         self.errors = []  # "qualname: problem (first line: ...)"
         self.classes = {n: o for n, o in vars(mod).items() if isinstance(o, type) and not n.startswith("_")}
+        # a second module name for a class (wick.Bert is wick.SentenceEncoder): `Bert = SentenceEncoder`
+        self.class_aliases = {n: o.__name__.rsplit(".", 1)[-1] for n, o in self.classes.items()
+                              if o.__name__.rsplit(".", 1)[-1] != n
+                              and self.classes.get(o.__name__.rsplit(".", 1)[-1]) is o}
+        for n in self.class_aliases:
+            del self.classes[n]
         self.shadow = set()  # names of classes shadowed by a member of the class being written
         self.aliases = set()  # module-level aliases the stubs need for those
 
@@ -366,16 +372,18 @@ class Generator:
         classes.sort(key=lambda n: (len(self.classes[n].__mro__), n))
         for n in classes:
             out += self.klass(n, self.classes[n]) + [""]
+        for n in sorted(self.class_aliases):
+            out += [f"{n} = {self.class_aliases[n]}", ""]
         for n in names:
             o = getattr(mod, n)
-            if n in self.classes:
+            if n in self.classes or n in self.class_aliases:
                 continue
             if callable(o):
                 out += self.function(n, o)
         out.append("")
         for n in names:
             o = getattr(mod, n)
-            if n in self.classes or callable(o):
+            if n in self.classes or n in self.class_aliases or callable(o):
                 continue
             out.append(f"{n}: {self.type_name(o)}")
         if self.aliases:

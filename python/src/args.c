@@ -74,6 +74,12 @@ int wkpy_bool(PyObject *o, bool dflt, bool *out) {
         *out = dflt;
         return 0;
     }
+    /* bools, ints and numpy.bool_ (torch refuses the rest: a str or a list
+     * is a mistake, not a truth value) */
+    if (!PyBool_Check(o) && !PyLong_Check(o) && strcmp(Py_TYPE(o)->tp_name, "numpy.bool_")) {
+        PyErr_Format(PyExc_TypeError, "expected a bool, got %s", Py_TYPE(o)->tp_name);
+        return -1;
+    }
     int v = PyObject_IsTrue(o);
     if (v < 0) return -1;
     *out = v;
@@ -81,6 +87,10 @@ int wkpy_bool(PyObject *o, bool dflt, bool *out) {
 }
 
 static int shape_seq(PyObject *o, int64_t *shape, int *rank) {
+    if (PyBytes_Check(o) || PyByteArray_Check(o) || PyUnicode_Check(o)) { /* sequences, but not of dims */
+        PyErr_Format(PyExc_TypeError, "a shape must be an int or a sequence of ints, not %s", Py_TYPE(o)->tp_name);
+        return -1;
+    }
     PyObject *seq = PySequence_Fast(o, "shape must be an int or a sequence of ints");
     if (!seq) return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);

@@ -509,8 +509,8 @@ static PyTypeObject grad_mode_fn_type = {
 };
 
 static PyMethodDef grad_mode_methods[] = {
-    {"__enter__", (PyCFunction)gm_enter, METH_NOARGS, NULL},
-    {"__exit__", (PyCFunction)gm_exit, METH_VARARGS, NULL},
+    {"__enter__", (PyCFunction)gm_enter, METH_NOARGS, "__enter__()\nEnter the grad mode (per thread)."},
+    {"__exit__", (PyCFunction)gm_exit, METH_VARARGS, "__exit__(*exc_info)\nRestore the grad mode in force before."},
     {NULL, NULL, 0, NULL},
 };
 

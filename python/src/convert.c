@@ -26,12 +26,26 @@ static int nested_shape(PyObject *o, int64_t *shape, int depth, int *rank) {
     return 0;
 }
 
-static int nested_fill(PyObject *o, const int64_t *shape, int rank, int depth, double *v, int64_t *pos,
+/* Fill v (doubles) and iv (exact int64 for Python ints) in row-major order. */
+static int nested_fill(PyObject *o, const int64_t *shape, int rank, int depth, double *v, int64_t *iv, int64_t *pos,
                        bool *any_float) {
     if (depth == rank) {
-        if (!PyLong_Check(o)) *any_float = true;
+        if (PyLong_Check(o)) { /* exact: ints beyond 2^53 keep their digits */
+            int ovf = 0;
+            long long x = PyLong_AsLongLongAndOverflow(o, &ovf);
+            if (x == -1 && PyErr_Occurred()) return -1;
+            if (ovf) {
+                PyErr_SetString(PyExc_OverflowError, "a Python int does not fit in int64");
+                return -1;
+            }
+            iv[*pos] = x;
+            v[(*pos)++] = (double)x;
+            return 0;
+        }
+        *any_float = true;
         double x = PyFloat_AsDouble(o);
         if (x == -1.0 && PyErr_Occurred()) return -1;
+        iv[*pos] = 0;
         v[(*pos)++] = x;
         return 0;
     }
@@ -43,7 +57,7 @@ static int nested_fill(PyObject *o, const int64_t *shape, int rank, int depth, d
     for (int64_t i = 0; i < shape[depth]; i++) {
         PyObject *it = PySequence_GetItem(o, (Py_ssize_t)i);
         if (!it) return -1;
-        int r = nested_fill(it, shape, rank, depth + 1, v, pos, any_float);
+        int r = nested_fill(it, shape, rank, depth + 1, v, iv, pos, any_float);
         Py_DECREF(it);
         if (r < 0) return -1;
     }
@@ -55,24 +69,35 @@ wk_tensor *wkpy_from_nested(PyObject *data, wk_dtype dt, bool dt_given) {
     int rank = 0;
     if (nested_shape(data, shape, 0, &rank) < 0) return NULL;
     int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= shape[i];
-    if (n > ((int64_t)1 << 40) / (int64_t)sizeof(double)) return PyErr_NoMemory(), NULL;
+    const int64_t cap = ((int64_t)1 << 40) / (int64_t)(2 * sizeof(double));
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] && n > cap / shape[i]) return PyErr_NoMemory(), NULL; /* lists repeating one list */
+        n *= shape[i];
+    }
     double *v = PyMem_Malloc(sizeof(double) * (size_t)(n ? n : 1));
-    if (!v) {
+    int64_t *iv = PyMem_Malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    if (!v || !iv) {
+        PyMem_Free(v);
+        PyMem_Free(iv);
         PyErr_NoMemory();
         return NULL;
     }
     int64_t pos = 0;
     wk_tensor *t = NULL;
     bool any_float = false;
-    if (nested_fill(data, shape, rank, 0, v, &pos, &any_float) == 0) {
+    if (nested_fill(data, shape, rank, 0, v, iv, &pos, &any_float) == 0) {
         if (!dt_given) dt = any_float || n == 0 ? WK_F32 : WK_I64;
-        wk_tensor *d = wk_from_host(v, sizeof(double) * (size_t)n, shape, rank, WK_F64, wk_cpu());
-        t = dt == WK_F64 || !d ? d : wk_to_dtype(d, dt);
+        /* all ints into an integer dtype: from the exact int64 values */
+        bool exact = !any_float && wk_dtype_is_int(dt);
+        wk_dtype src = exact ? WK_I64 : WK_F64;
+        wk_tensor *d = wk_from_host(exact ? (const void *)iv : (const void *)v, sizeof(double) * (size_t)n, shape,
+                                    rank, src, wk_cpu());
+        t = dt == src || !d ? d : wk_to_dtype(d, dt);
         if (t != d) wk_tensor_free(d);
         if (!t) wkpy_raise();
     }
     PyMem_Free(v);
+    PyMem_Free(iv);
     return t;
 }
 
@@ -159,10 +184,12 @@ wk_tensor *wkpy_from_buffer(PyObject *obj) {
 
 /* ---- tolist ---- */
 
-static PyObject *list_rec(const double *v, const int64_t *shape, int rank, int d, int64_t *pos, bool is_float) {
+/* v: doubles (float dtypes) or int64 (integer dtypes: exact) */
+static PyObject *list_rec(const void *v, const int64_t *shape, int rank, int d, int64_t *pos, bool is_float) {
     if (d == rank) {
-        double x = v[(*pos)++];
-        return is_float ? PyFloat_FromDouble(x) : PyLong_FromLongLong((long long)x);
+        int64_t i = (*pos)++;
+        return is_float ? PyFloat_FromDouble(((const double *)v)[i])
+                        : PyLong_FromLongLong((long long)((const int64_t *)v)[i]);
     }
     PyObject *l = PyList_New((Py_ssize_t)shape[d]);
     if (!l) return NULL;
@@ -177,19 +204,49 @@ static PyObject *list_rec(const double *v, const int64_t *shape, int rank, int d
     return l;
 }
 
-PyObject *wkpy_tolist(const wk_tensor *t) {
+/* Every element of t on the host: doubles for float (and block) dtypes,
+ * exact int64 for integer dtypes. PyMem_Free the result. */
+static void *host_values(const wk_tensor *t, bool *is_float) {
     int64_t n = wk_numel(t);
-    double *v = PyMem_Malloc(sizeof(double) * (size_t)(n ? n : 1));
-    if (!v) return PyErr_NoMemory();
+    void *v = PyMem_Malloc(8 * (size_t)(n ? n : 1));
+    if (!v) return PyErr_NoMemory(), NULL;
+    *is_float = !wk_dtype_is_int(wk_tensor_dtype(t));
     wk_status st;
-    Py_BEGIN_ALLOW_THREADS st = wk_to_host_f64(t, v, (size_t)n);
-    Py_END_ALLOW_THREADS
-    PyObject *r = NULL;
-    if (st != WK_OK) wkpy_raise();
-    else {
-        int64_t pos = 0;
-        r = list_rec(v, wk_shape(t), wk_rank(t), 0, &pos, wk_dtype_is_float(wk_tensor_dtype(t)));
+    if (*is_float) {
+        WKPY_NOGIL(wkpy_big(t), st = wk_to_host_f64(t, v, (size_t)n));
+    } else {
+        wk_tensor *i = wk_tensor_dtype(t) == WK_I64 ? NULL : wk_to_dtype(t, WK_I64);
+        WKPY_NOGIL(wkpy_big(t), st = (wk_tensor_dtype(t) == WK_I64 || i) ? wk_to_host(i ? i : t, v, 8 * (size_t)n)
+                                                                          : wk_last_status());
+        wk_tensor_free(i);
     }
+    if (st != WK_OK) {
+        PyMem_Free(v);
+        wkpy_raise();
+        return NULL;
+    }
+    return v;
+}
+
+PyObject *wkpy_tolist(const wk_tensor *t) {
+    bool is_float;
+    void *v = host_values(t, &is_float);
+    if (!v) return NULL;
+    int64_t pos = 0;
+    PyObject *r = list_rec(v, wk_shape(t), wk_rank(t), 0, &pos, is_float);
+    PyMem_Free(v);
+    return r;
+}
+
+PyObject *wkpy_item(const wk_tensor *t) {
+    if (wk_numel(t) != 1) { /* wick's own error (ShapeError, naming the shape) */
+        double d;
+        if (wk_item(t, &d) != WK_OK) return wkpy_raise();
+    }
+    bool is_float;
+    void *v = host_values(t, &is_float);
+    if (!v) return NULL;
+    PyObject *r = is_float ? PyFloat_FromDouble(*(double *)v) : PyLong_FromLongLong((long long)*(int64_t *)v);
     PyMem_Free(v);
     return r;
 }

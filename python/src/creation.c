@@ -130,7 +130,9 @@ static PyObject *f_full(PyObject *m, PyObject *const *args, Py_ssize_t nargs, Py
     wk_dtype dt;
     wk_device *dev;
     bool rg;
-    if (wkpy_parse("full", args, nargs, kw, names, 2, a) < 0 || wkpy_shape(a[0], shape, &rank) < 0 ||
+    if (wkpy_parse("full", args, nargs, kw, names, 2, a) < 0) return NULL;
+    if (a[1] == Py_None) return PyErr_Format(PyExc_TypeError, "full(): fill_value must be a number, not None");
+    if (wkpy_shape(a[0], shape, &rank) < 0 ||
         wkpy_double(a[1], 0, &v) < 0 || wkpy_dtype_from(a[2], PyLong_Check(a[1]) ? WK_I64 : WK_F32, &dt) < 0 ||
         wkpy_device_from(a[3], &dev) < 0 || wkpy_bool(a[4], false, &rg) < 0)
         return NULL;

@@ -2,6 +2,7 @@
  * by identity of the wick instance; plus the device-level functions. */
 #include "wkpy.h"
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 typedef struct {
@@ -175,6 +176,7 @@ static PyObject *f_set_num_threads(PyObject *m, PyObject *n) {
     (void)m;
     long v = PyLong_AsLong(n);
     if (v == -1 && PyErr_Occurred()) return NULL;
+    if (v < INT_MIN || v > INT_MAX) return PyErr_Format(PyExc_OverflowError, "set_num_threads(%ld): out of range", v);
     return wkpy_status(wk_set_num_threads((int)v));
 }
 static PyObject *f_cpu_isa(PyObject *m, PyObject *u) {
@@ -192,7 +194,7 @@ static PyMethodDef device_functions[] = {
      "manual_seed(seed) -> None: seed the CPU's random generator (rand / randn)."},
     {"get_num_threads", f_get_num_threads, METH_NOARGS, "get_num_threads() -> int: the CPU backend's thread count."},
     {"set_num_threads", f_set_num_threads, METH_O,
-     "set_num_threads(n) -> None: set the CPU backend's thread count (0: the default)."},
+     "set_num_threads(n) -> None: set the CPU backend's thread count (1 .. 256; wick.ArgError outside)."},
     {"cpu_isa", f_cpu_isa, METH_NOARGS,
      "cpu_isa() -> str: the SIMD level the CPU backend chose ('avx512', 'avx2', 'generic')."},
     {NULL, NULL, 0, NULL},

@@ -298,6 +298,7 @@ static PyObject *nb_float(PyObject *a) {
 }
 static PyObject *nb_int(PyObject *a) {
     double v;
+    if (wk_dtype_is_int(wk_tensor_dtype(wkpy_t(a))) && wk_numel(wkpy_t(a)) == 1) return wkpy_item(wkpy_t(a));
     if (one_value(a, "int()", &v) < 0) return NULL;
     return wk_dtype_is_float(wk_tensor_dtype(wkpy_t(a))) ? PyLong_FromDouble(v) : PyLong_FromLongLong((long long)v);
 }
@@ -350,9 +351,7 @@ static PyObject *m_tolist(wkpy_tensor *self, PyObject *unused) {
 
 static PyObject *m_item(wkpy_tensor *self, PyObject *unused) {
     (void)unused;
-    double v;
-    if (wk_item(self->t, &v) != WK_OK) return wkpy_raise();
-    return wk_dtype_is_float(wk_tensor_dtype(self->t)) ? PyFloat_FromDouble(v) : PyLong_FromLongLong((long long)v);
+    return wkpy_item(self->t);
 }
 
 static PyObject *m_numpy(PyObject *self, PyObject *unused) {

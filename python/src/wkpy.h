@@ -126,8 +126,10 @@ wk_tensor *wkpy_from_nested(PyObject *data, wk_dtype dt, bool dt_given);
 /* Zero-copy over any object with the buffer protocol (numpy arrays): the
  * tensor keeps the exporter alive until wick releases the memory. */
 wk_tensor *wkpy_from_buffer(PyObject *obj);
-/* Nested lists of t's values. */
+/* Nested lists of t's values (integer dtypes exact, through int64). */
 PyObject  *wkpy_tolist(const wk_tensor *t);
+/* The value of a one-element tensor: a float, or an exact int. */
+PyObject  *wkpy_item(const wk_tensor *t);
 /* One value as a Python float / int / bool by dtype. */
 PyObject  *wkpy_scalar(double v, wk_dtype dt);
 

@@ -5,6 +5,193 @@ import builtins
 from typing import Any, Iterator, Optional, TypeAlias, final
 
 @final
+class GGUF:
+    """GGUF(path)
+    A memory-mapped GGUF file (v1-v3): .metadata, .types, .tensor_names, .tensor(name). A context manager; tensors outlive close().
+    """
+    def __new__(cls, path) -> GGUF: ...
+    def __enter__(self):
+        """__enter__()
+        The object itself (a context manager).
+        """
+    def __exit__(self, *exc_info):
+        """__exit__(*exc_info)
+        close().
+        """
+    @property
+    def alignment(self) -> Any:
+        """general.alignment (32 by default)."""
+    def close(self):
+        """close()
+        Close the reader; tensors already taken stay valid.
+        """
+    @property
+    def closed(self) -> Any:
+        """True after close()."""
+    @property
+    def data_offset(self) -> Any:
+        """The file offset of the tensor data."""
+    @property
+    def file_size(self) -> Any:
+        """Bytes in the file."""
+    @property
+    def metadata(self) -> Any:
+        """Every key -> value (ints, floats, bools, str, lists), a new dict each time (the lists are shared: copy one before changing it)."""
+    def tensor(self, name):
+        """tensor(name)
+        The tensor called name: a zero-copy, read-only CPU view of the file in wick's shape order (GGUF's ne reversed); block-quantized tensors come in their block dtype (wick.q4_1, ...).
+        """
+    def tensor_info(self, name):
+        """tensor_info(name)
+        A dict: ggml_type ('q4_1'), ggml_type_id, dtype (None when wick has none), shape, offset, nbytes.
+        """
+    @property
+    def tensor_names(self) -> Any:
+        """The tensors' names in file order, a list."""
+    def tensors(self):
+        """tensors()
+        Every tensor wick has a dtype for, as a dict name -> Tensor (views).
+        """
+    @property
+    def types(self) -> Any:
+        """Every key -> its GGUF type name ('u32', 'string', 'array[i32]')."""
+    @property
+    def version(self) -> Any:
+        """The GGUF version (1, 2 or 3)."""
+
+@final
+class KVCache:
+    """KVCache(model, max_tokens=0)
+    One sequence's keys and values for every layer of model, allocated once for max_tokens positions (0: the model's context). len() is the positions filled.
+    """
+    def __new__(cls, model, max_tokens=...) -> KVCache: ...
+    def __len__(self, /) -> int: ...
+    def __repr__(self, /) -> str: ...
+    @property
+    def capacity(self) -> Any:
+        """Positions the cache can hold."""
+    def clear(self):
+        """clear()
+        Forget every position.
+        """
+    @property
+    def model(self) -> Any:
+        """The model the cache belongs to."""
+    def truncate(self, n):
+        """truncate(n)
+        Forget positions >= n.
+        """
+
+@final
+class Llama:
+    """Llama(path, device=None, dtype=None)
+    A Llama-family model (Llama 2/3, SmolLM2, ...) from a .gguf file (quantized layers stay quantized) or an HF directory. dtype (f32 / f16 / bf16) converts the float weight matrices at load; None keeps the file's. Immutable: threads may share one.
+    """
+    def __new__(cls, path, device=..., dtype=...) -> Llama: ...
+    def __repr__(self, /) -> str: ...
+    @property
+    def chat_template(self) -> Any:
+        """The file's chat template, or None."""
+    @property
+    def config(self) -> Any:
+        """The model's config, a dict (vocab, dim, n_layers, n_heads, ...)."""
+    def forward(self, ids, cache=..., all_logits=...):
+        """forward(ids, cache=None, all_logits=False)
+        Run ids (a list of ints or an integer tensor) at the cache's next positions (appending their keys and values; without a cache, a fresh one for these ids only). Returns f32 logits (1, vocab) for the last id, or (n, vocab) with all_logits. The GIL is released meanwhile.
+        """
+    def generate(self, prompt, max_new_tokens=..., temperature=..., top_k=..., top_p=..., min_p=..., repeat_penalty=..., repeat_last_n=..., seed=..., stop=..., chat=..., system=..., stop_at_eos=..., max_ctx=...):
+        """generate(prompt, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, stop=None, chat=False, system=None, stop_at_eos=True, max_ctx=0)
+        Same as wick.generate(self, prompt, ...).
+        """
+    def stream(self, prompt, max_new_tokens=..., temperature=..., top_k=..., top_p=..., min_p=..., repeat_penalty=..., repeat_last_n=..., seed=..., stop=..., chat=..., system=..., stop_at_eos=..., max_ctx=...):
+        """stream(prompt, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, stop=None, chat=False, system=None, stop_at_eos=True, max_ctx=0)
+        Same as wick.stream(self, prompt, ...).
+        """
+    @property
+    def tokenizer(self) -> Any:
+        """The file's tokenizer (a wick.Tokenizer), or None."""
+    @property
+    def vocab_size(self) -> Any:
+        """Logits per position."""
+
+@final
+class SafeTensors:
+    """SafeTensors(path)
+    A memory-mapped safetensors file (a .safetensors file, a sharded checkpoint's index .json, or a directory holding one). A mapping of names to tensors; a context manager.
+    """
+    def __new__(cls, path) -> SafeTensors: ...
+    def __contains__(self, key, /) -> bool: ...
+    def __enter__(self):
+        """__enter__()
+        The object itself (a context manager).
+        """
+    def __exit__(self, *exc_info):
+        """__exit__(*exc_info)
+        close().
+        """
+    def __getitem__(self, key, /) -> SafeTensors: ...
+    def __iter__(self, /) -> Iterator[Any]: ...
+    def __len__(self, /) -> int: ...
+    def close(self):
+        """close()
+        Drop the loader's reference to the mapping; tensors already taken stay valid.
+        """
+    @property
+    def closed(self) -> Any:
+        """True after close()."""
+    @property
+    def files(self) -> Any:
+        """The files the tensors live in (the shards of an index)."""
+    def get(self, name, dtype=..., device=...):
+        """get(name, dtype=None, device=None)
+        The tensor called name: a zero-copy, read-only CPU view of the file, or converted to dtype / moved to device when given (KeyError for an unknown name).
+        """
+    def get_tensor(self, name, dtype=..., device=...):
+        """get_tensor(name, dtype=None, device=None)
+        Same as get (the safetensors package's name).
+        """
+    def info(self, name):
+        """info(name)
+        A dict: st_dtype (the file's name, e.g. 'BF16'), dtype (a wick.dtype, None when wick has none), shape, nbytes, offset (in its file), file.
+        """
+    def keys(self):
+        """keys()
+        The tensor names, sorted (the safetensors package's order).
+        """
+    @property
+    def metadata(self) -> Any:
+        """The __metadata__ map (str -> str), a dict."""
+
+@final
+class SentenceEncoder:
+    """SentenceEncoder(path, device=None)
+    A BERT sentence encoder from an HF directory (config.json, model.safetensors, tokenizer.json or vocab.txt): all-MiniLM-L6-v2 and kin. Immutable: threads may share one.
+    """
+    def __new__(cls, path, device=...) -> SentenceEncoder: ...
+    def __repr__(self, /) -> str: ...
+    @property
+    def dim(self) -> Any:
+        """The embedding size."""
+    def embed(self, texts):
+        """embed(texts)
+        Embeddings of a list of str as an f32 Tensor (n, dim), each row mean-pooled and of L2 norm 1 (one str gives (dim,)). Texts longer than max_tokens are cut; the GIL is released meanwhile.
+        """
+    def encode(self, texts):
+        """encode(texts)
+        Same as embed (sentence-transformers' name).
+        """
+    def hidden(self, ids):
+        """hidden(ids)
+        The last hidden state (1, L, dim) f32 for ids (with [CLS] / [SEP]), a list or integer tensor.
+        """
+    @property
+    def max_tokens(self) -> Any:
+        """The most ids a text becomes (longer texts are cut)."""
+    @property
+    def tokenizer(self) -> Any:
+        """The model's WordPiece tokenizer (a wick.Tokenizer)."""
+
+@final
 class Tensor:
     """A wick tensor: a strided view over reference-counted storage on one device."""
     @property
@@ -17,6 +204,14 @@ class Tensor:
         """numpy's zero-copy view (CPU tensors)."""
     def __bool__(self, /) -> bool: ...
     def __delitem__(self, key, /) -> None: ...
+    def __dlpack__(self, stream=..., max_version=...):
+        """__dlpack__(stream=None, max_version=None)
+        A DLPack 0.x capsule ('dltensor') sharing the tensor's memory (no copy), for torch.from_dlpack, numpy.from_dlpack and wick.from_dlpack. The capsule holds a reference to the tensor until its consumer frees the result (or the capsule dies unconsumed). CUDA tensors: wick's device is synchronised first (every queued op finishes), so any consumer stream sees the values; stream=-1 skips that. CPU: stream is ignored. f32, f64, f16, bf16, u8, u32, i16, i32 and i64 export; quantized and f8 dtypes raise wick.DTypeError, read-only memory BufferError, tensors that require grad RuntimeError.
+        """
+    def __dlpack_device__(self):
+        """__dlpack_device__()
+        (device_type, device_id) as DLPack numbers them: (1, 0) for the CPU, (2, n) for cuda:n.
+        """
     def __eq__(self, value, /) -> Tensor: ...  # type: ignore[override]
     def __float__(self, /) -> float: ...
     def __ge__(self, value, /) -> Tensor: ...  # type: ignore[override]
@@ -53,37 +248,946 @@ class Tensor:
     @property
     def _id(self) -> int:
         """wick's unique id of the tensor object."""
+    def abs(self):
+        """abs()
+
+        Elementwise abs (wick's wk_abs), a new tensor. Defined on integer dtypes (wrapping like C unsigned arithmetic).
+        """
+    def abs_(self):
+        """abs_()
+
+        In place: self = self.abs(); returns self.
+        """
+    def add(self, other, /):
+        """add(other, /)
+
+        Elementwise add with numpy broadcasting (wick's wk_add). other: a Tensor of the same dtype and device, or a Python number (wk_binary_scalar; a float beside an integer tensor computes in f32, like torch).
+        """
+    def add_(self, other, /):
+        """add_(other, /)
+
+        In place: self = self.add(other) (same shape and dtype); returns self.
+        """
+    def affine(self, mul=..., add=...):
+        """affine(mul=1.0, add=0.0)
+
+        self * mul + add in one pass (integers compute in double and convert back).
+        """
+    def all(self, dim=..., keepdim=...):
+        """all(dim=None, keepdim=False)
+
+        Whether every element over dim is nonzero: a u8 tensor of 0 / 1.
+        """
+    def amax(self, dim=..., keepdim=...):
+        """amax(dim=(), keepdim=False)
+
+        The max over dim (() or None: every dim), values only.
+        """
+    def amin(self, dim=..., keepdim=...):
+        """amin(dim=(), keepdim=False)
+
+        The min over dim (() or None: every dim), values only.
+        """
+    def any(self, dim=..., keepdim=...):
+        """any(dim=None, keepdim=False)
+
+        Whether any element over dim is nonzero: a u8 tensor of 0 / 1.
+        """
+    def argmax(self, dim=..., keepdim=...):
+        """argmax(dim=None, keepdim=False)
+
+        The index (i64, like torch) of the first argmax along dim; dim None: into the flattened tensor (keepdim then keeps every dim as size 1).
+        """
+    def argmin(self, dim=..., keepdim=...):
+        """argmin(dim=None, keepdim=False)
+
+        The index (i64, like torch) of the first argmin along dim; dim None: into the flattened tensor (keepdim then keeps every dim as size 1).
+        """
+    def argsort(self, dim=..., descending=..., stable=...):
+        """argsort(dim=-1, descending=False, stable=False)
+
+        The indices (i64) that sort along dim (stable).
+        """
+    def backward(self, gradient=..., retain_graph=..., create_graph=...):
+        """backward(gradient=None, retain_graph=None, create_graph=False)
+        Run backward from this tensor; gradients add into every leaf's .grad (and retain_grad tensors'). gradient: dL/dself (needed unless self has one element). retain_graph (default: create_graph) keeps the graph for another backward; create_graph records the pass (higher-order gradients). The GIL is released during the pass.
+        """
+    def bfloat16(self):
+        """bfloat16()
+
+        self as bf16 (torch's .bfloat16()); self itself when it already is.
+        """
+    def bmm(self, mat2):
+        """bmm(mat2)
+        Batched product of two rank-3 tensors with the same batch size.
+        """
+    def bool(self):
+        """bool()
+
+        self != 0 as u8 0 / 1 (wick's bool dtype).
+        """
+    def broadcast_to(self, shape):
+        """broadcast_to(shape)
+        expand to shape (numpy rules).
+        """
+    def byte(self):
+        """byte()
+
+        self as u8 (torch's .byte()); self itself when it already is.
+        """
+    def ceil(self):
+        """ceil()
+
+        Elementwise ceil (wick's wk_ceil), a new tensor. The identity on integer dtypes.
+        """
+    def ceil_(self):
+        """ceil_()
+
+        In place: self = self.ceil(); returns self.
+        """
+    def chunk(self, chunks, dim=...):
+        """chunk(chunks, dim=0)
+        A tuple of views splitting dim into chunks pieces of ceil(size / chunks) (fewer when they run out).
+        """
+    def clamp(self, min=..., max=...):
+        """clamp(min=None, max=None)
+
+        Each element limited to [min, max]; a missing bound is unlimited (torch). Number bounds use wk_clamp (min > max is wick.ArgError, torch would give max); Tensor bounds are maximum / minimum with broadcasting.
+        """
+    def clamp_(self, min=..., max=...):
+        """clamp_(min=None, max=None)
+
+        In place clamp; returns self.
+        """
+    def clip(self, min=..., max=...):
+        """clip(min=None, max=None)
+
+        The same as clamp.
+        """
+    def clip_(self, min=..., max=...):
+        """clip_(min=None, max=None)
+
+        The same as clamp_.
+        """
+    def clone(self):
+        """clone()
+
+        A contiguous copy in new memory (wk_copy).
+        """
+    def contiguous(self):
+        """contiguous()
+
+        self when row-major contiguous, else a contiguous copy.
+        """
+    def copy_(self, src, non_blocking=...):
+        """copy_(src, non_blocking=False)
+
+        src's values written into self: src (a Tensor, number, array or list) is broadcast to self's shape and converted to self's dtype and device; returns self.
+        """
+    def cos(self):
+        """cos()
+
+        Elementwise cos (wick's wk_cos), a new tensor. Float dtypes only (integers: wick.DTypeError).
+        """
+    def cos_(self):
+        """cos_()
+
+        In place: self = self.cos(); returns self.
+        """
+    def cpu(self):
+        """cpu()
+
+        self on the CPU (self itself when it is).
+        """
+    def cuda(self, device=..., non_blocking=...):
+        """cuda(device=None, non_blocking=False)
+
+        self on a CUDA device (an index, default 0, or 'cuda:N'); wick.NotCompiledError without the CUDA backend.
+        """
+    def cumprod(self, dim, dtype=...):
+        """cumprod(dim, dtype=None)
+
+        Inclusive running product along dim (as cumsum).
+        """
+    def cumsum(self, dim, dtype=...):
+        """cumsum(dim, dtype=None)
+
+        Inclusive running sum along dim; computed in dtype when given, else integers narrower than i64 give i64 (torch).
+        """
+    def data_ptr(self):
+        """data_ptr()
+
+        The address of the first element (host memory on the CPU, the device pointer on a GPU).
+        """
+    def dequantize(self, dtype=...):
+        """dequantize(dtype=wick.f32)
+        The values of a block-quantized tensor as a new contiguous tensor of an element dtype (bit-exact with gguf-py's f32 values).
+        """
+    def detach(self):
+        """detach()
+        A new untracked tensor sharing this one's memory.
+        """
     @property
     def device(self) -> _device_t:
         """The device (a wick.device)."""
+    def dim(self):
+        """dim()
+
+        The rank (ndim).
+        """
+    def div(self, other, /):
+        """div(other, /)
+
+        Elementwise div with numpy broadcasting (wick's wk_div). other: a Tensor of the same dtype and device, or a Python number (wk_binary_scalar; a float beside an integer tensor computes in f32, like torch).
+        """
+    def div_(self, other, /):
+        """div_(other, /)
+
+        In place: self = self.div(other) (same shape and dtype); returns self.
+        """
+    def dot(self, other):
+        """dot(other)
+        Dot product of two 1-D tensors (rank 0).
+        """
+    def double(self):
+        """double()
+
+        self as f64 (torch's .double()); self itself when it already is.
+        """
     @property
     def dtype(self) -> _dtype_t:
         """The dtype (a wick.dtype)."""
+    def element_size(self):
+        """element_size()
+
+        Bytes per element (0 for block dtypes).
+        """
+    def elu(self, alpha=...):
+        """elu(alpha=1.0)
+
+        ELU: x > 0 ? x : alpha * (exp(x) - 1). Float dtypes only.
+        """
+    def eq(self, other, /):
+        """eq(other, /)
+
+        self == other elementwise, a u8 tensor of 0 / 1 (broadcasting).
+        """
+    def erf(self):
+        """erf()
+
+        Elementwise erf (wick's wk_erf), a new tensor. Float dtypes only (integers: wick.DTypeError).
+        """
+    def erf_(self):
+        """erf_()
+
+        In place: self = self.erf(); returns self.
+        """
+    def exp(self):
+        """exp()
+
+        Elementwise exp (wick's wk_exp), a new tensor. Float dtypes only (integers: wick.DTypeError).
+        """
+    def exp_(self):
+        """exp_()
+
+        In place: self = self.exp(); returns self.
+        """
+    def expand(self, *sizes):
+        """expand(*sizes)
+        A broadcast view (stride 0 on stretched dims); -1 keeps a dim, new dims go on the left.
+        """
+    def expand_as(self, other):
+        """expand_as(other)
+        expand to other's shape.
+        """
+    def fill_(self, value, /):
+        """fill_(value, /)
+
+        Every element set to value (a number); returns self.
+        """
+    def flatten(self, start_dim=..., end_dim=...):
+        """flatten(start_dim=0, end_dim=-1)
+        Dims start_dim..end_dim merged into one (a view when possible).
+        """
+    def flip(self, *dims):
+        """flip(*dims)
+        A copy with the order of the elements reversed along dims.
+        """
+    def float(self):
+        """float()
+
+        self as f32 (torch's .float()); self itself when it already is.
+        """
+    def floor(self):
+        """floor()
+
+        Elementwise floor (wick's wk_floor), a new tensor. The identity on integer dtypes.
+        """
+    def floor_(self):
+        """floor_()
+
+        In place: self = self.floor(); returns self.
+        """
+    def gather(self, dim, index):
+        """gather(dim, index)
+
+        out[i][j][k] = self[index[i][j][k]][j][k] (dim 0; numpy's take_along_axis): index has self's rank, sizes <= self's off dim.
+        """
+    def ge(self, other, /):
+        """ge(other, /)
+
+        self >= other elementwise, a u8 tensor of 0 / 1 (broadcasting).
+        """
+    def gelu(self):
+        """gelu()
+
+        GELU, the tanh approximation (torch's gelu(approximate='tanh')); gelu_erf() is the exact erf form (torch's default). Float dtypes only.
+        """
+    def gelu_(self):
+        """gelu_()
+
+        In place: self = self.gelu(); returns self.
+        """
+    def gelu_erf(self):
+        """gelu_erf()
+
+        Elementwise gelu_erf (wick's wk_gelu_erf), a new tensor. Float dtypes only (integers: wick.DTypeError).
+        """
+    def gelu_erf_(self):
+        """gelu_erf_()
+
+        In place: self = self.gelu_erf(); returns self.
+        """
+    grad: Any
+    @property
+    def grad_fn(self) -> Any:
+        """The name of the op that recorded this tensor ('wk_mul', ...), or None for leaves and untracked tensors."""
+    def gt(self, other, /):
+        """gt(other, /)
+
+        self > other elementwise, a u8 tensor of 0 / 1 (broadcasting).
+        """
+    def half(self):
+        """half()
+
+        self as f16 (torch's .half()); self itself when it already is.
+        """
+    def index_add(self, dim, index, source, alpha=...):
+        """index_add(dim, index, source, alpha=1)
+
+        A copy with self.index_select(dim, index) += alpha * source (index 1-D; source has self's shape but index.numel along dim).
+        """
+    def index_add_(self, dim, index, source, alpha=...):
+        """index_add_(dim, index, source, alpha=1)
+
+        index_add written into self; returns self.
+        """
+    def index_select(self, dim, index):
+        """index_select(dim, index)
+
+        The entries of dim at the 1-D index (u8 / u32 / i32 / i64 tensor, numpy array or list): result size index.numel along dim. A copy.
+        """
+    def int(self):
+        """int()
+
+        self as i32 (torch's .int()); self itself when it already is.
+        """
+    def is_contiguous(self):
+        """is_contiguous()
+
+        Row-major contiguous (size-1 dims ignored).
+        """
     @property
     def is_cuda(self) -> bool:
         """On a CUDA device."""
+    def is_floating_point(self):
+        """is_floating_point()
+
+        The dtype is a float dtype.
+        """
     @property
     def is_leaf(self) -> bool:
         """Not the result of a recorded op."""
+    @property
+    def is_quantized(self) -> bool:
+        """The dtype is a GGML block dtype."""
     def item(self) -> float | int:
         """item() -> float | int: the value of a one-element tensor (a float for float dtypes, else an int)."""
     @property
+    def itemsize(self) -> int:
+        """Bytes per element (0 for block dtypes)."""
+    def le(self, other, /):
+        """le(other, /)
+
+        self <= other elementwise, a u8 tensor of 0 / 1 (broadcasting).
+        """
+    def log(self):
+        """log()
+
+        Elementwise log (wick's wk_log), a new tensor. Float dtypes only (integers: wick.DTypeError).
+        """
+    def log_(self):
+        """log_()
+
+        In place: self = self.log(); returns self.
+        """
+    def log_softmax(self, dim, dtype=...):
+        """log_softmax(dim, dtype=None)
+        (x - max) - log(sum(exp(x - max))) along dim.
+        """
+    def log_sum_exp(self, dim=..., keepdim=...):
+        """log_sum_exp(dim=None, keepdim=False)
+
+        The same as logsumexp.
+        """
+    def logsumexp(self, dim=..., keepdim=...):
+        """logsumexp(dim=None, keepdim=False)
+
+        log(sum(exp(x))) over dim, stable (shifted by the max). Float dtypes; an empty reduction gives -inf.
+        """
+    def long(self):
+        """long()
+
+        self as i64 (torch's .long()); self itself when it already is.
+        """
+    def lt(self, other, /):
+        """lt(other, /)
+
+        self < other elementwise, a u8 tensor of 0 / 1 (broadcasting).
+        """
+    @property
     def mT(self) -> Tensor:
         """The last two dims swapped (a view)."""
+    def masked_fill(self, mask, value):
+        """masked_fill(mask, value)
+
+        A copy with value where mask (u8 tensor, numpy bool array, list) is nonzero; mask broadcasts to self.
+        """
+    def masked_fill_(self, mask, value):
+        """masked_fill_(mask, value)
+
+        masked_fill written into self; returns self.
+        """
+    def matmul(self, other):
+        """matmul(other)
+        Matrix product as torch.matmul: batch dims broadcast, a 1-D operand is a row (left) or a column (right) removed again; two 1-D operands give the dot product.
+        """
+    def max(self, dim=..., keepdim=...):
+        """max(dim=None, keepdim=False)
+
+        The max over dim (None or (): every dim; a sequence of ints: the values). With one int dim: (values, indices), a wick.return_types.max struct sequence like torch's namedtuple (indices i64, the first on ties). max(other) with a Tensor is maximum(other).
+        """
+    def maximum(self, other, /):
+        """maximum(other, /)
+
+        Elementwise maximum with numpy broadcasting (wick's wk_maximum). other: a Tensor of the same dtype and device, or a Python number (wk_binary_scalar; a float beside an integer tensor computes in f32, like torch).
+        """
+    def maximum_(self, other, /):
+        """maximum_(other, /)
+
+        In place: self = self.maximum(other) (same shape and dtype); returns self.
+        """
+    def mean(self, dim=..., keepdim=...):
+        """mean(dim=None, keepdim=False)
+
+        The mean over dim (None or (): every dim; an int; a sequence). Float dtypes only (integers: wick.DTypeError).
+        """
+    def min(self, dim=..., keepdim=...):
+        """min(dim=None, keepdim=False)
+
+        The min over dim (None or (): every dim; a sequence of ints: the values). With one int dim: (values, indices), a wick.return_types.min struct sequence like torch's namedtuple (indices i64, the first on ties). min(other) with a Tensor is minimum(other).
+        """
+    def minimum(self, other, /):
+        """minimum(other, /)
+
+        Elementwise minimum with numpy broadcasting (wick's wk_minimum). other: a Tensor of the same dtype and device, or a Python number (wk_binary_scalar; a float beside an integer tensor computes in f32, like torch).
+        """
+    def minimum_(self, other, /):
+        """minimum_(other, /)
+
+        In place: self = self.minimum(other) (same shape and dtype); returns self.
+        """
+    def mm(self, mat2):
+        """mm(mat2)
+        Product of two matrices (rank 2).
+        """
+    def moveaxis(self, source, destination):
+        """moveaxis(source, destination)
+        Alias of movedim.
+        """
+    def movedim(self, source, destination):
+        """movedim(source, destination)
+        A view with the source dims moved to the destination positions.
+        """
+    def mul(self, other, /):
+        """mul(other, /)
+
+        Elementwise mul with numpy broadcasting (wick's wk_mul). other: a Tensor of the same dtype and device, or a Python number (wk_binary_scalar; a float beside an integer tensor computes in f32, like torch).
+        """
+    def mul_(self, other, /):
+        """mul_(other, /)
+
+        In place: self = self.mul(other) (same shape and dtype); returns self.
+        """
+    def mv(self, vec):
+        """mv(vec)
+        Matrix (n, k) times vector (k): (n).
+        """
+    def narrow(self, dim, start, length):
+        """narrow(dim, start, length)
+        A view of length elements of dim from start (negative start counts from the end).
+        """
+    @property
+    def nbytes(self) -> int:
+        """Bytes the elements take (numel times the element size; blocks for block dtypes)."""
     @property
     def ndim(self) -> int:
         """Rank."""
+    def ndimension(self):
+        """ndimension()
+
+        The same as dim.
+        """
+    def ne(self, other, /):
+        """ne(other, /)
+
+        self != other elementwise, a u8 tensor of 0 / 1 (broadcasting).
+        """
+    def neg(self):
+        """neg()
+
+        Elementwise neg (wick's wk_neg), a new tensor. Defined on integer dtypes (wrapping like C unsigned arithmetic).
+        """
+    def neg_(self):
+        """neg_()
+
+        In place: self = self.neg(); returns self.
+        """
+    def negative(self):
+        """negative()
+
+        torch's name for neg().
+        """
+    def negative_(self):
+        """negative_()
+
+        torch's name for neg_().
+        """
+    def nelement(self):
+        """nelement()
+
+        The same as numel.
+        """
+    def norm(self, p=..., dim=..., keepdim=...):
+        """norm(p=2, dim=None, keepdim=False)
+
+        The vector p-norm over dim (torch.linalg.vector_norm): p > 0 or < 0, inf (max |x|), -inf (min |x|), 0 (count of nonzeros), 'fro' (2). Float dtypes.
+        """
+    def numel(self):
+        """numel()
+
+        The number of elements.
+        """
     def numpy(self) -> Any:
         """numpy() -> Any: a numpy array sharing the tensor's memory (CPU tensors of numpy's dtypes; no copy)."""
+    def permute(self, *dims):
+        """permute(*dims)
+        A view with the dims in the given order.
+        """
+    def pow(self, other, /):
+        """pow(other, /)
+
+        Elementwise pow with numpy broadcasting (wick's wk_pow). other: a Tensor of the same dtype and device, or a Python number (wk_binary_scalar; a float beside an integer tensor computes in f32, like torch).
+        """
+    def pow_(self, other, /):
+        """pow_(other, /)
+
+        In place: self = self.pow(other) (same shape and dtype); returns self.
+        """
+    def prod(self, dim=..., keepdim=...):
+        """prod(dim=None, keepdim=False)
+
+        The prod over dim (None or (): every dim; an int; a sequence of ints), reduced dims kept as size 1 with keepdim. Integer dtypes narrower than i64 give i64 (torch).
+        """
+    def quantize(self, dtype):
+        """quantize(dtype)
+        A new contiguous tensor of the block dtype (q4_0, q4_1, q5_0, q5_1, q8_0, the K types, ...): ggml's reference quantizers; the last dim must be a multiple of the block (32 or 256).
+        """
+    def recip(self):
+        """recip()
+
+        Elementwise recip (wick's wk_recip), a new tensor. Float dtypes only (integers: wick.DTypeError).
+        """
+    def recip_(self):
+        """recip_()
+
+        In place: self = self.recip(); returns self.
+        """
+    def reciprocal(self):
+        """reciprocal()
+
+        torch's name for recip().
+        """
+    def reciprocal_(self):
+        """reciprocal_()
+
+        torch's name for recip_().
+        """
+    def relu(self):
+        """relu()
+
+        Elementwise relu (wick's wk_relu), a new tensor. Defined on integer dtypes (wrapping like C unsigned arithmetic).
+        """
+    def relu_(self):
+        """relu_()
+
+        In place: self = self.relu(); returns self.
+        """
+    def repeat(self, *repeats):
+        """repeat(*repeats)
+        Tiles the tensor repeats[i] times along dim i (extra leading repeats add dims).
+        """
     requires_grad: bool
+    def requires_grad_(self, requires_grad=...):
+        """requires_grad_(requires_grad=True)
+        Start (or stop) tracking this leaf; returns self.
+        """
+    def reshape(self, *shape):
+        """reshape(*shape)
+        The same elements in a new shape (one dim may be -1): a view when the strides allow, else a copy. reshape(2, 3) and reshape((2, 3)) both work.
+        """
+    def reshape_as(self, other):
+        """reshape_as(other)
+        reshape to other's shape.
+        """
+    def retain_grad(self):
+        """retain_grad()
+        Keep this non-leaf's gradient in .grad after backward.
+        """
+    def roll(self, shifts, dims=...):
+        """roll(shifts, dims=None)
+        Elements shifted along dims (wrapping around); without dims, along the flattened tensor.
+        """
+    def round(self):
+        """round()
+
+        Round half away from zero (C round; torch rounds half to even).
+        """
+    def round_(self):
+        """round_()
+
+        In place: self = self.round(); returns self.
+        """
+    def scatter(self, dim, index, src=..., value=..., reduce=...):
+        """scatter(dim, index, src=None, value=None, reduce=None)
+
+        A copy with self[index[i][j]][j] = src[i][j] (dim 0); src a Tensor of self's dtype or a number (value=). Duplicates: the last write wins. reduce='add' adds.
+        """
+    def scatter_(self, dim, index, src=..., value=..., reduce=...):
+        """scatter_(dim, index, src=None, value=None, reduce=None)
+
+        scatter in place; returns self.
+        """
+    def scatter_add(self, dim, index, src):
+        """scatter_add(dim, index, src)
+
+        A copy with self[index[i][j]][j] += src[i][j] (dim 0); duplicates accumulate.
+        """
+    def scatter_add_(self, dim, index, src):
+        """scatter_add_(dim, index, src)
+
+        scatter_add in place; returns self.
+        """
+    def select(self, dim, index):
+        """select(dim, index)
+        A view of one index of dim, the dim removed.
+        """
     @property
     def shape(self) -> tuple[int, ...]:
         """The dims, a tuple."""
+    def short(self):
+        """short()
+
+        self as i16 (torch's .short()); self itself when it already is.
+        """
+    def sigmoid(self):
+        """sigmoid()
+
+        Elementwise sigmoid (wick's wk_sigmoid), a new tensor. Float dtypes only (integers: wick.DTypeError).
+        """
+    def sigmoid_(self):
+        """sigmoid_()
+
+        In place: self = self.sigmoid(); returns self.
+        """
+    def sign(self):
+        """sign()
+
+        Elementwise sign (wick's wk_sign), a new tensor. Defined on integer dtypes (wrapping like C unsigned arithmetic).
+        """
+    def sign_(self):
+        """sign_()
+
+        In place: self = self.sign(); returns self.
+        """
+    def silu(self):
+        """silu()
+
+        Elementwise silu (wick's wk_silu), a new tensor. Float dtypes only (integers: wick.DTypeError).
+        """
+    def silu_(self):
+        """silu_()
+
+        In place: self = self.silu(); returns self.
+        """
+    def sin(self):
+        """sin()
+
+        Elementwise sin (wick's wk_sin), a new tensor. Float dtypes only (integers: wick.DTypeError).
+        """
+    def sin_(self):
+        """sin_()
+
+        In place: self = self.sin(); returns self.
+        """
+    def size(self, dim=...):
+        """size(dim=None)
+
+        The shape as a tuple, or the size of one dim.
+        """
+    def slice_scatter(self, src, dim=..., start=..., end=..., step=...):
+        """slice_scatter(src, dim=0, start=None, end=None, step=1)
+
+        A copy with self[..., start:end:step] = src along dim; src has the slice's shape.
+        """
+    def softmax(self, dim, dtype=...):
+        """softmax(dim, dtype=None)
+        exp(x - max) / sum(exp(x - max)) along dim (cast to dtype first if given).
+        """
+    def sort(self, dim=..., descending=..., stable=...):
+        """sort(dim=-1, descending=False, stable=False)
+
+        (values, indices) sorted along dim, a wick.return_types.sort. Always stable (ties keep their order); NaN last ascending, first descending.
+        """
+    def split(self, split_size_or_sections, dim=...):
+        """split(split_size_or_sections, dim=0)
+        A tuple of views: pieces of one size (the last smaller), or of the listed sizes.
+        """
+    def sqr(self):
+        """sqr()
+
+        Elementwise sqr (wick's wk_sqr), a new tensor. Defined on integer dtypes (wrapping like C unsigned arithmetic).
+        """
+    def sqr_(self):
+        """sqr_()
+
+        In place: self = self.sqr(); returns self.
+        """
+    def sqrt(self):
+        """sqrt()
+
+        Elementwise sqrt (wick's wk_sqrt), a new tensor. Float dtypes only (integers: wick.DTypeError).
+        """
+    def sqrt_(self):
+        """sqrt_()
+
+        In place: self = self.sqrt(); returns self.
+        """
+    def square(self):
+        """square()
+
+        torch's name for sqr().
+        """
+    def square_(self):
+        """square_()
+
+        torch's name for sqr_().
+        """
+    def squeeze(self, dim=...):
+        """squeeze(dim=None)
+        A view without size-1 dims: every one (dim=None) or those named (an int or a tuple; dims of another size stay).
+        """
+    def std(self, dim=..., unbiased=..., keepdim=..., correction=...):
+        """std(dim=None, unbiased=True, keepdim=False, correction=None)
+
+        The square root of var.
+        """
     @property
     def strides(self) -> tuple[int, ...]:
         """Strides in elements (0 for broadcast dims), a tuple."""
+    def sub(self, other, /):
+        """sub(other, /)
+
+        Elementwise sub with numpy broadcasting (wick's wk_sub). other: a Tensor of the same dtype and device, or a Python number (wk_binary_scalar; a float beside an integer tensor computes in f32, like torch).
+        """
+    def sub_(self, other, /):
+        """sub_(other, /)
+
+        In place: self = self.sub(other) (same shape and dtype); returns self.
+        """
+    def sum(self, dim=..., keepdim=...):
+        """sum(dim=None, keepdim=False)
+
+        The sum over dim (None or (): every dim; an int; a sequence of ints), reduced dims kept as size 1 with keepdim. Integer dtypes narrower than i64 give i64 (torch).
+        """
+    def swapaxes(self, dim0, dim1):
+        """swapaxes(dim0, dim1)
+        Alias of transpose.
+        """
+    def swapdims(self, dim0, dim1):
+        """swapdims(dim0, dim1)
+        Alias of transpose.
+        """
+    def t(self):
+        """t()
+        The transpose of a rank-2 tensor (a view); rank 0 and 1 come back unchanged.
+        """
+    def take_along_dim(self, indices, dim=...):
+        """take_along_dim(indices, dim=None)
+
+        gather(dim, indices); without dim, from the flattened tensor with the flattened indices.
+        """
+    def tanh(self):
+        """tanh()
+
+        Elementwise tanh (wick's wk_tanh), a new tensor. Float dtypes only (integers: wick.DTypeError).
+        """
+    def tanh_(self):
+        """tanh_()
+
+        In place: self = self.tanh(); returns self.
+        """
+    def to(self, dtype=..., device=..., non_blocking=..., copy=...):
+        """to(dtype=None, device=None, non_blocking=False, copy=False)
+
+        self converted to dtype and/or moved to device. Positional forms as torch: to("f16"), to(wick.f16), to("cuda"), to(device, dtype), to(other_tensor). self itself when nothing changes (unless copy).
+        """
     def tolist(self) -> list:
         """tolist() -> list: the values as nested lists (floats for float dtypes, else ints)."""
+    def topk(self, k, dim=..., largest=..., sorted=...):
+        """topk(k, dim=-1, largest=True, sorted=True)
+
+        (values, indices) of the k largest (smallest) along dim, sorted, ties by lower index, a wick.return_types.topk.
+        """
+    def transpose(self, dim0, dim1):
+        """transpose(dim0, dim1)
+        A view with dim0 and dim1 swapped.
+        """
+    def tril(self, diagonal=...):
+        """tril(diagonal=0)
+        The lower triangle of the last two dims (j - i <= diagonal), zeros elsewhere.
+        """
+    def triu(self, diagonal=...):
+        """triu(diagonal=0)
+        The upper triangle of the last two dims (j - i >= diagonal), zeros elsewhere.
+        """
+    def type_as(self, other, /):
+        """type_as(other, /)
+
+        self in other's dtype.
+        """
+    def unbind(self, dim=...):
+        """unbind(dim=0)
+        A tuple of views, one per index of dim (the dim removed).
+        """
+    def unflatten(self, dim, sizes):
+        """unflatten(dim, sizes)
+        dim split into sizes (one may be -1).
+        """
+    def unsqueeze(self, dim):
+        """unsqueeze(dim)
+        A view with a size-1 dim inserted at dim.
+        """
+    def var(self, dim=..., unbiased=..., keepdim=..., correction=...):
+        """var(dim=None, unbiased=True, keepdim=False, correction=None)
+
+        Variance over dim (float dtypes), computed in f64. unbiased divides by N - 1; correction (0 or 1) is torch's other spelling of it; var(False) is var(unbiased=False). No degrees of freedom left gives NaN.
+        """
+    def view(self, *shape):
+        """view(*shape)
+        reshape that never copies: raises wick.ShapeError when the strides do not allow the new shape as a view of the same memory.
+        """
+    def view_as(self, other):
+        """view_as(other)
+        view with other's shape.
+        """
+    def where(self, condition, other):
+        """where(condition, other)
+
+        condition ? self : other elementwise (torch's Tensor.where); other may be a number.
+        """
+    def zero_(self):
+        """zero_()
+
+        Every element set to 0; returns self.
+        """
+
+@final
+class TextStream:
+    """TextStream()
+    The iterator wick.stream / Llama.stream return (not made directly): each item is the text of the tokens sampled since the last (complete UTF-8; text that could still become a stop string is held until it cannot).
+    """
+    def __iter__(self, /) -> Iterator[Any]: ...
+    def __next__(self, /) -> Any: ...
+    def close(self):
+        """close()
+        Stop now and free the sequence's cache.
+        """
+    @property
+    def n_generated(self) -> Any:
+        """Tokens sampled so far (an EOS that ended the text too)."""
+    @property
+    def n_prompt(self) -> Any:
+        """Tokens in the prompt (after the chat template)."""
+    @property
+    def stop_reason(self) -> Any:
+        """None while running; then 'length' (max_new_tokens), 'eos', 'stop' (a stop string), 'closed' or 'context'."""
+
+@final
+class Tokenizer:
+    """Tokenizer(path, lowercase=True)
+    A tokenizer from an HF tokenizer.json, a BERT vocab.txt (lowercase: BERT's uncased rules), a .gguf file or a wick.GGUF; token for token the same as HF tokenizers on the same file. Immutable: threads may share one.
+    """
+    def __new__(cls, path, lowercase=...) -> Tokenizer: ...
+    def __len__(self, /) -> int: ...
+    def __repr__(self, /) -> str: ...
+    @property
+    def bos_token_id(self) -> Any:
+        """The BOS id from the file, or None."""
+    def decode(self, ids, skip_special_tokens=...):
+        """decode(ids, skip_special_tokens=False)
+        The text of ids (a list of ints or an integer tensor); bytes that do not form UTF-8 become U+FFFD.
+        """
+    def encode(self, text, add_special_tokens=..., parse_special=...):
+        """encode(text, add_special_tokens=True, parse_special=True)
+        The ids of text, a list of ints (the same as HF tokenizers' encode(text).ids): add_special_tokens adds BOS / [CLS] ... [SEP] as the file says; parse_special matches special tokens written in the text (HF always does).
+        """
+    @property
+    def eos_token_id(self) -> Any:
+        """The EOS id from the file, or None."""
+    @classmethod
+    def from_str(cls, json):
+        """from_str(json)
+        A tokenizer from the text of a tokenizer.json.
+        """
+    def get_vocab_size(self):
+        """get_vocab_size()
+        The vocabulary size (HF's name).
+        """
+    def is_special(self, id):
+        """is_special(id)
+        A special / control token (skipped by decode).
+        """
+    @property
+    def max_token_bytes(self) -> Any:
+        """Bytes of the longest token's text."""
+    def token_to_id(self, token):
+        """token_to_id(token)
+        The id of a token as stored in the vocabulary ('<|im_end|>'), or None.
+        """
+    @property
+    def vocab_size(self) -> Any:
+        """Ids in the vocabulary."""
 
 @final
 class device:
@@ -133,6 +1237,54 @@ class dtype:
     def name(self) -> str:
         """wick's name ('f32', 'q4_0', ...)."""
 
+@final
+class enable_grad:
+    """enable_grad()
+    A context manager and decorator: recording on inside, even within no_grad().
+    """
+    def __new__(cls) -> enable_grad: ...
+    def __call__(self, /, *args, **kwargs) -> Any: ...
+    def __enter__(self):
+        """__enter__()
+        Enter the grad mode (per thread).
+        """
+    def __exit__(self, *exc_info):
+        """__exit__(*exc_info)
+        Restore the grad mode in force before.
+        """
+
+@final
+class no_grad:
+    """no_grad()
+    A context manager and decorator: nothing inside records for autograd (this thread; nestable). Parameter updates belong in one.
+    """
+    def __new__(cls) -> no_grad: ...
+    def __call__(self, /, *args, **kwargs) -> Any: ...
+    def __enter__(self):
+        """__enter__()
+        Enter the grad mode (per thread).
+        """
+    def __exit__(self, *exc_info):
+        """__exit__(*exc_info)
+        Restore the grad mode in force before.
+        """
+
+@final
+class set_grad_enabled:
+    """set_grad_enabled(mode)
+    Turn recording on or off for this thread now (as a function) or for a with block (as a context manager, restored on exit), as torch.set_grad_enabled.
+    """
+    def __new__(cls, mode) -> set_grad_enabled: ...
+    def __call__(self, /, *args, **kwargs) -> Any: ...
+    def __enter__(self):
+        """__enter__()
+        Enter the grad mode (per thread).
+        """
+    def __exit__(self, *exc_info):
+        """__exit__(*exc_info)
+        Restore the grad mode in force before.
+        """
+
 class Error(builtins.Exception):
     """Base class of every error wick reports."""
 
@@ -169,42 +1321,757 @@ class IndexError(Error, builtins.IndexError):
 class NotCompiledError(Error, builtins.NotImplementedError):
     ...
 
+Bert = SentenceEncoder
+
+def abs(input):
+    """abs(input)
+
+    Elementwise abs (wick's wk_abs). Defined on integer dtypes (wrapping like C unsigned arithmetic).
+    """
+def add(input, other):
+    """add(input, other)
+
+    Elementwise add with broadcasting; either side may be a Python number, an array or a list (it takes the other side's dtype and device).
+    """
+def affine(input, /, mul=..., add=...):
+    """affine(input, /, mul=1.0, add=0.0)
+
+    input * mul + add in one pass.
+    """
+def all(input, /, dim=..., keepdim=...):
+    """all(input, /, dim=None, keepdim=False)
+
+    The all over dim (None or (): every dim; an int; a sequence of ints), reduced dims kept as size 1 with keepdim.
+    """
+def amax(input, /, dim=..., keepdim=...):
+    """amax(input, /, dim=(), keepdim=False)
+
+    The max over dim, values only.
+    """
+def amin(input, /, dim=..., keepdim=...):
+    """amin(input, /, dim=(), keepdim=False)
+
+    The min over dim, values only.
+    """
+def any(input, /, dim=..., keepdim=...):
+    """any(input, /, dim=None, keepdim=False)
+
+    The any over dim (None or (): every dim; an int; a sequence of ints), reduced dims kept as size 1 with keepdim.
+    """
 def arange(start, end=..., step=..., dtype=..., device=...) -> Tensor:
     """arange(start, end=None, step=1, dtype=None, device=cpu) -> Tensor: numpy's meaning; all-int arguments give i64, else f32."""
+def argmax(input, /, dim=..., keepdim=...):
+    """argmax(input, /, dim=None, keepdim=False)
+
+    The index (i64, like torch) of the first argmax along dim; dim None: into the flattened tensor (keepdim then keeps every dim as size 1).
+    """
+def argmin(input, /, dim=..., keepdim=...):
+    """argmin(input, /, dim=None, keepdim=False)
+
+    The index (i64, like torch) of the first argmin along dim; dim None: into the flattened tensor (keepdim then keeps every dim as size 1).
+    """
+def argsort(input, /, dim=..., descending=..., stable=...):
+    """argsort(input, /, dim=-1, descending=False, stable=False)
+
+    See Tensor.argsort.
+    """
 def as_tensor(data, dtype=..., device=...) -> Tensor:
     """as_tensor(data, dtype=None, device=None) -> Tensor: shares data's memory when it can (a Tensor, a numpy array on the CPU in its own dtype), else copies."""
+def attention(q, k, v, mask=..., scale=..., causal=..., q_offset=...):
+    """attention(q, k, v, mask=None, scale=None, causal=False, q_offset=0)
+    wick's attention for decoding and grouped-query heads: q (..., Hq, Lq, D), k / v (..., Hkv, Lk, D) with Hkv dividing Hq, any strides (a narrow of a KV cache); causal lets query i see key j iff j <= i + q_offset. Result contiguous.
+    """
+def avg_pool1d(input, kernel_size, stride=..., padding=..., ceil_mode=..., count_include_pad=...):
+    """avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True)
+    torch.nn.functional.avg_pool1d over (N, C, L) or (C, L).
+    """
+def avg_pool2d(input, kernel_size, stride=..., padding=..., ceil_mode=..., count_include_pad=..., divisor_override=...):
+    """avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None)
+    torch.nn.functional.avg_pool2d (floor mode).
+    """
+def batch_norm(input, running_mean, running_var, weight=..., bias=..., training=..., momentum=..., eps=...):
+    """batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05)
+    Per-channel normalisation of (N, C, ...), as torch's: training uses the batch's statistics (biased variance) and updates running_mean / running_var in place (momentum, unbiased variance; None: not kept); otherwise the running ones.
+    """
+def binary_cross_entropy(input, target, weight=..., size_average=..., reduce=..., reduction=...):
+    """binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction='mean')
+    -(y log p + (1 - y) log(1 - p)) on probabilities, each log clamped at -100 (torch's rule).
+    """
+def binary_cross_entropy_with_logits(input, target, weight=..., size_average=..., reduce=..., reduction=..., pos_weight=...):
+    """binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction='mean', pos_weight=None)
+    Numerically stable BCE on logits; weight multiplies each element's loss, pos_weight the positive term (broadcast over the last dim), as torch's.
+    """
+def bmm(input, mat2):
+    """bmm(input, mat2)
+    input.bmm(mat2).
+    """
+def broadcast_to(input, shape):
+    """broadcast_to(input, shape)
+    input.broadcast_to(shape).
+    """
+def cat(tensors, dim=...):
+    """cat(tensors, dim=0)
+    The tensors (one dtype and device, equal shapes but along dim) joined along dim.
+    """
+def ceil(input):
+    """ceil(input)
+
+    Elementwise ceil (wick's wk_ceil). The identity on integer dtypes.
+    """
+def chunk(input, chunks, dim=...):
+    """chunk(input, chunks, dim=0)
+    input.chunk(chunks, dim).
+    """
+def clamp(input, /, min=..., max=...):
+    """clamp(input, /, min=None, max=None)
+
+    See Tensor.clamp.
+    """
+def clip(input, /, min=..., max=...):
+    """clip(input, /, min=None, max=None)
+
+    The same as clamp.
+    """
+def clip_grad_norm_(parameters, max_norm, norm_type=...):
+    """clip_grad_norm_(parameters, max_norm, norm_type=2.0)
+    Scale the parameters' gradients so their joint L2 norm is at most max_norm (torch.nn.utils.clip_grad_norm_); returns the norm before clipping (a 0-d tensor).
+    """
+def clone(input):
+    """clone(input)
+
+    A contiguous copy.
+    """
+def concat(tensors, dim=...):
+    """concat(tensors, dim=0)
+    Alias of cat.
+    """
+def concatenate(tensors, dim=...):
+    """concatenate(tensors, dim=0)
+    Alias of cat.
+    """
+def conv1d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...):
+    """conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)
+    torch.nn.functional.conv1d: input (N, C_in, L) or (C_in, L), weight (C_out, C_in / groups, K); padding an int, a 1-tuple, 'valid' or 'same'. Float dtypes (f32, f64, f16, bf16).
+    """
+def conv2d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...):
+    """conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)
+    torch.nn.functional.conv2d: input (N, C_in, H, W) or (C_in, H, W), weight (C_out, C_in / groups, KH, KW); padding an int, a pair (unequal pads are applied to the input first), 'valid' or 'same'; stride and dilation one value for both dims (wick's kernels), else ValueError.
+    """
+def conv_transpose1d(input, weight, bias=..., stride=..., padding=..., output_padding=..., groups=..., dilation=...):
+    """conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1)
+    torch.nn.functional.conv_transpose1d: weight (C_in, C_out / groups, K).
+    """
+def conv_transpose2d(input, weight, bias=..., stride=..., padding=..., output_padding=..., groups=..., dilation=...):
+    """conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1)
+    torch.nn.functional.conv_transpose2d: weight (C_in, C_out / groups, KH, KW); unequal paddings / output paddings crop the full output; stride and dilation one value for both dims.
+    """
+def cos(input):
+    """cos(input)
+
+    Elementwise cos (wick's wk_cos). Float dtypes only (integers: wick.DTypeError).
+    """
 def cpu_isa() -> str:
     """cpu_isa() -> str: the SIMD level the CPU backend chose ('avx512', 'avx2', 'generic')."""
+def cross_entropy(input, target, weight=..., size_average=..., ignore_index=..., reduce=..., reduction=..., label_smoothing=...):
+    """cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction='mean', label_smoothing=0.0)
+    log_softmax over the class dim then the negative log-likelihood, as torch's: input (N, C), (C) or (N, C, d...); target class ids (N), () or (N, d...) of an integer dtype (rows equal to ignore_index count for nothing), or probabilities of the input's shape; weight (C) per class (the mean divides by the weights of the counted rows).
+    """
 def cuda_device_count() -> int:
     """cuda_device_count() -> int: CUDA devices usable here (0 without the backend or a GPU)."""
 def cuda_is_available() -> bool:
     """cuda_is_available() -> bool: True when a CUDA device is usable."""
+def cumprod(input, /, dim, dtype=...):
+    """cumprod(input, /, dim, dtype=None)
+
+    See Tensor.cumprod.
+    """
+def cumsum(input, /, dim, dtype=...):
+    """cumsum(input, /, dim, dtype=None)
+
+    See Tensor.cumsum.
+    """
+def dequantize(input, dtype=...):
+    """dequantize(input, dtype=wick.f32)
+    Same as input.dequantize(dtype).
+    """
+def div(input, other):
+    """div(input, other)
+
+    Elementwise div with broadcasting; either side may be a Python number, an array or a list (it takes the other side's dtype and device).
+    """
+def dot(input, other):
+    """dot(input, other)
+    input.dot(other).
+    """
+def dropout(input, p=..., training=..., inplace=...):
+    """dropout(input, p=0.5, training=True, inplace=False)
+    Zeroes each element with probability p (the device's generator, wick.manual_seed) and scales the rest by 1/(1-p); the input itself when not training or p is 0.
+    """
+def elu(input, /, alpha=...):
+    """elu(input, /, alpha=1.0)
+
+    ELU (float dtypes).
+    """
+def embedding(input=..., weight=..., ids=..., table=...):
+    """embedding(input=None, weight=None, ids=None, table=None)
+
+    Rows of the table (vocab, hidden) picked by the ids: shape ids.shape + (hidden,). wick.embedding(ids, table) and torch's F.embedding(input, weight) order.
+    """
 def empty(*shape, dtype=..., device=...) -> Tensor:
     """empty(*shape, dtype=f32, device=cpu) -> Tensor: uninitialised memory."""
+def eq(input, other):
+    """eq(input, other)
+
+    input == other elementwise, a u8 tensor of 0 / 1.
+    """
+def erf(input):
+    """erf(input)
+
+    Elementwise erf (wick's wk_erf). Float dtypes only (integers: wick.DTypeError).
+    """
+def exp(input):
+    """exp(input)
+
+    Elementwise exp (wick's wk_exp). Float dtypes only (integers: wick.DTypeError).
+    """
 def eye(n, dtype=..., device=...) -> Tensor:
     """eye(n, dtype=f32, device=cpu) -> Tensor: the n x n identity."""
+def flatten(input, start_dim=..., end_dim=...):
+    """flatten(input, start_dim=0, end_dim=-1)
+    input.flatten(start_dim, end_dim).
+    """
+def flip(input, dims):
+    """flip(input, dims)
+    input.flip(dims).
+    """
+def floor(input):
+    """floor(input)
+
+    Elementwise floor (wick's wk_floor). The identity on integer dtypes.
+    """
+def from_dlpack(obj):
+    """from_dlpack(obj)
+    A tensor sharing the memory of obj (a torch / numpy / wick tensor, anything with __dlpack__, or a raw 'dltensor' capsule) without a copy: writes through either side are seen by the other. The producer's memory is released when the last wick tensor over it is freed. CPU memory (kDLCPU, kDLCUDAHost) and CUDA memory (kDLCUDA, device_id n -> cuda:n) are accepted; other devices, vector lanes, unknown dtypes, negative strides, misaligned data and rank > 8 raise wick errors. The result is writable. obj.__dlpack__ is called with stream=None for host memory and, for CUDA memory, with the handle of the stream of wick's device, so that the producer orders its pending writes before wick's reads (a raw capsule carries no such promise: finish the producer's work first).
+    """
 def from_numpy(array) -> Tensor:
     """from_numpy(array) -> Tensor: a tensor sharing the array's memory (any object with the buffer protocol); the array stays alive until the last tensor over it is freed. Read-only arrays give read-only tensors."""
 def full(shape, fill_value, dtype=..., device=..., requires_grad=...) -> Tensor:
     """full(shape, fill_value, dtype=None, device=cpu, requires_grad=False) -> Tensor."""
 def full_like(input, fill_value, dtype=..., device=...) -> Tensor:
     """full_like(input, fill_value, dtype=None, device=None) -> Tensor."""
+def gather(input, dim, index):
+    """gather(input, dim, index)
+
+    Tensor.gather as a function.
+    """
+def ge(input, other):
+    """ge(input, other)
+
+    input >= other elementwise, a u8 tensor of 0 / 1.
+    """
+def gelu(input):
+    """gelu(input)
+
+    GELU, the tanh approximation; gelu_erf(input) is the exact form.
+    """
+def gelu_erf(input):
+    """gelu_erf(input)
+
+    Elementwise gelu_erf (wick's wk_gelu_erf). Float dtypes only (integers: wick.DTypeError).
+    """
+def generate(model, prompt, max_new_tokens=..., temperature=..., top_k=..., top_p=..., min_p=..., repeat_penalty=..., repeat_last_n=..., seed=..., stop=..., chat=..., system=..., stop_at_eos=..., max_ctx=...):
+    """generate(model, prompt, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, stop=None, chat=False, system=None, stop_at_eos=True, max_ctx=0)
+    The text the model (a wick.Llama, or a path loaded for this call) generates after prompt (special tokens in it parsed; chat wraps it in the model's ChatML template, system its system message). temperature <= 0 is greedy; top_k <= 0, top_p >= 1, min_p <= 0 and repeat_penalty 1 are off; the same seed gives the same text. Stops at max_new_tokens (<= 0: the context), at EOS (stop_at_eos), or before a stop string (a str or a list of str).
+    """
 def get_num_threads() -> int:
     """get_num_threads() -> int: the CPU backend's thread count."""
+def group_norm(input, num_groups, weight=..., bias=..., eps=...):
+    """group_norm(input, num_groups, weight=None, bias=None, eps=1e-05)
+    Normalises (N, C, ...) over each group of C / num_groups channels and the other dims (biased variance), then weight and bias (C) per channel.
+    """
+def gt(input, other):
+    """gt(input, other)
+
+    input > other elementwise, a u8 tensor of 0 / 1.
+    """
+def huber_loss(input, target, reduction=..., delta=...):
+    """huber_loss(input, target, reduction='mean', delta=1.0)
+    0.5 d^2 where |d| < delta, else delta (|d| - delta/2), as torch's.
+    """
+def index_add(input, dim, index, source, alpha=...):
+    """index_add(input, dim, index, source, alpha=1)
+
+    Tensor.index_add as a function.
+    """
+def index_select(input, dim, index):
+    """index_select(input, dim, index)
+
+    Tensor.index_select as a function.
+    """
+def interpolate(input, size=..., scale_factor=..., mode=..., align_corners=..., recompute_scale_factor=..., antialias=...):
+    """interpolate(input, size=None, scale_factor=None, mode='nearest', align_corners=None, recompute_scale_factor=None, antialias=False)
+    torch.nn.functional.interpolate for mode 'nearest' (3-D or 4-D input), 'linear' (3-D) and 'bilinear' (4-D).
+    """
+def is_grad_enabled():
+    """is_grad_enabled()
+    Whether this thread records ops for autograd (False inside no_grad()).
+    """
+def kl_div(input, target, size_average=..., reduce=..., reduction=..., log_target=...):
+    """kl_div(input, target, size_average=None, reduce=None, reduction='mean', log_target=False)
+    KL divergence of log-probabilities input from target (probabilities, or log-probabilities with log_target), pointwise target (log target - input) with 0 where target is 0; reduction also 'batchmean' (the sum over dim 0's size, the true KL divergence).
+    """
+def l1_loss(input, target, size_average=..., reduce=..., reduction=...):
+    """l1_loss(input, target, size_average=None, reduce=None, reduction='mean')
+    mean(|input - target|).
+    """
+def layer_norm(input, normalized_shape, weight=..., bias=..., eps=...):
+    """layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05)
+    (x - mean) / sqrt(var + eps) * weight + bias over the trailing dims normalized_shape names (biased variance, as torch); weight and bias have shape normalized_shape. Another normalized_shape is a ValueError.
+    """
+def le(input, other):
+    """le(input, other)
+
+    input <= other elementwise, a u8 tensor of 0 / 1.
+    """
+def linear(input, weight, bias=...):
+    """linear(input, weight, bias=None)
+    input @ weight^T + bias: input (..., in), weight (out, in), bias (out).
+    """
+def load(path, device=...):
+    """load(path, device=None)
+    A .npy file as a Tensor; a .npz or .safetensors file as a dict name -> Tensor.
+    """
+def load_checkpoint(path, tensors, optimizer=...):
+    """load_checkpoint(path, tensors, optimizer=None)
+    Read a save_checkpoint file back into the dict's tensors, in place (shapes and dtypes must match; a missing name is wick.FormatError) and, with optimizer, its state.
+    """
+def load_gguf(path):
+    """load_gguf(path)
+    Same as wick.GGUF(path).
+    """
+def load_npz(path, device=...):
+    """load_npz(path, device=None)
+    The arrays of a .npz file as a dict name -> Tensor.
+    """
+def load_safetensors(path, device=..., dtype=...):
+    """load_safetensors(path, device=None, dtype=None)
+    Every tensor of a safetensors file (or sharded index, or directory) as a dict name -> Tensor: zero-copy read-only views of the mapped file on the CPU (the mapping lives as long as any of them), else moved to device; dtype converts the float tensors.
+    """
+def log(input):
+    """log(input)
+
+    Elementwise log (wick's wk_log). Float dtypes only (integers: wick.DTypeError).
+    """
+def log_softmax(input, dim, dtype=...):
+    """log_softmax(input, dim, dtype=None)
+    (x - max) - log(sum(exp(x - max))) along dim.
+    """
+def log_sum_exp(input, /, dim=..., keepdim=...):
+    """log_sum_exp(input, /, dim=None, keepdim=False)
+
+    The same as logsumexp.
+    """
+def logsumexp(input, /, dim=..., keepdim=...):
+    """logsumexp(input, /, dim=None, keepdim=False)
+
+    See Tensor.logsumexp.
+    """
+def lt(input, other):
+    """lt(input, other)
+
+    input < other elementwise, a u8 tensor of 0 / 1.
+    """
 def manual_seed(seed) -> None:
     """manual_seed(seed) -> None: seed the CPU's random generator (rand / randn)."""
+def masked_fill(input, mask, value):
+    """masked_fill(input, mask, value)
+
+    Tensor.masked_fill as a function.
+    """
+def matmul(input, other):
+    """matmul(input, other)
+    input.matmul(other).
+    """
+def max(input, /, dim=..., keepdim=...):
+    """max(input, /, dim=None, keepdim=False)
+
+    See Tensor.max (an int dim gives (values, indices); max(input, other) is maximum).
+    """
+def max_pool1d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=..., return_indices=...):
+    """max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False)
+    torch.nn.functional.max_pool1d over (N, C, L) or (C, L).
+    """
+def max_pool2d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=..., return_indices=...):
+    """max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False)
+    torch.nn.functional.max_pool2d (floor mode; padding <= kernel / 2; stride defaults to kernel_size). dilation != 1, ceil_mode and return_indices raise ValueError.
+    """
+def maximum(input, other):
+    """maximum(input, other)
+
+    Elementwise maximum with broadcasting; either side may be a Python number, an array or a list (it takes the other side's dtype and device).
+    """
+def mean(input, /, dim=..., keepdim=...):
+    """mean(input, /, dim=None, keepdim=False)
+
+    The mean over dim (None or (): every dim; an int; a sequence of ints), reduced dims kept as size 1 with keepdim.
+    """
+def meshgrid(*tensors, indexing=...):
+    """meshgrid(*tensors, indexing='ij')
+    Coordinate grids from 1-D (or rank-0) tensors, as broadcast views; indexing 'xy' swaps the first two dims.
+    """
+def min(input, /, dim=..., keepdim=...):
+    """min(input, /, dim=None, keepdim=False)
+
+    See Tensor.min.
+    """
+def minimum(input, other):
+    """minimum(input, other)
+
+    Elementwise minimum with broadcasting; either side may be a Python number, an array or a list (it takes the other side's dtype and device).
+    """
+def mm(input, mat2):
+    """mm(input, mat2)
+    input.mm(mat2).
+    """
+def moveaxis(input, source, destination):
+    """moveaxis(input, source, destination)
+    Alias of movedim.
+    """
+def movedim(input, source, destination):
+    """movedim(input, source, destination)
+    input.movedim(source, destination).
+    """
+def mse_loss(input, target, size_average=..., reduce=..., reduction=...):
+    """mse_loss(input, target, size_average=None, reduce=None, reduction='mean')
+    mean((input - target)^2); reduction 'mean' | 'sum' | 'none'. Shapes must be equal (no broadcasting).
+    """
+def mul(input, other):
+    """mul(input, other)
+
+    Elementwise mul with broadcasting; either side may be a Python number, an array or a list (it takes the other side's dtype and device).
+    """
+def mv(input, vec):
+    """mv(input, vec)
+    input.mv(vec).
+    """
+def narrow(input, dim, start, length):
+    """narrow(input, dim, start, length)
+    input.narrow(dim, start, length).
+    """
+def ne(input, other):
+    """ne(input, other)
+
+    input != other elementwise, a u8 tensor of 0 / 1.
+    """
+def neg(input):
+    """neg(input)
+
+    Elementwise neg (wick's wk_neg). Defined on integer dtypes (wrapping like C unsigned arithmetic).
+    """
+def negative(input):
+    """negative(input)
+
+    torch's name for neg().
+    """
+def nll_loss(input, target, weight=..., size_average=..., ignore_index=..., reduce=..., reduction=...):
+    """nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction='mean')
+    The negative log-likelihood of log-probabilities input at the class ids target (shapes as cross_entropy's class-id form).
+    """
+def norm(input, /, p=..., dim=..., keepdim=...):
+    """norm(input, /, p=2, dim=None, keepdim=False)
+
+    See Tensor.norm.
+    """
+def numel(input):
+    """numel(input)
+
+    The number of elements.
+    """
 def ones(*shape, dtype=..., device=..., requires_grad=...) -> Tensor:
     """ones(*shape, dtype=f32, device=cpu, requires_grad=False) -> Tensor."""
 def ones_like(input, dtype=..., device=...) -> Tensor:
     """ones_like(input, dtype=None, device=None) -> Tensor."""
+def pad(input, pad, mode=..., value=...):
+    """pad(input, pad, mode='constant', value=None)
+    torch.nn.functional.pad: pad lists (left, right) pairs from the last dim backwards; mode constant (value, default 0; negative pads crop), replicate, reflect or circular.
+    """
+def permute(input, dims):
+    """permute(input, dims)
+    input.permute(dims).
+    """
+def pow(input, other):
+    """pow(input, other)
+
+    Elementwise pow with broadcasting; either side may be a Python number, an array or a list (it takes the other side's dtype and device).
+    """
+def prod(input, /, dim=..., keepdim=...):
+    """prod(input, /, dim=None, keepdim=False)
+
+    See Tensor.prod.
+    """
+def qmatmul(input, weight):
+    """qmatmul(input, weight)
+    input @ weight.T with weight (N, K) block-quantized (or f16 / bf16), rows contiguous, and input (..., K) f32 / f16 / bf16: ggml's quantized matmul (input's rows are quantized to the weight's partner type, q8_0 / q8_1 / q8_K). Result (..., N) in input's dtype.
+    """
+def quantize(input, dtype):
+    """quantize(input, dtype)
+    Same as input.quantize(dtype) (arrays work too).
+    """
 def rand(*shape, dtype=..., device=...) -> Tensor:
     """rand(*shape, dtype=f32, device=cpu) -> Tensor: uniform in [0, 1) from the device's generator."""
 def randn(*shape, dtype=..., device=...) -> Tensor:
     """randn(*shape, dtype=f32, device=cpu) -> Tensor: standard normal from the device's generator."""
+def recip(input):
+    """recip(input)
+
+    Elementwise recip (wick's wk_recip). Float dtypes only (integers: wick.DTypeError).
+    """
+def reciprocal(input):
+    """reciprocal(input)
+
+    torch's name for recip().
+    """
+def relu(input):
+    """relu(input)
+
+    Elementwise relu (wick's wk_relu). Defined on integer dtypes (wrapping like C unsigned arithmetic).
+    """
+def reshape(input, shape):
+    """reshape(input, shape)
+    input.reshape(shape).
+    """
+def rms_norm(input, weight=..., eps=...):
+    """rms_norm(input, weight=None, eps=1e-06)
+    x / sqrt(mean(x^2) + eps) * weight over the last dim (candle / llama's rms_norm; weight 1-D of the last dim's size, None: ones).
+    """
+def roll(input, shifts, dims=...):
+    """roll(input, shifts, dims=None)
+    input.roll(shifts, dims).
+    """
+def rope(input, cos, sin, interleaved=...):
+    """rope(input, cos, sin, interleaved=False)
+    Rotary embedding of x (B, H, T, D), D even, with cos / sin (T, D/2): pairs (x[i], x[i + D/2]) rotate (GPT-NeoX, candle's rope), or (x[2i], x[2i+1]) when interleaved (GPT-J, candle's rope_i).
+    """
+def rope_thd(input, cos, sin, interleaved=...):
+    """rope_thd(input, cos, sin, interleaved=False)
+    rope on the (B, T, H, D) layout (candle's rope_thd); the result is contiguous.
+    """
+def round(input):
+    """round(input)
+
+    Round half away from zero (C round; torch rounds half to even).
+    """
+def save(path, obj):
+    """save(path, obj)
+    A Tensor (or array) as a .npy file; a dict name -> Tensor as .npz or .safetensors (by the path's ending).
+    """
+def save_checkpoint(path, tensors, optimizer=...):
+    """save_checkpoint(path, tensors, optimizer=None)
+    Write tensors (a dict name -> Tensor) and, with optimizer, its state (moments, step counts, config) to a safetensors file. With optimizer, the dict holds exactly its parameters, in any order (or detached views of them: a module's state_dict()).
+    """
+def save_gguf(path, metadata=..., tensors=...):
+    """save_gguf(path, metadata=None, tensors=None)
+    Write a GGUF v3 file: metadata key -> value (bool, int -> i32 or i64, float -> f32, str, lists of one kind -> arrays; (value, 'u32') / (list, 'array[f32]') give the type), then tensors name -> Tensor (element or block dtypes ggml has, rank <= 4).
+    """
+def save_npz(path, tensors):
+    """save_npz(path, tensors)
+    Write a dict name -> Tensor as a .npz file (stored).
+    """
+def save_safetensors(path, tensors, metadata=...):
+    """save_safetensors(path, tensors, metadata=None)
+    Write a dict name -> Tensor (any layout and device; arrays work too) and an optional str -> str metadata dict as one .safetensors file.
+    """
+def scaled_dot_product_attention(query, key, value, attn_mask=..., dropout_p=..., is_causal=..., scale=..., enable_gqa=...):
+    """scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False)
+    softmax(q k^T * scale + mask) v over the last two dims, as torch's. attn_mask: a float mask added to the scores (q's dtype), or an integer / bool-like mask (nonzero: the key takes part), broadcastable to (..., Lq, Lk); is_causal masks key j > query i (both may be given); scale None is 1/sqrt(D). enable_gqa: key / value may have fewer heads (dim -3) dividing query's. dropout_p must be 0.
+    """
+def scatter(input, dim, index, src=..., value=..., reduce=...):
+    """scatter(input, dim, index, src=None, value=None, reduce=None)
+
+    Tensor.scatter as a function.
+    """
+def scatter_add(input, dim, index, src):
+    """scatter_add(input, dim, index, src)
+
+    Tensor.scatter_add as a function.
+    """
+def select(input, dim, index):
+    """select(input, dim, index)
+    input.select(dim, index).
+    """
 def set_num_threads(n) -> None:
-    """set_num_threads(n) -> None: set the CPU backend's thread count (0: the default)."""
+    """set_num_threads(n) -> None: set the CPU backend's thread count (1 .. 256; wick.ArgError outside)."""
+def sigmoid(input):
+    """sigmoid(input)
+
+    Elementwise sigmoid (wick's wk_sigmoid). Float dtypes only (integers: wick.DTypeError).
+    """
+def sign(input):
+    """sign(input)
+
+    Elementwise sign (wick's wk_sign). Defined on integer dtypes (wrapping like C unsigned arithmetic).
+    """
+def silu(input):
+    """silu(input)
+
+    Elementwise silu (wick's wk_silu). Float dtypes only (integers: wick.DTypeError).
+    """
+def sin(input):
+    """sin(input)
+
+    Elementwise sin (wick's wk_sin). Float dtypes only (integers: wick.DTypeError).
+    """
+def slice_scatter(input, src, dim=..., start=..., end=..., step=...):
+    """slice_scatter(input, src, dim=0, start=None, end=None, step=1)
+
+    Tensor.slice_scatter as a function.
+    """
+def smooth_l1_loss(input, target, size_average=..., reduce=..., reduction=..., beta=...):
+    """smooth_l1_loss(input, target, size_average=None, reduce=None, reduction='mean', beta=1.0)
+    huber_loss with delta = beta, divided by beta (beta 0: l1_loss).
+    """
+def softmax(input, dim, dtype=...):
+    """softmax(input, dim, dtype=None)
+    exp(x - max) / sum(exp(x - max)) along dim; float dtypes (f16 / bf16 compute through f32). dtype= casts the input first, as torch.
+    """
+def sort(input, /, dim=..., descending=..., stable=...):
+    """sort(input, /, dim=-1, descending=False, stable=False)
+
+    See Tensor.sort.
+    """
+def split(tensor, split_size_or_sections, dim=...):
+    """split(tensor, split_size_or_sections, dim=0)
+    tensor.split(split_size_or_sections, dim).
+    """
+def sqr(input):
+    """sqr(input)
+
+    Elementwise sqr (wick's wk_sqr). Defined on integer dtypes (wrapping like C unsigned arithmetic).
+    """
+def sqrt(input):
+    """sqrt(input)
+
+    Elementwise sqrt (wick's wk_sqrt). Float dtypes only (integers: wick.DTypeError).
+    """
+def square(input):
+    """square(input)
+
+    torch's name for sqr().
+    """
+def squeeze(input, dim=...):
+    """squeeze(input, dim=None)
+    input.squeeze(dim).
+    """
+def stack(tensors, dim=...):
+    """stack(tensors, dim=0)
+    The tensors (one shape) joined along a new dim inserted at dim.
+    """
+def std(input, /, dim=..., unbiased=..., keepdim=..., correction=...):
+    """std(input, /, dim=None, unbiased=True, keepdim=False, correction=None)
+
+    See Tensor.std.
+    """
+def stream(model, prompt, max_new_tokens=..., temperature=..., top_k=..., top_p=..., min_p=..., repeat_penalty=..., repeat_last_n=..., seed=..., stop=..., chat=..., system=..., stop_at_eos=..., max_ctx=...):
+    """stream(model, prompt, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, stop=None, chat=False, system=None, stop_at_eos=True, max_ctx=0)
+    An iterator of text pieces, yielded as the tokens are sampled; ''.join(stream(...)) == generate(...) with the same arguments.
+    """
+def sub(input, other):
+    """sub(input, other)
+
+    Elementwise sub with broadcasting; either side may be a Python number, an array or a list (it takes the other side's dtype and device).
+    """
+def sum(input, /, dim=..., keepdim=...):
+    """sum(input, /, dim=None, keepdim=False)
+
+    See Tensor.sum (narrow integers give i64).
+    """
+def swapaxes(input, dim0, dim1):
+    """swapaxes(input, dim0, dim1)
+    Alias of transpose.
+    """
+def swapdims(input, dim0, dim1):
+    """swapdims(input, dim0, dim1)
+    Alias of transpose.
+    """
+def swiglu(input):
+    """swiglu(input)
+    silu(a) * b where a, b are the two halves of the last dim (candle's swiglu).
+    """
+def t(input):
+    """t(input)
+    input.t().
+    """
+def take_along_dim(input, indices, dim=...):
+    """take_along_dim(input, indices, dim=None)
+
+    Tensor.take_along_dim as a function.
+    """
+def tanh(input):
+    """tanh(input)
+
+    Elementwise tanh (wick's wk_tanh). Float dtypes only (integers: wick.DTypeError).
+    """
 def tensor(data, dtype=..., device=..., requires_grad=...) -> Tensor:
     """tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor: a new tensor holding a copy of data (nested lists of numbers, a number, a numpy array or anything with the buffer protocol, a Tensor). Without dtype, floats give f32 and ints i64 (an array keeps its dtype)."""
+def topk(input, /, k, dim=..., largest=..., sorted=...):
+    """topk(input, /, k, dim=-1, largest=True, sorted=True)
+
+    See Tensor.topk.
+    """
+def transpose(input, dim0, dim1):
+    """transpose(input, dim0, dim1)
+    input.transpose(dim0, dim1).
+    """
+def tril(input, diagonal=...):
+    """tril(input, diagonal=0)
+    input.tril(diagonal).
+    """
+def triu(input, diagonal=...):
+    """triu(input, diagonal=0)
+    input.triu(diagonal).
+    """
+def unbind(input, dim=...):
+    """unbind(input, dim=0)
+    input.unbind(dim).
+    """
+def unflatten(input, dim, sizes):
+    """unflatten(input, dim, sizes)
+    input.unflatten(dim, sizes).
+    """
+def unsqueeze(input, dim):
+    """unsqueeze(input, dim)
+    input.unsqueeze(dim).
+    """
+def upsample(input, size=..., scale_factor=..., mode=..., align_corners=...):
+    """upsample(input, size=None, scale_factor=None, mode='nearest', align_corners=None)
+    Alias of interpolate.
+    """
+def upsample_bilinear(input, size=..., scale_factor=...):
+    """upsample_bilinear(input, size=None, scale_factor=None)
+    interpolate(mode='bilinear', align_corners=True), as torch.nn.functional.upsample_bilinear.
+    """
+def upsample_bilinear2d(input, size=..., scale_factor=...):
+    """upsample_bilinear2d(input, size=None, scale_factor=None)
+    Alias of upsample_bilinear.
+    """
+def upsample_nearest(input, size=..., scale_factor=...):
+    """upsample_nearest(input, size=None, scale_factor=None)
+    interpolate(mode='nearest').
+    """
+def upsample_nearest2d(input, size=..., scale_factor=...):
+    """upsample_nearest2d(input, size=None, scale_factor=None)
+    interpolate(mode='nearest').
+    """
+def var(input, /, dim=..., unbiased=..., keepdim=..., correction=...):
+    """var(input, /, dim=None, unbiased=True, keepdim=False, correction=None)
+
+    See Tensor.var.
+    """
+def where(condition, input, other):
+    """where(condition, input, other)
+
+    condition (an integer tensor, nonzero = true) ? input : other, all three broadcast; input or other may be a Python number.
+    """
 def zeros(*shape, dtype=..., device=..., requires_grad=...) -> Tensor:
     """zeros(*shape, dtype=f32, device=cpu, requires_grad=False) -> Tensor."""
 def zeros_like(input, dtype=..., device=...) -> Tensor:

@@ -42,6 +42,9 @@ def stub_tree(text):
             top[node.name] = node
         elif isinstance(node, ast.AnnAssign):
             top[node.target.id] = node
+        elif isinstance(node, ast.Assign):  # a class alias: Bert = SentenceEncoder
+            for t in node.targets:
+                top[t.id] = node
         if isinstance(node, ast.ClassDef):
             members[node.name] = {
                 n.name if isinstance(n, ast.FunctionDef) else n.target.id
