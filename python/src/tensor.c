@@ -216,6 +216,12 @@ static PyBufferProcs tensor_as_buffer = {(getbufferproc)tensor_getbuffer, (relea
 static PyObject *binop(PyObject *a, PyObject *b, wk_binary_op op, bool matmul) {
     const wk_tensor *like = wkpy_check(a) ? wkpy_t(a) : wkpy_check(b) ? wkpy_t(b) : NULL;
     if (!like) Py_RETURN_NOTIMPLEMENTED;
+    if (!matmul && Py_IS_TYPE(a, &wkpy_tensor_type) && Py_IS_TYPE(b, &wkpy_tensor_type)) {
+        /* two tensors: straight to wick (the common, tiny-op-sensitive case) */
+        wk_tensor *r;
+        WKPY_NOGIL(wkpy_big(wkpy_t(a)) || wkpy_big(wkpy_t(b)), r = wk_binary(wkpy_t(a), wkpy_t(b), op));
+        return wkpy_wrap(r);
+    }
     if (!matmul) { /* the methods' rules: scalar forms, torch's int/float promotion */
         PyObject *r = wkpy_elementwise(a, b, op, false);
         if (!r && PyErr_ExceptionMatches(PyExc_TypeError) &&
