@@ -26,5 +26,7 @@
     X(autograd)       \
     X(optim)          \
     X(dlpack)         \
+    X(runtime)        \
+    X(sampler)        \
     /* end of the list */
 #endif

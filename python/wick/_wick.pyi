@@ -163,6 +163,15 @@ class SafeTensors:
         """The __metadata__ map (str -> str), a dict."""
 
 @final
+class Sampler:
+    """Sampler(temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0)
+    wick.generate's token sampler for your own decoding loop (temperature <= 0: greedy; top_k <= 0, top_p >= 1, min_p <= 0, repeat_penalty 1: off). Bad options raise wick.ArgError.
+    """
+    def __new__(cls, temperature=..., top_k=..., top_p=..., min_p=..., repeat_penalty=..., repeat_last_n=..., seed=...) -> Sampler: ...
+    def sample(self, logits, history=...) -> int:
+        """sample(logits, history=None) -> int: the next token id from the logits (a 1-D tensor or array of the vocabulary's scores, any float dtype), penalising ids in history (the repetition penalty's window). Candidates are ordered by logit, the lower id first on ties; the same seed and logits give the same ids on every machine."""
+
+@final
 class SentenceEncoder:
     """SentenceEncoder(path, device=None)
     A BERT sentence encoder from an HF directory (config.json, model.safetensors, tokenizer.json or vocab.txt): all-MiniLM-L6-v2 and kin. Immutable: threads may share one.
@@ -611,6 +620,9 @@ class Tensor:
     @property
     def is_quantized(self) -> bool:
         """The dtype is a GGML block dtype."""
+    @property
+    def is_read_only(self) -> bool:
+        """The storage may not be written (a read-only numpy array, a memory-mapped model file)."""
     def item(self) -> float | int:
         """item() -> float | int: the value of a one-element tensor (a float for float dtypes, else an int)."""
     @property
@@ -905,6 +917,8 @@ class Tensor:
     @property
     def shape(self) -> tuple[int, ...]:
         """The dims, a tuple."""
+    def shares_storage(self, other) -> bool:
+        """shares_storage(other) -> bool: self and other are views of one storage."""
     def short(self):
         """short()
 
@@ -1012,6 +1026,8 @@ class Tensor:
 
         The square root of var.
         """
+    def storage_offset(self) -> int:
+        """storage_offset() -> int: where the view starts in its storage, in elements."""
     @property
     def strides(self) -> tuple[int, ...]:
         """Strides in elements (0 for broadcast dims), a tuple."""
@@ -1389,6 +1405,8 @@ def avg_pool2d(input, kernel_size, stride=..., padding=..., ceil_mode=..., count
     """avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None)
     torch.nn.functional.avg_pool2d (floor mode).
     """
+def backends() -> list:
+    """backends() -> list: the backends compiled in, e.g. ['cpu', 'cuda']."""
 def batch_norm(input, running_mean, running_var, weight=..., bias=..., training=..., momentum=..., eps=...):
     """batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05)
     Per-channel normalisation of (N, C, ...), as torch's: training uses the batch's statistics (biased variance) and updates running_mean / running_var in place (momentum, unbiased variance; None: not kept); otherwise the running ones.
@@ -1418,6 +1436,8 @@ def ceil(input):
 
     Elementwise ceil (wick's wk_ceil). The identity on integer dtypes.
     """
+def chat_render(template, user, system=...) -> str:
+    """chat_render(template, user, system=None) -> str: the prompt wrapped in the chat template (Llama.chat_template), ending with the assistant's generation prompt; system None takes the template's default system message."""
 def chunk(input, chunks, dim=...):
     """chunk(input, chunks, dim=0)
     input.chunk(chunks, dim).
@@ -1519,6 +1539,8 @@ def embedding(input=..., weight=..., ids=..., table=...):
     """
 def empty(*shape, dtype=..., device=...) -> Tensor:
     """empty(*shape, dtype=f32, device=cpu) -> Tensor: uninitialised memory."""
+def empty_cache(device=...) -> int:
+    """empty_cache(device=None) -> int: hand every cached block back to the system / driver; the bytes freed. Live tensors are untouched."""
 def eq(input, other):
     """eq(input, other)
 
@@ -1715,6 +1737,8 @@ def mean(input, /, dim=..., keepdim=...):
 
     The mean over dim (None or (): every dim; an int; a sequence of ints), reduced dims kept as size 1 with keepdim.
     """
+def memory_stats(device=...) -> dict:
+    """memory_stats(device=None) -> dict: the device allocator's counters (bytes_in_use, bytes_cached, peak_bytes_in_use, cache_hits, cache_misses, alloc_failures); the CPU's buffer cache by default."""
 def meshgrid(*tensors, indexing=...):
     """meshgrid(*tensors, indexing='ij')
     Coordinate grids from 1-D (or rank-0) tensors, as broadcast views; indexing 'xy' swaps the first two dims.
@@ -1899,8 +1923,12 @@ def select(input, dim, index):
     """select(input, dim, index)
     input.select(dim, index).
     """
+def set_cpu_cache_limit(nbytes) -> None:
+    """set_cpu_cache_limit(nbytes) -> None: the most freed CPU memory kept for reuse (WICK_CPU_CACHE_MB)."""
 def set_num_threads(n) -> None:
     """set_num_threads(n) -> None: set the CPU backend's thread count (1 .. 256; wick.ArgError outside)."""
+def shares_storage(a, b) -> bool:
+    """shares_storage(a, b) -> bool: both tensors are views of one storage (writes through one are seen by the other)."""
 def sigmoid(input):
     """sigmoid(input)
 
