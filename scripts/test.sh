@@ -11,11 +11,9 @@ if [ "${1:-}" = "--sanitize" ]; then
   # (SmolLM2, MiniLM) the slowest part of CI while finding nothing more
   # CUDA off: no GPU runs its host code here (the dry runs stand the CPU
   # in), and nvcc compiling every kernel a second time cost CI minutes
-  # Python off: an ASan-built extension cannot load into the (uninstrumented)
-  # interpreter without preloading the runtime; the binding's C is checked by
-  # its pytest suite in the Release build
-  args=(-DCMAKE_BUILD_TYPE=Debug -DWICK_SANITIZE=ON -DCMAKE_C_COMPILER=clang "-DCMAKE_C_FLAGS_DEBUG=-g -O1" -DWICK_CUDA=OFF
-        -DWICK_PYTHON=OFF)
+  # the Python package too: its tests preload clang's shared ASan runtime into
+  # the interpreter (python/CMakeLists.txt)
+  args=(-DCMAKE_BUILD_TYPE=Debug -DWICK_SANITIZE=ON -DCMAKE_C_COMPILER=clang "-DCMAKE_C_FLAGS_DEBUG=-g -O1" -DWICK_CUDA=OFF)
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
