@@ -5,6 +5,7 @@
 #include "wkpy.h"
 #include "parts.h"
 #include "core/tensor.h" /* storage->buf for the buffer protocol */
+#include "core/dtype_cases.h"
 #include <string.h>
 
 PyObject *wkpy_wrap(wk_tensor *t) {
@@ -105,8 +106,10 @@ static const char *typestr(wk_dtype dt) {
     case WK_I16: return "<i2";
     case WK_I32: return "<i4";
     case WK_I64: return "<i8";
-    default: return NULL;
+    /* numpy has no bf16 / f8 dtype and no block dtypes */
+    case WK_BF16: case WK_F8E4M3: WK__CASE_BLOCK_DTYPES: case WK_DTYPE_COUNT: return NULL;
     }
+    return NULL;
 }
 
 static PyObject *get_array_interface(wkpy_tensor *s, void *c) {
@@ -159,8 +162,10 @@ static const char *buffer_format(wk_dtype dt) {
     case WK_I16: return "h";
     case WK_I32: return "i";
     case WK_I64: return "q";
-    default: return NULL;
+    /* no struct format character for bf16 / f8 or block dtypes */
+    case WK_BF16: case WK_F8E4M3: WK__CASE_BLOCK_DTYPES: case WK_DTYPE_COUNT: return NULL;
     }
+    return NULL;
 }
 
 static int tensor_getbuffer(wkpy_tensor *self, Py_buffer *view, int flags) {
