@@ -85,14 +85,17 @@ log="$dir/device-check.log"
 fail=0
 say() { printf '%s\n' "$*" >>"$log"; }
 elapsed() { echo $(( $(date +%s) - $1 )); }
-# budget WANT -> WANT, or what is left of t_total when that is less (>= 5);
-# cut_note says which (a TIMED OUT row of a cut stage is the cap, not the code)
+# budget WANT: B = WANT, or what is left of t_total when that is less (>= 5);
+# cut_note says which (a TIMED OUT row of a cut stage is the cap, not the
+# code). Globals, not an echo: a command substitution would run budget in a
+# subshell and lose cut_note.
+B=0
 cut_note=""
 budget() {
   local left=$(( t_total - $(elapsed "$t0") ))
   [ $left -ge 5 ] || left=5
-  if [ "$1" -gt $left ]; then cut_note=" (budget cut from $1 s to $left s by T_TOTAL=$t_total)"; echo $left
-  else cut_note=""; echo "$1"; fi
+  if [ "$1" -gt $left ]; then B=$left; cut_note=" (budget cut from $1 s to $left s by T_TOTAL=$t_total)"
+  else B=$1; cut_note=""; fi
 }
 # Stage times, printed in the header: "name N s" each.
 declare -a STAGES
@@ -221,7 +224,7 @@ tb=$(date +%s)
 gen=()
 if [ ! -f "$dir/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
 build="FAILED"
-bb=$(budget "$t_build"); bnote=$cut_note
+budget "$t_build"; bb=$B; bnote=$cut_note
 # GPU_MODE programs: the emulation tests with the real kernels on the GPU
 # (-DGPU_MODE: the same checks against the CPU backend). gpumode/ is emptied
 # first so that no .o of an earlier run can be linked; gm_rc keeps each
@@ -272,7 +275,8 @@ tt=$(date +%s)
 # group: on this machine the GPU must open.
 ctest_group() {
   local name=$1 key=$2 b
-  b=$(budget "$3")
+  budget "$3"
+  b=$B
   local cn=$cut_note
   shift 3
   local out rc ts
@@ -312,7 +316,8 @@ ctest_group() {
 # a dry run the rows are the cases the program's source registers.
 cmocka_rows() { # program budget
   local prog=$1 b out rc line n r note ts
-  b=$(budget "$2")
+  budget "$2"
+  b=$B
   local cn=$cut_note
   ts=$(date +%s)
   say "== $prog"
@@ -373,7 +378,7 @@ if [ "$build" = ok ] && [ "$tests_on" = ON ]; then
   # (its compile's own status), link or pass; the rest run side by side,
   # each under its own budget
   tg=$(date +%s)
-  gmb=$(budget "$t_gpumode"); gmcut=$cut_note
+  budget "$t_gpumode"; gmb=$B; gmcut=$cut_note
   # the CUDA libraries CMake found and the rpath its targets get (the
   # directory of libcublas.so): without it a GPU_MODE program cannot start
   # on a machine whose ld.so.conf lacks the CUDA libraries
@@ -451,7 +456,7 @@ tbn=$(date +%s)
 bench_note=""
 hdr=""
 if [ "$build" = ok ] && { [ $dry = 1 ] || [ -x "$dir/bench/bench_gpu" ]; }; then
-  bnb=$(budget "$t_bench"); bncut=$cut_note
+  budget "$t_bench"; bnb=$B; bncut=$cut_note
   say "== bench_gpu --json ${BENCH_ARGS:-} --python $python"
   bout=$(cd "$dir" && step bench "$bnb" ./bench/bench_gpu --json ${BENCH_ARGS:-} --python "$python" 2>>"$log")
   brc=$?
