@@ -22,13 +22,15 @@
 #      wick, torch, wick's speed-up over torch, the goal and whether it is met.
 # Budgets: every stage runs under `timeout` with its OWN budget (seconds,
 # each overridable by its variable), so a slow group cannot starve the
-# ones after it into "TIMED OUT" rows: T_BUILD=210 (configure + build; the
+# ones after it into "TIMED OUT" rows: T_BUILD=200 (configure + build; the
 # GPU_MODE compiles run beside it under what is left of it), T_CUDA=30
 # (test_cuda), T_CUDA_OPS=30, T_BACKEND_OPS=40, T_GPUMODE=40 (each GPU_MODE
 # program; they run side by side), T_EMU=30, T_REST=30, T_ORACLE=60,
-# T_BENCH=75: 545 s at worst, and T_TOTAL=560 caps the sum (a stage whose
-# budget would run past it gets what is left and its row says so). Each
-# row's note and the header give the seconds each stage took.
+# T_BENCH=90 (its peer alone may take 90): 550 s at worst, and T_TOTAL=560
+# caps the sum with the probes (a stage whose budget would run past it gets
+# what is left and its row says so; linking the GPU_MODE programs, 30 s
+# each at most, takes a few seconds). Each row's note and the header give
+# the seconds each stage took.
 # GPU_MODE programs: gpumode/ is emptied first, every compile's exit status
 # is kept, and each program that did not build (or timed out) gets a FAILED
 # row; only a .o its own compile just wrote is linked. They are linked with
@@ -66,7 +68,7 @@ dir=${BUILD_DIR:-$([ $dry = 1 ] && echo build-device-dry || echo build-cuda)}
 jobs=${JOBS:-16}
 arch=${CUDA_ARCH:-90}
 # the budgets (see the header); their sum stays under t_total
-t_build=${T_BUILD:-210}
+t_build=${T_BUILD:-200}
 t_cuda=${T_CUDA:-30}
 t_cuda_ops=${T_CUDA_OPS:-30}
 t_backend_ops=${T_BACKEND_OPS:-40}
@@ -74,7 +76,7 @@ t_gpumode=${T_GPUMODE:-40}
 t_emu=${T_EMU:-30}
 t_rest=${T_REST:-30}
 t_oracle=${T_ORACLE:-60}
-t_bench=${T_BENCH:-75}
+t_bench=${T_BENCH:-90}
 t_total=${T_TOTAL:-560}
 t0=$(date +%s)
 exec 3>&1 # the script's stdout, for the dry run's lines from inside $(...)
@@ -403,7 +405,7 @@ if [ "$build" = ok ] && [ "$tests_on" = ON ]; then
       fail=1; continue
     fi
     say "== GPU_MODE $n"
-    if ! step "link:$n" 60 g++ "$dir/gpumode/$n.o" "$dir/libwick.a" "$cu_cudart" ${cu_os:+"$cu_os"} "$cu_blas" "$cu_blaslt" \
+    if ! step "link:$n" 30 g++ "$dir/gpumode/$n.o" "$dir/libwick.a" "$cu_cudart" ${cu_os:+"$cu_os"} "$cu_blas" "$cu_blaslt" \
          -Wl,-rpath,"$cu_rpath" -lz -lm -lpthread -ldl -lrt -o "$dir/gpumode/$n" >>"$dir/gpumode/$n.log" 2>&1; then
       trow "kernels on the GPU: $n" "FAILED" "" "" "" "" "link failed: $dir/gpumode/$n.log"
       fail=1; continue

@@ -112,7 +112,7 @@ expect "T_ORACLE sets the oracle budget" has "$out" '^dry-run: \[group:oracle, 1
 
 # ---- 5. T_TOTAL cuts budgets and says so
 run cap T_TOTAL=20
-expect "build budget cut" has "$(row "$out" 'configure \+ build')" 'budget cut from 210 s to (1[0-9]|20) s'
+expect "build budget cut" has "$(row "$out" 'configure \+ build')" 'budget cut from 200 s to (1[0-9]|20) s'
 expect "bench budget cut" has "$out" '^dry-run: \[bench, (1[0-9]|20) s\]'
 
 # ---- 6. a failed build: FAILED, nothing else runs
