@@ -10,6 +10,7 @@
 # `carry: [".devdeps"]`), or copy it there some other way.
 #
 #   scripts/device-prep.sh          (as root here; apt-get download needs no root elsewhere)
+# It ends with scripts/device-check.sh --dry-run (a few seconds, no GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .devdeps
@@ -26,3 +27,16 @@ lib=$(find "$tmp" -name 'libcmocka.so*' | head -n 1)
 hdr=$(find "$tmp" -name cmocka.h | head -n 1)
 [ -n "$lib" ] && [ -n "$hdr" ] || { echo "device-prep: the .debs hold no libcmocka.so / cmocka.h" >&2; exit 1; }
 echo "device-prep: $(ls libcmocka*.deb | tr '\n' ' ')in $(pwd) (carry .devdeps to the device machine)"
+# the device check's dry run (no GPU, no build: a few seconds), so a broken
+# script shows here and not in the device session's one short window; its
+# table is the list of rows the device run will print
+dry=$(mktemp -d)
+if BUILD_DIR="$dry" ../scripts/device-check.sh --dry-run >"$dry/out" 2>&1; then
+  echo "device-prep: scripts/device-check.sh --dry-run ok ($(grep 'would run' "$dry/out" | grep -vc '^total') rows would run)"
+else
+  cat "$dry/out" >&2
+  echo "device-prep: scripts/device-check.sh --dry-run FAILED (above)" >&2
+  rm -rf "$dry"
+  exit 1
+fi
+rm -rf "$dry"

@@ -13,10 +13,17 @@
 // than the CPU conv's GEMM, as cuBLAS will: f32 1e-5 relative to the sum of
 // |products| bound, f64 1e-12 likewise, f16 / bf16 one unit in the last
 // place of the output (both sides round a nearly equal f32 sum once).
-// Build: nvcc -std=c++17 -O1 -arch=sm_80 -DWICK_HAVE_CUDA=1 -D_GNU_SOURCE
-//   -I include -I src tests/cuda/test_cuda_conv_emu.cu libwick.a
-//   -lcudart_static -lcublas -lcublasLt -lm -lpthread -ldl -lrt
+// With -DGPU_MODE (managed buffers, a sync after each launch) the same file
+// runs the real im2col / col2im / pack kernels on the GPU; the GEMMs stay
+// wk__cpu_matmul on the planned layouts (cuBLAS itself is checked by
+// test_cuda and the oracle suite), so a GPU_MODE failure is in the kernels or
+// the plan, never in cuBLAS. scripts/device-check.sh builds it so:
+//   nvcc -std=c++17 -O1 -arch=sm_90 -DGPU_MODE -DWICK_HAVE_CUDA=1 -D_GNU_SOURCE
+//     -I include -I src -c tests/cuda/test_cuda_conv_emu.cu; g++ it with libwick.a
+//     libcudart_static.a libcublas.so libcublasLt.so -Wl,-rpath,<their dir> -lm -lpthread -ldl -lrt
+#ifndef GPU_MODE
 #define WKC_HOST_EMULATION 1
+#endif
 #include "cuda/kernels_conv.cu"
 #include "emu_harness.cuh"
 #include <math.h>
@@ -25,6 +32,13 @@ extern "C" {
 #include "cuda/cuda_conv_plan.c" /* compiled in: the reference library may predate it */
 #include "cuda/cuda_mm_plan.h"     /* wk__cumm_plan: from libwick */
 }
+
+/* f32 buffers the kernels read or write: managed memory in GPU_MODE */
+#ifdef GPU_MODE
+typedef std::vector<float, MAlloc<float>> FVec;
+#else
+typedef std::vector<float> FVec;
+#endif
 
 static double urand() { return (double)(rnd() >> 11) * 0x1p-53 * 2.0 - 1.0; } /* [-1, 1) */
 
@@ -198,6 +212,7 @@ static void run_case(const Case &c, wk_dtype dt) {
         wk_layout w4;
         wk__cuconv_as4d(&lw, &w4);
         rc = wk__cu_conv_pack(NULL, w.data(), to_view(w4), dt, wbuf.data(), pl.ct);
+        SYNC(); /* the CPU reads what the kernel wrote (GPU_MODE) */
         CHECK(rc == 0, "%s: pack w rc %d", what, rc);
         wk__cuconv_wpack_layout(&pl, &lw, &lw_used);
         wsrc = wbuf.data();
@@ -221,6 +236,7 @@ static void run_case(const Case &c, wk_dtype dt) {
             const void *bsrc = x.data();
             if (!pl.x_direct) {
                 rc = wk__cu_conv_im2col(NULL, x.data(), to_view(xc), col.data(), dt, g);
+                SYNC();
                 CHECK(rc == 0, "%s: im2col rc %d", what, rc);
                 bsrc = col.data();
             }
@@ -238,6 +254,7 @@ static void run_case(const Case &c, wk_dtype dt) {
             int64_t xb0 = b0;
             if (pl.x_pack) {
                 rc = wk__cu_conv_pack(NULL, x.data(), to_view(xc), dt, xbuf.data(), pl.ct);
+                SYNC();
                 CHECK(rc == 0, "%s: pack x rc %d", what, rc);
                 wk__cuconv_xpack_layout(&pl, nb, &lxu);
                 xb0 = 0;
@@ -252,6 +269,7 @@ static void run_case(const Case &c, wk_dtype dt) {
                 CHECK(st == WK_OK, "%s: matmul %d", what, (int)st);
             }
             rc = wk__cu_conv_col2im(NULL, col.data(), out, dt, g);
+            SYNC();
             CHECK(rc == 0, "%s: col2im rc %d", what, rc);
         }
     }
@@ -344,8 +362,9 @@ static void test_wide_index() {
     wk_layout lx = make_layout(xs, 4, LK_NARROW, &phys);
     Buf x = rand_buf(phys, WK_F32);
     int64_t ncol = g.n * g.cin * g.kh * g.kw * g.oh * g.ow;
-    std::vector<float> a((size_t)ncol), b((size_t)ncol);
+    FVec a((size_t)ncol), b((size_t)ncol);
     CHECK(wk__cu_conv_im2col(NULL, x.data(), to_view(lx), a.data(), WK_F32, g) == 0, "im2col");
+    SYNC();
     CvIm2col p;
     memset(&p, 0, sizeof p);
     p.g = g;
@@ -358,9 +377,10 @@ static void test_wide_index() {
     /* col2im: geometry of a transposed conv (cols [n, G, cout_g*kh*kw, h*w]) */
     wk_cu_conv_geo t = {2, 4, 3, 4, 6, 3, 2, 7, 9, 2, 3, 1, 1, 1, 1, 2};
     int64_t ncols = t.n * t.groups * (t.cout / t.groups) * t.kh * t.kw * t.h * t.w, nout = t.n * t.cout * t.oh * t.ow;
-    std::vector<float> cols((size_t)ncols), o1((size_t)nout), o2((size_t)nout);
+    FVec cols((size_t)ncols), o1((size_t)nout), o2((size_t)nout);
     for (auto &v : cols) v = (float)urand();
     CHECK(wk__cu_conv_col2im(NULL, cols.data(), o1.data(), WK_F32, t) == 0, "col2im");
+    SYNC();
     CvCol2im q;
     memset(&q, 0, sizeof q);
     q.g = t;
@@ -373,6 +393,7 @@ static void test_wide_index() {
 }
 
 int main() {
+    if (emu_no_device()) return 0; /* GPU_MODE without a GPU: says so (device-check.sh fails that row) */
     clock_t t0 = clock();
     test_family(false, "conv (conv1d/conv2d)");
     test_family(true, "conv_transpose (conv_transpose1d/conv_transpose2d)");
