@@ -161,6 +161,9 @@ static wk_tensor *gather_impl(const wk_tensor *t, const wk_tensor *ids, int dim)
 
 /* ----------------------------------------------------------------- scatter */
 
+static atomic_uint_fast64_t g_scatter_alias_copies; /* see wk__scatter_alias_copies */
+uint64_t wk__scatter_alias_copies(void) { return (uint64_t)atomic_load(&g_scatter_alias_copies); }
+
 static wk_status scatter_impl(const char *op, wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim,
                               bool add) {
     if (!check_ids(op, t, ids) || !wk__check_same(op, t, src)) return wk_last_status();
@@ -181,10 +184,35 @@ static wk_status scatter_impl(const char *op, wk_tensor *t, const wk_tensor *ids
                        wk__shape_str(lt->shape, lt->rank, c, sizeof c), d);
     }
     if (wk__layout_numel(li) == 0) return WK_OK;
+    /* src or ids sharing t's storage: the write could change what a later
+     * read sees, so the result would depend on the order of the writes (a
+     * GPU runs them concurrently, the CPU splits them over threads). Copy
+     * the aliasing input out first, as copy_into does: every backend then
+     * computes the scatter of the values as they were before the call. */
+    wk_tensor *src_copy = NULL, *ids_copy = NULL;
+    if (src->storage == t->storage) {
+        if (!(src_copy = wk_copy(src))) return wk_last_status();
+        src = src_copy;
+        ls = &src->layout;
+        atomic_fetch_add(&g_scatter_alias_copies, 1);
+    }
+    if (ids->storage == t->storage) {
+        if (!(ids_copy = wk_copy(ids))) {
+            wk_tensor_free(src_copy);
+            return wk_last_status();
+        }
+        ids = ids_copy;
+        li = &ids->layout;
+        atomic_fetch_add(&g_scatter_alias_copies, 1);
+    }
     wk_layout lsv = *ls; /* src restricted to ids' shape */
     for (int i = 0; i < ls->rank; i++) lsv.shape[i] = li->shape[i];
-    return wk__be(t)->scatter(wk__dev(t), t->storage->buf, lt, ids->storage->buf, li, ids->dtype, src->storage->buf,
-                              &lsv, d, t->dtype, add);
+    st = wk__be(t)->scatter(wk__dev(t), t->storage->buf, lt, ids->storage->buf, li, ids->dtype, src->storage->buf,
+                            &lsv, d, t->dtype, add);
+    /* on a device, stream-ordered: the scatter queued above reads them first */
+    wk_tensor_free(src_copy);
+    wk_tensor_free(ids_copy);
+    return st;
 }
 
 static wk_tensor *scatter_copy_impl(const char *op, const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src,
