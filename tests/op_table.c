@@ -71,15 +71,59 @@ void ot_tol_class(const ot_entry *e, char *out, size_t cap) {
     out[n] = 0;
 }
 
+/* The backend-vs-CPU tolerance of each tolerance class, a multiple of
+ * tu_tol(result dtype) (tests/testutil.c: f64 1e-12, f32 2e-6, f16 2e-3,
+ * bf16 1.6e-2, f8e4m3 0.13) applied as both atol and rtol. Only "exact" is
+ * compared bit for bit; every other class - so every transcendental, and
+ * every f64 op that is not exact by construction - gets a bound, because
+ * libdevice and nvcc's FMA contraction can put the GPU an ulp or more from
+ * the CPU. An op's ":S" overrides its class's scale (never to 0). */
+static const struct {
+    const char *cls;
+    double scale;
+} k_backend_scale[] = {
+    /* data movement, comparisons, integer ops, and the float ops IEEE rounds
+     * once (+ - * / sqrt recip, max/min, casts, affine as mul then add: the
+     * kernels spell those __f*_rn so nvcc cannot contract them into an FMA):
+     * bit-identical by construction */
+    {"exact", 0.0},
+    /* exp log sin cos tanh erf gelu silu sigmoid: libdevice is a few ulp
+     * from glibc and wick's SIMD polynomials (f64 included), and a f16/bf16
+     * result can round the other way at a boundary */
+    {"trans", 4.0},
+    /* pow / powf: libdevice pow against C pow; large exponents amplify an
+     * ulp of the log */
+    {"pow", 4.0},
+    /* several roundings whose order or contraction the kernel decides (elu's
+     * exp path, bilinear weights, rope's products with FMA contraction) */
+    {"tol", 2.0},
+    /* sums in another order (tree reductions, cuBLAS's blocking; f16/bf16
+     * GEMMs accumulate in f32 with reduced-precision split-K reduction
+     * disallowed, so the bound is the f32 sum's, rounded once) */
+    {"acc", 8.0},
+};
+
 double ot_backend_scale(const ot_entry *e) {
     const char *colon = strchr(e->tol, ':');
     if (colon) return atof(colon + 1);
     char cls[16];
     ot_tol_class(e, cls, sizeof cls);
-    if (strcmp(cls, "exact") == 0) return 0.0;
-    if (strcmp(cls, "acc") == 0) return 8.0;
-    if (strcmp(cls, "tol") == 0) return 2.0;
-    return 4.0; /* trans, pow: another libm may be a few ulp away */
+    for (size_t i = 0; i < sizeof k_backend_scale / sizeof k_backend_scale[0]; i++)
+        if (strcmp(cls, k_backend_scale[i].cls) == 0) return k_backend_scale[i].scale;
+    return -1.0; /* not a class: ot_backend_scale_problem says so */
+}
+
+const char *ot_backend_scale_problem(const ot_entry *e) {
+    char cls[16];
+    ot_tol_class(e, cls, sizeof cls);
+    bool known = false;
+    for (size_t i = 0; i < sizeof k_backend_scale / sizeof k_backend_scale[0]; i++)
+        if (strcmp(cls, k_backend_scale[i].cls) == 0) known = true;
+    if (!known) return "its tolerance class has no row in the backend tolerance table";
+    double s = ot_backend_scale(e);
+    if (strcmp(cls, "exact") != 0 && !(s > 0)) return "a non-exact class would be bit-compared (scale <= 0)";
+    if (strcmp(cls, "exact") == 0 && s != 0) return "an exact op has a backend scale";
+    return NULL;
 }
 
 /* ------------------------------------------------- call-side helpers */

@@ -62,6 +62,9 @@ int ot_layout_mask(const ot_entry *e);
 void ot_tol_class(const ot_entry *e, char *out, size_t cap);
 /* tu_tol(dtype) multiplier of the backend-vs-CPU check. */
 double ot_backend_scale(const ot_entry *e);
+/* NULL when e's backend tolerance is well formed (a known class; only
+ * "exact" bit-compared), else why not. */
+const char *ot_backend_scale_problem(const ot_entry *e);
 /* Runs the op. NULL with wick's error when the op failed; x->bad (and
  * x->why) when the case does not fit the op (missing input / parameter). */
 wk_tensor *ot_run(const ot_entry *e, ot_ctx *x);

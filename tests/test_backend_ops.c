@@ -240,6 +240,39 @@ static void test_every_kind_runs(void **state) {
     if (orphans) fail_msg("%d table ops of a kind without a backend test", orphans);
 }
 
+/* The backend tolerance table (tests/op_table.c): every op's class has a
+ * row, only "exact" ops are bit-compared, and in particular no
+ * transcendental - f64 included - is (libdevice / FMA contraction can put
+ * the GPU an ulp from the CPU). */
+static void test_tolerance_table(void **state) {
+    (void)state;
+    int bad = 0;
+    for (int k = 0; k < ot_count; k++) {
+        const char *why = ot_backend_scale_problem(&ot_table[k]);
+        if (why) {
+            printf("FAIL %s (tol \"%s\"): %s\n", ot_table[k].name, ot_table[k].tol, why);
+            bad++;
+        }
+    }
+    static const char *const never_bitwise[] = {"unary.exp", "unary.log", "unary.sin", "unary.cos", "unary.tanh",
+                                                "unary.erf", "unary.gelu", "unary.gelu_erf", "unary.silu",
+                                                "unary.sigmoid", "powf", "binary.pow", "elu", "softmax",
+                                                "log_softmax", "lse", "matmul", "bmatmul", "sdpa"};
+    for (size_t i = 0; i < sizeof never_bitwise / sizeof never_bitwise[0]; i++) {
+        const ot_entry *e = ot_find(never_bitwise[i]);
+        assert_non_null(e);
+        const wk_dtype dts[] = {WK_F64, WK_F32, WK_F16, WK_BF16};
+        for (int j = 0; j < 4; j++) {
+            if (!(ot_dtype_mask(e) & (1u << dts[j]))) continue;
+            if (!(tu_tol(dts[j]) * ot_backend_scale(e) > 0)) {
+                printf("FAIL %s %s would be bit-compared against the CPU\n", e->name, wk_dtype_name(dts[j]));
+                bad++;
+            }
+        }
+    }
+    if (bad) fail_msg("%d ops with a malformed backend tolerance", bad);
+}
+
 static int teardown(void **state) {
     (void)state;
     printf("backend_ops: %d checks (%d agreed on an error status, %d layouts not applicable to a case's shapes)\n",
@@ -265,6 +298,7 @@ int main(void) {
     if (list && *list) g_list = fopen(list, "w");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_kind_runs),
+        cmocka_unit_test(test_tolerance_table),
         cmocka_unit_test(test_unary),
         cmocka_unit_test(test_param),
         cmocka_unit_test(test_binary),

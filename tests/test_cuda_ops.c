@@ -16,6 +16,7 @@
  * index_add / scatter over long id lists) are backend cases of the op table
  * now (tests/oracle/op_table.def), run by tests/test_backend_ops.c. */
 #include "testutil.h"
+#include "core/tensor.h" /* wk__scatter_alias_copies */
 
 #include <math.h>
 #include <pthread.h>
@@ -329,6 +330,136 @@ static void test_cuda_fused_nn(void **state) {
     }
 }
 
+/* ------------------------- in-place scatter with an aliasing src / ids */
+
+/* f64 values of a small tensor, read back */
+static void values_of(const wk_tensor *t, double *out, size_t n) { TU_STATUS_OK(wk_to_host_f64(t, out, n)); }
+
+static void expect_values(const char *what, const wk_tensor *t, const double *want, size_t n) {
+    double got[16];
+    assert_true(n <= 16);
+    values_of(t, got, n);
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != want[i]) {
+            fprintf(stderr, "%s: element %zu is %g, want %g\n", what, i, got[i], want[i]);
+            fail();
+        }
+}
+
+/* A tensor of its own storage on g with c's values (wk_to_device onto
+ * c's own device may share c's storage: the dry run's case). Frees c. */
+static wk_tensor *fresh_on(wk_tensor *c, wk_device *g) {
+    wk_tensor *r = tu_to_device(c, g);
+    wk_tensor *x = TU_OK(wk_copy(r));
+    wk_tensor_free(r);
+    wk_tensor_free(c);
+    return x;
+}
+
+/* wk_scatter_ / wk_scatter_add_ whose src or ids are views of the
+ * destination itself: the result is the scatter of the values as they were
+ * before the call (the dispatcher copies the aliasing input out first; a GPU
+ * would otherwise run reads and writes of one buffer concurrently). The
+ * small cases are built so that reading as you write gives another answer
+ * (or, for ids, another index): they fail on the CPU too if the copy goes. */
+static void test_cuda_scatter_alias(void **state) {
+    (void)state;
+    wk_device *g = tu_cuda_or_skip();
+    int64_t n6 = 6, n3 = 3, n4 = 4, n2 = 2;
+    const double t6[6] = {0, 1, 2, 3, 4, 5};
+    const int64_t i123[3] = {1, 2, 3};
+    wk_tensor *ids = fresh_on(TU_OK(wk_from_host(i123, sizeof i123, &n3, 1, WK_I64, wk_cpu())), g);
+    for (int add = 0; add < 2; add++) {
+        uint64_t before = wk__scatter_alias_copies();
+        wk_tensor *tc = TU_OK(wk_from_host(t6, sizeof t6, &n6, 1, WK_F64, wk_cpu()));
+        wk_tensor *t = fresh_on(TU_OK(wk_to_dtype(tc, WK_F32)), g);
+        wk_tensor *src = TU_OK(wk_narrow(t, 0, 0, 3)); /* t[0..2], written at t[1..3] */
+        TU_STATUS_OK(add ? wk_scatter_add_(t, ids, src, 0) : wk_scatter_(t, ids, src, 0));
+        /* set: t[1], t[2], t[3] = 0, 1, 2 (reading as it writes: 0, 0, 0);
+         * add: t[1..3] += 0, 1, 2 (reading as it writes: 1, 3, 6) */
+        const double want_set[6] = {0, 0, 1, 2, 4, 5}, want_add[6] = {0, 1, 3, 5, 4, 5};
+        expect_values(add ? "scatter_add_ with src aliasing t" : "scatter_ with src aliasing t", t,
+                      add ? want_add : want_set, 6);
+        assert_true(wk__scatter_alias_copies() == before + 1);
+        wk_tensor *list[] = {tc, t, src};
+        for (int i = 0; i < 3; i++) wk_tensor_free(list[i]);
+    }
+    /* ids a view of the (i64) destination: t = [1, 2, 0, 0], ids = t[0..1],
+     * src = [0, 3]: t[1] = 0, t[2] = 3 (reading the ids as it writes would
+     * take id t[1] = 0 for the second write: [3, 0, 0, 0]) */
+    {
+        uint64_t before = wk__scatter_alias_copies();
+        const int64_t tv[4] = {1, 2, 0, 0}, sv[2] = {0, 3};
+        wk_tensor *t = fresh_on(TU_OK(wk_from_host(tv, sizeof tv, &n4, 1, WK_I64, wk_cpu())), g);
+        wk_tensor *sr = fresh_on(TU_OK(wk_from_host(sv, sizeof sv, &n2, 1, WK_I64, wk_cpu())), g);
+        wk_tensor *iv = TU_OK(wk_narrow(t, 0, 0, 2));
+        TU_STATUS_OK(wk_scatter_(t, iv, sr, 0));
+        const double want[4] = {1, 0, 3, 0};
+        expect_values("scatter_ with ids aliasing t", t, want, 4);
+        assert_true(wk__scatter_alias_copies() == before + 1);
+        wk_tensor_free(iv);
+        wk_tensor_free(sr);
+        wk_tensor_free(t);
+    }
+    /* no alias, no copy */
+    {
+        uint64_t before = wk__scatter_alias_copies();
+        wk_tensor *t = fresh_on(TU_OK(wk_zeros(&n6, 1, WK_F32, wk_cpu())), g);
+        wk_tensor *sr = fresh_on(TU_OK(wk_ones(&n3, 1, WK_F32, wk_cpu())), g);
+        TU_STATUS_OK(wk_scatter_add_(t, ids, sr, 0));
+        assert_true(wk__scatter_alias_copies() == before);
+        wk_tensor_free(sr);
+        wk_tensor_free(t);
+    }
+    /* a wide case for the GPU's concurrency: t (64, 128) f32 scattered into
+     * itself along dim 0 by a permutation of each column (no duplicate
+     * targets, so exact); the reference scatters an explicit copy */
+    {
+        int64_t s2[2] = {64, 128};
+        int64_t *iv = malloc(sizeof(int64_t) * 64 * 128);
+        assert_non_null(iv);
+        for (int64_t i = 0; i < 64; i++)
+            for (int64_t j = 0; j < 128; j++) iv[i * 128 + j] = (i * 7 + j) % 64;
+        wk_tensor *ic = TU_OK(wk_from_host(iv, sizeof(int64_t) * 64 * 128, s2, 2, WK_I64, wk_cpu()));
+        free(iv);
+        wk_tensor *tc = tu_values(s2, 2, WK_F32, 1.0, 0.25);
+        for (int add = 0; add < 2; add++) {
+            wk_tensor *t = fresh_on(TU_OK(wk_copy(tc)), g), *ref = fresh_on(TU_OK(wk_copy(tc)), g);
+            wk_tensor *ig = tu_to_device(ic, g);
+            wk_tensor *src = TU_OK(wk_copy(ref));
+            TU_STATUS_OK(add ? wk_scatter_add_(t, ig, t, 0) : wk_scatter_(t, ig, t, 0));
+            TU_STATUS_OK(add ? wk_scatter_add_(ref, ig, src, 0) : wk_scatter_(ref, ig, src, 0));
+            tu_assert_matches(add ? "scatter_add_ (64, 128) into itself" : "scatter_ (64, 128) into itself", t, ref,
+                              0, 0);
+            wk_tensor *list[] = {t, ref, ig, src};
+            for (int i = 0; i < 4; i++) wk_tensor_free(list[i]);
+        }
+        wk_tensor_free(ic);
+        wk_tensor_free(tc);
+    }
+    wk_tensor_free(ids);
+}
+
+/* f16 / bf16 GEMM with a long k: cuBLAS must accumulate in f32 and round
+ * once (reduced-precision split-K reduction disallowed), so the result is
+ * within a unit or two of the CPU's (which accumulates in f32). With f16
+ * partial sums each split would add its own f16 rounding. */
+static void test_cuda_half_gemm_long_k(void **state) {
+    (void)state;
+    wk_device *g = tu_cuda_or_skip();
+    const wk_dtype dts[] = {WK_F16, WK_BF16};
+    for (int di = 0; di < 2; di++) {
+        int64_t sa[2] = {32, 8192}, sb[2] = {8192, 48};
+        wk_tensor *ac = tu_values(sa, 2, dts[di], 0.5, 0.1), *bc = tu_values(sb, 2, dts[di], 0.5, -0.2);
+        wk_tensor *ag = tu_to_device(ac, g), *bg = tu_to_device(bc, g);
+        wk_tensor *rc = TU_OK(wk_matmul(ac, bc)), *rg = TU_OK(wk_matmul(ag, bg));
+        double t = 2 * tu_tol(dts[di]);
+        tu_assert_matches(dts[di] == WK_F16 ? "f16 matmul k=8192" : "bf16 matmul k=8192", rg, rc, t, t);
+        wk_tensor *list[] = {ac, bc, ag, bg, rc, rg};
+        for (int i = 0; i < 6; i++) wk_tensor_free(list[i]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memory_stats_cpu),
@@ -337,6 +468,8 @@ int main(void) {
         cmocka_unit_test(test_cuda_memory_stats),
         cmocka_unit_test(test_cuda_two_devices),
         cmocka_unit_test(test_cuda_fused_nn),
+        cmocka_unit_test(test_cuda_scatter_alias),
+        cmocka_unit_test(test_cuda_half_gemm_long_k),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

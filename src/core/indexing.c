@@ -161,6 +161,9 @@ static wk_tensor *gather_impl(const wk_tensor *t, const wk_tensor *ids, int dim)
 
 /* ----------------------------------------------------------------- scatter */
 
+static atomic_uint_fast64_t g_scatter_alias_copies; /* see wk__scatter_alias_copies */
+uint64_t wk__scatter_alias_copies(void) { return (uint64_t)atomic_load(&g_scatter_alias_copies); }
+
 static wk_status scatter_impl(const char *op, wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim,
                               bool add) {
     if (!check_ids(op, t, ids) || !wk__check_same(op, t, src)) return wk_last_status();
@@ -215,6 +218,9 @@ static wk_status scatter_in_place(const char *op, wk_tensor *t, const wk_tensor 
     wk_tensor *src_c = src->storage == t->storage ? wk_copy(src) : NULL;
     if ((ids->storage == t->storage && !ids_c) || (src->storage == t->storage && !src_c)) st = wk_last_status();
     else st = scatter_impl(op, t, ids_c ? ids_c : ids, src_c ? src_c : src, dim, add);
+    /* counted for the tests: a backend (the GPU's concurrent work items)
+     * must never see src / ids in the storage it writes */
+    atomic_fetch_add(&g_scatter_alias_copies, (uint_fast64_t)(ids_c != NULL) + (src_c != NULL));
     wk_tensor_free(ids_c);
     wk_tensor_free(src_c);
     return st;

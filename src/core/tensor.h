@@ -88,6 +88,10 @@ uintptr_t wk__device_stream(const wk_device *dev);
 wk_status   wk__check_writable(const char *op, const wk_tensor *t, const wk_layout *l);
 /* True when two distinct indices of l reach the same element. */
 bool        wk__layout_self_overlaps(const wk_layout *l);
+/* indexing.c: how many scatter / scatter_add inputs (src or ids sharing the
+ * destination's storage) were copied out before the write, process-wide;
+ * tests read it to see that the alias path ran. */
+uint64_t    wk__scatter_alias_copies(void);
 
 /* tensor.c: wrap a storage + layout into a tensor (takes the storage
  * reference; releases it on failure). Registers in the current scope. */

@@ -20,7 +20,10 @@
  * dims collapse to one stride and its matrix dims to a leading dimension,
  * else a loop of cublasGemmEx over the batch; an operand whose matrix dims
  * are not expressible (e.g. 0 or non-unit inner strides) is first copied to
- * a contiguous pooled temporary. f16/bf16 accumulate in f32; f32 computes in
+ * a contiguous pooled temporary. f16/bf16 accumulate in f32 (the handle's
+ * math mode disallows reduced-precision split-K reductions, so the f32 sum is
+ * rounded once, as on the CPU; no cuBLASLt GEMM is issued, so no Lt
+ * reduction-scheme preference is needed); f32 computes in
  * f32 (TF32 only with WICK_CUDA_TF32=1 in the environment when the device is
  * opened).
  *
@@ -150,6 +153,7 @@ wk_status wk__cuda_copy_between(wk_device *sdev, const void *src, const wk_layou
     if (n == 0) return WK_OK;
     size_t es = wk__dtype_elem_bytes(dt), nb = (size_t)n * es;
     wk_status st = wk__cuda_enter(op, s);
+    if (st == WK_OK) st = wk__cuda_lost_err(op, t->ordinal); /* the destination's context too */
     if (st != WK_OK) return st;
     const char *from = (const char *)src + (size_t)ls->offset * es;
     void *tmp = NULL;
@@ -277,7 +281,11 @@ static wk_status mm_copy(const char *op, wk_cuda_dev *d, wk_dtype dt, mm_operand
 
 static wk_status blas_status(const char *op, wk_cuda_dev *d, cublasStatus_t s) {
     if (s == CUBLAS_STATUS_SUCCESS) return WK_OK;
-    (void)cudaGetLastError();
+    /* a failed GEMM launch may be a lost context underneath: say so if it is */
+    cudaError_t e = cudaGetLastError();
+    wk__cuda_note_error(d->ordinal, e);
+    wk_status lost = wk__cuda_lost_err(op, d->ordinal);
+    if (lost != WK_OK) return lost;
     return wk__err(s == CUBLAS_STATUS_ALLOC_FAILED ? WK_ERR_OOM : WK_ERR_DEVICE, op, "%s: cuBLAS: %s", d->base.name,
                    cublasGetStatusString(s));
 }
@@ -501,6 +509,9 @@ static wk_status cu_scatter(wk_device *dev, void *dst, const wk_layout *ld, cons
                             wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt, bool add) {
     const char *op = add ? "wk_scatter_add" : "wk_scatter";
     ENTER(op);
+    /* src / ids never share dst's storage here: the dispatcher
+     * (core/indexing.c) copies an aliasing input out first, since the
+     * kernel's work items run concurrently */
     /* validated and waited for before anything is written: never a half-written dst */
     wk_status st = check_ids(op, d, ids, lids, idt, dim, ld->shape[dim]);
     if (st != WK_OK) return st;

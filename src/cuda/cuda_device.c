@@ -13,14 +13,96 @@ static pthread_mutex_t g_open_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(wk_cuda_dev *) g_devs[WK_CUDA_MAX_DEVICES];
 static atomic_uint_fast64_t g_next_instance = 1; /* the CPU device is instance 0 */
 
+/* ---- lost devices ----
+ * A kernel fault (illegal address, launch failure, device-side assert, ...)
+ * corrupts the CUDA context: every later call from any thread returns the
+ * same error, and only a new process gets a working context. The first
+ * sticky error seen on a device is kept here (0: none), per ordinal because
+ * the context is the device's primary context, shared by every wk_cuda_dev
+ * of that ordinal; from then on every entry fails at once saying so, instead
+ * of the fault surfacing as an unexplained error at whichever op waits next. */
+static atomic_int g_lost[WK_CUDA_MAX_DEVICES];
+
+bool wk__cuda_error_is_sticky(cudaError_t e) {
+    switch (e) {
+    /* driver_types.h: "This leaves the process in an inconsistent state and
+     * any further CUDA work will return the same error. To continue using
+     * CUDA, the process must be terminated and relaunched." */
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    case cudaErrorTensorMemoryLeak:
+    case cudaErrorMpsClientTerminated:
+    case cudaErrorExternalDevice:
+    case cudaErrorContained:
+    /* uncorrectable hardware faults during execution: the context's memory
+     * can no longer be trusted, so treat them as lost as well */
+    case cudaErrorECCUncorrectable:
+    case cudaErrorNvlinkUncorrectable:
+        return true;
+    default:
+        /* e.g. cudaErrorMemoryAllocation, cudaErrorInvalidValue,
+         * cudaErrorLaunchOutOfResources: the call failed, the context is fine */
+        return false;
+    }
+}
+
+static bool ordinal_ok(int ordinal) { return ordinal >= 0 && ordinal < WK_CUDA_MAX_DEVICES; }
+
+cudaError_t wk__cuda_lost_error(int ordinal) {
+    return ordinal_ok(ordinal) ? (cudaError_t)atomic_load_explicit(&g_lost[ordinal], memory_order_acquire)
+                               : cudaSuccess;
+}
+
+void wk__cuda_note_error(int ordinal, cudaError_t e) {
+    if (!ordinal_ok(ordinal) || !wk__cuda_error_is_sticky(e)) return;
+    int none = 0; /* keep the first: later calls report the same error anyway */
+    atomic_compare_exchange_strong(&g_lost[ordinal], &none, (int)e);
+}
+
+void wk__cuda_test_set_lost(int ordinal, cudaError_t e) {
+    if (ordinal_ok(ordinal)) atomic_store(&g_lost[ordinal], (int)e);
+}
+
+wk_status wk__cuda_lost_err(const char *op, int ordinal) {
+    cudaError_t e = wk__cuda_lost_error(ordinal);
+    if (e == cudaSuccess) return WK_OK;
+    return wk__err(WK_ERR_DEVICE, op, "cuda:%d: the CUDA context is lost (%s: %s): restart the process", ordinal,
+                   cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
 wk_status wk__cuda_check(const char *op, wk_cuda_dev *d, cudaError_t e) {
     if (e == cudaSuccess) return WK_OK;
-    (void)cudaGetLastError(); /* clear it so later launches do not report it again */
+    (void)cudaGetLastError(); /* clear it so later launches do not report it again (sticky ones stay) */
+    if (d) {
+        wk__cuda_note_error(d->ordinal, e);
+        wk_status lost = wk__cuda_lost_err(op, d->ordinal);
+        if (lost != WK_OK) return lost;
+    }
     wk_status st = e == cudaErrorMemoryAllocation ? WK_ERR_OOM : WK_ERR_DEVICE;
     return wk__err(st, op, "%s: %s (%s)", d ? d->base.name : "cuda", cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
+unsigned wk__cuda_blas_math_mode(bool tf32) {
+    /* TF32 stays off unless asked for: f32 matmul computes in f32 (the
+     * compute type, CUBLAS_COMPUTE_32F_FAST_TF32, is what enables it).
+     * Reduced-precision reduction is never allowed: cuBLAS's default may
+     * reduce split-K partial sums of f16/bf16 GEMMs in f16/bf16, which breaks
+     * "accumulate in f32, round once" (the CPU backend's rule). */
+    (void)tf32;
+    return (unsigned)CUBLAS_DEFAULT_MATH | (unsigned)CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
+}
+
 wk_status wk__cuda_enter(const char *op, wk_cuda_dev *d) {
+    /* a lost context fails every entry at once, before any CUDA call */
+    wk_status lost = wk__cuda_lost_err(op, d->ordinal);
+    if (lost != WK_OK) return lost;
     int cur = -1;
     if (cudaGetDevice(&cur) == cudaSuccess && cur == d->ordinal) return WK_OK;
     return wk__cuda_check(op, d, cudaSetDevice(d->ordinal));
@@ -58,7 +140,11 @@ static void pool_free(void *ctx, void *p, size_t n) {
 }
 static void pool_sync(void *ctx) {
     wk_cuda_dev *d = ctx;
-    if (cudaStreamSynchronize(d->stream) != cudaSuccess) (void)cudaGetLastError();
+    cudaError_t e = cudaStreamSynchronize(d->stream);
+    if (e != cudaSuccess) {
+        wk__cuda_note_error(d->ordinal, e); /* nothing to report from here; the next entry says it */
+        (void)cudaGetLastError();
+    }
 }
 
 static void close_partial(wk_cuda_dev *d) {
@@ -131,8 +217,7 @@ static wk_cuda_dev *open_locked(const char *op, int ordinal) {
     if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(d->blas, d->stream);
     int64_t tf32;
     d->tf32 = wk__env_get(WK_ENV_CUDA_TF32, &tf32) && tf32 == 1;
-    /* TF32 stays off unless asked for: f32 matmul computes in f32 */
-    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetMathMode(d->blas, CUBLAS_DEFAULT_MATH);
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetMathMode(d->blas, (cublasMath_t)wk__cuda_blas_math_mode(d->tf32));
     if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasLtCreate(&d->blas_lt);
     if (bs != CUBLAS_STATUS_SUCCESS) {
         wk__err(WK_ERR_DEVICE, op, "cannot open cuda:%d: cuBLAS initialisation failed: %s", ordinal,

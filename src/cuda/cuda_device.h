@@ -102,4 +102,30 @@ wk_status wk__cuda_cache_release(wk_device *dev, size_t *released);
 wk_status wk__cuda_copy_between(wk_device *sdev, const void *src, const wk_layout *ls, wk_dtype dt, wk_device *ddev,
                                 void *dst);
 
+/* ---- BEGIN cu_fail (issue 15, failure modes): lost devices, cuBLAS math mode ---- */
+#ifdef WICK_HAVE_CUDA
+/* True for the errors after which the CUDA context is unusable (a kernel
+ * fault: illegal address, launch failure, device assert, ...; the set the
+ * runtime documents as "the process must be terminated and relaunched",
+ * plus uncorrectable ECC / NVLink errors). */
+bool wk__cuda_error_is_sticky(cudaError_t e);
+/* Mark device `ordinal` lost when e is sticky (keeps the first such error);
+ * for the paths that swallow errors (frees, pool syncs). wk__cuda_check
+ * calls it for every error it records. */
+void wk__cuda_note_error(int ordinal, cudaError_t e);
+/* The sticky error device `ordinal` was lost to, or cudaSuccess. */
+cudaError_t wk__cuda_lost_error(int ordinal);
+/* WK_OK, or (lost device) WK_ERR_DEVICE recorded under op: "cuda:N: the
+ * CUDA context is lost (<error>): restart the process". wk__cuda_enter
+ * checks it first, so every entry of a lost device fails at once. */
+wk_status wk__cuda_lost_err(const char *op, int ordinal);
+/* Test-only hook: set (or, with cudaSuccess, clear) the lost state of
+ * `ordinal` as a kernel fault would. */
+void wk__cuda_test_set_lost(int ordinal, cudaError_t e);
+/* The cuBLAS math mode every device's handle gets (a cublasMath_t):
+ * default math with reduced-precision reduction disallowed. */
+unsigned wk__cuda_blas_math_mode(bool tf32);
+#endif
+/* ---- END cu_fail ---- */
+
 #endif

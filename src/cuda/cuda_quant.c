@@ -99,7 +99,10 @@ static wk_status gemm_xwt(const char *op, wk_cuda_dev *d, const void *w, int64_t
                                      (int)n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     pthread_mutex_unlock(&d->blas_lock);
     if (bs == CUBLAS_STATUS_SUCCESS) return WK_OK;
-    (void)cudaGetLastError();
+    /* a failed GEMM launch may be a lost context underneath: say so if it is */
+    wk__cuda_note_error(d->ordinal, cudaGetLastError());
+    wk_status lost = wk__cuda_lost_err(op, d->ordinal);
+    if (lost != WK_OK) return lost;
     return wk__err(bs == CUBLAS_STATUS_ALLOC_FAILED ? WK_ERR_OOM : WK_ERR_DEVICE, op, "%s: cuBLAS: %s",
                    d->base.name, cublasGetStatusString(bs));
 }
