@@ -409,6 +409,18 @@ static bool idx_dtype_ok(const char *op, wk_dtype idt) {
     return false;
 }
 
+/* The one-thread plan of an overlapping dst is bounded (kernels_index.cu
+ * "Serial plan"): say so before anything is queued. */
+static wk_status serial_bound(const char *op, wk_cuda_dev *d, const wk_layout *ld, const wk_layout *lids, int dim,
+                              bool index_add) {
+    int64_t bound = 0, pairs = wk__cu_ix_serial_pairs(wk__cu_view(ld), wk__cu_view(lids), dim, index_add, &bound);
+    if (pairs <= bound) return WK_OK;
+    return wk__err(WK_ERR_ARG, op,
+                   "the destination view overlaps itself, so its %lld writes would run in order on one thread of %s "
+                   "(at most %lld are accepted); write into a contiguous copy instead",
+                   (long long)pairs, d->base.name, (long long)bound);
+}
+
 static wk_status ix_flag(const char *op, wk_cuda_dev *d, wk_dtype idt, wk_cu_ixflag *f) {
     if (!idx_dtype_ok(op, idt)) return WK_ERR_DTYPE;
     return wk__cuda_ixflag(op, d, f);
@@ -507,10 +519,11 @@ static wk_status cu_scatter(wk_device *dev, void *dst, const wk_layout *ld, cons
     const char *op = add ? "wk_scatter_add" : "wk_scatter";
     ENTER(op);
     /* checked on the device, the writes gated on it: never a half-written dst, no wait */
+    wk_status st = serial_bound(op, d, ld, lids, dim, false);
+    if (st != WK_OK) return st;
     wk_cu_ixflag f;
     wk__cuda_ix_lock(d);
-    wk_status st = queue_check(op, d, ids, lids, idt, add ? WK_CU_IX_SCATTER_ADD : WK_CU_IX_SCATTER, dim,
-                               ld->shape[dim], &f);
+    st = queue_check(op, d, ids, lids, idt, add ? WK_CU_IX_SCATTER_ADD : WK_CU_IX_SCATTER, dim, ld->shape[dim], &f);
     if (st == WK_OK) st = scatter_write(op, d, dst, ld, ids, lids, idt, src, lsrc, dim, dt, add, f);
     wk__cuda_ix_unlock(d);
     return st;
@@ -537,9 +550,11 @@ static wk_status cu_index_add(wk_device *dev, void *dst, const wk_layout *ld, co
                               wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt) {
     const char *op = "wk_index_add";
     ENTER(op);
+    wk_status st = serial_bound(op, d, ld, lids, dim, true);
+    if (st != WK_OK) return st;
     wk_cu_ixflag f;
     wk__cuda_ix_lock(d);
-    wk_status st = queue_check(op, d, ids, lids, idt, WK_CU_IX_INDEX_ADD, dim, ld->shape[dim], &f);
+    st = queue_check(op, d, ids, lids, idt, WK_CU_IX_INDEX_ADD, dim, ld->shape[dim], &f);
     if (st == WK_OK) st = index_add_write(op, d, dst, ld, ids, lids, idt, src, lsrc, dim, dt, f);
     wk__cuda_ix_unlock(d);
     return st;

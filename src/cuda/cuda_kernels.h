@@ -152,6 +152,12 @@ bool wk__cu_index_add_prefers_sorted(wk_cu_view ld, wk_cu_view lids, int dim);
 int wk__cu_scatter_sorted(wk_cu_stream s, void *dst, wk_cu_view ld, const void *sorted_ids, const int64_t *perm,
                           wk_cu_view lids, wk_dtype idt, const void *src, wk_cu_view lsrc, int dim, wk_dtype dt,
                           bool add, wk_cu_ixflag flag);
+/* Pure host: the (position, id) pairs the one-thread serial plan of
+ * wk__cu_scatter (index_add false) / wk__cu_index_add (true) would do for
+ * these views - 0 when the op runs in parallel - and in *bound (may be
+ * NULL) the most it accepts; beyond it the launcher refuses the op
+ * (cudaErrorInvalidValue). See kernels_index.cu "Serial plan". */
+int64_t wk__cu_ix_serial_pairs(wk_cu_view ld, wk_cu_view lids, int dim, bool index_add, int64_t *bound);
 /* Pure host decision: true when the sorted scatter path should be used
  * (64 or more ids along dim, fewer than 65536 lines, dst's written
  * positions not overlapping; see kernels_index.cu). */

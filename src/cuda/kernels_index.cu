@@ -33,6 +33,17 @@
  * whole op runs on ONE thread in the CPU's exact order (its iterator's
  * runs, ids-innermost or positions-innermost as cpu_index.c chooses), so
  * even aliasing writes resolve as on the CPU.
+ * Serial plan (issue 15): the one-thread fallback is kept - the aliasing
+ * writes of an overlapping dst must land in the CPU's order, and splitting
+ * them by destination element (sort the (position, id) pairs by dst offset)
+ * is not built - but BOUNDED: a serial op may do at most IX_SERIAL_MAX_PAIRS
+ * (2^20) (position, id) pairs; beyond that the launcher refuses it and the
+ * host reports WK_ERR_ARG before anything is queued (wk__cu_ix_serial_pairs
+ * says how many an op would do). One GPU thread does a pair in roughly
+ * 0.1 - 1 us (dependent loads; estimated, not measured: nothing has run on a
+ * GPU), so the bound caps one such op at about 0.1 - 1 s of one SM's
+ * time. It only concerns a dst that overlaps itself (an expanded / 0-stride
+ * view written in place), which PyTorch refuses outright.
  * Cost: parallelism is the number of outer positions; a long dim with few
  * outer positions (e.g. a 1-D scatter_add of 1M ids) runs serially - correct
  * but slow. index_add has a second, sorted path for that case
@@ -403,6 +414,9 @@ static void ix_serial_plan(IxP &p, const wk_cu_view &shape_of, const wk_cu_view 
     p.kin = ids_k >= 0 && cnt > 1 && a < b;
 }
 
+/* the bound of the serial plan (see "Serial plan" above) */
+#define IX_SERIAL_MAX_PAIRS (INT64_C(1) << 20)
+
 static IxP ix_base(int kind, int dt, wk_dtype idt, int dim, const void *ids, wk_cu_view lids) {
     IxP p;
     memset(&p, 0, sizeof p);
@@ -416,6 +430,25 @@ static IxP ix_base(int kind, int dt, wk_dtype idt, int dim, const void *ids, wk_
 }
 
 } // namespace
+
+extern "C" int64_t wk__cu_ix_serial_pairs(wk_cu_view ld, wk_cu_view lids, int dim, bool index_add,
+                                          int64_t *bound) {
+    if (bound) *bound = IX_SERIAL_MAX_PAIRS;
+    if (!ix_view_ok(ld) || !ix_view_ok(lids) || dim < 0 || dim >= ld.rank) return 0;
+    if (index_add) {
+        if (lids.rank > 1 || !ix_may_overlap(ld)) return 0;
+        int64_t outer = 1;
+        for (int d = 0; d < ld.rank; d++)
+            if (d != dim) outer *= ld.shape[d];
+        const int64_t len = ix_numel(lids);
+        if (len == 0 || outer == 0) return 0;
+        return len > INT64_MAX / outer ? INT64_MAX : len * outer;
+    }
+    if (lids.rank != ld.rank || ix_numel(lids) == 0) return 0;
+    wk_cu_view w = ld;
+    for (int d = 0; d < ld.rank; d++) w.shape[d] = d == dim ? ld.shape[d] : lids.shape[d];
+    return ix_may_overlap(w) ? ix_numel(lids) : 0;
+}
 
 extern "C" int wk__cu_index_check(wk_cu_stream s, const void *ids, wk_cu_view lids, wk_dtype idt, int64_t size, int op,
                                   int dim, wk_cu_ixflag f) {
@@ -488,6 +521,7 @@ extern "C" int wk__cu_scatter(wk_cu_stream s, void *dst, wk_cu_view ld, const vo
     wk_cu_view w = ld;
     for (int d = 0; d < ld.rank; d++) w.shape[d] = d == dim ? ld.shape[d] : lids.shape[d];
     if (ix_may_overlap(w)) {
+        if (ix_numel(lids) > IX_SERIAL_MAX_PAIRS) return WKC_BAD_ARG; /* the host said why first */
         const wk_cu_view *v[3] = {&ld, &lsrc, &lids};
         ix_serial_plan(p, lids, v, 3, lids.stride[dim], 2);
         return ix_launch(s, p, true);
@@ -515,6 +549,7 @@ extern "C" int wk__cu_index_add(wk_cu_stream s, void *dst, wk_cu_view ld, const 
     p.f = flag;
     p.op = WK_CU_IX_INDEX_ADD;
     if (ix_may_overlap(ld)) {
+        if (p.len > IX_SERIAL_MAX_PAIRS / (p.n > 0 ? p.n : 1)) return WKC_BAD_ARG; /* the host said why first */
         const wk_cu_view *v[2] = {&ld, &lsrc};
         ix_serial_plan(p, ld, v, 2, 0, -1);
         return ix_launch(s, p, true);

@@ -18,6 +18,8 @@
 //     untouched when any id is bad - and the same write kernels with gate = 0
 //     do write (so the check is what stops them); with good ids and an older
 //     seq in bad_seq the gated op writes exactly the CPU's result;
+//   - the serial plan's bound: the pair counts wk__cu_ix_serial_pairs gives,
+//     the launchers refusing an overlapping dst beyond 2^20 pairs;
 //   - the report: WK_ERR_INDEX under the op's name with the id, dim, size,
 //     device and wait; OK for a clean word; the generic messages otherwise.
 // With -DGPU_MODE the same file runs the real kernels (managed buffers).
@@ -277,6 +279,32 @@ static void test_gate() {
         }
 }
 
+/* ---- the serial plan's bound ---- */
+static void test_serial_bound() {
+    int64_t dsh[2] = {8, 3};
+    wk_layout ld = row_major(dsh, 2), lo = ld;
+    lo.stride[1] = 0; /* overlaps itself: the serial plan */
+    int64_t bound = 0;
+    const int64_t len = ((INT64_C(1) << 20) + 3) / 3 + 1; /* len x 3 > 2^20 */
+    int64_t ish[2] = {len, 3};
+    wk_layout li2 = row_major(ish, 2), li1 = row_major(&len, 1);
+    CHECK(wk__cu_ix_serial_pairs(cv(ld), cv(li2), 0, false, &bound) == 0 && bound == (INT64_C(1) << 20),
+          "parallel scatter: 0 pairs, bound 2^20 (%lld)", (long long)bound);
+    CHECK(wk__cu_ix_serial_pairs(cv(ld), cv(li1), 0, true, NULL) == 0, "parallel index_add: 0 pairs");
+    CHECK(wk__cu_ix_serial_pairs(cv(lo), cv(li2), 0, false, NULL) == len * 3, "serial scatter: numel(ids) pairs");
+    CHECK(wk__cu_ix_serial_pairs(cv(lo), cv(li1), 0, true, NULL) == len * 3, "serial index_add: ids x outer pairs");
+    /* beyond the bound the launchers refuse before touching memory */
+    CHECK(wk__cu_scatter(nullptr, NULL, cv(lo), NULL, cv(li2), WK_I32, NULL, cv(li2), 0, WK_F32, true, ixf(NULL)) != 0,
+          "serial scatter beyond the bound refused");
+    int64_t s3[2] = {len, 3};
+    CHECK(wk__cu_index_add(nullptr, NULL, cv(lo), NULL, cv(li1), WK_I32, NULL, cv(row_major(s3, 2)), 0, WK_F32,
+                           ixf(NULL)) != 0,
+          "serial index_add beyond the bound refused");
+    /* within it, small: runs (checked against the CPU in test_gate's serial cases) */
+    int64_t s6[2] = {6, 3};
+    CHECK(wk__cu_ix_serial_pairs(cv(lo), cv(row_major(s6, 2)), 0, false, NULL) == 18, "6 x 3 ids: 18 pairs");
+}
+
 /* ---- the host's report ---- */
 static bool has(const char *s, const char *part) { return s && strstr(s, part); }
 
@@ -329,6 +357,7 @@ int main() {
     test_first_position();
     test_good_ids();
     test_gate();
+    test_serial_bound();
     test_report();
     return emu_summary(t0);
 }
