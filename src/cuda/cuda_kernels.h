@@ -6,10 +6,12 @@
  *
  * Every launcher queues its work on `stream` and returns at once:
  * 0 on success, else the cudaError_t of the launch (as int). Launchers with
- * zero elements queue nothing and return 0. Integer division by zero and
- * out-of-range indices are recorded in `*err_flag` (device memory, set to a
- * wk_status code by the kernel; the host reads it when it next waits) -
- * never undefined behaviour, never a silent wrong answer. */
+ * zero elements queue nothing and return 0. Integer division by zero is
+ * recorded in `*err_flag` (device memory, set to a wk_status code by the
+ * kernel; the host reads it when it next waits), out-of-range indices
+ * through a wk_cu_ixflag (the same word plus the device's index record, see
+ * the indexing section) - never undefined behaviour, never a silent wrong
+ * answer. */
 #ifndef WICK_CUDA_KERNELS_H
 #define WICK_CUDA_KERNELS_H
 #include <stdint.h>

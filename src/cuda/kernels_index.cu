@@ -97,7 +97,9 @@
  * Checked: host emulation against wk__cpu_* (tests/cuda/
  * test_cuda_kernels_emu.cu; the sorted index_add path, sort included, in
  * tests/cuda/test_cuda_ixadd_emu.cu; the sorted scatter / scatter_add path,
- * sort included, in tests/cuda/test_cuda_scadd_emu.cu). Never run on a GPU. */
+ * sort included, in tests/cuda/test_cuda_scadd_emu.cu; the bad-id record,
+ * the gate and the serial bound in tests/cuda/test_cuda_ixflag_emu.cu).
+ * Never run on a GPU. */
 #include "cuda/cuda_index.cuh"
 
 namespace {
