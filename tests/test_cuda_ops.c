@@ -458,6 +458,63 @@ static void test_cuda_half_gemm_long_k(void **state) {
         wk_tensor *list[] = {ac, bc, ag, bg, rc, rg};
         for (int i = 0; i < 6; i++) wk_tensor_free(list[i]);
     }
+/* Issue 15: a bad id does not make the indexing op wait. On a GPU the op
+ * returns at once and the next wait (wk_device_synchronize) reports
+ * WK_ERR_INDEX under the op's name with the id and the size; in the dry run
+ * (the CPU stands in) the op itself reports it. Either way the message is
+ * the same and an in-place scatter_ leaves its destination untouched. */
+static void expect_index_error(wk_device *g, wk_tensor *out, wk_status op_st, const char *opname, const char *what) {
+    wk_status st = op_st;
+    if (st == WK_OK) st = wk_device_synchronize(g); /* queued: reported by the next wait */
+    const char *m = wk_last_error();
+    if (st != WK_ERR_INDEX || !m || !strstr(m, opname) || !strstr(m, "index 9 is out of range") ||
+        !strstr(m, "of size 4"))
+        fail_msg("%s: want WK_ERR_INDEX from %s naming index 9 and size 4, got %s: %s", what, opname,
+                 wk_status_name(st), m ? m : "(null)");
+    wk_tensor_free(out);
+    wk_clear_error();
+    assert_int_equal(wk_device_synchronize(g), WK_OK); /* reported once */
+}
+
+static void test_cuda_index_queued(void **state) {
+    (void)state;
+    wk_device *g = tu_cuda_or_skip();
+    float tv[12];
+    for (int i = 0; i < 12; i++) tv[i] = (float)i;
+    int64_t tsh[2] = {4, 3}, ish[1] = {3}, ish2[2] = {3, 3};
+    int64_t bad[3] = {1, 9, 2}, bad2[9] = {0, 1, 2, 3, 9, 1, 0, 0, 0};
+    wk_tensor *t = wk_from_host(tv, sizeof tv, tsh, 2, WK_F32, g);
+    wk_tensor *ids = wk_from_host(bad, sizeof bad, ish, 1, WK_I64, g);
+    wk_tensor *ids2 = wk_from_host(bad2, sizeof bad2, ish2, 2, WK_I64, g);
+    assert_non_null(t);
+    assert_non_null(ids);
+    assert_non_null(ids2);
+    wk_tensor *r = wk_index_select(t, ids, 0);
+    expect_index_error(g, r, r ? WK_OK : wk_last_status(), "wk_index_select", "index_select");
+    r = wk_gather(t, ids2, 0);
+    expect_index_error(g, r, r ? WK_OK : wk_last_status(), "wk_gather", "gather");
+    wk_tensor *src = wk_ones(ish2, 2, WK_F32, g);
+    assert_non_null(src);
+    wk_status st = wk_scatter_(t, ids2, src, 0);
+    expect_index_error(g, NULL, st, "wk_scatter", "scatter_");
+    float back[12];
+    assert_int_equal(wk_to_host(t, back, sizeof back), WK_OK);
+    for (int i = 0; i < 12; i++)
+        if (back[i] != tv[i]) fail_msg("scatter_ with a bad id wrote element %d: %g", i, back[i]);
+    /* a clean op after the error runs and reads back normally */
+    int64_t good[3] = {3, 0, 3};
+    wk_tensor *gids = wk_from_host(good, sizeof good, ish, 1, WK_I64, g);
+    r = gids ? wk_index_select(t, gids, 0) : NULL;
+    assert_non_null(r);
+    float sel[9];
+    assert_int_equal(wk_to_host(r, sel, sizeof sel), WK_OK);
+    assert_true(sel[0] == 9.0f && sel[3] == 0.0f && sel[8] == 11.0f);
+    wk_tensor_free(r);
+    wk_tensor_free(gids);
+    wk_tensor_free(src);
+    wk_tensor_free(ids2);
+    wk_tensor_free(ids);
+    wk_tensor_free(t);
 }
 
 int main(void) {
@@ -470,6 +527,7 @@ int main(void) {
         cmocka_unit_test(test_cuda_fused_nn),
         cmocka_unit_test(test_cuda_scatter_alias),
         cmocka_unit_test(test_cuda_half_gemm_long_k),
+        cmocka_unit_test(test_cuda_index_queued),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,13 @@
  *     (goal: add >= 90% of copy);
  *  f) host cost per queued op: 10000 adds of 16 f32, time until the calls
  *     return, per op in us (goal: below torch);
+ *  i) index_select inside a chain of queued ops (issue 15: the id check no
+ *     longer waits): h = h + index_select(table, ids, 0), a one-token
+ *     embedding lookup per step from a [4096, 576] f32 table, 2000 steps
+ *     (200 with --quick); host time until the calls return, per step (two
+ *     ops) in us (goal: below torch); the result is checked after one
+ *     synchronize. Before issue 15 each step waited for everything queued
+ *     before it;
  *  h) the fused nn entries at SmolLM2-135M's sizes (9 query / 3 kv heads,
  *     D 64, hidden 576), f16 (f32 in the dry run): attention decode (Lq 1
  *     over Lk 512 / 2048 keys, k / v narrows of a 4096-position cache),
@@ -688,6 +695,64 @@ done:
     wk_tensor_free(b);
 }
 
+/* ------------------------------- i) index_select in a queued chain */
+
+static void exp_index_chain(wk_device *dev) {
+    const int steps = opt.quick ? 200 : 2000, reps = opt.quick ? 3 : 5, nids = 4;
+    char name[96];
+    snprintf(name, sizeof name, "i) queued index_select + add, per step (x%d)", steps);
+    row *r = add_row(name, "us", "ix_chain_us", 0, GOAL_BELOW_TORCH);
+    int64_t tshape[2] = {4096, 576}, hshape[2] = {1, 576}, ishape[1] = {1};
+    wk_tensor *table = filled(tshape, 2, 1.0, WK_F32, dev), *h = NULL, *ids[4] = {NULL, NULL, NULL, NULL};
+    double per[8];
+    int ok = table != NULL;
+    for (int i = 0; i < nids && ok; i++) { /* a few token ids, on the device before the clock starts */
+        int64_t v = 17 + 1000 * i;
+        ids[i] = wk_from_host(&v, sizeof v, ishape, 1, WK_I64, dev);
+        ok = ids[i] != NULL;
+    }
+    if (!ok) {
+        row_error(r, "inputs", 1);
+        goto done;
+    }
+    for (int rep = -1; rep < reps; rep++) { /* rep -1: warm-up */
+        wk_tensor_free(h);
+        h = wk_zeros(hshape, 2, WK_F32, dev);
+        if (!h || wk_device_synchronize(dev) != WK_OK) {
+            row_error(r, "wk_zeros", 1);
+            goto done;
+        }
+        const int n = rep < 0 ? 20 : steps;
+        double t0 = bench_now();
+        for (int i = 0; i < n; i++) {
+            wk_tensor *row_t = wk_index_select(table, ids[i % nids], 0);
+            wk_tensor *nh = row_t ? wk_add(h, row_t) : NULL;
+            wk_tensor_free(row_t);
+            if (!nh) {
+                row_error(r, "wk_index_select / wk_add", 1);
+                goto done;
+            }
+            wk_tensor_free(h);
+            h = nh;
+        }
+        if (rep >= 0) per[rep] = (bench_now() - t0) * 1e6 / n;
+        if (wk_device_synchronize(dev) != WK_OK) { /* not timed: also reports a bad id */
+            row_error(r, "wk_device_synchronize", 1);
+            goto done;
+        }
+        double got = first_element(h);
+        if (got != (double)n) {
+            fail_check("got %g, want %g", "index_select chain h[0]", got, (double)n);
+            goto done;
+        }
+    }
+    r->wick = bench_median(per, reps);
+done:
+    wk_tensor_free(h);
+    for (int i = 0; i < nids; i++) wk_tensor_free(ids[i]);
+    wk_tensor_free(table);
+}
+
 /* ------------------------------------------ f) host cost per tiny op */
 
 static void exp_tiny(wk_device *dev) {
@@ -1149,6 +1214,8 @@ int main(int argc, char **argv) {
     exp_bandwidth(dev);
     progress();
     exp_tiny(dev);
+    progress();
+    exp_index_chain(dev);
     progress();
     exp_nn(dev);
     progress();

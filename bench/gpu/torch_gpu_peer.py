@@ -15,6 +15,9 @@ bench_gpu's rows:
   d) gemm_{bf16,f32}_{N}_tflops   wall clock around N products + one sync
   e) add_gbs (3 x bytes), copy_gbs (dst.copy_(src), 2 x bytes), add_pct_copy
   f) tiny_add_us                  host time per queued c = a + b of 16 f32
+  i) ix_chain_us                  host time per step of h = h + table[ids]
+                                  (index_select of one id from [4096, 576]
+                                  f32, then an add), queued, no sync
   h) nn_att_dec512_us, nn_att_dec2048_us, nn_att_pre512_us, nn_rms_us,
      nn_rope_us                   us per call, N calls + one sync (attention:
                                   F.scaled_dot_product_attention with the kv
@@ -250,6 +253,24 @@ for _ in range(3 if QUICK else 5):
     per.append((now() - t0) * 1e6 / n_ops)
     sync()
 put("tiny_add_us", statistics.median(per))
+
+# ---- i) index_select inside a chain of queued ops (as bench_gpu's exp_index_chain)
+steps = 200 if QUICK else 2000
+table = torch.ones(4096, 576, device=dev)
+ids = [torch.tensor([17 + 1000 * i], dtype=torch.int64, device=dev) for i in range(4)]
+per = []
+for rep in range(-1, 3 if QUICK else 5):
+    h = torch.zeros(1, 576, device=dev)
+    sync()
+    n = 20 if rep < 0 else steps
+    t0 = now()
+    for i in range(n):
+        h = h + torch.index_select(table, 0, ids[i % 4])
+    if rep >= 0:
+        per.append((now() - t0) * 1e6 / n)
+    sync()
+put("ix_chain_us", statistics.median(per))
+del table, ids, h
 
 # ---- h) fused nn ops at SmolLM2-135M's sizes (as bench_gpu's exp_nn)
 nn_dt = torch.float32 if ON_CPU else torch.float16

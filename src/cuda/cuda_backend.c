@@ -27,9 +27,9 @@
  * f32 (TF32 only with WICK_CUDA_TF32=1 in the environment when the device is
  * opened).
  *
- * Indexing (index_select, gather, scatter, index_add) validates the ids
- * on the device and waits for that check before queuing the op (see the
- * indexing section below).
+ * Indexing (index_select, gather, scatter, index_add) never waits: bad ids
+ * are found on the device and reported at the next wait (see the indexing
+ * section below).
  *
  * Convolutions live in cuda_conv.c (im2col / col2im + this matmul), uploads
  * in cuda_staging.c; the kernels of every other entry in kernels_*.cu. */
@@ -397,13 +397,19 @@ static wk_status cu_reduce(wk_device *dev, wk_reduce_op op, const void *src, con
     return wk__cuda_launched("reduce", d, wk__cu_reduce(d->stream, op, src, wk__cu_view(ls), dt, mask, dst));
 }
 /* ---- indexing (kernels_index.cu) ----
- * Every op first validates its ids on the device (wk__cu_index_check: the
- * first bad row-major position lands in a pooled 8-byte slot) and WAITS for
- * that slot (one small round trip per op), so a bad index is reported by
- * the op itself - WK_ERR_INDEX naming the op, the index and the size, as
- * the CPU - and scatter / index_add never write anything with bad ids. Only
- * then is the write kernel queued (asynchronous, as every op). Messages use
- * the CPU backend's op names. */
+ * No host wait (issue 15): each op takes a wk_cu_ixflag (the device's index
+ * record + error word, a fresh seq) and queues its kernels like any op. A
+ * bad id is found by the kernels and reported by the next wait on the
+ * device (wk_device_synchronize, a readback; cuda_device.h) as WK_ERR_INDEX
+ * under this op's name (the CPU backend's names), with the id, the dim and
+ * its size. index_select / gather: the one kernel checks as it reads (zero
+ * bits where an id is bad). scatter / scatter_add / index_add write in
+ * place and must not half-write: they queue wk__cu_index_check first and
+ * their write kernels are gated on it on the device (dst untouched when
+ * any id is bad), so there is no synchronous check left to wait for. Check
+ * and writes are queued under wk__cuda_ix_lock (the gate is one word per
+ * device). Before issue 15 every op waited for its check, i.e. for all work
+ * queued before it: an embedding lookup per token stalled the pipeline. */
 
 static bool idx_dtype_ok(const char *op, wk_dtype idt) {
     if (idt == WK_U8 || idt == WK_U32 || idt == WK_I32 || idt == WK_I64) return true;
@@ -411,41 +417,32 @@ static bool idx_dtype_ok(const char *op, wk_dtype idt) {
     return false;
 }
 
-static wk_status check_ids(const char *op, wk_cuda_dev *d, const void *ids, const wk_layout *lids, wk_dtype idt,
-                           int dim, int64_t size) {
+/* The one-thread plan of an overlapping dst is bounded (kernels_index.cu
+ * "Serial plan"): say so before anything is queued. */
+static wk_status serial_bound(const char *op, wk_cuda_dev *d, const wk_layout *ld, const wk_layout *lids, int dim,
+                              bool index_add) {
+    int64_t bound = 0, pairs = wk__cu_ix_serial_pairs(wk__cu_view(ld), wk__cu_view(lids), dim, index_add, &bound);
+    if (pairs <= bound) return WK_OK;
+    return wk__err(WK_ERR_ARG, op,
+                   "the destination view overlaps itself, so its %lld writes would run in order on one thread of %s "
+                   "(at most %lld are accepted); write into a contiguous copy instead",
+                   (long long)pairs, d->base.name, (long long)bound);
+}
+
+static wk_status ix_flag(const char *op, wk_cuda_dev *d, wk_dtype idt, wk_cu_ixflag *f) {
     if (!idx_dtype_ok(op, idt)) return WK_ERR_DTYPE;
-    int64_t n = wk__layout_numel(lids);
-    if (n == 0) return WK_OK;
-    void *slot = NULL;
-    if (wk__cupool_alloc(d->pool, sizeof(unsigned long long), &slot) != WK_OK)
-        return wk__err(WK_ERR_OOM, op, "cannot allocate the index check's slot on %s", d->base.name);
-    unsigned long long pos = ~0ull;
-    cudaError_t e = cudaMemsetAsync(slot, 0xFF, sizeof pos, d->stream);
-    int rc = 0;
-    if (e == cudaSuccess) {
-        rc = wk__cu_index_check(d->stream, ids, wk__cu_view(lids), idt, size, (unsigned long long *)slot);
-        if (rc == 0) e = cudaMemcpyAsync(&pos, slot, sizeof pos, cudaMemcpyDeviceToHost, d->stream);
-    }
-    if (e == cudaSuccess && rc == 0) e = wait_here(d);
-    wk__cupool_free(d->pool, slot, sizeof pos);
-    if (rc != 0) return wk__cuda_launched(op, d, rc);
-    if (e != cudaSuccess) return wk__cuda_check(op, d, e);
-    if (pos == ~0ull) return WK_OK;
-    /* read the offending id itself (error path only) */
-    int64_t off = lids->offset + wk__unravel(lids->shape, lids->stride, lids->rank, (int64_t)pos);
-    size_t is = wk__dtype_elem_bytes(idt);
-    unsigned char raw[8] = {0};
-    e = cudaMemcpyAsync(raw, (const char *)ids + (size_t)off * is, is, cudaMemcpyDeviceToHost, d->stream);
-    if (e == cudaSuccess) e = wait_here(d);
-    if (e != cudaSuccess) return wk__cuda_check(op, d, e);
-    long long id;
-    switch (idt) {
-    case WK_U8: id = raw[0]; break;
-    case WK_U32: { uint32_t v; memcpy(&v, raw, 4); id = v; break; }
-    case WK_I32: { int32_t v; memcpy(&v, raw, 4); id = v; break; }
-    default: { int64_t v; memcpy(&v, raw, 8); id = v; break; }
-    }
-    return wk__err(WK_ERR_INDEX, op, "index %lld is out of range for dim %d of size %lld", id, dim, (long long)size);
+    return wk__cuda_ixflag(op, d, f);
+}
+
+/* In-place ops, called under wk__cuda_ix_lock: a fresh flag, the check of
+ * every id queued (no wait), then gate = 1 for the write kernels. */
+static wk_status queue_check(const char *op, wk_cuda_dev *d, const void *ids, const wk_layout *lids, wk_dtype idt,
+                             int ixop, int dim, int64_t size, wk_cu_ixflag *f) {
+    wk_status st = ix_flag(op, d, idt, f);
+    if (st != WK_OK) return st;
+    f->gate = 1;
+    if (wk__layout_numel(lids) == 0) return WK_OK;
+    return wk__cuda_launched(op, d, wk__cu_index_check(d->stream, ids, wk__cu_view(lids), idt, size, ixop, dim, *f));
 }
 
 static wk_status cu_index_select(wk_device *dev, const void *src, const wk_layout *ls, const void *ids,
@@ -458,20 +455,22 @@ static wk_status cu_index_select(wk_device *dev, const void *src, const wk_layou
     wk_layout words;
     wk_status st = wk__cuq_word_layout(op, dt, ls, &words, &dt);
     if (st != WK_OK) return st;
-    st = check_ids(op, d, ids, lids, idt, dim, ls->shape[dim]);
+    wk_cu_ixflag f;
+    st = ix_flag(op, d, idt, &f);
     if (st != WK_OK) return st;
     return wk__cuda_launched(op, d,
                     wk__cu_index_select(d->stream, src, wk__cu_view(&words), ids, wk__cu_view(lids), idt, dim, dst, dt,
-                                        d->flag_dev));
+                                        f));
 }
 static wk_status cu_gather(wk_device *dev, const void *src, const wk_layout *ls, const void *ids, const wk_layout *lids,
                            wk_dtype idt, int dim, void *dst, wk_dtype dt) {
     const char *op = "wk_gather";
     ENTER(op);
-    wk_status st = check_ids(op, d, ids, lids, idt, dim, ls->shape[dim]);
+    wk_cu_ixflag f;
+    wk_status st = ix_flag(op, d, idt, &f);
     if (st != WK_OK) return st;
     return wk__cuda_launched(op, d,
-                    wk__cu_gather(d->stream, src, wk__cu_view(ls), ids, wk__cu_view(lids), idt, dim, dst, dt, d->flag_dev));
+                    wk__cu_gather(d->stream, src, wk__cu_view(ls), ids, wk__cu_view(lids), idt, dim, dst, dt, f));
 }
 /* The sorted index paths (kernels_index.cu: scatter / scatter_add over long
  * lines, index_add over a long id list): the validated ids sorted stably
@@ -505,6 +504,24 @@ static int sort_ids(wk_cuda_dev *d, const void *ids, const wk_layout *lids, wk_d
     return wk__cu_sort(d->stream, ids, v, idt, dim, false, s->ids, s->perm, s->ws);
 }
 
+/* scatter's writes, after its check (f: gate = 1) */
+static wk_status scatter_write(const char *op, wk_cuda_dev *d, void *dst, const wk_layout *ld, const void *ids,
+                               const wk_layout *lids, wk_dtype idt, const void *src, const wk_layout *lsrc, int dim,
+                               wk_dtype dt, bool add, wk_cu_ixflag f) {
+    /* long lines, few of them: sort the ids of every line, same bits */
+    if (wk__cu_scatter_prefers_sorted(wk__cu_view(ld), wk__cu_view(lids), dim)) {
+        sorted_ids so;
+        int rc = sort_ids(d, ids, lids, idt, dim, &so);
+        if (rc == 0)
+            rc = wk__cu_scatter_sorted(d->stream, dst, wk__cu_view(ld), so.ids, (const int64_t *)so.perm,
+                                       wk__cu_view(lids), idt, src, wk__cu_view(lsrc), dim, dt, add, f);
+        sorted_ids_free(d, &so);
+        if (rc >= 0) return wk__cuda_launched(op, d, rc);
+    }
+    return wk__cuda_launched(op, d,
+                    wk__cu_scatter(d->stream, dst, wk__cu_view(ld), ids, wk__cu_view(lids), idt, src, wk__cu_view(lsrc), dim, dt,
+                                   add, f));
+}
 static wk_status cu_scatter(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
                             wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt, bool add) {
     const char *op = add ? "wk_scatter_add" : "wk_scatter";
@@ -512,42 +529,46 @@ static wk_status cu_scatter(wk_device *dev, void *dst, const wk_layout *ld, cons
     /* src / ids never share dst's storage here: the dispatcher
      * (core/indexing.c) copies an aliasing input out first, since the
      * kernel's work items run concurrently */
-    /* validated and waited for before anything is written: never a half-written dst */
-    wk_status st = check_ids(op, d, ids, lids, idt, dim, ld->shape[dim]);
+    /* checked on the device, the writes gated on it: never a half-written dst, no wait */
+    wk_status st = serial_bound(op, d, ld, lids, dim, false);
     if (st != WK_OK) return st;
-    /* long lines, few of them: sort the ids of every line, same bits */
-    if (wk__cu_scatter_prefers_sorted(wk__cu_view(ld), wk__cu_view(lids), dim)) {
-        sorted_ids so;
-        int rc = sort_ids(d, ids, lids, idt, dim, &so);
-        if (rc == 0)
-            rc = wk__cu_scatter_sorted(d->stream, dst, wk__cu_view(ld), so.ids, (const int64_t *)so.perm,
-                                       wk__cu_view(lids), idt, src, wk__cu_view(lsrc), dim, dt, add, d->flag_dev);
-        sorted_ids_free(d, &so);
-        if (rc >= 0) return wk__cuda_launched(op, d, rc);
-    }
-    return wk__cuda_launched(op, d,
-                    wk__cu_scatter(d->stream, dst, wk__cu_view(ld), ids, wk__cu_view(lids), idt, src, wk__cu_view(lsrc), dim, dt,
-                                   add, d->flag_dev));
+    wk_cu_ixflag f;
+    wk__cuda_ix_lock(d);
+    st = queue_check(op, d, ids, lids, idt, add ? WK_CU_IX_SCATTER_ADD : WK_CU_IX_SCATTER, dim, ld->shape[dim], &f);
+    if (st == WK_OK) st = scatter_write(op, d, dst, ld, ids, lids, idt, src, lsrc, dim, dt, add, f);
+    wk__cuda_ix_unlock(d);
+    return st;
 }
-static wk_status cu_index_add(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
-                              wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt) {
-    const char *op = "wk_index_add";
-    ENTER(op);
-    wk_status st = check_ids(op, d, ids, lids, idt, dim, ld->shape[dim]);
-    if (st != WK_OK) return st;
+/* index_add's writes, after its check (f: gate = 1) */
+static wk_status index_add_write(const char *op, wk_cuda_dev *d, void *dst, const wk_layout *ld, const void *ids,
+                                 const wk_layout *lids, wk_dtype idt, const void *src, const wk_layout *lsrc, int dim,
+                                 wk_dtype dt, wk_cu_ixflag f) {
     /* long id lists over few outer positions: sort the ids, same bits */
     if (wk__cu_index_add_prefers_sorted(wk__cu_view(ld), wk__cu_view(lids), dim)) {
         sorted_ids so;
         int rc = sort_ids(d, ids, lids, idt, 0, &so);
         if (rc == 0)
             rc = wk__cu_index_add_sorted(d->stream, dst, wk__cu_view(ld), so.ids, (const int64_t *)so.perm, idt,
-                                         lids->shape[0], src, wk__cu_view(lsrc), dim, dt, d->flag_dev);
+                                         lids->shape[0], src, wk__cu_view(lsrc), dim, dt, f);
         sorted_ids_free(d, &so);
         if (rc >= 0) return wk__cuda_launched(op, d, rc);
     }
     return wk__cuda_launched(op, d,
                     wk__cu_index_add(d->stream, dst, wk__cu_view(ld), ids, wk__cu_view(lids), idt, src, wk__cu_view(lsrc), dim,
-                                     dt, d->flag_dev));
+                                     dt, f));
+}
+static wk_status cu_index_add(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
+                              wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt) {
+    const char *op = "wk_index_add";
+    ENTER(op);
+    wk_status st = serial_bound(op, d, ld, lids, dim, true);
+    if (st != WK_OK) return st;
+    wk_cu_ixflag f;
+    wk__cuda_ix_lock(d);
+    st = queue_check(op, d, ids, lids, idt, WK_CU_IX_INDEX_ADD, dim, ld->shape[dim], &f);
+    if (st == WK_OK) st = index_add_write(op, d, dst, ld, ids, lids, idt, src, lsrc, dim, dt, f);
+    wk__cuda_ix_unlock(d);
+    return st;
 }
 static wk_status cu_pool2d(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
                            wk_dtype dt, const wk_pool_params *p) {

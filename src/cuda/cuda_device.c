@@ -2,6 +2,8 @@
  * only gives the "not compiled in" answers of its entry points. */
 #include "cuda/cuda_device.h"
 #include "core/env.h"
+#include "cuda/cuda_kernels.h"
+#include <stddef.h>
 
 #ifdef WICK_HAVE_CUDA
 #include <stdatomic.h>
@@ -108,6 +110,8 @@ wk_status wk__cuda_enter(const char *op, wk_cuda_dev *d) {
     return wk__cuda_check(op, d, cudaSetDevice(d->ordinal));
 }
 
+static wk_status wk__cuda_ixrec_take(const char *op, wk_cuda_dev *d, wk_cu_ixrec *out, bool *have);
+
 wk_status wk__cuda_take_flag(const char *op, wk_cuda_dev *d) {
     int32_t v = 0;
     if (d->flag_host) {
@@ -119,10 +123,12 @@ wk_status wk__cuda_take_flag(const char *op, wk_cuda_dev *d) {
         if (e != cudaSuccess) return wk__cuda_check(op, d, e);
     }
     if (v == 0) return WK_OK;
-    wk_status st = (v > 0 && v <= (int32_t)WK_ERR_INTERNAL) ? (wk_status)v : WK_ERR_INTERNAL;
-    return wk__err(st, op, "an op queued earlier on %s failed on the device: %s (kernels report errors when the stream "
-                           "is next waited for)",
-                   d->base.name, st == WK_ERR_DIV_ZERO ? "integer division by zero" : wk_status_name(st));
+    /* error path only: the index record says which op, id and size */
+    wk_cu_ixrec rec;
+    bool have = false;
+    wk_status rs = wk__cuda_ixrec_take(op, d, &rec, &have);
+    if (rs != WK_OK) return rs;
+    return wk__cuda_flag_status(op, d->base.name, v, have ? &rec : NULL);
 }
 
 /* ---- pool callbacks: the device is current (callers enter first) ---- */
@@ -338,6 +344,77 @@ uintptr_t wk__device_stream(const wk_device *dev) {
     return (uintptr_t)((const wk_cuda_dev *)dev)->stream;
 }
 
+/* ---- queued index checks (issue 15; see cuda_device.h) ----
+ * Kept beside the device object rather than in it, one slot per ordinal
+ * (devices live for the process, as g_devs). */
+static _Atomic(wk_cu_ixrec *) g_ixrec[WK_CUDA_MAX_DEVICES];
+static pthread_mutex_t g_ixrec_make = PTHREAD_MUTEX_INITIALIZER;
+/* one lock for all devices: it is held only while an in-place op queues
+ * its launches (microseconds, no wait inside) */
+static pthread_mutex_t g_ix_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_uint_fast64_t g_ix_seq = 1; /* 0 means "no owner" in the record */
+
+static wk_cu_ixrec *ixrec_get(const char *op, wk_cuda_dev *d) {
+    wk_cu_ixrec *r = atomic_load_explicit(&g_ixrec[d->ordinal], memory_order_acquire);
+    if (r) return r;
+    pthread_mutex_lock(&g_ixrec_make);
+    r = atomic_load_explicit(&g_ixrec[d->ordinal], memory_order_relaxed);
+    if (!r) {
+        void *p = NULL;
+        cudaError_t e = cudaMalloc(&p, sizeof(wk_cu_ixrec));
+        /* zeroed in stream order: every kernel queued after it sees zeros */
+        if (e == cudaSuccess) e = cudaMemsetAsync(p, 0, sizeof(wk_cu_ixrec), d->stream);
+        if (e == cudaSuccess) {
+            r = p;
+            atomic_store_explicit(&g_ixrec[d->ordinal], r, memory_order_release);
+        } else {
+            if (p) cudaFree(p);
+            wk__cuda_check(op, d, e);
+        }
+    }
+    pthread_mutex_unlock(&g_ixrec_make);
+    return r;
+}
+
+wk_status wk__cuda_ixflag(const char *op, wk_cuda_dev *d, wk_cu_ixflag *out) {
+    memset(out, 0, sizeof *out);
+    wk_cu_ixrec *r = ixrec_get(op, d);
+    if (!r) return wk_last_status();
+    out->status = d->flag_dev;
+    out->rec = r;
+    out->seq = (unsigned long long)atomic_fetch_add_explicit(&g_ix_seq, 1, memory_order_relaxed);
+    return WK_OK;
+}
+
+void wk__cuda_ix_lock(wk_cuda_dev *d) {
+    (void)d;
+    pthread_mutex_lock(&g_ix_lock);
+}
+void wk__cuda_ix_unlock(wk_cuda_dev *d) {
+    (void)d;
+    pthread_mutex_unlock(&g_ix_lock);
+}
+
+/* Read the record and clear it (all but bad_seq, see wk_cu_ixrec) in stream
+ * order, so a launch queued after the clear starts a fresh record; waits
+ * for the copy (its own event). *have = false when no record was made. */
+static wk_status wk__cuda_ixrec_take(const char *op, wk_cuda_dev *d, wk_cu_ixrec *out, bool *have) {
+    *have = false;
+    wk_cu_ixrec *r = atomic_load_explicit(&g_ixrec[d->ordinal], memory_order_acquire);
+    if (!r) return WK_OK;
+    const size_t keep = offsetof(wk_cu_ixrec, owner);
+    cudaEvent_t ev = NULL;
+    cudaError_t e = cudaMemcpyAsync(out, r, sizeof *out, cudaMemcpyDeviceToHost, d->stream);
+    if (e == cudaSuccess) e = cudaMemsetAsync((char *)r + keep, 0, sizeof *out - keep, d->stream);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(ev, d->stream);
+    if (e == cudaSuccess) e = cudaEventSynchronize(ev);
+    if (ev) (void)cudaEventDestroy(ev);
+    if (e != cudaSuccess) return wk__cuda_check(op, d, e);
+    *have = true;
+    return WK_OK;
+}
+
 #else /* !WICK_HAVE_CUDA */
 
 uintptr_t wk__device_stream(const wk_device *dev) {
@@ -373,3 +450,31 @@ wk_status wk__cuda_copy_between(wk_device *sdev, const void *src, const wk_layou
 }
 
 #endif
+
+/* ---- queued index checks: the report (pure host, both builds) ---- */
+const char *wk__cuda_ixop_name(int op) {
+    switch (op) {
+    case WK_CU_IX_SELECT: return "wk_index_select";
+    case WK_CU_IX_GATHER: return "wk_gather";
+    case WK_CU_IX_SCATTER: return "wk_scatter";
+    case WK_CU_IX_SCATTER_ADD: return "wk_scatter_add";
+    case WK_CU_IX_INDEX_ADD: return "wk_index_add";
+    default: return "indexing";
+    }
+}
+
+wk_status wk__cuda_flag_status(const char *wait_op, const char *dev_name, int32_t v, const wk_cu_ixrec *rec) {
+    if (rec && rec->owner != 0)
+        /* the CPU's message, then where and when it surfaced */
+        return wk__err(WK_ERR_INDEX, wk__cuda_ixop_name(rec->op),
+                       "index %lld is out of range for dim %d of size %lld (position %llu of the ids; queued on %s, "
+                       "found on the device, reported by the next wait: %s)",
+                       (long long)rec->id, (int)rec->dim, (long long)rec->size, (unsigned long long)rec->pos, dev_name,
+                       wait_op);
+    if (v == 0) return WK_OK;
+    wk_status st = (v > 0 && v <= (int32_t)WK_ERR_INTERNAL) ? (wk_status)v : WK_ERR_INTERNAL;
+    return wk__err(st, wait_op,
+                   "an op queued earlier on %s failed on the device: %s (kernels report errors when the stream "
+                   "is next waited for)",
+                   dev_name, st == WK_ERR_DIV_ZERO ? "integer division by zero" : wk_status_name(st));
+}

@@ -76,7 +76,40 @@ wk_status wk__cuda_upload(const char *op, wk_cuda_dev *d, void *dst, const void 
 void wk__cuda_staging_free(wk_cuda_dev *d);
 
 extern const wk_backend wk__cuda_backend;
+
+/* ---- queued index checks (issue 15, "No hidden waits") ----
+ * Indexing ops never wait: a bad id is recorded by the kernels in the
+ * device's index record (wk_cu_ixrec, device memory, made on first use) and
+ * the owner sets the device's error word (flag_dev) to WK_ERR_INDEX. "The
+ * next wait" = the next call that waits for this device's stream and reads
+ * that word: wk_device_synchronize and every readback of a tensor of the
+ * device (to_host: wk_tensor_to_host, item, moves to the CPU, ...), from any
+ * thread. It reports the error once, as WK_ERR_INDEX under the indexing
+ * op's own name, with the id, the dim and its size (see
+ * wk__cuda_index_error). Nothing else reports it: later ops keep running
+ * (an out-of-place op wrote zeros where its ids were bad; an in-place op
+ * wrote nothing) and return WK_OK until a wait. */
+#include "cuda/cuda_kernels.h"
+/* The report for a launch: d's record (made on first use, NULL + error on
+ * failure) and error word, a fresh seq; gate 0. Thread-safe. */
+wk_status wk__cuda_ixflag(const char *op, wk_cuda_dev *d, wk_cu_ixflag *out);
+/* Held while an in-place op queues its check and its write kernels, so no
+ * other in-place check lands between them (the gate is one word). */
+void wk__cuda_ix_lock(wk_cuda_dev *d);
+void wk__cuda_ix_unlock(wk_cuda_dev *d);
 #endif
+
+/* Pure host (tested directly): the status a wait reports for the error word
+ * v it read and, when v != 0 and the device has a record, the record rec
+ * read after it (NULL: none). v == WK_ERR_INDEX with an owned record:
+ * WK_ERR_INDEX under the indexing op's name, naming the id, the dim, its
+ * size, the position, the device and the wait (wait_op). v == 0 with no
+ * owned record: WK_OK. Other codes: the kernels' generic message. */
+struct wk_cu_ixrec;
+wk_status wk__cuda_flag_status(const char *wait_op, const char *dev_name, int32_t v, const struct wk_cu_ixrec *rec);
+/* The public name of a wk_cu_ixop ("wk_index_select", ...; "indexing" for
+ * an unknown code). */
+const char *wk__cuda_ixop_name(int op);
 /* The registry descriptor (cuda_device.c); listed in the generated backend
  * table only in builds with WICK_HAVE_CUDA. */
 extern const wk_backend_desc wk__cuda_backend_desc;

@@ -2,17 +2,26 @@
  * cuda_kernels.h): index_select, gather, scatter (set / add), index_add,
  * mirroring src/cpu/cpu_index.c.
  *
- * Bad indices: the host (cuda_backend.c) first runs wk__cu_index_check over
- * the ids view - every id with (unsigned)id >= size (negatives included)
- * lowers a 64-bit slot to its row-major position (atomicMin), so the
- * result is the FIRST bad position whatever the timing - then waits for
- * that slot and returns WK_ERR_INDEX with the op, the id and the size
- * before any write kernel is queued. So in-place ops (scatter, index_add)
- * never half-write, and every error is reported by the op itself, not at a
- * later wait. The write kernels check each id again anyway (defence in
- * depth: a bad id there is skipped - never read or written out of bounds -
- * and WK_ERR_INDEX lands in *err_flag, reported at the next wait).
- *
+ * Bad indices, with no host wait (issue 15): every kernel checks each id
+ * it uses; a bad one ((unsigned)id >= size, negatives included) is never
+ * read or written out of bounds (select / gather store zero bits there)
+ * and is reported with ix_report into the device's record (wk_cu_ixrec,
+ * cuda_kernels.h): the first launch to meet a bad id owns the record and
+ * keeps its smallest row-major position in the ids view (so the first bad
+ * position whatever the timing), with the id, the size, the op and dim;
+ * the owner sets the device's error word to WK_ERR_INDEX, which the host
+ * reads when it next waits and then reads the record (error path only:
+ * a clean run costs no extra copy). Only threads that meet a bad id touch
+ * the record, under a spin lock (sm_70+ independent thread scheduling
+ * makes a lock inside one warp safe; contention happens only on the error
+ * path). In-place ops (scatter, index_add) cannot report half-way: the
+ * host queues wk__cu_index_check first, which also sets rec->bad_seq to
+ * the op's seq when it meets a bad id, and the write kernels (plain,
+ * serial and sorted) are launched with gate = 1 and skip every item when
+ * bad_seq == their seq - so dst is left untouched, exactly as the CPU
+ * leaves it, and nothing waits. (The gate is one word per device: the
+ * host queues an op's check and its write kernels under one lock, so no
+ * other in-place check runs between them.)
  * Determinism: no atomics on data. index_select / gather: one thread per
  * output element. scatter / index_add: one thread per position of every
  * dim but `dim` (the "outer" positions), looping over the ids along dim in
@@ -24,6 +33,17 @@
  * whole op runs on ONE thread in the CPU's exact order (its iterator's
  * runs, ids-innermost or positions-innermost as cpu_index.c chooses), so
  * even aliasing writes resolve as on the CPU.
+ * Serial plan (issue 15): the one-thread fallback is kept - the aliasing
+ * writes of an overlapping dst must land in the CPU's order, and splitting
+ * them by destination element (sort the (position, id) pairs by dst offset)
+ * is not built - but BOUNDED: a serial op may do at most IX_SERIAL_MAX_PAIRS
+ * (2^20) (position, id) pairs; beyond that the launcher refuses it and the
+ * host reports WK_ERR_ARG before anything is queued (wk__cu_ix_serial_pairs
+ * says how many an op would do). One GPU thread does a pair in roughly
+ * 0.1 - 1 us (dependent loads; estimated, not measured: nothing has run on a
+ * GPU), so the bound caps one such op at about 0.1 - 1 s of one SM's
+ * time. It only concerns a dst that overlaps itself (an expanded / 0-stride
+ * view written in place), which PyTorch refuses outright.
  * Cost: parallelism is the number of outer positions; a long dim with few
  * outer positions (e.g. a 1-D scatter_add of 1M ids) runs serially - correct
  * but slow. index_add has a second, sorted path for that case
@@ -77,7 +97,9 @@
  * Checked: host emulation against wk__cpu_* (tests/cuda/
  * test_cuda_kernels_emu.cu; the sorted index_add path, sort included, in
  * tests/cuda/test_cuda_ixadd_emu.cu; the sorted scatter / scatter_add path,
- * sort included, in tests/cuda/test_cuda_scadd_emu.cu). Never run on a GPU. */
+ * sort included, in tests/cuda/test_cuda_scadd_emu.cu; the bad-id record,
+ * the gate and the serial bound in tests/cuda/test_cuda_ixflag_emu.cu).
+ * Never run on a GPU. */
 #include "cuda/cuda_index.cuh"
 
 namespace {
@@ -100,8 +122,8 @@ struct IxP {
     const void *src;
     void *dst;
     const void *idp;
-    int32_t *err;
-    unsigned long long *slot;
+    wk_cu_ixflag f;  /* where bad ids are reported */
+    int32_t op;      /* wk_cu_ixop reported */
 };
 
 WKC_HD long long ix_load(const void *p, int64_t i, int idt) {
@@ -113,13 +135,71 @@ WKC_HD long long ix_load(const void *p, int64_t i, int idt) {
     }
 }
 
-WKC_HD void ix_err(int32_t *err) {
-    if (!err) return;
+/* Report bad id `id` at row-major position pos of the ids view (see
+ * "Bad indices" above). The fast exit reads the record without the lock:
+ * a stale read only costs a trip through the lock, and owner / pos only
+ * ever move towards the final answer within one launch. */
+WKC_HD void ix_report(const wk_cu_ixflag &f, int op, int dim, int64_t size, int64_t pos, long long id) {
+    wk_cu_ixrec *r = f.rec;
+    if (!r) {
+        if (!f.status) return;
 #ifdef __CUDA_ARCH__
-    atomicExch((int *)err, (int)WK_ERR_INDEX);
+        atomicExch((int *)f.status, (int)WK_ERR_INDEX);
 #else
-    *err = WK_ERR_INDEX;
+        *f.status = WK_ERR_INDEX;
 #endif
+        return;
+    }
+    const unsigned long long upos = (unsigned long long)pos;
+    bool first = false;
+#ifdef __CUDA_ARCH__
+    volatile wk_cu_ixrec *vr = r;
+    unsigned long long own = vr->owner;
+    if (own != 0 && (own != f.seq || vr->pos <= upos)) return;
+    while (atomicCAS((int *)&r->lock, 0, 1) != 0) __nanosleep(64);
+    __threadfence();
+    own = vr->owner;
+    if (own == 0 || (own == f.seq && upos < vr->pos)) {
+        first = own == 0;
+        vr->owner = f.seq;
+        vr->pos = upos;
+        vr->id = id;
+        vr->size = size;
+        vr->op = op;
+        vr->dim = dim;
+    }
+    __threadfence();
+    atomicExch((int *)&r->lock, 0);
+    if (first && f.status) {
+        __threadfence_system(); /* the record before the word the host reads */
+        atomicExch((int *)f.status, (int)WK_ERR_INDEX);
+    }
+#else
+    const unsigned long long own = r->owner;
+    if (own == 0 || (own == f.seq && upos < r->pos)) {
+        first = own == 0;
+        r->owner = f.seq;
+        r->pos = upos;
+        r->id = id;
+        r->size = size;
+        r->op = op;
+        r->dim = dim;
+    }
+    if (first && f.status) *f.status = WK_ERR_INDEX;
+#endif
+}
+
+/* In-place write kernels: true when this op's wk__cu_index_check met a bad
+ * id, so the whole op must write nothing. A plain load: bad_seq was written
+ * by an earlier kernel on the stream, so it is visible and does not change
+ * while this kernel runs. */
+WKC_HD bool ix_gated(const wk_cu_ixflag &f) { return f.gate && f.rec && f.rec->bad_seq == f.seq; }
+
+/* row-major position in view v of coordinates c, with c[dim] replaced by k */
+WKC_HD int64_t ix_rowmajor(const wk_cu_view &v, const int64_t *c, int dim, int64_t k) {
+    int64_t pos = 0;
+    for (int d = 0; d < v.rank; d++) pos = pos * v.shape[d] + (d == dim ? k : c[d]);
+    return pos;
 }
 
 /* coordinates of row-major element i of shape v */
@@ -177,11 +257,15 @@ WKC_HD void ix_item(const IxP &p, int64_t i) {
         ix_coords(p.it, i, c);
         long long id = ix_load(p.idp, ix_off(p.ids, c, -1), p.idt);
         if ((uint64_t)id >= usize) {
+            /* the gate first: the write kernel queued next reads it */
+            if (p.f.rec) {
 #ifdef __CUDA_ARCH__
-            atomicMin(p.slot, (unsigned long long)i);
+                *(volatile unsigned long long *)&p.f.rec->bad_seq = p.f.seq;
 #else
-            if ((unsigned long long)i < *p.slot) *p.slot = (unsigned long long)i;
+                p.f.rec->bad_seq = p.f.seq;
 #endif
+            }
+            ix_report(p.f, p.op, p.dim, p.size, i, id);
         }
         break;
     }
@@ -189,7 +273,11 @@ WKC_HD void ix_item(const IxP &p, int64_t i) {
         /* it = output shape (src's with shape[dim] = numel(ids)), ids 1-D */
         ix_coords(p.it, i, c);
         long long id = ix_load(p.idp, p.ids.offset + c[p.dim] * (p.ids.rank ? p.ids.stride[0] : 0), p.idt);
-        if ((uint64_t)id >= usize) { ix_err(p.err); break; }
+        if ((uint64_t)id >= usize) {
+            wkc_put_bits(p.dst, i, p.dt, 0);
+            ix_report(p.f, p.op, p.dim, p.size, c[p.dim], id);
+            break;
+        }
         int64_t so = ix_off(p.a, c, p.dim) + (int64_t)id * p.a.stride[p.dim];
         wkc_put_bits(p.dst, i, p.dt, wkc_raw_load(p.src, so, p.dt));
         break;
@@ -198,7 +286,11 @@ WKC_HD void ix_item(const IxP &p, int64_t i) {
         /* it = ids' shape = output shape */
         ix_coords(p.it, i, c);
         long long id = ix_load(p.idp, ix_off(p.ids, c, -1), p.idt);
-        if ((uint64_t)id >= usize) { ix_err(p.err); break; }
+        if ((uint64_t)id >= usize) {
+            wkc_put_bits(p.dst, i, p.dt, 0);
+            ix_report(p.f, p.op, p.dim, p.size, i, id);
+            break;
+        }
         int64_t so = ix_off(p.a, c, p.dim) + (int64_t)id * p.a.stride[p.dim];
         wkc_put_bits(p.dst, i, p.dt, wkc_raw_load(p.src, so, p.dt));
         break;
@@ -211,6 +303,7 @@ WKC_HD void ix_item(const IxP &p, int64_t i) {
          * Serial (overlapping dst, one thread): item i = run i of p.run
          * positions, in the CPU's order (kin: per position all ids; else per
          * id all positions of the run). */
+        if (ix_gated(p.f)) break; /* this op's check met a bad id: write nothing */
         const int64_t first = p.serial ? i * p.run : i, cnt = p.serial ? p.run : 1;
         const bool kin = !p.serial || p.kin;
         const int64_t ni = kin ? cnt : p.len, nk = kin ? p.len : cnt;
@@ -223,7 +316,11 @@ WKC_HD void ix_item(const IxP &p, int64_t i) {
                 long long id;
                 if (p.kind == IX_SCATTER) id = ix_load(p.idp, ix_off(p.ids, c, p.dim) + k * p.ids.stride[p.dim], p.idt);
                 else id = ix_load(p.idp, p.ids.offset + k * (p.ids.rank ? p.ids.stride[0] : 0), p.idt);
-                if ((uint64_t)id >= usize) { ix_err(p.err); continue; }
+                if ((uint64_t)id >= usize) { /* checked before (gate): defence in depth */
+                    ix_report(p.f, p.op, p.dim, p.size,
+                              p.kind == IX_SCATTER ? ix_rowmajor(p.ids, c, p.dim, k) : k, id);
+                    continue;
+                }
                 const int64_t di = dof + (int64_t)id * ds, si = so + k * ss;
                 if (p.kind == IX_ADD || p.add) ix_add(p.dst, di, p.src, si, p.dt);
                 else wkc_put_bits(p.dst, di, p.dt, wkc_raw_load(p.src, si, p.dt));
@@ -319,6 +416,9 @@ static void ix_serial_plan(IxP &p, const wk_cu_view &shape_of, const wk_cu_view 
     p.kin = ids_k >= 0 && cnt > 1 && a < b;
 }
 
+/* the bound of the serial plan (see "Serial plan" above) */
+#define IX_SERIAL_MAX_PAIRS (INT64_C(1) << 20)
+
 static IxP ix_base(int kind, int dt, wk_dtype idt, int dim, const void *ids, wk_cu_view lids) {
     IxP p;
     memset(&p, 0, sizeof p);
@@ -333,19 +433,39 @@ static IxP ix_base(int kind, int dt, wk_dtype idt, int dim, const void *ids, wk_
 
 } // namespace
 
-extern "C" int wk__cu_index_check(wk_cu_stream s, const void *ids, wk_cu_view lids, wk_dtype idt, int64_t size,
-                                  unsigned long long *first_bad) {
+extern "C" int64_t wk__cu_ix_serial_pairs(wk_cu_view ld, wk_cu_view lids, int dim, bool index_add,
+                                          int64_t *bound) {
+    if (bound) *bound = IX_SERIAL_MAX_PAIRS;
+    if (!ix_view_ok(ld) || !ix_view_ok(lids) || dim < 0 || dim >= ld.rank) return 0;
+    if (index_add) {
+        if (lids.rank > 1 || !ix_may_overlap(ld)) return 0;
+        int64_t outer = 1;
+        for (int d = 0; d < ld.rank; d++)
+            if (d != dim) outer *= ld.shape[d];
+        const int64_t len = ix_numel(lids);
+        if (len == 0 || outer == 0) return 0;
+        return len > INT64_MAX / outer ? INT64_MAX : len * outer;
+    }
+    if (lids.rank != ld.rank || ix_numel(lids) == 0) return 0;
+    wk_cu_view w = ld;
+    for (int d = 0; d < ld.rank; d++) w.shape[d] = d == dim ? ld.shape[d] : lids.shape[d];
+    return ix_may_overlap(w) ? ix_numel(lids) : 0;
+}
+
+extern "C" int wk__cu_index_check(wk_cu_stream s, const void *ids, wk_cu_view lids, wk_dtype idt, int64_t size, int op,
+                                  int dim, wk_cu_ixflag f) {
     if (!ix_view_ok(lids) || !ix_idt_ok(idt) || size < 0) return WKC_BAD_ARG;
-    IxP p = ix_base(IX_CHECK, WK_U8, idt, 0, ids, lids);
+    IxP p = ix_base(IX_CHECK, WK_U8, idt, dim, ids, lids);
     p.it = lids;
     p.n = ix_numel(lids);
     p.size = size;
-    p.slot = first_bad;
+    p.f = f;
+    p.op = op;
     return ix_launch(s, p, false);
 }
 
 extern "C" int wk__cu_index_select(wk_cu_stream s, const void *src, wk_cu_view ls, const void *ids, wk_cu_view lids,
-                                   wk_dtype idt, int dim, void *dst, wk_dtype dt, int32_t *err_flag) {
+                                   wk_dtype idt, int dim, void *dst, wk_dtype dt, wk_cu_ixflag flag) {
     if (!ix_view_ok(ls) || !ix_view_ok(lids) || !ix_idt_ok(idt) || wkc_size(dt) == 0 || dim < 0 ||
         dim >= ls.rank || lids.rank > 1)
         return WKC_BAD_ARG;
@@ -357,12 +477,13 @@ extern "C" int wk__cu_index_select(wk_cu_stream s, const void *src, wk_cu_view l
     p.size = ls.shape[dim];
     p.src = src;
     p.dst = dst;
-    p.err = err_flag;
+    p.f = flag;
+    p.op = WK_CU_IX_SELECT;
     return ix_launch(s, p, false);
 }
 
 extern "C" int wk__cu_gather(wk_cu_stream s, const void *src, wk_cu_view ls, const void *ids, wk_cu_view lids,
-                             wk_dtype idt, int dim, void *dst, wk_dtype dt, int32_t *err_flag) {
+                             wk_dtype idt, int dim, void *dst, wk_dtype dt, wk_cu_ixflag flag) {
     if (!ix_view_ok(ls) || !ix_view_ok(lids) || !ix_idt_ok(idt) || wkc_size(dt) == 0 || dim < 0 ||
         dim >= ls.rank || lids.rank != ls.rank)
         return WKC_BAD_ARG;
@@ -373,13 +494,14 @@ extern "C" int wk__cu_gather(wk_cu_stream s, const void *src, wk_cu_view ls, con
     p.size = ls.shape[dim];
     p.src = src;
     p.dst = dst;
-    p.err = err_flag;
+    p.f = flag;
+    p.op = WK_CU_IX_GATHER;
     return ix_launch(s, p, false);
 }
 
 extern "C" int wk__cu_scatter(wk_cu_stream s, void *dst, wk_cu_view ld, const void *ids, wk_cu_view lids,
                               wk_dtype idt, const void *src, wk_cu_view lsrc, int dim, wk_dtype dt, bool add,
-                              int32_t *err_flag) {
+                              wk_cu_ixflag flag) {
     if (!ix_view_ok(ld) || !ix_view_ok(lids) || !ix_view_ok(lsrc) || !ix_idt_ok(idt) || wkc_size(dt) == 0 ||
         dim < 0 || dim >= ld.rank || lids.rank != ld.rank || lsrc.rank != ld.rank)
         return WKC_BAD_ARG;
@@ -395,11 +517,13 @@ extern "C" int wk__cu_scatter(wk_cu_stream s, void *dst, wk_cu_view ld, const vo
     p.add = add;
     p.src = src;
     p.dst = dst;
-    p.err = err_flag;
+    p.f = flag;
+    p.op = add ? WK_CU_IX_SCATTER_ADD : WK_CU_IX_SCATTER;
     /* the positions off dim that will be written: dst viewed with ids' shape */
     wk_cu_view w = ld;
     for (int d = 0; d < ld.rank; d++) w.shape[d] = d == dim ? ld.shape[d] : lids.shape[d];
     if (ix_may_overlap(w)) {
+        if (ix_numel(lids) > IX_SERIAL_MAX_PAIRS) return WKC_BAD_ARG; /* the host said why first */
         const wk_cu_view *v[3] = {&ld, &lsrc, &lids};
         ix_serial_plan(p, lids, v, 3, lids.stride[dim], 2);
         return ix_launch(s, p, true);
@@ -409,7 +533,7 @@ extern "C" int wk__cu_scatter(wk_cu_stream s, void *dst, wk_cu_view ld, const vo
 
 extern "C" int wk__cu_index_add(wk_cu_stream s, void *dst, wk_cu_view ld, const void *ids, wk_cu_view lids,
                                 wk_dtype idt, const void *src, wk_cu_view lsrc, int dim, wk_dtype dt,
-                                int32_t *err_flag) {
+                                wk_cu_ixflag flag) {
     if (!ix_view_ok(ld) || !ix_view_ok(lids) || !ix_view_ok(lsrc) || !ix_idt_ok(idt) || wkc_size(dt) == 0 ||
         dim < 0 || dim >= ld.rank || lids.rank > 1 || lsrc.rank != ld.rank)
         return WKC_BAD_ARG;
@@ -424,8 +548,10 @@ extern "C" int wk__cu_index_add(wk_cu_stream s, void *dst, wk_cu_view ld, const 
     p.size = ld.shape[dim];
     p.src = src;
     p.dst = dst;
-    p.err = err_flag;
+    p.f = flag;
+    p.op = WK_CU_IX_INDEX_ADD;
     if (ix_may_overlap(ld)) {
+        if (p.len > IX_SERIAL_MAX_PAIRS / (p.n > 0 ? p.n : 1)) return WKC_BAD_ARG; /* the host said why first */
         const wk_cu_view *v[2] = {&ld, &lsrc};
         ix_serial_plan(p, ld, v, 2, 0, -1);
         return ix_launch(s, p, true);
@@ -466,7 +592,7 @@ struct IxSortedP {
     const long long *perm;   /* perm[k]: original position of sorted[k] */
     const void *src;
     void *dst;
-    int32_t *err;
+    wk_cu_ixflag f;
 };
 
 /* a + b on raw element bits in dtype DT, exactly as ix_add / the CPU's
@@ -505,10 +631,11 @@ WKC_HD void ix_sorted_split(const IxSortedP &p, int64_t i, int64_t *k, int64_t *
 template <int DT> WKC_HD void ix_sorted_item(const IxSortedP &p, int64_t i) {
     int64_t k, o;
     ix_sorted_split(p, i, &k, &o);
+    if (ix_gated(p.f)) return; /* this op's check met a bad id: write nothing */
     const long long id = ix_load(p.sorted, k, p.idt);
     if (k > 0 && ix_load(p.sorted, k - 1, p.idt) == id) return; /* not a run start */
-    if ((uint64_t)id >= (uint64_t)p.size) { /* validated by the host: defence in depth */
-        ix_err(p.err);
+    if ((uint64_t)id >= (uint64_t)p.size) { /* checked before (gate): defence in depth */
+        ix_report(p.f, WK_CU_IX_INDEX_ADD, p.dim, p.size, (int64_t)p.perm[k], id);
         return;
     }
     int64_t c[WK_MAX_RANK];
@@ -549,7 +676,7 @@ extern "C" bool wk__cu_index_add_prefers_sorted(wk_cu_view ld, wk_cu_view lids, 
 
 extern "C" int wk__cu_index_add_sorted(wk_cu_stream s, void *dst, wk_cu_view ld, const void *sorted_ids,
                                        const int64_t *perm, wk_dtype idt, int64_t len, const void *src,
-                                       wk_cu_view lsrc, int dim, wk_dtype dt, int32_t *err_flag) {
+                                       wk_cu_view lsrc, int dim, wk_dtype dt, wk_cu_ixflag flag) {
     if (!ix_view_ok(ld) || !ix_view_ok(lsrc) || !ix_idt_ok(idt) || wkc_size(dt) == 0 || dim < 0 ||
         dim >= ld.rank || lsrc.rank != ld.rank || len < 0 || len > IX_SORTED_MAX_LEN)
         return WKC_BAD_ARG;
@@ -574,7 +701,7 @@ extern "C" int wk__cu_index_add_sorted(wk_cu_stream s, void *dst, wk_cu_view ld,
     p.perm = (const long long *)perm;
     p.src = src;
     p.dst = dst;
-    p.err = err_flag;
+    p.f = flag;
     switch (dt) {
     case WK_U8: return ix_sorted_launch<WK_U8>(s, p);
     case WK_U32: return ix_sorted_launch<WK_U32>(s, p);
@@ -616,7 +743,8 @@ struct ScSortedP {
     const long long *perm; /* original position along dim of each sorted id */
     const void *src;
     void *dst;
-    int32_t *err;
+    wk_cu_ixflag f;
+    int32_t op;            /* WK_CU_IX_SCATTER or WK_CU_IX_SCATTER_ADD */
 };
 
 /* position along dim of item i (= row-major position in ids' shape) */
@@ -631,8 +759,10 @@ WKC_HD int64_t sc_sorted_pos(const ScSortedP &p, int64_t i) {
 
 /* dst element of id at item i's line, src's line base; false (flag set) for a bad id */
 WKC_HD bool sc_sorted_addr(const ScSortedP &p, int64_t i, long long id, int64_t *di, int64_t *sb) {
-    if ((uint64_t)id >= (uint64_t)p.size) { /* validated by the host: defence in depth */
-        ix_err(p.err);
+    if ((uint64_t)id >= (uint64_t)p.size) { /* checked before (gate): defence in depth */
+        /* item i's row-major position in ids, with its original position along dim */
+        const int64_t s = sc_sorted_pos(p, i);
+        ix_report(p.f, p.op, p.dim, p.size, i + ((int64_t)p.perm[i] - s) * p.inner, id);
         return false;
     }
     int64_t c[WK_MAX_RANK];
@@ -647,6 +777,7 @@ WKC_HD bool sc_sorted_addr(const ScSortedP &p, int64_t i, long long id, int64_t 
  * sorted (= original, by stability) order, rounded as add_elem each step;
  * one store. */
 template <int DT> WKC_HD void sc_sorted_add_item(const ScSortedP &p, int64_t i) {
+    if (ix_gated(p.f)) return; /* this op's check met a bad id: write nothing */
     const int64_t s = sc_sorted_pos(p, i);
     const long long id = ix_load(p.sorted, i, p.idt);
     if (s > 0 && ix_load(p.sorted, i - p.inner, p.idt) == id) return; /* not a run start */
@@ -662,6 +793,7 @@ template <int DT> WKC_HD void sc_sorted_add_item(const ScSortedP &p, int64_t i) 
 /* scatter (set), item i: only the LAST sorted position of a run writes -
  * the largest original position, i.e. the CPU's last write. */
 template <int DT> WKC_HD void sc_sorted_set_item(const ScSortedP &p, int64_t i) {
+    if (ix_gated(p.f)) return; /* this op's check met a bad id: write nothing */
     const int64_t s = sc_sorted_pos(p, i);
     const long long id = ix_load(p.sorted, i, p.idt);
     if (s + 1 < p.len && ix_load(p.sorted, i + p.inner, p.idt) == id) return; /* not a run end */
@@ -702,7 +834,7 @@ extern "C" bool wk__cu_scatter_prefers_sorted(wk_cu_view ld, wk_cu_view lids, in
 
 extern "C" int wk__cu_scatter_sorted(wk_cu_stream s, void *dst, wk_cu_view ld, const void *sorted_ids,
                                      const int64_t *perm, wk_cu_view lids, wk_dtype idt, const void *src,
-                                     wk_cu_view lsrc, int dim, wk_dtype dt, bool add, int32_t *err_flag) {
+                                     wk_cu_view lsrc, int dim, wk_dtype dt, bool add, wk_cu_ixflag flag) {
     if (!ix_view_ok(ld) || !ix_view_ok(lids) || !ix_view_ok(lsrc) || !ix_idt_ok(idt) || wkc_size(dt) == 0 ||
         dim < 0 || dim >= ld.rank || lids.rank != ld.rank || lsrc.rank != ld.rank ||
         lids.shape[dim] > IX_SORTED_MAX_LEN)
@@ -728,7 +860,8 @@ extern "C" int wk__cu_scatter_sorted(wk_cu_stream s, void *dst, wk_cu_view ld, c
     p.perm = (const long long *)perm;
     p.src = src;
     p.dst = dst;
-    p.err = err_flag;
+    p.f = flag;
+    p.op = add ? WK_CU_IX_SCATTER_ADD : WK_CU_IX_SCATTER;
     switch (dt) {
     case WK_U8: return sc_sorted_launch<WK_U8>(s, p, add);
     case WK_U32: return sc_sorted_launch<WK_U32>(s, p, add);

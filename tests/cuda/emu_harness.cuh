@@ -281,6 +281,13 @@ static inline int32_t *err_flag() {
     static Buf f(sizeof(int32_t), 0);
     return (int32_t *)(void *)f.data();
 }
+/* the index kernels' report with no record: only the error word is set */
+static inline wk_cu_ixflag ixf(int32_t *status) {
+    wk_cu_ixflag f;
+    memset(&f, 0, sizeof f);
+    f.status = status;
+    return f;
+}
 
 /* a and b equal bit for bit; with nan_any (and always in GPU_MODE, whose
  * float arithmetic makes the canonical NaN) a NaN equals any NaN, every

@@ -94,7 +94,7 @@ static int run_sorted(Buf &dst, const wk_layout &ld, const Buf &ids, const wk_la
     if (si.rc) return si.rc;
     const int rc = wk__cu_index_add_sorted(nullptr, dst.data(), cv(ld), si.values.data(),
                                            (const int64_t *)(const void *)si.perm.data(), (wk_dtype)idt, li.shape[0],
-                                           src.data(), cv(ls), dim, (wk_dtype)dt, err_flag());
+                                           src.data(), cv(ls), dim, (wk_dtype)dt, ixf(err_flag()));
     SYNC();
     return rc;
 }
@@ -126,7 +126,7 @@ static void one_case(int dt, int idt, int rank, const int64_t *dsh, int dim, int
     CHECK(same_data(a, b, dt, nan_in), "%s: sorted != cpu: %s ids %s %s len %lld dim %d rank %d dst %s src %s ids-step %d", what,
           dtn(dt), dtn(idt), iname[ik], (long long)len, dim, rank, vname[dk], vname[sk], idk);
     rc = wk__cu_index_add(nullptr, c.data(), cv(ld), ids.data(), cv(li), (wk_dtype)idt, src.data(), cv(ls), dim,
-                          (wk_dtype)dt, err_flag());
+                          (wk_dtype)dt, ixf(err_flag()));
     SYNC();
     CHECK(rc == 0 && same_data(a, c, dt, nan_in), "%s: plain != cpu: %s ids %s", what, dtn(dt), dtn(idt));
 }
@@ -220,7 +220,7 @@ static void test_decision() {
     for (int k = 0; k < 3; k++) {
         const wk_cu_view o = overlapping_view(ld, k);
         CHECK(!wk__cu_index_add_prefers_sorted(o, ids5k, 0), "overlapping dst %d must not prefer sorted", k);
-        CHECK(wk__cu_index_add_sorted(nullptr, NULL, o, NULL, NULL, WK_I64, 64, NULL, ld, 0, WK_F32, NULL) != 0,
+        CHECK(wk__cu_index_add_sorted(nullptr, NULL, o, NULL, NULL, WK_I64, 64, NULL, ld, 0, WK_F32, ixf(NULL)) != 0,
               "launcher must refuse overlapping dst %d", k);
     }
     /* many outer positions: the plain path */
@@ -233,11 +233,11 @@ static void test_decision() {
     big.shape[1] = 65535;
     CHECK(wk__cu_index_add_prefers_sorted(big, ids5k, 0), "65535 outer should prefer sorted");
     /* bad arguments */
-    CHECK(wk__cu_index_add_sorted(nullptr, NULL, ld, NULL, NULL, WK_F32, 64, NULL, ld, 0, WK_F32, NULL) != 0, "ids dtype");
-    CHECK(wk__cu_index_add_sorted(nullptr, NULL, ld, NULL, NULL, WK_I64, 64, NULL, ld, 3, WK_F32, NULL) != 0, "dim");
-    CHECK(wk__cu_index_add_sorted(nullptr, NULL, ld, NULL, NULL, WK_I64, -1, NULL, ld, 0, WK_F32, NULL) != 0, "len");
-    CHECK(wk__cu_index_add_sorted(nullptr, NULL, ld, NULL, NULL, WK_I64, 64, NULL, ld, 0, (wk_dtype)99, NULL) != 0, "dtype");
-    CHECK(wk__cu_index_add_sorted(nullptr, NULL, ld, NULL, NULL, WK_I64, 0, NULL, ld, 0, WK_F32, NULL) == 0, "len 0: nothing");
+    CHECK(wk__cu_index_add_sorted(nullptr, NULL, ld, NULL, NULL, WK_F32, 64, NULL, ld, 0, WK_F32, ixf(NULL)) != 0, "ids dtype");
+    CHECK(wk__cu_index_add_sorted(nullptr, NULL, ld, NULL, NULL, WK_I64, 64, NULL, ld, 3, WK_F32, ixf(NULL)) != 0, "dim");
+    CHECK(wk__cu_index_add_sorted(nullptr, NULL, ld, NULL, NULL, WK_I64, -1, NULL, ld, 0, WK_F32, ixf(NULL)) != 0, "len");
+    CHECK(wk__cu_index_add_sorted(nullptr, NULL, ld, NULL, NULL, WK_I64, 64, NULL, ld, 0, (wk_dtype)99, ixf(NULL)) != 0, "dtype");
+    CHECK(wk__cu_index_add_sorted(nullptr, NULL, ld, NULL, NULL, WK_I64, 0, NULL, ld, 0, WK_F32, ixf(NULL)) == 0, "len 0: nothing");
     /* a bad id reaching the kernel (the host validates first; defence in
      * depth): skipped, flag set, the good runs still added as the CPU
      * would with the bad ids removed */

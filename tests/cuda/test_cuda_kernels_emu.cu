@@ -324,8 +324,8 @@ static void test_reduce(const std::vector<std::vector<Lay>> &groups, Buf *bufs, 
  * src / dst / ids contiguous, transposed, narrowed (offset, padded strides)
  * and broadcast (a 0 stride), duplicates in the ids, empty ids; whole
  * buffers compared bit for bit (the CUDA order equals the CPU's, additions
- * included). Bad ids: wk__cu_index_check finds the first bad row-major
- * position, the CPU rejects the same ids with WK_ERR_INDEX leaving dst
+ * included). Bad ids: wk__cu_index_check records the first bad row-major
+ * position (with the id, size, op, dim and its gate) in the record, the CPU rejects the same ids with WK_ERR_INDEX leaving dst
  * untouched, and the write kernels run anyway skip the bad ids (no out of
  * bounds access, err flag = WK_ERR_INDEX). */
 static const int IDTS[4] = {WK_U8, WK_U32, WK_I32, WK_I64};
@@ -383,7 +383,7 @@ static void test_index(Buf *bufs) {
                             Buf a((size_t)BUFN * es, 0xAB), b((size_t)BUFN * es, 0xAB);
                             wk_status cst = wk__cpu_index_select(NULL, bufs[dt].data(), &ls, ids.data(), &li, (wk_dtype)idt, dim, a.data(), (wk_dtype)dt);
                             *ix_flag() = 0;
-                            int rc = wk__cu_index_select(s, bufs[dt].data(), cv(ls), ids.data(), cv(li), (wk_dtype)idt, dim, b.data(), (wk_dtype)dt, ix_flag());
+                            int rc = wk__cu_index_select(s, bufs[dt].data(), cv(ls), ids.data(), cv(li), (wk_dtype)idt, dim, b.data(), (wk_dtype)dt, ixf(ix_flag()));
                             SYNC();
                             CHECK(cst == WK_OK && rc == 0 && *ix_flag() == 0, "index_select rc %s %s dim %d sk %d ik %d", dtn(dt), dtn(idt), dim, sk, ik);
                             CHECK(same_buf(a, b), "index_select %s %s dim %d sk %d ik %d m %lld (n %lld)", dtn(dt), dtn(idt), dim, sk, ik, (long long)m, (long long)n);
@@ -399,7 +399,7 @@ static void test_index(Buf *bufs) {
                             Buf a((size_t)BUFN * es, 0xCD), b((size_t)BUFN * es, 0xCD);
                             wk_status cst = wk__cpu_gather(NULL, bufs[dt].data(), &ls, ids.data(), &li, (wk_dtype)idt, dim, a.data(), (wk_dtype)dt);
                             *ix_flag() = 0;
-                            int rc = wk__cu_gather(s, bufs[dt].data(), cv(ls), ids.data(), cv(li), (wk_dtype)idt, dim, b.data(), (wk_dtype)dt, ix_flag());
+                            int rc = wk__cu_gather(s, bufs[dt].data(), cv(ls), ids.data(), cv(li), (wk_dtype)idt, dim, b.data(), (wk_dtype)dt, ixf(ix_flag()));
                             SYNC();
                             CHECK(cst == WK_OK && rc == 0 && *ix_flag() == 0, "gather rc %s %s dim %d", dtn(dt), dtn(idt), dim);
                             CHECK(same_buf(a, b), "gather %s %s dim %d sk %d ik %d empty %d", dtn(dt), dtn(idt), dim, sk, ik, empty);
@@ -419,7 +419,7 @@ static void test_index(Buf *bufs) {
                                 Buf a = bufs[dt], b = bufs[dt];
                                 wk_status cst = wk__cpu_scatter(NULL, a.data(), &ld, ids.data(), &li, (wk_dtype)idt, bufs[dt].data() + 64 * es, &lsrc, dim, (wk_dtype)dt, add);
                                 *ix_flag() = 0;
-                                int rc = wk__cu_scatter(s, b.data(), cv(ld), ids.data(), cv(li), (wk_dtype)idt, bufs[dt].data() + 64 * es, cv(lsrc), dim, (wk_dtype)dt, add, ix_flag());
+                                int rc = wk__cu_scatter(s, b.data(), cv(ld), ids.data(), cv(li), (wk_dtype)idt, bufs[dt].data() + 64 * es, cv(lsrc), dim, (wk_dtype)dt, add, ixf(ix_flag()));
                                 SYNC();
                                 CHECK(cst == WK_OK && rc == 0 && *ix_flag() == 0, "scatter rc %s %s dim %d", dtn(dt), dtn(idt), dim);
                                 CHECK(same_buf(a, b), "scatter add %d %s %s dim %d dk %d sk %d ik %d", add, dtn(dt), dtn(idt), dim, dk, sk, ik);
@@ -437,7 +437,7 @@ static void test_index(Buf *bufs) {
                                 Buf a = bufs[dt], b = bufs[dt];
                                 wk_status cst = wk__cpu_index_add(NULL, a.data(), &ld, ids.data(), &li, (wk_dtype)idt, bufs[dt].data() + 32 * es, &lsrc, dim, (wk_dtype)dt);
                                 *ix_flag() = 0;
-                                int rc = wk__cu_index_add(s, b.data(), cv(ld), ids.data(), cv(li), (wk_dtype)idt, bufs[dt].data() + 32 * es, cv(lsrc), dim, (wk_dtype)dt, ix_flag());
+                                int rc = wk__cu_index_add(s, b.data(), cv(ld), ids.data(), cv(li), (wk_dtype)idt, bufs[dt].data() + 32 * es, cv(lsrc), dim, (wk_dtype)dt, ixf(ix_flag()));
                                 SYNC();
                                 CHECK(cst == WK_OK && rc == 0 && *ix_flag() == 0, "index_add rc %s %s dim %d", dtn(dt), dtn(idt), dim);
                                 CHECK(same_buf(a, b), "index_add %s %s dim %d dk %d sk %d ik %d m %lld", dtn(dt), dtn(idt), dim, dk, sk, ik, (long long)m);
@@ -462,12 +462,19 @@ static void test_index(Buf *bufs) {
                     int64_t off2 = li.offset + wk__unravel(li.shape, li.stride, 3, pos2);
                     wkc_store_i64(ids.data(), off2, idt, badv); /* a later bad one too: the first is reported */
                     wkc_store_i64(ids.data(), off, idt, badv);
-                    Buf slot(8, 0xFF);
-                    int rc = wk__cu_index_check(s, ids.data(), cv(li), (wk_dtype)idt, SH[dim], (unsigned long long *)slot.data());
+                    /* the record (managed in GPU_MODE): first bad position, its id, size, op, dim, the gate */
+                    Buf recb(sizeof(wk_cu_ixrec), 0);
+                    wk_cu_ixrec *rec = (wk_cu_ixrec *)(void *)recb.data();
+                    wk_cu_ixflag fl = ixf(ix_flag());
+                    fl.rec = rec;
+                    fl.seq = 41;
+                    *ix_flag() = 0;
+                    int rc = wk__cu_index_check(s, ids.data(), cv(li), (wk_dtype)idt, SH[dim], WK_CU_IX_SCATTER, dim, fl);
                     SYNC();
-                    unsigned long long got;
-                    memcpy(&got, slot.data(), 8);
-                    CHECK(rc == 0 && got == (unsigned long long)pos, "index_check %s dim %d ik %d: pos %lld got %llu", dtn(idt), dim, ik, (long long)pos, got);
+                    unsigned long long got = rec->pos;
+                    CHECK(rc == 0 && rec->owner == 41 && got == (unsigned long long)pos, "index_check %s dim %d ik %d: pos %lld got %llu", dtn(idt), dim, ik, (long long)pos, got);
+                    CHECK(rec->id == badv && rec->size == SH[dim] && rec->op == WK_CU_IX_SCATTER && rec->dim == dim && rec->bad_seq == 41 && *ix_flag() == WK_ERR_INDEX,
+                          "index_check record %s: id %lld size %lld op %d dim %d gate %llu flag %d", dtn(idt), rec->id, rec->size, rec->op, rec->dim, rec->bad_seq, *ix_flag());
                     CHECK(wkc_load_i64(ids.data(), off, idt) == badv, "bad id stored");
                     /* the CPU rejects the ids and leaves dst untouched; the backend (check first, then write) launches nothing */
                     wk_layout ld = ix_view3(SH, 0, 0), lsrc = ix_view3(ish, 0, 0);
@@ -478,13 +485,13 @@ static void test_index(Buf *bufs) {
                         CHECK(same_buf(a, bufs[dt]), "cpu scatter bad: dst touched");
                         /* the write kernel alone: skips the bad ids, flags them */
                         *ix_flag() = 0;
-                        rc = wk__cu_scatter(s, b.data(), cv(ld), ids.data(), cv(li), (wk_dtype)idt, bufs[dt].data(), cv(lsrc), dim, (wk_dtype)dt, add, ix_flag());
+                        rc = wk__cu_scatter(s, b.data(), cv(ld), ids.data(), cv(li), (wk_dtype)idt, bufs[dt].data(), cv(lsrc), dim, (wk_dtype)dt, add, ixf(ix_flag()));
                         SYNC();
                         CHECK(rc == 0 && *ix_flag() == WK_ERR_INDEX, "scatter kernel flag %s", dtn(idt));
                     }
                     Buf g((size_t)BUFN * es, 0);
                     *ix_flag() = 0;
-                    rc = wk__cu_gather(s, bufs[dt].data(), cv(ld), ids.data(), cv(li), (wk_dtype)idt, dim, g.data(), (wk_dtype)dt, ix_flag());
+                    rc = wk__cu_gather(s, bufs[dt].data(), cv(ld), ids.data(), cv(li), (wk_dtype)idt, dim, g.data(), (wk_dtype)dt, ixf(ix_flag()));
                     SYNC();
                     CHECK(rc == 0 && *ix_flag() == WK_ERR_INDEX, "gather kernel flag %s", dtn(idt));
                     CHECK(wk__cpu_gather(NULL, bufs[dt].data(), &ld, ids.data(), &li, (wk_dtype)idt, dim, g.data(), (wk_dtype)dt) == WK_ERR_INDEX, "cpu gather bad");
@@ -493,10 +500,10 @@ static void test_index(Buf *bufs) {
                     Buf ids1 = ix_ids(idt, SH[dim]);
                     int64_t p1 = (int64_t)(rnd() % 6);
                     wkc_store_i64(ids1.data(), l1.offset + p1 * l1.stride[0], idt, badv);
-                    memset(slot.data(), 0xFF, 8);
-                    rc = wk__cu_index_check(s, ids1.data(), cv(l1), (wk_dtype)idt, SH[dim], (unsigned long long *)slot.data());
+                    memset(recb.data(), 0, sizeof(wk_cu_ixrec));
+                    rc = wk__cu_index_check(s, ids1.data(), cv(l1), (wk_dtype)idt, SH[dim], WK_CU_IX_INDEX_ADD, dim, fl);
                     SYNC();
-                    memcpy(&got, slot.data(), 8);
+                    got = rec->pos;
                     int64_t want = ik == 3 ? 0 : p1;
                     CHECK(rc == 0 && got == (unsigned long long)want, "index_check 1-D %s ik %d: %llu want %lld", dtn(idt), ik, got, (long long)want);
                     int64_t osh[3] = {SH[0], SH[1], SH[2]};
@@ -506,11 +513,11 @@ static void test_index(Buf *bufs) {
                     CHECK(wk__cpu_index_add(NULL, a.data(), &ld, ids1.data(), &l1, (wk_dtype)idt, bufs[dt].data(), &ls6, dim, (wk_dtype)dt) == WK_ERR_INDEX, "cpu index_add bad");
                     CHECK(same_buf(a, bufs[dt]), "cpu index_add bad: dst touched");
                     *ix_flag() = 0;
-                    rc = wk__cu_index_add(s, b.data(), cv(ld), ids1.data(), cv(l1), (wk_dtype)idt, bufs[dt].data(), cv(ls6), dim, (wk_dtype)dt, ix_flag());
+                    rc = wk__cu_index_add(s, b.data(), cv(ld), ids1.data(), cv(l1), (wk_dtype)idt, bufs[dt].data(), cv(ls6), dim, (wk_dtype)dt, ixf(ix_flag()));
                     SYNC();
                     CHECK(rc == 0 && *ix_flag() == WK_ERR_INDEX, "index_add kernel flag");
                     *ix_flag() = 0;
-                    rc = wk__cu_index_select(s, bufs[dt].data(), cv(ld), ids1.data(), cv(l1), (wk_dtype)idt, dim, g.data(), (wk_dtype)dt, ix_flag());
+                    rc = wk__cu_index_select(s, bufs[dt].data(), cv(ld), ids1.data(), cv(l1), (wk_dtype)idt, dim, g.data(), (wk_dtype)dt, ixf(ix_flag()));
                     SYNC();
                     CHECK(rc == 0 && *ix_flag() == WK_ERR_INDEX, "index_select kernel flag");
                 }
@@ -518,9 +525,9 @@ static void test_index(Buf *bufs) {
     /* bad arguments */
     {
         wk_layout l = ix_view3(SH, 0, 0), l1 = ix_view1(3, 0);
-        CHECK(wk__cu_index_select(s, NULL, cv(l), NULL, cv(l1), WK_F32, 0, NULL, WK_F32, NULL) != 0, "bad idt");
-        CHECK(wk__cu_gather(s, NULL, cv(l), NULL, cv(l), WK_I64, 3, NULL, WK_F32, NULL) != 0, "bad dim");
-        CHECK(wk__cu_index_check(s, NULL, cv(l1), WK_F16, 3, NULL) != 0, "bad check idt");
+        CHECK(wk__cu_index_select(s, NULL, cv(l), NULL, cv(l1), WK_F32, 0, NULL, WK_F32, ixf(NULL)) != 0, "bad idt");
+        CHECK(wk__cu_gather(s, NULL, cv(l), NULL, cv(l), WK_I64, 3, NULL, WK_F32, ixf(NULL)) != 0, "bad dim");
+        CHECK(wk__cu_index_check(s, NULL, cv(l1), WK_F16, 3, WK_CU_IX_SELECT, 0, ixf(NULL)) != 0, "bad check idt");
     }
     wk_clear_error();
     printf("indexing: %ld checks\n", g_checks - before);

@@ -344,7 +344,7 @@ static void test_word_moves() {
         lids.stride[0] = 1;
         Buf g((size_t)(nid * nb * qb), 0);
         int rc = wk__cu_index_select(NULL, w.data(), cv(wl), ids.data(), cv(lids), WK_I32, 0, g.data(), wdt,
-                                     err_flag());
+                                     ixf(err_flag()));
         CHECK(rc == 0, "%s index_select", dtn(dt));
         SYNC();
         bad = 0;

@@ -118,7 +118,7 @@ static int run_sorted(Buf &dst, const wk_layout &ld, const Buf &ids, const wk_la
     if (si.rc) return si.rc;
     const int rc = wk__cu_scatter_sorted(nullptr, dst.data(), cv(ld), si.values.data(),
                                          (const int64_t *)(const void *)si.perm.data(), cv(li), (wk_dtype)idt,
-                                         src.data(), cv(ls), dim, (wk_dtype)dt, add, err_flag());
+                                         src.data(), cv(ls), dim, (wk_dtype)dt, add, ixf(err_flag()));
     SYNC();
     return rc;
 }
@@ -159,7 +159,7 @@ static void one_case(const Case &k) {
           k.add ? "add" : "set", dtn(k.dt), dtn(k.idt), iname[k.ik], (long long)k.ish[k.dim], k.dim, k.rank,
           vname[k.dk], vname[k.sk], vname[k.ik_view]);
     rc = wk__cu_scatter(nullptr, c.data(), cv(ld), ids.data(), cv(li), (wk_dtype)k.idt, src.data(), cv(ls), k.dim,
-                        (wk_dtype)k.dt, k.add, err_flag());
+                        (wk_dtype)k.dt, k.add, ixf(err_flag()));
     SYNC();
     CHECK(rc == 0 && same_data(a, c, k.dt, k.nan_in), "%s: plain != cpu: %s ids %s", k.what, dtn(k.dt), dtn(k.idt));
     CHECK(wk__cu_scatter_prefers_sorted(cv(ld), cv(li), k.dim) == k.expect_sorted, "%s: prefers_sorted != %d (%s)",
@@ -285,7 +285,7 @@ static void test_shapes() {
                 const wk_layout ld = make_view(k.dsh, 2, k.dk, 0, &nd), li = make_view(k.ish, 2, V_CONTIG, 0, &ni);
                 CHECK(!wk__cu_scatter_prefers_sorted(cv(ld), cv(li), 0), "overlapping dst must not prefer sorted");
                 CHECK(wk__cu_scatter_sorted(nullptr, NULL, cv(ld), NULL, NULL, cv(li), (wk_dtype)idt, NULL, cv(li), 0,
-                                            (wk_dtype)dt, add, NULL) != 0,
+                                            (wk_dtype)dt, add, ixf(NULL)) != 0,
                       "launcher must refuse an overlapping dst");
             }
             {
@@ -357,7 +357,7 @@ static void test_decision() {
     for (int k = 0; k < 3; k++) {
         const wk_cu_view o = overlapping_view(ld, k);
         CHECK(!wk__cu_scatter_prefers_sorted(o, i64v, 0), "overlapping dst %d must not prefer sorted", k);
-        CHECK(wk__cu_scatter_sorted(nullptr, NULL, o, NULL, NULL, i64v, WK_I64, NULL, i64v, 0, WK_F32, true, NULL) != 0,
+        CHECK(wk__cu_scatter_sorted(nullptr, NULL, o, NULL, NULL, i64v, WK_I64, NULL, i64v, 0, WK_F32, true, ixf(NULL)) != 0,
               "launcher must refuse overlapping dst %d", k);
     }
     /* many lines: the plain path */
@@ -370,20 +370,20 @@ static void test_decision() {
     ibig.shape[1] = 65535;
     CHECK(wk__cu_scatter_prefers_sorted(big, ibig, 0), "65535 lines should prefer sorted");
     /* bad arguments */
-    CHECK(wk__cu_scatter_sorted(nullptr, NULL, ld, NULL, NULL, i64v, WK_F32, NULL, i64v, 0, WK_F32, true, NULL) != 0,
+    CHECK(wk__cu_scatter_sorted(nullptr, NULL, ld, NULL, NULL, i64v, WK_F32, NULL, i64v, 0, WK_F32, true, ixf(NULL)) != 0,
           "ids dtype");
-    CHECK(wk__cu_scatter_sorted(nullptr, NULL, ld, NULL, NULL, i64v, WK_I64, NULL, i64v, 3, WK_F32, true, NULL) != 0,
+    CHECK(wk__cu_scatter_sorted(nullptr, NULL, ld, NULL, NULL, i64v, WK_I64, NULL, i64v, 3, WK_F32, true, ixf(NULL)) != 0,
           "dim");
-    CHECK(wk__cu_scatter_sorted(nullptr, NULL, ld, NULL, NULL, ir, WK_I64, NULL, i64v, 0, WK_F32, true, NULL) != 0,
+    CHECK(wk__cu_scatter_sorted(nullptr, NULL, ld, NULL, NULL, ir, WK_I64, NULL, i64v, 0, WK_F32, true, ixf(NULL)) != 0,
           "ids rank");
-    CHECK(wk__cu_scatter_sorted(nullptr, NULL, ld, NULL, NULL, i64v, WK_I64, NULL, ir, 0, WK_F32, false, NULL) != 0,
+    CHECK(wk__cu_scatter_sorted(nullptr, NULL, ld, NULL, NULL, i64v, WK_I64, NULL, ir, 0, WK_F32, false, ixf(NULL)) != 0,
           "src rank");
     CHECK(wk__cu_scatter_sorted(nullptr, NULL, ld, NULL, NULL, i64v, WK_I64, NULL, i64v, 0, (wk_dtype)99, true,
-                                NULL) != 0,
+                                ixf(NULL)) != 0,
           "dtype");
     wk_cu_view iempty = i64v;
     iempty.shape[1] = 0;
-    CHECK(wk__cu_scatter_sorted(nullptr, NULL, ld, NULL, NULL, iempty, WK_I64, NULL, iempty, 0, WK_F32, true, NULL) ==
+    CHECK(wk__cu_scatter_sorted(nullptr, NULL, ld, NULL, NULL, iempty, WK_I64, NULL, iempty, 0, WK_F32, true, ixf(NULL)) ==
               0,
           "no ids: nothing");
     printf("decision: %ld checks, %ld failures\n", g_checks - before, g_fail - fails);
