@@ -458,6 +458,8 @@ static void test_cuda_half_gemm_long_k(void **state) {
         wk_tensor *list[] = {ac, bc, ag, bg, rc, rg};
         for (int i = 0; i < 6; i++) wk_tensor_free(list[i]);
     }
+}
+
 /* Issue 15: a bad id does not make the indexing op wait. On a GPU the op
  * returns at once and the next wait (wk_device_synchronize) reports
  * WK_ERR_INDEX under the op's name with the id and the size; in the dry run
