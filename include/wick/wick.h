@@ -384,7 +384,9 @@ wk_tensor *wk_broadcast_matmul(const wk_tensor *a, const wk_tensor *b);
  * Index tensors have dtype u8, u32, i32 or i64. Negative or out-of-range
  * indices are WK_ERR_INDEX naming the op, the index and the size, on every
  * backend (no padding sentinel: candle's "id == type max gives zeros" rule is
- * not kept). */
+ * not kept). On the CPU the op itself fails; on CUDA the op is queued without
+ * a host wait and the next wait (wk_device_synchronize, any readback) reports
+ * it, once; an in-place op with a bad id writes nothing on either. */
 
 /* Rows of dim picked by a 1-D ids: out.shape[dim] = ids.numel. */
 wk_tensor *wk_index_select(const wk_tensor *t, const wk_tensor *ids, int dim);
