@@ -17,6 +17,7 @@
  * jobs it leaves out the time spent waiting for a core (2-thread rows stay
  * on wall time, where CPU time would add the threads up). */
 #include <stdio.h>
+#include "wick/bert.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>

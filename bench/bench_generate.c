@@ -45,6 +45,7 @@
  * forward fails. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include "wick/llama.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -10,6 +10,8 @@
  * one wk_tokenizer_encode per line, HF with encode_batch over the lines
  * (RAYON_NUM_THREADS=1). Best of 3 runs each. */
 #include <stdio.h>
+#include "wick/gguf.h"
+#include "wick/tokenizer.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

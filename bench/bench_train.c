@@ -31,6 +31,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 #include "peer.h"
+#include "wick/train.h"
 #include "../examples/char_model.h"
 #include "../examples/digits_model.h"
 

@@ -17,6 +17,7 @@
  * below 80% of the first step's).
  */
 #include <stdio.h>
+#include "wick/train.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -16,6 +16,7 @@
  * --check (exit 1 when the test accuracy is below 97%).
  */
 #include <stdio.h>
+#include "wick/train.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -13,6 +13,8 @@
  * (byte-level BPE and WordPiece, built once): byte-level BPE must decode
  * back to exactly the input, and streaming decode must never fail. */
 #include <stdio.h>
+#include "wick/gguf.h"
+#include "wick/tokenizer.h"
 #include <stdlib.h>
 #include <string.h>
 

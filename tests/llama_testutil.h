@@ -6,6 +6,8 @@
 #ifndef WICK_LLAMA_TESTUTIL_H
 #define WICK_LLAMA_TESTUTIL_H
 #include <stdio.h>
+#include "wick/gguf.h"
+#include "wick/llama.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>

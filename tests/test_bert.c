@@ -6,6 +6,9 @@
  * here, and edits of the real one's config). Skips, saying why, without
  * the venv or the model package. */
 #include "testutil.h"
+#include "wick/safetensors.h"
+#include "wick/tokenizer.h"
+#include "wick/bert.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

@@ -14,6 +14,8 @@
  *   --chat, bad flags) exits 1 with exactly one
  *   line "wick generate: ..." on stderr and nothing on stdout. */
 #include "testutil.h"
+#include "wick/tokenizer.h"
+#include "wick/llama.h"
 #include "llama_testutil.h"
 #include "wick/generate.h"
 #include "wick/gguf.h"

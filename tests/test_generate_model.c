@@ -8,6 +8,8 @@
  * callback; then seeds, stop strings, the chat template with its EOS, the
  * context limit and the callback's stop. */
 #include "testutil.h"
+#include "wick/tokenizer.h"
+#include "wick/llama.h"
 #include "wick/generate.h"
 
 #include <stdio.h>

@@ -12,6 +12,9 @@
  *    shape or missing, cache overflow, ids out of range: NULL + a message
  *    naming the cause, never a crash. */
 #include "llama_testutil.h"
+#include "wick/gguf.h"
+#include "wick/safetensors.h"
+#include "wick/llama.h"
 #include "model/llama_internal.h"
 #include <math.h>
 

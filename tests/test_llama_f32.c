@@ -6,6 +6,8 @@
  * batched prefill gives the logits of token-by-token decoding (the KV
  * cache). Label `model`. */
 #include "llama_testutil.h"
+#include "wick/tokenizer.h"
+#include "wick/llama.h"
 #include <math.h>
 
 /* An optimised build checks all 20 reference ids; an unoptimised one (the

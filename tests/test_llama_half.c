@@ -4,6 +4,7 @@
  * written here from the package file). Activations stay f32; the weights go
  * through wk_qmatmul's f16 / bf16 path. Label `model`. */
 #include "llama_testutil.h"
+#include "wick/llama.h"
 #include "model/llama_internal.h"
 
 /* An optimised build checks all 20 reference ids; an unoptimised one (the

@@ -10,6 +10,8 @@
  * 0.8 each and 0.4 on average, the top-10 sets sharing at least 8 ids. (Release build: within 0.17-0.42 at most, 0.1-0.2
  * on average.) Label `model`. */
 #include "llama_testutil.h"
+#include "wick/tokenizer.h"
+#include "wick/llama.h"
 #include <math.h>
 
 #define NGEN 8

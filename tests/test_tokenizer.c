@@ -5,6 +5,8 @@
  * loader, and llama.cpp's own tokenizer test vectors (WICK_LLAMA_VOCAB_DIR)
  * for every vocab whose kind wick covers. */
 #include <setjmp.h>
+#include "wick/gguf.h"
+#include "wick/tokenizer.h"
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

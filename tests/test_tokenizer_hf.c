@@ -7,6 +7,8 @@
  * Skips, saying why, without WICK_VENV_PYTHON / WICK_SMOLLM2_GGUF /
  * WICK_MINILM_DIR. */
 #include <setjmp.h>
+#include "wick/gguf.h"
+#include "wick/tokenizer.h"
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

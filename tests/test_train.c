@@ -2,6 +2,8 @@
  * trajectories, losses and their gradients, clipping, layers, and
  * checkpoints. Reference data: tests/oracle/gen_train.py (ctest fixture). */
 #include "testutil.h"
+#include "wick/safetensors.h"
+#include "wick/train.h"
 #include "oracle_util.h"
 #include "gradcheck.h"
 #include "train/train_internal.h"

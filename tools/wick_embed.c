@@ -5,6 +5,7 @@
  * wk_bert_embed call (padded batches). -v prints load and embedding times to
  * stderr. Errors: one line on stderr, exit 1. */
 #include <stdio.h>
+#include "wick/bert.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

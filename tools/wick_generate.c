@@ -8,6 +8,7 @@
  * one line "wick generate: ..." on stderr, exit status 1, nothing on stdout:
  * the timings are printed only after generation succeeded. */
 #include <errno.h>
+#include "wick/llama.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>

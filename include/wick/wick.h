@@ -607,13 +607,10 @@ wk_status wk_device_release_cache(wk_device *dev, size_t *released);
 }
 #endif
 
+/* The tensor core's other halves: the fused nn ops and the gradient API.
+ * Files (gguf.h, safetensors.h), text (tokenizer.h), training (train.h)
+ * and models (llama.h, generate.h, bert.h) stand alone above the core;
+ * wick/all.h includes everything. */
 #include "wick/nn.h"
 #include "wick/autograd.h"
-#include "wick/train.h"
-#include "wick/gguf.h"
-#include "wick/safetensors.h"
-#include "wick/tokenizer.h"
-#include "wick/llama.h"
-#include "wick/generate.h"
-#include "wick/bert.h"
 #endif /* WICK_WICK_H */

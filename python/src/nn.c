@@ -11,6 +11,7 @@
  * attention masks, dropout), the difference is composed here from wick ops,
  * so autograd records it. */
 #include "nn_args.h"
+#include "wick/train.h"
 
 /* dim=: required (torch guesses a dim for softmax with a warning; wick does not). */
 static int dim_arg(PyObject *o, const char *fname, int *dim) {

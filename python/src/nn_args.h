@@ -4,6 +4,7 @@
 #ifndef WKPY_NN_ARGS_H
 #define WKPY_NN_ARGS_H
 #include "wkpy.h"
+#include "wick/train.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -6,6 +6,7 @@
  * class weights, probability targets) are composed here from wick ops, so
  * autograd records them. */
 #include "nn_args.h"
+#include "wick/train.h"
 
 /* ---- elementwise losses ---- */
 

@@ -9,6 +9,8 @@
  * between tokens to see Ctrl-C; a stream yields each piece as soon as its
  * token is sampled and runs that token's forward pass at the next step. */
 #include "wkpy.h"
+#include "wick/tokenizer.h"
+#include "wick/llama.h"
 #include "wick/generate.h"
 #include "model/stop_text.h" /* the stop-string holdback wk_generate uses */
 #include <stdlib.h>

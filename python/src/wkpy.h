@@ -20,6 +20,9 @@
 #define WKPY_H
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "wick/gguf.h"
+#include "wick/tokenizer.h"
+#include "wick/llama.h"
 #include <stdbool.h>
 #include "wick/wick.h"
 #include "wick/autograd.h"

@@ -1,6 +1,7 @@
 /* The reader's public getters: typed metadata values, array elements and
  * tensor views, all answered from the parsed index over the map. */
 #include <string.h>
+#include "wick/gguf.h"
 #include "core/error.h"
 #include "io/gguf_internal.h"
 

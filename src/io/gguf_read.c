@@ -9,6 +9,7 @@
  * Every count is bounded by the bytes left before anything is allocated for
  * it, so a hostile file costs at most a small multiple of its own size. */
 #include <stdarg.h>
+#include "wick/gguf.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,6 +4,7 @@
  * streamed to the file at write time, each at the next multiple of the
  * alignment, so writing a model costs no second copy of its weights. */
 #include <stdio.h>
+#include "wick/gguf.h"
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>

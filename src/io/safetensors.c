@@ -1,6 +1,7 @@
 /* The safetensors loader: open a file, an index or a directory, and the
  * lookups over what the headers said (safetensors_header.c parses them). */
 #include <dirent.h>
+#include "wick/safetensors.h"
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>

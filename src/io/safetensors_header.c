@@ -2,6 +2,7 @@
  * every tensor entry and __metadata__, and the checks that make a hostile
  * header an error (rules in include/wick/safetensors.h). */
 #include <stdlib.h>
+#include "wick/safetensors.h"
 #include <string.h>
 #include "core/checked.h"
 #include "core/dtype_cases.h"

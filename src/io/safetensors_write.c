@@ -1,6 +1,7 @@
 /* wk_safetensors_save: one file from tensors of any layout and device
  * (layout rules in include/wick/safetensors.h). */
 #include <errno.h>
+#include "wick/safetensors.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,6 +2,9 @@
  * config.json, the forward pass over padded batches, mean pooling and L2
  * normalisation. Tokenizing texts is bert_text.c's. */
 #include <math.h>
+#include "wick/safetensors.h"
+#include "wick/tokenizer.h"
+#include "wick/bert.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -5,6 +5,7 @@
 #ifndef WICK_MODEL_BERT_INTERNAL_H
 #define WICK_MODEL_BERT_INTERNAL_H
 #include <stdbool.h>
+#include "wick/tokenizer.h"
 #include <stdint.h>
 #include "wick/wick.h"
 #include "wick/bert.h"

@@ -1,6 +1,8 @@
 /* The text side of the BERT encoder (bert.h): loading the model with its
  * WordPiece tokenizer, and texts -> ids -> embeddings. */
 #include <stdio.h>
+#include "wick/tokenizer.h"
+#include "wick/bert.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>

@@ -6,6 +6,8 @@
  * n tokens cost one prefill and n - 1 single-token passes, and a cache of
  * n_prompt + n - 1 positions is enough. */
 #include <stdlib.h>
+#include "wick/tokenizer.h"
+#include "wick/llama.h"
 #include <string.h>
 #include <time.h>
 #include "core/error.h"

@@ -2,6 +2,7 @@
  * for values, allocated once; a forward step writes its new positions in
  * place and attention reads a narrow of the filled part. */
 #include "model/llama_internal.h"
+#include "wick/llama.h"
 #include "core/error.h"
 #include <stdlib.h>
 

@@ -1,6 +1,8 @@
 /* wk_llama_config from a GGUF file's llama.* metadata or from an HF
  * config.json, plus the consistency check both go through. */
 #include "model/llama_internal.h"
+#include "wick/gguf.h"
+#include "wick/llama.h"
 #include "core/error.h"
 #include "io/json.h"
 #include <math.h>

@@ -2,6 +2,7 @@
  * Activations are f32 (as llama.cpp keeps them); weights go through
  * wk_qmatmul (blocks, f16, bf16) or wk_matmul (f32, a transposed view). */
 #include "model/llama_internal.h"
+#include "wick/llama.h"
 #include "core/error.h"
 #include <stdlib.h>
 #include <string.h>

@@ -3,6 +3,8 @@
 #ifndef WICK_MODEL_LLAMA_INTERNAL_H
 #define WICK_MODEL_LLAMA_INTERNAL_H
 #include "wick/wick.h"
+#include "wick/gguf.h"
+#include "wick/tokenizer.h"
 #include "wick/llama.h"
 
 /* One linear layer y = x . w^T. Weights are kept as the file stores them:

@@ -3,6 +3,10 @@
  * directory (config.json + safetensors). Every tensor's shape is checked
  * against the config before anything runs. */
 #include "model/llama_internal.h"
+#include "wick/gguf.h"
+#include "wick/safetensors.h"
+#include "wick/tokenizer.h"
+#include "wick/llama.h"
 #include "core/error.h"
 #include "io/json.h"
 #include <stdio.h>

@@ -8,6 +8,7 @@
  * and logits give the same id on every machine. Only as much of the order
  * as the filters look at is sorted (a top-k of 40 sorts 40 of 49152). */
 #include <math.h>
+#include "wick/generate.h"
 #include <stdlib.h>
 #include <string.h>
 #include "core/error.h"

@@ -3,6 +3,7 @@
  * (ties: leftmost first, as HF and llama.cpp do). A binary heap of candidate
  * pairs keeps long words O(n log n); stale entries are skipped on pop. */
 #include <stdlib.h>
+#include "wick/tokenizer.h"
 #include <string.h>
 #include "text/tok_internal.h"
 

@@ -3,6 +3,7 @@
  * one unit that is neither letter, number nor space), so each word is a
  * span of input bytes handed to the BPE model. */
 #include <stdlib.h>
+#include "wick/tokenizer.h"
 #include "text/tok_internal.h"
 #include "text/unicode.h"
 

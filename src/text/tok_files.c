@@ -1,6 +1,7 @@
 /* Tokenizers from files: tokenizer.json by path (mapped, then parsed as
  * bytes) and BERT's vocab.txt (one token per line, id = line number). */
 #include <stdlib.h>
+#include "wick/tokenizer.h"
 #include <string.h>
 #include "core/error.h"
 #include "io/map_file.h"

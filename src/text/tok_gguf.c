@@ -6,6 +6,7 @@
  * token_type: 1 normal, 2 unknown, 3 control, 4 user-defined, 6 byte;
  * 2/3/4 are added tokens (matched before the model), 2/3 special. */
 #include <stdlib.h>
+#include "wick/tokenizer.h"
 #include <string.h>
 #include "core/error.h"
 #include "text/tok_internal.h"

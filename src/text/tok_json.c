@@ -10,6 +10,7 @@
  * RobertaProcessing / a Sequence of them; decoder ByteLevel or WordPiece.
  * truncation and padding are not applied (the caller sizes its batches). */
 #include <stdio.h>
+#include "wick/tokenizer.h"
 #include <stdlib.h>
 #include <string.h>
 #include "core/error.h"

@@ -1,6 +1,7 @@
 /* Public entry points: encode (added tokens split out first, then the
  * model on each segment between them), decode, streaming decode, queries. */
 #include <stdlib.h>
+#include "wick/tokenizer.h"
 #include <string.h>
 #include "core/error.h"
 #include "text/tok_internal.h"

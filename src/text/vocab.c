@@ -1,6 +1,7 @@
 /* The vocabulary: entries, hash maps from token strings to ids, the merge
  * table, the added-token buckets and GPT-2's byte <-> char map. */
 #include <stdlib.h>
+#include "wick/tokenizer.h"
 #include <string.h>
 #include "core/error.h"
 #include "text/tok_internal.h"

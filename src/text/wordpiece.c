@@ -5,6 +5,7 @@
  * a word with no match or longer than max_input_chars_per_word).
  * An invalid UTF-8 byte becomes U+FFFD, which clean_text drops. */
 #include <stdlib.h>
+#include "wick/tokenizer.h"
 #include <string.h>
 #include "text/tok_internal.h"
 #include "text/unicode.h"

@@ -10,6 +10,7 @@
  * before writing anything: a missing or mis-shaped tensor, a malformed or
  * inconsistent metadata value is WK_ERR_FORMAT naming it. */
 #include "train/train_internal.h"
+#include "wick/train.h"
 #include "wick/safetensors.h"
 #include <errno.h>
 #include <inttypes.h>

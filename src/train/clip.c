@@ -2,6 +2,7 @@
  * norm_type 2): total = ||(||g_1||, ..., ||g_n||)||, every gradient scaled
  * by min(1, max_norm / (total + 1e-6)). */
 #include "train/train_internal.h"
+#include "wick/train.h"
 #include <math.h>
 
 /* ||g||_2 as a double; narrow dtypes are widened first so the sum of

@@ -6,6 +6,7 @@
  *  - LayerNorm / RmsNorm: weight ones, bias zeros.
  * Forward passes are compositions of recorded public ops. */
 #include "train/train_internal.h"
+#include "wick/train.h"
 #include <math.h>
 
 /* A leaf parameter from a fresh (untracked, contiguous) tensor t. */

@@ -2,6 +2,7 @@
  * gradients come from the parts' rules (sub, sqr, abs, where, maximum, ...),
  * so they need no rule of their own. torch.nn.functional's formulas. */
 #include "train/train_internal.h"
+#include "wick/train.h"
 #include <math.h>
 
 /* Shared argument checks: float pred, target of the same shape, dtype and device. */

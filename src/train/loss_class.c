@@ -6,6 +6,7 @@
  * and the mean divides both parts by the rows counted (torch's formula).
  * The forward runs unrecorded; rules_loss.c's rule is attached to the result. */
 #include "train/train_internal.h"
+#include "wick/train.h"
 #include "autograd/record.h"
 #include <math.h>
 #include <stdlib.h>

@@ -5,6 +5,7 @@
  * and allocates nothing once the state buffers exist: they are made on a
  * parameter's first step, like torch's lazily created state. */
 #include "train/train_internal.h"
+#include "wick/train.h"
 #include "autograd/node.h"
 #include <math.h>
 #include <stdlib.h>

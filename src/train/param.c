@@ -1,5 +1,6 @@
 /* Parameters: tracked leaves that optimizers update in place. */
 #include "train/train_internal.h"
+#include "wick/train.h"
 #include "autograd/node.h"
 
 wk_tensor *wk_param_new(const wk_tensor *init) {
