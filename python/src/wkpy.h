@@ -78,14 +78,14 @@ PyObject *wkpy_status(wk_status st);
 /* True when an op on t is worth releasing the GIL for. */
 bool wkpy_big(const wk_tensor *t);
 
-/* ---- dtype.c: wick.dtype objects (wick.float32, wick.f32, ..., wick.q4_0) ---- */
+/* ---- py_dtype.c: wick.dtype objects (wick.float32, wick.f32, ..., wick.q4_0) ---- */
 /* The dtype object for dt (new reference). */
 PyObject *wkpy_dtype_obj(wk_dtype dt);
 /* A dtype from a wick.dtype, a str ("f32", "float32", "torch.float32",
  * "q4_0"), a numpy dtype or type, a torch dtype; None gives dflt. 0 / -1. */
 int       wkpy_dtype_from(PyObject *o, wk_dtype dflt, wk_dtype *out);
 
-/* ---- device.c: wick.device objects ("cpu", "cuda", "cuda:1") ---- */
+/* ---- py_device.c: wick.device objects ("cpu", "cuda", "cuda:1") ---- */
 PyObject *wkpy_device_obj(wk_device *dev);
 /* A device from a wick.device, a str, a torch.device (via str); None gives
  * the CPU. 0 / -1 (wick's error raised: a CUDA device without the backend
@@ -151,14 +151,14 @@ wk_tensor *wkpy_index_operand(PyObject *o, bool *owned, bool *is_mask);
  * or a wk_cmp_op when cmp. New reference, or NULL with an exception (a
  * TypeError for operands of unknown types). */
 PyObject *wkpy_elementwise(PyObject *a, PyObject *b, int op, bool cmp);
-/* ---- py_models (files.c, gguf_file.c, tokenizer.c, llm.c, textgen.c, encoder.c) ---- */
+/* ---- py_models (files.c, gguf_file.c, py_tokenizer.c, llm.c, textgen.c, encoder.c) ---- */
 /* A path argument (str or os.PathLike) as bytes in the file system's
  * encoding (new reference in *bytes), or a TypeError naming fname. */
 int wkpy_path(PyObject *o, const char *fname, PyObject **bytes);
 /* The reader of a wick.GGUF object (NULL when o is not one, or closed). */
 typedef struct wk_gguf wk_gguf;
 const wk_gguf *wkpy_gguf_of(PyObject *o);
-/* tokenizer.c: a wick.Tokenizer over t borrowed from owner (a model it keeps
+/* py_tokenizer.c: a wick.Tokenizer over t borrowed from owner (a model it keeps
  * alive; None for a NULL t); the tokenizer of a Tokenizer object (or NULL);
  * encode into *ids (PyMem_RawMalloc'd; -1 wick's error, -2 no memory);
  * ids from a list of ints or an integer tensor (*ids PyMem_RawFree'd). */
