@@ -4,6 +4,7 @@ the floors.
 
     python3 tools/depgraph.py [--check] [SRC_ROOT [INCLUDE_ROOT]]
         (defaults: ./src and ./include/wick)
+    python3 tools/depgraph.py --files DIR    (file-level graph of one folder)
 
 Nodes are the folders under src/. An include edge A -> B: a file in A
 includes a header of B. A call edge A -> B: a file in A names a function
@@ -29,6 +30,16 @@ The one recursion the floors allow is inside src/autograd: a backward rule
 pass can itself be recorded (second-order gradients), and those ops call
 the recorders that name the rules. Both halves live in the autograd floor,
 so it is not an edge between folders.
+
+--files DIR: the same graph with the files of DIR as nodes (python/src,
+say). An include edge a.c -> b.h: a.c includes b.h of DIR (headers outside
+DIR -- wick/..., core/... -- are listed per file instead); a call edge a.c
+-> b.c: a.c names a function or object (any name) that only b.c of DIR
+defines without `static` (file-scope objects with or without an
+initializer, function pointers too). Only .c files make call edges: a
+header's prototypes are declarations, not uses. Names pasted by the
+preprocessor (an X-macro list) are not seen. Prints the edges and every
+cycle ("cycles: none" when the folder is layered).
 """
 import os
 import re
@@ -50,15 +61,22 @@ FLOORS = [
 FLOOR_OF = {f: i for i, (_, folders) in enumerate(FLOORS) for f in folders}
 
 # Public headers (include/wick/NAME) and their floors (same numbering).
+# wick.h is the tensor core's API: its tracked ops live in the autograd
+# floor, so it and the headers it includes (autograd.h, nn.h's fused ops,
+# custom_op.h) sit there. Files, text, training and models stand alone,
+# above it; all.h is the umbrella that includes everything.
 PUBLIC_FLOORS = {
-    'wick_ops.h': 'tensor', 'wick.h': 'tensor',
-    'custom_op.h': 'autograd', 'autograd.h': 'autograd',
-    'nn.h': 'nn',
+    'wick_ops.h': 'autograd', 'wick.h': 'autograd', 'custom_op.h': 'autograd',
+    'autograd.h': 'autograd', 'nn.h': 'autograd',
     'gguf.h': 'files', 'safetensors.h': 'files',
     'tokenizer.h': 'text',
     'train.h': 'top', 'llama.h': 'top', 'generate.h': 'top', 'bert.h': 'top',
     'all.h': 'top',
 }
+# Any source file may read the core's declarations (types, enums, the op
+# API): what it may CALL is checked by the call edges above. The headers of
+# the files, text and top floors only by their floor and the ones above.
+SRC_READS_ANYWHERE = {'wick_ops.h', 'wick.h', 'custom_op.h', 'autograd.h', 'nn.h'}
 FLOOR_RANK = {name: i for i, (name, _) in enumerate(FLOORS)}
 
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -122,6 +140,74 @@ def graph(root):
     return files, inc, calls, why
 
 
+# ---- --files: a folder's files as the nodes ----
+DEF_ANY_FN = re.compile(r'^(?:static\s+)?(?:inline\s+)?[A-Za-z_][\w \*]*?\b(\w+)\s*\([^;]*?\)\s*\{', re.M | re.S)
+DEF_ANY_OBJ = re.compile(r'^(?!static\b|extern\b|typedef\b|return\b)(?:const\s+)?(?:struct\s+)?\w+[\s\*]+(?:const\s+)?'
+                         r'(\w+)\s*(?:\[[^\]]*\])?\s*[=;]', re.M)
+DEF_ANY_FNPTR = re.compile(r'^(?!static\b|extern\b|typedef\b)\w[\w \*]*\(\s*\*\s*(\w+)\s*\)\s*\([^)]*\)\s*[=;]', re.M)
+ANY_IDENT = re.compile(r'\b[A-Za-z_]\w*\b')
+
+
+def file_graph(root):
+    files = scan(root)
+    inc = defaultdict(set)
+    outside = defaultdict(set)  # file -> headers it includes from outside root
+    defs = defaultdict(set)     # name -> files defining it (non-static)
+    for rel, text in files.items():
+        for h in INC.findall(text):
+            target = os.path.normpath(os.path.join(os.path.dirname(rel), h)).replace(os.sep, '/')
+            if target in files:
+                inc[rel].add(target)
+            else:
+                outside[rel].add(h)
+        if not rel.endswith(('.c', '.cu')):
+            continue
+        body = COMMENT.sub(' ', text)
+        for m in DEF_ANY_FN.finditer(body):
+            if not m.group(0).startswith('static'):
+                defs[m.group(1)].add(rel)
+        for rx in (DEF_ANY_OBJ, DEF_ANY_FNPTR):
+            for m in rx.finditer(body):
+                defs[m.group(1)].add(rel)
+    calls = defaultdict(set)
+    why = defaultdict(set)
+    for rel, text in files.items():
+        if not rel.endswith(('.c', '.cu')):
+            continue
+        body = STRING.sub('""', COMMENT.sub(' ', text))
+        for name in set(ANY_IDENT.findall(body)):
+            owners = defs.get(name, set())
+            if owners and rel not in owners:
+                for o in owners:
+                    calls[rel].add(o)
+                    why[(rel, o)].add(name)
+    return files, inc, calls, why, outside
+
+
+def files_main(root):
+    files, inc, calls, why, outside = file_graph(root)
+    both = defaultdict(set)
+    for e in (inc, calls):
+        for a, bs in e.items():
+            both[a] |= bs
+    w = max([len(f) for f in files] + [5])
+    print('files of %s: %d' % (root, len(files)))
+    print('include edges:')
+    for a in sorted(inc):
+        print('  %-*s -> %s' % (w, a, ', '.join(sorted(inc[a]))))
+    print('includes from outside %s (other than the system\'s):' % root)
+    for a in sorted(outside):
+        print('  %-*s -> %s' % (w, a, ', '.join(sorted(outside[a]))))
+    print('call edges (names that make them, at most 6):')
+    for a in sorted(calls):
+        for b in sorted(calls[a]):
+            names = sorted(why[(a, b)])
+            print('  %-*s -> %-*s %s%s' % (w, a, w, b, ', '.join(names[:6]), ' ...' if len(names) > 6 else ''))
+    cyc = cycles(both)
+    print('cycles: %s' % ('; '.join(' -> '.join(c + (c[0],)) for c in cyc) if cyc else 'none'))
+    return 0
+
+
 def cycles(edges):
     nodes = set(edges) | {b for v in edges.values() for b in v}
     found = set()
@@ -167,6 +253,8 @@ def public_check(inc_root):
 
 
 def main(argv):
+    if argv and argv[0] == '--files':
+        return files_main(argv[1] if len(argv) > 1 else 'python/src')
     check = '--check' in argv
     args = [a for a in argv if a != '--check']
     root = args[0] if args else 'src'
@@ -212,7 +300,7 @@ def main(argv):
                 continue
             base = h.split('/')[-1]
             hf = PUBLIC_FLOORS.get(base)
-            if hf is not None and FLOOR_RANK[hf] > FLOOR_OF[f]:
+            if hf is not None and base not in SRC_READS_ANYWHERE and FLOOR_RANK[hf] > FLOOR_OF[f]:
                 pub.append('src/%s (floor %s) includes %s (floor %s, above it)' % (rel, FLOORS[FLOOR_OF[f]][0], h, hf))
     print('public headers: %s' % ('; '.join(pub) if pub else 'every include points down'))
     problems += pub

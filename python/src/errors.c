@@ -1,7 +1,7 @@
 /* Every wick status becomes a Python exception class with wick's message.
  * The classes also derive from the built-in exception a Python user would
  * catch for that failure (IndexError, MemoryError, OSError, ...). */
-#include "wkpy.h"
+#include "py_base.h"
 
 static PyObject *g_base;
 static PyObject *g_by_status[WK_ERR_INTERNAL + 1];

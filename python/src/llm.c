@@ -1,7 +1,8 @@
 /* wick.Llama (a Llama-family language model loaded from a GGUF file or an HF
  * directory) and wick.KVCache (one sequence's keys and values): the forward
- * pass from Python. Generation and streaming are textgen.c; Llama.generate
- * and Llama.stream call into it.
+ * pass from Python. Generation and streaming are textgen.c (above this file:
+ * it loads and reads Llamas); Llama.generate and Llama.stream call it
+ * through wkpy_llama_textgen, which module.c sets at import.
  *
  * The model is immutable once loaded, so threads may share one; a cache is
  * one sequence's state and wick does not lock it, so a cache in use by one
@@ -139,11 +140,13 @@ static PyObject *m_forward(llama_obj *self, PyObject *const *args, Py_ssize_t na
     return wkpy_wrap(r);
 }
 
+PyObject *(*wkpy_llama_textgen)(bool stream, PyObject *model, PyObject *const *args, Py_ssize_t nargs, PyObject *kw);
+
 static PyObject *m_generate(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
-    return wkpy_textgen(false, self, args, nargs, kw);
+    return wkpy_llama_textgen(false, self, args, nargs, kw);
 }
 static PyObject *m_stream(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
-    return wkpy_textgen(true, self, args, nargs, kw);
+    return wkpy_llama_textgen(true, self, args, nargs, kw);
 }
 
 static PyObject *llama_repr(llama_obj *self) {

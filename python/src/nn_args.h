@@ -1,4 +1,4 @@
-/* Helpers shared by the nn parts of the binding (nn.c: the ops, nn_loss.c:
+/* Helpers shared by the nn parts of the binding (py_nn.c: the ops, nn_loss.c:
  * the losses): optional tensors, torch's reduction= strings, argument checks
  * that raise wick's classes, and the scope pattern of composites. */
 #ifndef WKPY_NN_ARGS_H

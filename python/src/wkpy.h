@@ -1,9 +1,18 @@
-/* Internal header of the CPython extension wick._wick.
+/* Internal header of the CPython extension wick._wick: the ground
+ * (py_base.h) and the helpers the parts share.
  *
  * Layout: one file per job, each a "part" (parts.h) that contributes
- * Tensor methods, Tensor properties and module functions; tensor.c builds
- * the Tensor type from every part's tables at import. A new part is one
- * file plus one line in parts.h.
+ * Tensor methods, Tensor properties and module functions. Layers, each
+ * file calling only into the ones below it (tools/depgraph.py --files
+ * python/src: no cycle):
+ *  - ground: py_base.c (the Tensor object, wkpy_wrap, wkpy_status, the GIL
+ *    test) and errors.c, declared by py_base.h;
+ *  - the shared helpers declared below (args.c, convert.c, py_dtype.c,
+ *    py_device.c, index.c, ops_elementwise.c, files.c, ...) and the parts;
+ *  - roof: py_tensor.c (the Tensor's protocols: numbers, buffer, mapping,
+ *    repr, properties) and module.c (every part's tables assembled into the
+ *    type, PyInit__wick). Nothing below includes parts.h or names them.
+ * A new part is one file plus one line in parts.h.
  *
  * Rules every part follows (they are what makes the binding wick):
  *  - Every wick failure becomes the exception of its status, with wick's
@@ -18,77 +27,20 @@
  *    tiny-tensor calls must stay cheaper than PyTorch's. */
 #ifndef WKPY_H
 #define WKPY_H
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "py_base.h"
 #include "wick/gguf.h"
 #include "wick/tokenizer.h"
 #include "wick/llama.h"
-#include <stdbool.h>
-#include "wick/wick.h"
 #include "wick/autograd.h"
 
-/* wick.Tensor: one wk_tensor reference (kept out of every wick scope). */
-typedef struct {
-    PyObject_HEAD
-    wk_tensor *t;
-    PyObject *weakrefs;
-} wkpy_tensor;
-
-extern PyTypeObject wkpy_tensor_type;
-
-/* ---- parts (parts.h lists them) ---- */
-typedef struct wkpy_part {
-    PyMethodDef *tensor_methods;   /* NULL-terminated, or NULL */
-    PyGetSetDef *tensor_getset;    /* NULL-terminated, or NULL */
-    PyMethodDef *functions;        /* module functions, NULL-terminated, or NULL */
-    int (*init)(PyObject *module); /* types, constants (after Tensor is ready); or NULL */
-} wkpy_part;
-
-/* ---- errors.c ---- */
-int       wkpy_errors_init(PyObject *module);
-/* Raise the exception of wick's pending error (its message), clear it;
- * returns NULL for `return wkpy_raise();`. A pending Python exception
- * (a conversion failed first) is left as it is. */
-PyObject *wkpy_raise(void);
-/* Same, for functions returning int: -1. */
-int       wkpy_raise_int(void);
-/* The class for a status (borrowed; wick.Error for unknown ones). */
-PyObject *wkpy_error_class(wk_status st);
-
-/* ---- tensor.c ---- */
-/* Wrap t (takes the reference). NULL t: raises wick's error, returns NULL. */
-PyObject *wkpy_wrap(wk_tensor *t);
-static inline wk_tensor *wkpy_t(PyObject *o) { return ((wkpy_tensor *)o)->t; }
-static inline int wkpy_check(PyObject *o) { return PyObject_TypeCheck(o, &wkpy_tensor_type); }
-/* Build the Tensor type from every part and add each part to the module. */
-int       wkpy_parts_init(PyObject *module);
-/* Wrap a wk_status: None on WK_OK, else raises. */
-PyObject *wkpy_status(wk_status st);
-
-/* ---- GIL ----
- * Release the GIL for stmt when big is true. Ops on tensors of at least
- * WKPY_GIL_NUMEL elements (or any queued GPU op's host wait) release it. */
-#define WKPY_GIL_NUMEL 16384
-#define WKPY_NOGIL(big, stmt)                                                                                  \
-    do {                                                                                                       \
-        if (big) {                                                                                             \
-            Py_BEGIN_ALLOW_THREADS stmt;                                                                       \
-            Py_END_ALLOW_THREADS                                                                               \
-        } else {                                                                                               \
-            stmt;                                                                                              \
-        }                                                                                                      \
-    } while (0)
-/* True when an op on t is worth releasing the GIL for. */
-bool wkpy_big(const wk_tensor *t);
-
-/* ---- dtype.c: wick.dtype objects (wick.float32, wick.f32, ..., wick.q4_0) ---- */
+/* ---- py_dtype.c: wick.dtype objects (wick.float32, wick.f32, ..., wick.q4_0) ---- */
 /* The dtype object for dt (new reference). */
 PyObject *wkpy_dtype_obj(wk_dtype dt);
 /* A dtype from a wick.dtype, a str ("f32", "float32", "torch.float32",
  * "q4_0"), a numpy dtype or type, a torch dtype; None gives dflt. 0 / -1. */
 int       wkpy_dtype_from(PyObject *o, wk_dtype dflt, wk_dtype *out);
 
-/* ---- device.c: wick.device objects ("cpu", "cuda", "cuda:1") ---- */
+/* ---- py_device.c: wick.device objects ("cpu", "cuda", "cuda:1") ---- */
 PyObject *wkpy_device_obj(wk_device *dev);
 /* A device from a wick.device, a str, a torch.device (via str); None gives
  * the CPU. 0 / -1 (wick's error raised: a CUDA device without the backend
@@ -154,14 +106,14 @@ wk_tensor *wkpy_index_operand(PyObject *o, bool *owned, bool *is_mask);
  * or a wk_cmp_op when cmp. New reference, or NULL with an exception (a
  * TypeError for operands of unknown types). */
 PyObject *wkpy_elementwise(PyObject *a, PyObject *b, int op, bool cmp);
-/* ---- py_models (files.c, gguf_file.c, tokenizer.c, llm.c, textgen.c, encoder.c) ---- */
+/* ---- py_models (files.c, gguf_file.c, py_tokenizer.c, llm.c, textgen.c, encoder.c) ---- */
 /* A path argument (str or os.PathLike) as bytes in the file system's
  * encoding (new reference in *bytes), or a TypeError naming fname. */
 int wkpy_path(PyObject *o, const char *fname, PyObject **bytes);
 /* The reader of a wick.GGUF object (NULL when o is not one, or closed). */
 typedef struct wk_gguf wk_gguf;
 const wk_gguf *wkpy_gguf_of(PyObject *o);
-/* tokenizer.c: a wick.Tokenizer over t borrowed from owner (a model it keeps
+/* py_tokenizer.c: a wick.Tokenizer over t borrowed from owner (a model it keeps
  * alive; None for a NULL t); the tokenizer of a Tokenizer object (or NULL);
  * encode into *ids (PyMem_RawMalloc'd; -1 wick's error, -2 no memory);
  * ids from a list of ints or an integer tensor (*ids PyMem_RawFree'd). */
@@ -174,6 +126,11 @@ int wkpy_ids(PyObject *o, const char *fname, int32_t **ids, int64_t *n);
 typedef struct wk_llama wk_llama;
 const wk_llama *wkpy_llama_of(PyObject *o);
 PyObject *wkpy_llama_load(PyObject *path, PyObject *device, PyObject *dtype);
+/* What Llama.generate / Llama.stream call: textgen.c's wkpy_textgen, which
+ * module.c stores here at import (textgen.c sits above llm.c: it loads
+ * and reads Llamas, so llm.c does not name it). */
+extern PyObject *(*wkpy_llama_textgen)(bool stream, PyObject *model, PyObject *const *args, Py_ssize_t nargs,
+                                       PyObject *kw);
 /* textgen.c: generate (a str) or stream (an iterator of str) over model (a
  * Llama), the arguments from the prompt on. */
 PyObject *wkpy_textgen(bool stream, PyObject *model, PyObject *const *args, Py_ssize_t nargs, PyObject *kw);
@@ -187,9 +144,6 @@ extern wk_grad_store *wkpy_grads;
 void wkpy_grads_lock(void);
 void wkpy_grads_lock_nogil(void);
 void wkpy_grads_unlock(void);
-/* tensor.c calls it (when set) as a tracked Tensor dies, before dropping its
- * reference: autograd.c drops the store's gradient of a leaf nothing else
- * holds. */
-extern void (*wkpy_on_leaf_dealloc)(wk_tensor *t);
+/* (autograd.c also sets py_base.h's wkpy_on_leaf_dealloc.) */
 
 #endif

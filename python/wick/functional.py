@@ -1,6 +1,6 @@
 """wick.nn.functional: torch.nn.functional's names over wick's ops.
 
-The nn ops and losses are C functions of wick._wick (python/src/nn.c),
+The nn ops and losses are C functions of wick._wick (python/src/py_nn.c),
 re-exported here. Activations are the elementwise part's Tensor methods,
 spelled as torch spells them: gelu(approximate="none") is the exact erf
 form (t.gelu_erf()), "tanh" the tanh approximation (t.gelu()). Ops other parts

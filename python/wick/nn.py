@@ -5,7 +5,7 @@ registered by assignment as in torch (self.fc = Linear(4, 2)); parameters(),
 named_parameters(), state_dict() / load_state_dict(), train() / eval(),
 zero_grad() and module(x) -> forward(x) behave as torch's. The computation
 is wick's: wick.nn.functional (python/wick/functional.py) over the C ops of
-python/src/nn.c and the other parts of the binding. Initialisation follows
+python/src/py_nn.c and the other parts of the binding. Initialisation follows
 torch's defaults (kaiming-uniform Linear / Conv2d weights from wick.rand,
 N(0, 1) embeddings), drawn from the device's generator (wick.manual_seed).
 

@@ -1,5 +1,5 @@
 """wick.optim: torch.optim's SGD, Adam and AdamW over wick's optimizers
-(C types: python/src/optim.c, include/wick/train.h).
+(C types: python/src/py_optim.c, include/wick/train.h).
 
 An optimizer keeps references to its parameters (leaf Tensors that require
 grad, float, contiguous), reads their ``.grad`` in ``step()`` (in place, the

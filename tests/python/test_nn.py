@@ -1,4 +1,4 @@
-"""The nn ops and losses (python/src/nn.c) against torch.nn.functional
+"""The nn ops and losses (python/src/py_nn.c) against torch.nn.functional
 (Debian's torch 1.13; its missing rms_norm / rope / scaled_dot_product_attention
 are written out in torch ops here)."""
 import math

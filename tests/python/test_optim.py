@@ -1,5 +1,5 @@
 """Optimizers, gradient clipping and checkpoints from Python
-(python/src/optim.c) against torch.optim / torch.nn.utils."""
+(python/src/py_optim.c) against torch.optim / torch.nn.utils."""
 import pytest
 
 import wick

@@ -101,7 +101,7 @@ def test_quantized_tensor_properties(np):
     with pytest.raises(BufferError):
         memoryview(q)
     # element ops on blocks are wick.DTypeError; whole-row views work
-    with pytest.raises(TypeError):  # tensor.c turns a failed number operand into NotImplemented
+    with pytest.raises(TypeError):  # py_tensor.c turns a failed number operand into NotImplemented
         q + 1
     with pytest.raises(wick.DTypeError):
         q * q

@@ -1,55 +1,13 @@
-/* wick.Tensor: a Python object owning one wk_tensor reference. This file
- * holds the type itself (built at import from every part's tables, parts.h),
- * its properties, the buffer protocol, the operators and conversions; the
- * ops are methods contributed by the other parts. */
+/* wick.Tensor's own protocols, the roof of the binding: its properties, the
+ * buffer protocol and __array_interface__, the operators, len / [] and
+ * comparisons, repr, tolist / item / numpy (the part tensor_core). module.c
+ * installs the protocols (wkpy_tensor_protocols, parts.h) on the type
+ * py_base.c defines, before readying it; the ops are methods contributed by
+ * the other parts. Nothing but module.c names this file. */
 #include "wkpy.h"
 #include "parts.h"
-#include "core/tensor.h" /* storage->buf for the buffer protocol */
-#include "core/dtype_cases.h"
-#include <string.h>
-
-PyObject *wkpy_wrap(wk_tensor *t) {
-    if (!t) return wkpy_raise();
-    wkpy_tensor *o = PyObject_GC_New(wkpy_tensor, &wkpy_tensor_type);
-    if (!o) {
-        wk_tensor_free(t);
-        return NULL;
-    }
-    o->t = wk_keep(t); /* Python's reference counting owns it now, not a wick scope */
-    o->weakrefs = NULL;
-    PyObject_GC_Track((PyObject *)o);
-    return (PyObject *)o;
-}
-
-PyObject *wkpy_status(wk_status st) {
-    if (st != WK_OK) return wkpy_raise();
-    Py_RETURN_NONE;
-}
-
-bool wkpy_big(const wk_tensor *t) {
-    return t && (wk_numel(t) >= WKPY_GIL_NUMEL || wk_device_kind_of(wk_tensor_device(t)) != WK_DEVICE_CPU);
-}
-
-void (*wkpy_on_leaf_dealloc)(wk_tensor *t);
-
-static void tensor_dealloc(wkpy_tensor *self) {
-    PyObject_GC_UnTrack(self);
-    if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
-    wk_tensor *t = self->t;
-    self->t = NULL;
-    if (t && t->node && wkpy_on_leaf_dealloc) wkpy_on_leaf_dealloc(t); /* autograd.c: a dying leaf's gradient */
-    /* the last reference to numpy-backed memory calls back into Python
-     * (release_buffer takes the GIL itself): keep the GIL here */
-    wk_tensor_free(t);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static int tensor_traverse(wkpy_tensor *self, visitproc visit, void *arg) {
-    (void)self;
-    (void)visit;
-    (void)arg;
-    return 0;
-}
+#include "core/tensor.h" /* storage->buf: wick has no public data pointer (the rest goes through wick.h) */
+#include "core/dtype_cases.h" /* WK__CASE_BLOCK_DTYPES: the switches below name every dtype */
 
 /* ---- properties ---- */
 
@@ -115,20 +73,22 @@ static const char *typestr(wk_dtype dt) {
 static PyObject *get_array_interface(wkpy_tensor *s, void *c) {
     (void)c;
     wk_tensor *t = s->t;
-    const char *ts = typestr(t->dtype);
+    wk_dtype dt = wk_tensor_dtype(t);
+    const char *ts = typestr(dt);
     if (!ts || wk_tensor_device(t) != wk_cpu()) {
         PyErr_Format(PyExc_TypeError, "__array_interface__: a %s tensor on %s has no numpy view (to_dtype / to_device first)",
-                     wk_dtype_name(t->dtype), wk_device_name(wk_tensor_device(t)));
+                     wk_dtype_name(dt), wk_device_name(wk_tensor_device(t)));
         return NULL;
     }
-    size_t es = wk_dtype_size(t->dtype);
-    int r = t->layout.rank;
+    size_t es = wk_dtype_size(dt);
+    int r = wk_rank(t);
+    const int64_t *stride = wk_strides(t);
     PyObject *strides = PyTuple_New(r);
     for (int i = 0; strides && i < r; i++)
-        PyTuple_SET_ITEM(strides, i, PyLong_FromLongLong((long long)(t->layout.stride[i] * (int64_t)es)));
-    char *data = (char *)t->storage->buf + t->layout.offset * (int64_t)es;
-    return Py_BuildValue("{s:N,s:s,s:(N,O),s:N,s:i}", "shape", shape_tuple(t->layout.shape, r), "typestr", ts, "data",
-                         PyLong_FromVoidPtr(data), t->storage->read_only ? Py_True : Py_False, "strides", strides,
+        PyTuple_SET_ITEM(strides, i, PyLong_FromLongLong((long long)(stride[i] * (int64_t)es)));
+    char *data = (char *)t->storage->buf + wk_offset(t) * (int64_t)es;
+    return Py_BuildValue("{s:N,s:s,s:(N,O),s:N,s:i}", "shape", shape_tuple(wk_shape(t), r), "typestr", ts, "data",
+                         PyLong_FromVoidPtr(data), wk_is_read_only(t) ? Py_True : Py_False, "strides", strides,
                          "version", 3);
 }
 
@@ -170,20 +130,23 @@ static const char *buffer_format(wk_dtype dt) {
 
 static int tensor_getbuffer(wkpy_tensor *self, Py_buffer *view, int flags) {
     wk_tensor *t = self->t;
-    const char *fmt = buffer_format(t->dtype);
+    wk_dtype dt = wk_tensor_dtype(t);
+    const char *fmt = buffer_format(dt);
     if (!fmt || wk_tensor_device(t) != wk_cpu()) {
-        PyErr_Format(PyExc_BufferError, "a %s tensor on %s has no buffer view", wk_dtype_name(t->dtype),
+        PyErr_Format(PyExc_BufferError, "a %s tensor on %s has no buffer view", wk_dtype_name(dt),
                      wk_device_name(wk_tensor_device(t)));
         view->obj = NULL;
         return -1;
     }
-    if ((flags & PyBUF_WRITABLE) && t->storage->read_only) {
+    bool read_only = wk_is_read_only(t);
+    if ((flags & PyBUF_WRITABLE) && read_only) {
         PyErr_SetString(PyExc_BufferError, "the tensor's memory is read-only");
         view->obj = NULL;
         return -1;
     }
-    int r = t->layout.rank;
-    Py_ssize_t es = (Py_ssize_t)wk_dtype_size(t->dtype);
+    int r = wk_rank(t);
+    const int64_t *shape = wk_shape(t), *stride = wk_strides(t);
+    Py_ssize_t es = (Py_ssize_t)wk_dtype_size(dt);
     /* shape and strides live after the Py_ssize_t array the view owns */
     Py_ssize_t *arr = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(2 * r + 1));
     if (!arr) {
@@ -192,13 +155,13 @@ static int tensor_getbuffer(wkpy_tensor *self, Py_buffer *view, int flags) {
         return -1;
     }
     for (int i = 0; i < r; i++) {
-        arr[i] = (Py_ssize_t)t->layout.shape[i];
-        arr[r + i] = (Py_ssize_t)t->layout.stride[i] * es;
+        arr[i] = (Py_ssize_t)shape[i];
+        arr[r + i] = (Py_ssize_t)stride[i] * es;
     }
-    view->buf = (char *)t->storage->buf + t->layout.offset * es;
+    view->buf = (char *)t->storage->buf + wk_offset(t) * es;
     view->obj = Py_NewRef((PyObject *)self);
     view->len = (Py_ssize_t)wk_numel(t) * es;
-    view->readonly = t->storage->read_only;
+    view->readonly = read_only;
     view->itemsize = es;
     view->format = (flags & PyBUF_FORMAT) ? (char *)fmt : NULL;
     view->ndim = r;
@@ -397,81 +360,12 @@ static PyObject *tensor_repr(wkpy_tensor *self) {
     return r;
 }
 
-static Py_hash_t tensor_hash(PyObject *self) { return _Py_HashPointer(self); }
-
-PyTypeObject wkpy_tensor_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "wick.Tensor",
-    .tp_basicsize = sizeof(wkpy_tensor),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "A wick tensor: a strided view over reference-counted storage on one device.",
-    .tp_dealloc = (destructor)tensor_dealloc,
-    .tp_traverse = (traverseproc)tensor_traverse,
-    .tp_repr = (reprfunc)tensor_repr,
-    .tp_as_number = &tensor_as_number,
-    .tp_as_buffer = &tensor_as_buffer,
-    .tp_richcompare = richcompare,
-    .tp_as_mapping = &tensor_as_mapping,
-    .tp_hash = (hashfunc)tensor_hash,
-    .tp_weaklistoffset = offsetof(wkpy_tensor, weakrefs),
-};
-
 const wkpy_part wkpy_part_tensor_core = {tensor_methods, tensor_getset, NULL, NULL};
 
-/* ---- the module: every part's tables, then the type ---- */
-
-#define WKPY_DECLARE_PART(name) extern const wkpy_part wkpy_part_##name;
-WKPY_PARTS(WKPY_DECLARE_PART)
-#define WKPY_PART_ADDR(name) &wkpy_part_##name,
-static const wkpy_part *const k_parts[] = {WKPY_PARTS(WKPY_PART_ADDR)};
-#define NPARTS (sizeof k_parts / sizeof k_parts[0])
-
-static size_t count_methods(const PyMethodDef *m) {
-    size_t n = 0;
-    while (m && m[n].ml_name) n++;
-    return n;
-}
-static size_t count_getset(const PyGetSetDef *g) {
-    size_t n = 0;
-    while (g && g[n].name) n++;
-    return n;
-}
-
-/* The type's method and property tables: the concatenation of every part's
- * (they live as long as the process: a type's tables must). */
-static int build_tables(void) {
-    size_t nm = 1, ng = 1;
-    for (size_t i = 0; i < NPARTS; i++) {
-        nm += count_methods(k_parts[i]->tensor_methods);
-        ng += count_getset(k_parts[i]->tensor_getset);
-    }
-    PyMethodDef *m = PyMem_RawCalloc(nm, sizeof *m);
-    PyGetSetDef *g = PyMem_RawCalloc(ng, sizeof *g);
-    if (!m || !g) {
-        PyMem_RawFree(m);
-        PyMem_RawFree(g);
-        PyErr_NoMemory();
-        return -1;
-    }
-    size_t im = 0, ig = 0;
-    for (size_t i = 0; i < NPARTS; i++) {
-        size_t a = count_methods(k_parts[i]->tensor_methods), b = count_getset(k_parts[i]->tensor_getset);
-        if (a) memcpy(m + im, k_parts[i]->tensor_methods, a * sizeof *m);
-        if (b) memcpy(g + ig, k_parts[i]->tensor_getset, b * sizeof *g);
-        im += a;
-        ig += b;
-    }
-    wkpy_tensor_type.tp_methods = m;
-    wkpy_tensor_type.tp_getset = g;
-    return 0;
-}
-
-int wkpy_parts_init(PyObject *mod) {
-    if (build_tables() < 0 || PyType_Ready(&wkpy_tensor_type) < 0 ||
-        PyModule_AddObjectRef(mod, "Tensor", (PyObject *)&wkpy_tensor_type) < 0)
-        return -1;
-    for (size_t i = 0; i < NPARTS; i++) {
-        if (k_parts[i]->functions && PyModule_AddFunctions(mod, k_parts[i]->functions) < 0) return -1;
-        if (k_parts[i]->init && k_parts[i]->init(mod) < 0) return -1;
-    }
-    return 0;
+void wkpy_tensor_protocols(PyTypeObject *tp) {
+    tp->tp_repr = (reprfunc)tensor_repr;
+    tp->tp_as_number = &tensor_as_number;
+    tp->tp_as_buffer = &tensor_as_buffer;
+    tp->tp_richcompare = richcompare;
+    tp->tp_as_mapping = &tensor_as_mapping;
 }
