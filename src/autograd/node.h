@@ -108,8 +108,6 @@ void       wk__node_retain(wk__node *n);
 void       wk__node_release(wk__node *n);
 /* Free the saved values (a pass without keep_graph). */
 void       wk__node_release_saved(wk__node *n);
-/* Storage version bump of every in-place write (write_check.c). */
-static inline void wk__storage_bump(wk_storage *s) { atomic_fetch_add_explicit(&s->version, 1, memory_order_relaxed); }
 /* The in-place write check's autograd half: refuses a write into a tracked
  * tensor while grad mode is on (WK_ERR_ARG naming op). */
 bool       wk__ag_check_inplace(const char *op, const wk_tensor *t);
