@@ -2,12 +2,14 @@
  * the context backward rules run in. include/wick/autograd.h has the
  * user-visible rules; docs/ARCHITECTURE.md ("Autograd") the why.
  *
- * How an op records (the pattern every op file follows):
+ * How an op records: the untracked op is wk__prim_foo in src/core/X.c
+ * (declared in core/prim_X.h, argument checks included); the public op is
+ * src/autograd/tracked_X.c (core never names autograd):
  *
  *     wk_tensor *wk_foo(const wk_tensor *x) {
- *         if (!wk__ag_on1(x)) return foo_impl(x);        // untracked: one test
+ *         if (!wk__ag_on1(x)) return wk__prim_foo(x);    // untracked: one test
  *         wk__ag_suspend();                              // the body records nothing
- *         wk_tensor *r = foo_impl(x);
+ *         wk_tensor *r = wk__prim_foo(x);
  *         wk__ag_resume();
  *         if (!r) return NULL;
  *         wk__node *n = wk__node_new("wk_foo", foo_backward, 1, &x);
@@ -15,7 +17,8 @@
  *         return wk__node_attach(n, r);                  // r->node = n (or frees r on OOM)
  *     }
  *
- * Composite ops made of recorded public ops need nothing: their parts record.
+ * Composite ops made of recorded public ops need nothing: their parts record
+ * (they live in src/autograd/composite_X.c).
  */
 #ifndef WICK_AUTOGRAD_NODE_H
 #define WICK_AUTOGRAD_NODE_H
