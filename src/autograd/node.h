@@ -2,12 +2,14 @@
  * the context backward rules run in. include/wick/autograd.h has the
  * user-visible rules; docs/ARCHITECTURE.md ("Autograd") the why.
  *
- * How an op records (the pattern every op file follows):
+ * How an op records: the untracked op is wk__prim_foo in src/core/X.c
+ * (declared in core/prim_X.h, argument checks included); the public op is
+ * src/autograd/tracked_X.c (core never names autograd):
  *
  *     wk_tensor *wk_foo(const wk_tensor *x) {
- *         if (!wk__ag_on1(x)) return foo_impl(x);        // untracked: one test
+ *         if (!wk__ag_on1(x)) return wk__prim_foo(x);    // untracked: one test
  *         wk__ag_suspend();                              // the body records nothing
- *         wk_tensor *r = foo_impl(x);
+ *         wk_tensor *r = wk__prim_foo(x);
  *         wk__ag_resume();
  *         if (!r) return NULL;
  *         wk__node *n = wk__node_new("wk_foo", foo_backward, 1, &x);
@@ -15,7 +17,8 @@
  *         return wk__node_attach(n, r);                  // r->node = n (or frees r on OOM)
  *     }
  *
- * Composite ops made of recorded public ops need nothing: their parts record.
+ * Composite ops made of recorded public ops need nothing: their parts record
+ * (they live in src/autograd/composite_X.c).
  */
 #ifndef WICK_AUTOGRAD_NODE_H
 #define WICK_AUTOGRAD_NODE_H
@@ -108,8 +111,6 @@ void       wk__node_retain(wk__node *n);
 void       wk__node_release(wk__node *n);
 /* Free the saved values (a pass without keep_graph). */
 void       wk__node_release_saved(wk__node *n);
-/* Storage version bump of every in-place write (write_check.c). */
-static inline void wk__storage_bump(wk_storage *s) { atomic_fetch_add_explicit(&s->version, 1, memory_order_relaxed); }
 /* The in-place write check's autograd half: refuses a write into a tracked
  * tensor while grad mode is on (WK_ERR_ARG naming op). */
 bool       wk__ag_check_inplace(const char *op, const wk_tensor *t);

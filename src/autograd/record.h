@@ -33,6 +33,14 @@ wk_tensor *wk__ag_to_device(wk_tensor *r, const wk_tensor *x);
 /* rules_matmul.c */
 wk_tensor *wk__ag_matmul(wk_tensor *r, const wk_tensor *a, const wk_tensor *b, const char *op);
 
+/* rules_quant.c: qmatmul records with respect to x and a float (f16 /
+ * bf16) w; a block-quantized w is frozen (no edge). dequantize of a tracked
+ * block tensor (a non-leaf: wk_to_dtype of a tracked float) passes the
+ * gradient straight through, carried in f32; a block-quantized leaf is
+ * frozen. */
+wk_tensor *wk__ag_qmatmul(wk_tensor *r, const wk_tensor *x, const wk_tensor *w);
+wk_tensor *wk__ag_dequantize(wk_tensor *r, const wk_tensor *w);
+
 /* rules_custom.c: a custom op's stored backward callback as its rule */
 struct wk_custom_op;
 wk_tensor *wk__ag_custom(wk_tensor *r, const struct wk_custom_op *op, int nin, const wk_tensor *const *in);

@@ -1,4 +1,5 @@
 /* Tensor creation: constant fills, ranges, identity, host copies, random. */
+#include "core/prim_readback.h"
 #include "core/tensor.h"
 #include <math.h>
 
@@ -62,10 +63,10 @@ wk_tensor *wk_arange(double start, double end, double step, wk_dtype dt, wk_devi
     if (!t64) return NULL;
     double *p = t64->storage->buf;
     for (int64_t i = 0; i < n; i++) p[i] = start + (double)i * step;
-    wk_tensor *r = wk_to_device(t64, dev);
+    wk_tensor *r = wk__prim_to_device(t64, dev);
     wk_tensor_free(t64);
     if (!r || dt == WK_F64) return r;
-    wk_tensor *c = wk_to_dtype(r, dt);
+    wk_tensor *c = wk__prim_to_dtype(r, dt);
     wk_tensor_free(r);
     return c;
 }

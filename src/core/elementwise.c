@@ -1,8 +1,11 @@
 /* Elementwise ops: dtype rules from the op lists, broadcasting, then one
- * backend call into a fresh contiguous output. */
+ * backend call into a fresh contiguous output. The untracked ops
+ * (wk__prim_*, core/prim_elementwise.h); the public tracked ones are
+ * src/autograd/tracked_elementwise.c, the wrappers composite_elementwise.c.
+ * Comparisons have no gradient: wk_cmp / wk_cmp_scalar stay public here. */
 #include "core/tensor.h"
 #include "ops.h"
-#include "autograd/record.h"
+#include "core/prim_elementwise.h"
 #include <math.h>
 
 #define NAME_ENTRY(e, n, ...) [e] = #n,
@@ -48,13 +51,7 @@ static wk_tensor *finish(wk_tensor *r, wk_status st) {
     return r;
 }
 
-static wk_tensor *unary_impl(const wk_tensor *t, wk_unary_op op);
-wk_tensor *wk_unary(const wk_tensor *t, wk_unary_op op) {
-    if (!wk__ag_on1(t)) return unary_impl(t, op);
-    return wk__ag_unary(unary_impl(t, op), t, op);
-}
-
-static wk_tensor *unary_impl(const wk_tensor *t, wk_unary_op op) {
+wk_tensor *wk__prim_unary(const wk_tensor *t, wk_unary_op op) {
     if ((unsigned)op >= WK_UNARY_COUNT) { wk__err(WK_ERR_ARG, "wk_unary", "invalid unary op %d", (int)op); return NULL; }
     const char *name = k_unary_names[op];   /* no formatting on the hot path */
     if (!wk__check_in(name, t)) return NULL;
@@ -68,18 +65,7 @@ static wk_tensor *unary_impl(const wk_tensor *t, wk_unary_op op) {
     return finish(r, wk__be(t)->unary(wk__dev(t), op, t->storage->buf, &t->layout, r->storage->buf, t->dtype));
 }
 
-/* wk_exp(t), ...: one per list line, as declared by wick.h */
-#define UNARY_FN(e, n, ...) \
-    wk_tensor *wk_##n(const wk_tensor *t) { return wk_unary(t, e); }
-WK_UNARY_OPS(UNARY_FN)
-
-static wk_tensor *affine_impl(const wk_tensor *t, double mul, double add);
-wk_tensor *wk_affine(const wk_tensor *t, double mul, double add) {
-    if (!wk__ag_on1(t)) return affine_impl(t, mul, add);
-    return wk__ag_affine(affine_impl(t, mul, add), t, mul);
-}
-
-static wk_tensor *affine_impl(const wk_tensor *t, double mul, double add) {
+wk_tensor *wk__prim_affine(const wk_tensor *t, double mul, double add) {
     const char *op = "wk_affine";
     if (!wk__check_in(op, t)) return NULL;
     wk_tensor *r = alloc_like(op, t, t->dtype);
@@ -96,13 +82,7 @@ static bool float_only(const char *op, const wk_tensor *t) {
     return true;
 }
 
-static wk_tensor *powf_impl(const wk_tensor *t, double e);
-wk_tensor *wk_powf(const wk_tensor *t, double e) {
-    if (!wk__ag_on1(t)) return powf_impl(t, e);
-    return wk__ag_powf(powf_impl(t, e), t, e);
-}
-
-static wk_tensor *powf_impl(const wk_tensor *t, double e) {
+wk_tensor *wk__prim_powf(const wk_tensor *t, double e) {
     const char *op = "wk_powf";
     if (!float_only(op, t)) return NULL;
     wk_tensor *r = alloc_like(op, t, t->dtype);
@@ -110,13 +90,7 @@ static wk_tensor *powf_impl(const wk_tensor *t, double e) {
     return finish(r, wk__be(t)->powf(wk__dev(t), t->storage->buf, &t->layout, r->storage->buf, t->dtype, e));
 }
 
-static wk_tensor *elu_impl(const wk_tensor *t, double alpha);
-wk_tensor *wk_elu(const wk_tensor *t, double alpha) {
-    if (!wk__ag_on1(t)) return elu_impl(t, alpha);
-    return wk__ag_elu(elu_impl(t, alpha), t, alpha);
-}
-
-static wk_tensor *elu_impl(const wk_tensor *t, double alpha) {
+wk_tensor *wk__prim_elu(const wk_tensor *t, double alpha) {
     const char *op = "wk_elu";
     if (!float_only(op, t)) return NULL;
     wk_tensor *r = alloc_like(op, t, t->dtype);
@@ -124,13 +98,7 @@ static wk_tensor *elu_impl(const wk_tensor *t, double alpha) {
     return finish(r, wk__be(t)->elu(wk__dev(t), t->storage->buf, &t->layout, r->storage->buf, t->dtype, alpha));
 }
 
-static wk_tensor *clamp_impl(const wk_tensor *t, double lo, double hi);
-wk_tensor *wk_clamp(const wk_tensor *t, double lo, double hi) {
-    if (!wk__ag_on1(t)) return clamp_impl(t, lo, hi);
-    return wk__ag_clamp(clamp_impl(t, lo, hi), t, lo, hi);
-}
-
-static wk_tensor *clamp_impl(const wk_tensor *t, double lo, double hi) {
+wk_tensor *wk__prim_clamp(const wk_tensor *t, double lo, double hi) {
     const char *op = "wk_clamp";
     if (!wk__check_in(op, t)) return NULL;
     if (isnan(lo) || isnan(hi) || lo > hi) { wk__err(WK_ERR_ARG, op, "bounds [%g, %g] are not an interval", lo, hi); return NULL; }
@@ -153,13 +121,7 @@ static wk_tensor *prepare2(const char *op, const wk_tensor *a, const wk_tensor *
     return wk__tensor_alloc(op, wk__dev(a), odt, shape, rank);
 }
 
-static wk_tensor *binary_impl(const wk_tensor *a, const wk_tensor *b, wk_binary_op op);
-wk_tensor *wk_binary(const wk_tensor *a, const wk_tensor *b, wk_binary_op op) {
-    if (!wk__ag_on2(a, b)) return binary_impl(a, b, op);
-    return wk__ag_binary(binary_impl(a, b, op), a, b, op);
-}
-
-static wk_tensor *binary_impl(const wk_tensor *a, const wk_tensor *b, wk_binary_op op) {
+wk_tensor *wk__prim_binary(const wk_tensor *a, const wk_tensor *b, wk_binary_op op) {
     if ((unsigned)op >= WK_BINARY_COUNT) { wk__err(WK_ERR_ARG, "wk_binary", "invalid binary op %d", (int)op); return NULL; }
     const char *name = k_binary_names[op];
     wk_layout la, lb;
@@ -169,25 +131,10 @@ static wk_tensor *binary_impl(const wk_tensor *a, const wk_tensor *b, wk_binary_
                                        a->dtype));
 }
 
-/* wk_add(a, b), ...: one per list line, as declared by wick.h */
-#define BINARY_FN(e, n, ...) \
-    wk_tensor *wk_##n(const wk_tensor *a, const wk_tensor *b) { return wk_binary(a, b, e); }
-WK_BINARY_OPS(BINARY_FN)
-
-/* A rank-0 tensor holding s in t's dtype on t's device. */
-static wk_tensor *scalar_like(const char *op, const wk_tensor *t, double s) {
+wk_tensor *wk__scalar_like(const char *op, const wk_tensor *t, double s) {
     wk_tensor *r = wk__tensor_alloc(op, wk__dev(t), t->dtype, NULL, 0);
     if (!r) return NULL;
     return finish(r, wk__be(t)->fill(wk__dev(t), r->storage->buf, &r->layout, t->dtype, s));
-}
-
-wk_tensor *wk_binary_scalar(const wk_tensor *a, double s, wk_binary_op op) {
-    if (!wk__check_in("wk_binary_scalar", a)) return NULL;
-    wk_tensor *b = scalar_like("wk_binary_scalar", a, s);
-    if (!b) return NULL;
-    wk_tensor *r = wk_binary(a, b, op);
-    wk_tensor_free(b);
-    return r;
 }
 
 wk_tensor *wk_cmp(const wk_tensor *a, const wk_tensor *b, wk_cmp_op op) {
@@ -201,20 +148,14 @@ wk_tensor *wk_cmp(const wk_tensor *a, const wk_tensor *b, wk_cmp_op op) {
 
 wk_tensor *wk_cmp_scalar(const wk_tensor *a, double s, wk_cmp_op op) {
     if (!wk__check_in("wk_cmp_scalar", a)) return NULL;
-    wk_tensor *b = scalar_like("wk_cmp_scalar", a, s);
+    wk_tensor *b = wk__scalar_like("wk_cmp_scalar", a, s);
     if (!b) return NULL;
     wk_tensor *r = wk_cmp(a, b, op);
     wk_tensor_free(b);
     return r;
 }
 
-static wk_tensor *where_impl(const wk_tensor *cond, const wk_tensor *a, const wk_tensor *b);
-wk_tensor *wk_where(const wk_tensor *cond, const wk_tensor *a, const wk_tensor *b) {
-    if (!wk__ag_on2(a, b)) return where_impl(cond, a, b);
-    return wk__ag_where(where_impl(cond, a, b), cond, a, b);
-}
-
-static wk_tensor *where_impl(const wk_tensor *cond, const wk_tensor *a, const wk_tensor *b) {
+wk_tensor *wk__prim_where(const wk_tensor *cond, const wk_tensor *a, const wk_tensor *b) {
     const char *op = "wk_where";
     if (!wk__check_in(op, cond) || !wk__check_same(op, a, b)) return NULL;
     if (wk__dev(cond) != wk__dev(a)) {

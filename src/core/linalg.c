@@ -4,12 +4,18 @@
  *    layout change, never a copy, whatever their stride), so the product
  *    reaches the backend's matrix-vector path with m or n equal to 1.
  *  - norm: torch.linalg.vector_norm from abs / sqr / powf / sum / max / min;
- *    narrow floats are widened to f32 first so x^2 cannot overflow f16. */
+ *    narrow floats are widened to f32 first so x^2 cannot overflow f16.
+ * The untracked ops (core/prim_linalg.h), made of prims; the public ones
+ * record one node each in src/autograd/tracked_linalg.c. */
 #include <inttypes.h>
 #include <math.h>
 
 #include "core/tensor.h"
-#include "autograd/record.h"
+#include "core/prim_elementwise.h"
+#include "core/prim_linalg.h"
+#include "core/prim_matmul.h"
+#include "core/prim_readback.h"
+#include "core/prim_reduce.h"
 
 /* A 2-D view (rows, cols) of the 1-D tensor v walking its one stride along
  * the dim of size k (the other dim has size 1, so its stride is irrelevant). */
@@ -56,39 +62,19 @@ static bool check_product(const char *op, const wk_tensor *a, const wk_tensor *b
     return true;
 }
 
-/* dot, mv and norm have their own backward rules (src/autograd/rules_linalg.c):
- * each body runs with recording suspended and the result gets one node. */
-static wk_tensor *dot_impl(const wk_tensor *a, const wk_tensor *b);
-wk_tensor *wk_dot(const wk_tensor *a, const wk_tensor *b) {
-    if (!wk__ag_on2(a, b)) return dot_impl(a, b);
-    wk__ag_suspend();
-    wk_tensor *r = dot_impl(a, b);
-    wk__ag_resume();
-    return wk__ag_dot(r, a, b);
-}
-
-static wk_tensor *dot_impl(const wk_tensor *a, const wk_tensor *b) {
+wk_tensor *wk__prim_dot(const wk_tensor *a, const wk_tensor *b) {
     if (!check_product("wk_dot", a, b, 1)) return NULL;
     wk_tensor *ra = vec_as_matrix(a, true), *cb = vec_as_matrix(b, false);
-    wk_tensor *r = ra && cb ? wk_matmul(ra, cb) : NULL;
+    wk_tensor *r = ra && cb ? wk__prim_matmul(ra, cb) : NULL;
     wk_tensor_free(ra);
     wk_tensor_free(cb);
     return reshaped_result(r, NULL, 0);
 }
 
-static wk_tensor *mv_impl(const wk_tensor *m, const wk_tensor *v);
-wk_tensor *wk_mv(const wk_tensor *m, const wk_tensor *v) {
-    if (!wk__ag_on2(m, v)) return mv_impl(m, v);
-    wk__ag_suspend();
-    wk_tensor *r = mv_impl(m, v);
-    wk__ag_resume();
-    return wk__ag_mv(r, m, v);
-}
-
-static wk_tensor *mv_impl(const wk_tensor *m, const wk_tensor *v) {
+wk_tensor *wk__prim_mv(const wk_tensor *m, const wk_tensor *v) {
     if (!check_product("wk_mv", m, v, 2)) return NULL;
     wk_tensor *cv = vec_as_matrix(v, false);
-    wk_tensor *r = cv ? wk_matmul(m, cv) : NULL;
+    wk_tensor *r = cv ? wk__prim_matmul(m, cv) : NULL;
     wk_tensor_free(cv);
     int64_t n = m->layout.shape[0];
     return reshaped_result(r, &n, 1);
@@ -96,29 +82,14 @@ static wk_tensor *mv_impl(const wk_tensor *m, const wk_tensor *v) {
 
 /* ---- vector norms ---- */
 
-/* Takes ownership of x (may be NULL) and returns f(x); f's own result or NULL. */
-static wk_tensor *then(wk_tensor *x, wk_tensor *(*f)(const wk_tensor *)) {
-    wk_tensor *r = x ? f(x) : NULL;
+/* Takes ownership of x (may be NULL) and returns op(x); op's own result or NULL. */
+static wk_tensor *then(wk_tensor *x, wk_unary_op op) {
+    wk_tensor *r = x ? wk__prim_unary(x, op) : NULL;
     wk_tensor_free(x);
     return r;
 }
 
-static wk_tensor *norm_impl(const wk_tensor *t, double p, const int *dims, int ndims, bool keepdim);
-wk_tensor *wk_norm(const wk_tensor *t, double p, const int *dims, int ndims, bool keepdim) {
-    if (!wk__ag_on1(t)) return norm_impl(t, p, dims, ndims, keepdim);
-    wk__ag_suspend();
-    wk_tensor *r = norm_impl(t, p, dims, ndims, keepdim);
-    wk__ag_resume();
-    if (!r) return NULL;
-    /* the dims were validated by the body: no dims means all of them */
-    int rank = t->layout.rank;
-    bool mask[WK_MAX_RANK] = {false};
-    for (int i = 0; i < rank; i++) mask[i] = ndims == 0;
-    for (int i = 0; i < ndims; i++) mask[dims[i] < 0 ? dims[i] + rank : dims[i]] = true;
-    return wk__ag_norm(r, t, p, mask, keepdim);
-}
-
-static wk_tensor *norm_impl(const wk_tensor *t, double p, const int *dims, int ndims, bool keepdim) {
+wk_tensor *wk__prim_norm(const wk_tensor *t, double p, const int *dims, int ndims, bool keepdim) {
     const char *op = "wk_norm";
     if (!wk__check_in(op, t)) return NULL;
     if (!wk_dtype_is_float(t->dtype)) {
@@ -155,8 +126,8 @@ static wk_tensor *norm_impl(const wk_tensor *t, double p, const int *dims, int n
     }
     if (isinf(p)) {
         /* max / min |x| are exact in any dtype: no widening */
-        wk_tensor *a = wk_abs(t);
-        wk_tensor *r = a ? (p > 0 ? wk_max : wk_min)(a, all, ndims, keepdim) : NULL;
+        wk_tensor *a = wk__prim_unary(t, WK_ABS);
+        wk_tensor *r = a ? wk__prim_reduce(a, p > 0 ? WK_REDUCE_MAX : WK_REDUCE_MIN, all, ndims, keepdim) : NULL;
         wk_tensor_free(a);
         return r;
     }
@@ -165,30 +136,30 @@ static wk_tensor *norm_impl(const wk_tensor *t, double p, const int *dims, int n
     if (p == 0) {
         /* count of nonzero elements (NaN counts), summed in the accumulator type */
         wk_tensor *nz = wk_cmp_scalar(t, 0.0, WK_NE);
-        x = nz ? wk_to_dtype(nz, acc) : NULL;
+        x = nz ? wk__prim_to_dtype(nz, acc) : NULL;
         wk_tensor_free(nz);
     } else {
-        x = wk_to_dtype(t, acc);
-        if (p == 2) x = then(x, wk_sqr);
+        x = wk__prim_to_dtype(t, acc);
+        if (p == 2) x = then(x, WK_SQR);
         else {
-            x = then(x, wk_abs);
+            x = then(x, WK_ABS);
             if (p != 1) {
-                wk_tensor *y = x ? wk_powf(x, p) : NULL;
+                wk_tensor *y = x ? wk__prim_powf(x, p) : NULL;
                 wk_tensor_free(x);
                 x = y;
             }
         }
     }
-    wk_tensor *s = x ? wk_sum(x, all, ndims, keepdim) : NULL;
+    wk_tensor *s = x ? wk__prim_reduce(x, WK_REDUCE_SUM, all, ndims, keepdim) : NULL;
     wk_tensor_free(x);
-    if (p == 2) s = then(s, wk_sqrt);
+    if (p == 2) s = then(s, WK_SQRT);
     else if (p != 0 && p != 1) {
-        wk_tensor *y = s ? wk_powf(s, 1.0 / p) : NULL;
+        wk_tensor *y = s ? wk__prim_powf(s, 1.0 / p) : NULL;
         wk_tensor_free(s);
         s = y;
     }
     if (!s || s->dtype == t->dtype) return s;
-    wk_tensor *r = wk_to_dtype(s, t->dtype);
+    wk_tensor *r = wk__prim_to_dtype(s, t->dtype);
     wk_tensor_free(s);
     return r;
 }

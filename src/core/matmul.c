@@ -1,8 +1,10 @@
 /* matmul: the shape checks of candle's Tensor::matmul, then one backend call
- * that must be right for ANY strides, batch strides included (seed 002). */
+ * that must be right for ANY strides, batch strides included (seed 002).
+ * Untracked (core/prim_matmul.h); the public ops record in
+ * src/autograd/tracked_matmul.c. */
 #include "core/checked.h"
 #include "core/tensor.h"
-#include "autograd/record.h"
+#include "core/prim_matmul.h"
 
 static wk_tensor *matmul_checked(const char *op, const wk_tensor *a, const wk_layout *la, const wk_tensor *b,
                                  const wk_layout *lb) {
@@ -46,7 +48,7 @@ static bool mm_shapes(const char *op, const wk_tensor *a, const wk_tensor *b) {
     return true;
 }
 
-wk_tensor *wk_matmul(const wk_tensor *a, const wk_tensor *b) {
+wk_tensor *wk__prim_matmul(const wk_tensor *a, const wk_tensor *b) {
     const char *op = "wk_matmul";
     if (!mm_shapes(op, a, b)) return NULL;
     bool ok = a->layout.rank == b->layout.rank;
@@ -58,11 +60,10 @@ wk_tensor *wk_matmul(const wk_tensor *a, const wk_tensor *b) {
                 wk__shape_str(b->layout.shape, b->layout.rank, y, sizeof y));
         return NULL;
     }
-    wk_tensor *r = matmul_checked(op, a, &a->layout, b, &b->layout);
-    return wk__ag_on2(a, b) ? wk__ag_matmul(r, a, b, op) : r;
+    return matmul_checked(op, a, &a->layout, b, &b->layout);
 }
 
-wk_tensor *wk_broadcast_matmul(const wk_tensor *a, const wk_tensor *b) {
+wk_tensor *wk__prim_broadcast_matmul(const wk_tensor *a, const wk_tensor *b) {
     const char *op = "wk_broadcast_matmul";
     if (!mm_shapes(op, a, b)) return NULL;
     int ra = a->layout.rank, rb = b->layout.rank;
@@ -88,6 +89,5 @@ wk_tensor *wk_broadcast_matmul(const wk_tensor *a, const wk_tensor *b) {
     if (wk__layout_broadcast(op, &a->layout, sa, rbatch + 2, &la) != WK_OK ||
         wk__layout_broadcast(op, &b->layout, sb, rbatch + 2, &lb) != WK_OK)
         return NULL;
-    wk_tensor *r = matmul_checked(op, a, &la, b, &lb);
-    return wk__ag_on2(a, b) ? wk__ag_matmul(r, a, b, op) : r;
+    return matmul_checked(op, a, &la, b, &lb);
 }

@@ -1,12 +1,13 @@
 /* wk_qmatmul (include/wick/nn.h): y = x . w^T with w a block-quantized or
  * f16/bf16 (N, K) weight and x (..., K) f32/f16/bf16. Checks only; the
- * backend's qmatmul entry computes (CPU: cpu/qmatmul.c). */
-#include "core/tensor.h"
+ * backend's qmatmul entry computes (CPU: cpu/qmatmul.c). Untracked
+ * (core/prim_qmatmul.h); the public op records in src/autograd/tracked_qmatmul.c. */
+#include "core/prim_qmatmul.h"
 #include <string.h>
 
 static bool float_x(wk_dtype dt) { return dt == WK_F32 || dt == WK_F16 || dt == WK_BF16; }
 
-wk_tensor *wk_qmatmul(const wk_tensor *x, const wk_tensor *w) {
+wk_tensor *wk__prim_qmatmul(const wk_tensor *x, const wk_tensor *w) {
     const char *op = "wk_qmatmul";
     if (!wk__check_in_blocks(op, x) || !wk__check_in_blocks(op, w)) return NULL;
     if (wk__dev(x) != wk__dev(w)) {

@@ -1,7 +1,10 @@
 /* wk_quantize / wk_dequantize and the block half of wk_to_dtype. The work
  * is the backends' `quantize` / `dequantize` entries; a device without one
  * sends the bytes through the host (the CPU backend's entry) and back, so
- * every device converts every block dtype. */
+ * every device converts every block dtype. The untracked ops
+ * (core/prim_quantize.h); the public ones are src/autograd/tracked_quantize.c. */
+#include "core/prim_quantize.h"
+#include "core/prim_readback.h"
 #include "core/quantize.h"
 #include "quant/quant.h"
 
@@ -23,9 +26,9 @@ static wk_tensor *via_host(const char *op, const wk_tensor *t, wk_dtype dt, cons
                            wk_tensor *(*fn)(const wk_tensor *, wk_dtype)) {
     wk_device *cpu = host_for(op, what);
     if (!cpu) return NULL;
-    wk_tensor *h = wk_to_device(t, cpu);
+    wk_tensor *h = wk__prim_to_device(t, cpu);
     wk_tensor *hr = h ? fn(h, dt) : NULL;
-    wk_tensor *r = hr ? wk_to_device(hr, wk__dev(t)) : NULL;
+    wk_tensor *r = hr ? wk__prim_to_device(hr, wk__dev(t)) : NULL;
     wk_tensor_free(hr);
     wk_tensor_free(h);
     return r;
@@ -35,7 +38,7 @@ static const char *sh(const wk_tensor *t, char *b, size_t n) {
     return wk__shape_str(t->layout.shape, t->layout.rank, b, n);
 }
 
-wk_tensor *wk_quantize(const wk_tensor *t, wk_dtype qdt) {
+wk_tensor *wk__prim_quantize(const wk_tensor *t, wk_dtype qdt) {
     const char *op = "wk_quantize";
     if (!wk__check_in_blocks(op, t)) return NULL;
     const wk__quant_traits *tr = wk__quant_traits_of(qdt);
@@ -49,8 +52,8 @@ wk_tensor *wk_quantize(const wk_tensor *t, wk_dtype qdt) {
         return NULL;
     }
     if (wk_dtype_is_quantized(t->dtype)) { /* requantize through f32 */
-        wk_tensor *f = wk_dequantize(t, WK_F32);
-        wk_tensor *r = f ? wk_quantize(f, qdt) : NULL;
+        wk_tensor *f = wk__prim_dequantize(t, WK_F32);
+        wk_tensor *r = f ? wk__prim_quantize(f, qdt) : NULL;
         wk_tensor_free(f);
         return r;
     }
@@ -67,7 +70,7 @@ wk_tensor *wk_quantize(const wk_tensor *t, wk_dtype qdt) {
         return NULL;
     }
     const wk_backend *be = wk__be(t);
-    if (!be->quantize) return via_host(op, t, qdt, "quantize", wk_quantize);
+    if (!be->quantize) return via_host(op, t, qdt, "quantize", wk__prim_quantize);
     wk_tensor *out = wk__tensor_alloc(op, wk__dev(t), qdt, t->layout.shape, r);
     if (!out || wk_numel(out) == 0) return out;
     if (be->quantize(wk__dev(t), t->storage->buf, &t->layout, t->dtype, out->storage->buf, qdt) != WK_OK) {
@@ -77,7 +80,7 @@ wk_tensor *wk_quantize(const wk_tensor *t, wk_dtype qdt) {
     return out;
 }
 
-wk_tensor *wk_dequantize(const wk_tensor *w, wk_dtype dt) {
+wk_tensor *wk__prim_dequantize(const wk_tensor *w, wk_dtype dt) {
     const char *op = "wk_dequantize";
     if (!wk__check_in_blocks(op, w)) return NULL;
     if (!wk_dtype_is_quantized(w->dtype)) {
@@ -91,13 +94,13 @@ wk_tensor *wk_dequantize(const wk_tensor *w, wk_dtype dt) {
         return NULL;
     }
     if (!is_dequant_target(dt)) { /* other element dtypes: through f32 */
-        wk_tensor *f = wk_dequantize(w, WK_F32);
-        wk_tensor *r = f ? wk_to_dtype(f, dt) : NULL;
+        wk_tensor *f = wk__prim_dequantize(w, WK_F32);
+        wk_tensor *r = f ? wk__prim_to_dtype(f, dt) : NULL;
         wk_tensor_free(f);
         return r;
     }
     const wk_backend *be = wk__be(w);
-    if (!be->dequantize) return via_host(op, w, dt, "dequantize", wk_dequantize);
+    if (!be->dequantize) return via_host(op, w, dt, "dequantize", wk__prim_dequantize);
     wk_tensor *out = wk__tensor_alloc(op, wk__dev(w), dt, w->layout.shape, w->layout.rank);
     if (!out || wk_numel(out) == 0) return out;
     if (be->dequantize(wk__dev(w), w->storage->buf, &w->layout, w->dtype, out->storage->buf, dt) != WK_OK) {
@@ -109,10 +112,10 @@ wk_tensor *wk_dequantize(const wk_tensor *w, wk_dtype dt) {
 
 wk_tensor *wk__to_dtype_blocks(const char *op, const wk_tensor *t, wk_dtype dt) {
     (void)op;
-    if (!wk_dtype_is_quantized(dt)) return wk_dequantize(t, dt);
-    if (wk_dtype_is_quantized(t->dtype) || is_quant_source(t->dtype)) return wk_quantize(t, dt);
-    wk_tensor *f = wk_to_dtype(t, WK_F32); /* integers, f8: values through f32 */
-    wk_tensor *r = f ? wk_quantize(f, dt) : NULL;
+    if (!wk_dtype_is_quantized(dt)) return wk__prim_dequantize(t, dt);
+    if (wk_dtype_is_quantized(t->dtype) || is_quant_source(t->dtype)) return wk__prim_quantize(t, dt);
+    wk_tensor *f = wk__prim_to_dtype(t, WK_F32); /* integers, f8: values through f32 */
+    wk_tensor *r = f ? wk__prim_quantize(f, dt) : NULL;
     wk_tensor_free(f);
     return r;
 }

@@ -1,9 +1,13 @@
 /* Readback, copies, casts, device moves and in-place writes. Readback copies
- * exactly the elements of the view (a one-element read moves one element). */
+ * exactly the elements of the view (a one-element read moves one element).
+ * The copies, casts, moves and the two in-place copies are the untracked
+ * ops here (wk__prim_*, core/prim_readback.h); their public tracked forms
+ * are src/autograd/tracked_readback.c. */
 #include "core/block_bytes.h"
 #include "core/quantize.h"
 #include "core/tensor.h"
-#include "autograd/record.h"
+#include "core/prim_quantize.h"
+#include "core/prim_readback.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +29,7 @@ wk_status wk_to_host(const wk_tensor *t, void *buf, size_t nbytes) {
 static wk_status to_host_as(const char *op, const wk_tensor *t, void *buf, size_t count, wk_dtype dt) {
     if (!wk__check_in_blocks(op, t)) return wk_last_status();
     if (wk_dtype_is_quantized(t->dtype)) { /* the values: dequantized */
-        wk_tensor *f = wk_dequantize(t, WK_F32);
+        wk_tensor *f = wk__prim_dequantize(t, WK_F32);
         wk_status fs = f ? to_host_as(op, f, buf, count, dt) : wk_last_status();
         wk_tensor_free(f);
         return fs;
@@ -36,7 +40,7 @@ static wk_status to_host_as(const char *op, const wk_tensor *t, void *buf, size_
     if (!buf) return wk__err(WK_ERR_ARG, op, "NULL buffer");
     /* a CPU-kind device's buffers are host memory: its own cast writes buf */
     if (is_cpu(t)) return wk__be(t)->cast(wk__dev(t), t->storage->buf, &t->layout, t->dtype, buf, dt);
-    wk_tensor *c = wk_to_dtype(t, dt);
+    wk_tensor *c = wk__prim_to_dtype(t, dt);
     if (!c) return wk_last_status();
     wk_status st = wk_to_host(c, buf, (size_t)n * wk_dtype_size(dt));
     wk_tensor_free(c);
@@ -89,13 +93,7 @@ wk_status wk_get(const wk_tensor *t, const int64_t *index, double *out) {
     return read_one(op, t, off, out);
 }
 
-static wk_tensor *copy_impl(const wk_tensor *t);
-wk_tensor *wk_copy(const wk_tensor *t) {
-    if (!wk__ag_on1(t)) return copy_impl(t);
-    return wk__ag_identity(copy_impl(t), t, "wk_copy");
-}
-
-static wk_tensor *copy_impl(const wk_tensor *t) {
+wk_tensor *wk__prim_copy(const wk_tensor *t) {
     const char *op = "wk_copy";
     if (!wk__check_in_blocks(op, t)) return NULL;
     wk_tensor *r = wk__tensor_alloc(op, wk__dev(t), t->dtype, t->layout.shape, t->layout.rank);
@@ -111,23 +109,13 @@ static wk_tensor *copy_impl(const wk_tensor *t) {
     return r;
 }
 
-wk_tensor *wk_contiguous(const wk_tensor *t) {
+wk_tensor *wk__prim_contiguous(const wk_tensor *t) {
     if (!wk__check_in_blocks("wk_contiguous", t)) return NULL;
-    if (!wk__layout_is_contiguous(&t->layout)) return wk_copy(t);
-    wk_tensor *r = wk__tensor_view(t, &t->layout);
-    return wk__ag_on1(t) ? wk__ag_identity(r, t, "wk_contiguous") : r;
+    if (!wk__layout_is_contiguous(&t->layout)) return wk__prim_copy(t);
+    return wk__tensor_view(t, &t->layout);
 }
 
-static wk_tensor *to_dtype_impl(const wk_tensor *t, wk_dtype dt);
-wk_tensor *wk_to_dtype(const wk_tensor *t, wk_dtype dt) {
-    if (!wk__ag_on1(t)) return to_dtype_impl(t, dt);
-    wk__ag_suspend();
-    wk_tensor *r = to_dtype_impl(t, dt);
-    wk__ag_resume();
-    return wk__ag_to_dtype(r, t);
-}
-
-static wk_tensor *to_dtype_impl(const wk_tensor *t, wk_dtype dt) {
+wk_tensor *wk__prim_to_dtype(const wk_tensor *t, wk_dtype dt) {
     const char *op = "wk_to_dtype";
     if (!wk__check_in_blocks(op, t)) return NULL;
     if (!wk_dtype_info_of(dt)) { wk__err(WK_ERR_DTYPE, op, "invalid dtype %d", (int)dt); return NULL; }
@@ -150,16 +138,7 @@ static wk_tensor *to_dtype_impl(const wk_tensor *t, wk_dtype dt) {
  *    entry (CUDA to CUDA): a device-to-device (peer) copy, no host round trip;
  *  - anything else through a host staging buffer.
  * Every step is a contract entry of the backends involved. */
-static wk_tensor *to_device_impl(const wk_tensor *t, wk_device *dev);
-wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev) {
-    if (!wk__ag_on1(t)) return to_device_impl(t, dev);
-    wk__ag_suspend();
-    wk_tensor *r = to_device_impl(t, dev);
-    wk__ag_resume();
-    return wk__ag_to_device(r, t);
-}
-
-static wk_tensor *to_device_impl(const wk_tensor *t, wk_device *dev) {
+wk_tensor *wk__prim_to_device(const wk_tensor *t, wk_device *dev) {
     const char *op = "wk_to_device";
     if (!wk__check_in_blocks(op, t)) return NULL; /* block dtypes move their bytes */
     if (!dev) { wk__err(WK_ERR_ARG, op, "NULL device"); return NULL; }
@@ -217,7 +196,7 @@ static wk_status copy_into(const char *op, wk_tensor *dst, const wk_layout *ld, 
     if (ws != WK_OK) return ws;
     if (wk__layout_numel(ld) == 0) return WK_OK;
     if (src->storage == dst->storage) {
-        wk_tensor *tmp = wk_copy(src);
+        wk_tensor *tmp = wk__prim_copy(src);
         if (!tmp) return wk_last_status();
         wk_status st = wk__be(dst)->copy_strided(wk__dev(dst), tmp->storage->buf, &tmp->layout, dst->storage->buf, ld,
                                                   dst->dtype);
@@ -227,23 +206,7 @@ static wk_status copy_into(const char *op, wk_tensor *dst, const wk_layout *ld, 
     return wk__be(dst)->copy_strided(wk__dev(dst), src->storage->buf, &src->layout, dst->storage->buf, ld, dst->dtype);
 }
 
-/* Autograd's in-place writes (wk_copy_, wk_slice_set): when src or a
- * non-leaf dst is tracked, the node is made first (an allocation failure
- * writes nothing), the write runs unrecorded, and dst is rebased onto the
- * node (rules_join.c). Untracked writes (the KV cache's) take the plain
- * path after one pointer test. */
-static wk_status copy__impl(wk_tensor *dst, const wk_tensor *src);
-wk_status wk_copy_(wk_tensor *dst, const wk_tensor *src) {
-    if (!wk__ag_inplace_on(dst, src)) return copy__impl(dst, src);
-    wk__node *n = wk__ag_copy_node(dst, src);
-    if (!n) return wk_last_status();
-    wk__ag_suspend();
-    wk_status st = copy__impl(dst, src);
-    wk__ag_resume();
-    return wk__ag_rebase(dst, n, st);
-}
-
-static wk_status copy__impl(wk_tensor *dst, const wk_tensor *src) {
+wk_status wk__prim_copy_(wk_tensor *dst, const wk_tensor *src) {
     const char *op = "wk_copy_";
     if (!wk__check_same(op, dst, src)) return wk_last_status();
     if (dst->layout.rank != src->layout.rank ||
@@ -256,18 +219,7 @@ static wk_status copy__impl(wk_tensor *dst, const wk_tensor *src) {
     return copy_into(op, dst, &dst->layout, src);
 }
 
-static wk_status slice_set_impl(wk_tensor *dst, const wk_tensor *src, int dim, int64_t offset);
-wk_status wk_slice_set(wk_tensor *dst, const wk_tensor *src, int dim, int64_t offset) {
-    if (!wk__ag_inplace_on(dst, src)) return slice_set_impl(dst, src, dim, offset);
-    wk__node *n = wk__ag_slice_set_node(dst, src, dim, offset);
-    if (!n) return wk_last_status();
-    wk__ag_suspend();
-    wk_status st = slice_set_impl(dst, src, dim, offset);
-    wk__ag_resume();
-    return wk__ag_rebase(dst, n, st);
-}
-
-static wk_status slice_set_impl(wk_tensor *dst, const wk_tensor *src, int dim, int64_t offset) {
+wk_status wk__prim_slice_set(wk_tensor *dst, const wk_tensor *src, int dim, int64_t offset) {
     const char *op = "wk_slice_set";
     if (!wk__check_same(op, dst, src)) return wk_last_status();
     int d;

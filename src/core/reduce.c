@@ -1,13 +1,17 @@
-/* Reductions over one or several dims. */
+/* Reductions over one or several dims: the untracked op (wk__prim_reduce,
+ * core/prim_reduce.h). The public wk_reduce records in
+ * src/autograd/tracked_reduce.c; the one-op wrappers are composite_reduce.c. */
 #include "core/tensor.h"
 #include "ops.h"
-#include "autograd/record.h"
+#include "core/prim_reduce.h"
 
 #define NAME_ENTRY(e, n, ...) [e] = #n,
 static const char *const k_reduce_names[] = {WK_REDUCE_OPS(NAME_ENTRY)};
 _Static_assert(sizeof k_reduce_names / sizeof k_reduce_names[0] == WK_REDUCE_COUNT, "one name per reduce op");
 
-wk_tensor *wk_reduce(const wk_tensor *t, wk_reduce_op op, const int *dims, int ndims, bool keepdim) {
+const char *wk__reduce_name(wk_reduce_op op) { return (unsigned)op < WK_REDUCE_COUNT ? k_reduce_names[op] : "wk_reduce"; }
+
+wk_tensor *wk__prim_reduce(const wk_tensor *t, wk_reduce_op op, const int *dims, int ndims, bool keepdim) {
     if ((unsigned)op >= WK_REDUCE_COUNT) { wk__err(WK_ERR_ARG, "wk_reduce", "invalid reduce op %d", (int)op); return NULL; }
     const char *name = k_reduce_names[op];
     if (!wk__check_in(name, t)) return NULL;
@@ -45,27 +49,10 @@ wk_tensor *wk_reduce(const wk_tensor *t, wk_reduce_op op, const int *dims, int n
     wk_dtype odt = arg ? WK_U32 : (op == WK_REDUCE_ANY || op == WK_REDUCE_ALL) ? WK_U8 : t->dtype;
     wk_tensor *r = keepdim ? wk__tensor_alloc(name, wk__dev(t), odt, kshape, rank)
                            : wk__tensor_alloc(name, wk__dev(t), odt, oshape, orank);
-    if (!r || wk_numel(r) == 0) return r && wk__ag_on1(t) ? wk__ag_reduce(r, t, op, mask, keepdim) : r;
+    if (!r || wk_numel(r) == 0) return r;
     if (wk__be(t)->reduce(wk__dev(t), op, t->storage->buf, &t->layout, t->dtype, mask, r->storage->buf) != WK_OK) {
         wk_tensor_free(r);
         return NULL;
     }
-    return wk__ag_on1(t) ? wk__ag_reduce(r, t, op, mask, keepdim) : r;
+    return r;
 }
-
-static wk_tensor *reduce_all(const wk_tensor *t, wk_reduce_op op) {
-    if (!wk__check_in(k_reduce_names[op], t)) return NULL;
-    int dims[WK_MAX_RANK];
-    for (int i = 0; i < t->layout.rank; i++) dims[i] = i;
-    return wk_reduce(t, op, dims, t->layout.rank, false);
-}
-
-/* The one-op functions wick.h declares, by the list's form column. */
-#define REDUCE_FN(e, n, form) REDUCE_FN_##form(e, n)
-#define REDUCE_FN_DIMS(e, n)                                                                                    \
-    wk_tensor *wk_##n(const wk_tensor *t, const int *d, int nd, bool k) { return wk_reduce(t, e, d, nd, k); } \
-    wk_tensor *wk_##n##_all(const wk_tensor *t) { return reduce_all(t, e); }
-#define REDUCE_FN_ARG(e, n) \
-    wk_tensor *wk_##n(const wk_tensor *t, int d, bool k) { return wk_reduce(t, e, &d, 1, k); }
-#define REDUCE_FN_ONLY(e, n)
-WK_REDUCE_OPS(REDUCE_FN)

@@ -1,8 +1,14 @@
 /* Scans and order: cumsum/cumprod, sort/argsort, top-k (backend entries),
  * and the composite reductions var/std and log_sum_exp (built from existing
- * entries, so every backend has them), plus the prod/any/all wrappers. */
+ * entries, so every backend has them), plus the any/all wrappers. The
+ * untracked ops (wk__prim_*, core/prim_scan.h), made of prims; the public
+ * tracked ones are src/autograd/tracked_scan.c (wk_prod: composite_scan.c). */
 #include "core/tensor.h"
-#include "autograd/record.h"
+#include "core/prim_elementwise.h"
+#include "core/prim_readback.h"
+#include "core/prim_reduce.h"
+#include "core/prim_scan.h"
+#include "core/prim_views.h"
 #include <math.h>
 
 /* A rank-0 tensor is seen as one line of length 1 along dim 0 / -1. */
@@ -22,28 +28,22 @@ static bool line_layout(const char *op, const wk_tensor *t, int dim, wk_layout *
     return wk__norm_dim(op, dim, l->rank, d) == WK_OK;
 }
 
-/* The scans' body is one backend call (no public op): recording wraps it. */
-static wk_tensor *record_scan(wk_tensor *r, const wk_tensor *t, int d, bool prod) {
-    if (!r || !wk__ag_on1(t)) return r;
-    return prod ? wk__ag_cumprod(r, t, d) : wk__ag_cumsum(r, t, d);
-}
-
 static wk_tensor *scan(const char *op, const wk_tensor *t, int dim, bool prod) {
     if (!wk__check_in(op, t)) return NULL;
     wk_layout l;
     int d;
     if (!line_layout(op, t, dim, &l, &d)) return NULL;
     wk_tensor *r = wk__tensor_alloc(op, wk__dev(t), t->dtype, t->layout.shape, t->layout.rank);
-    if (!r || wk_numel(r) == 0) return record_scan(r, t, d, prod);
+    if (!r || wk_numel(r) == 0) return r;
     if (wk__be(t)->scan(wk__dev(t), t->storage->buf, &l, r->storage->buf, t->dtype, d, prod) != WK_OK) {
         wk_tensor_free(r);
         return NULL;
     }
-    return record_scan(r, t, d, prod);
+    return r;
 }
 
-wk_tensor *wk_cumsum(const wk_tensor *t, int dim) { return scan("wk_cumsum", t, dim, false); }
-wk_tensor *wk_cumprod(const wk_tensor *t, int dim) { return scan("wk_cumprod", t, dim, true); }
+wk_tensor *wk__prim_cumsum(const wk_tensor *t, int dim) { return scan("wk_cumsum", t, dim, false); }
+wk_tensor *wk__prim_cumprod(const wk_tensor *t, int dim) { return scan("wk_cumprod", t, dim, true); }
 
 /* Shared by sort and top-k: k < 0 means a full sort. */
 static wk_status order(const char *op, const wk_tensor *t, int dim, bool desc, int64_t k, wk_tensor **values,
@@ -64,11 +64,8 @@ static wk_status order(const char *op, const wk_tensor *t, int dim, bool desc, i
     for (int i = 0; i < rank; i++) shape[i] = t->layout.shape[i];
     if (k >= 0 && rank > 0) shape[d] = k;
     wk_tensor *v = NULL, *ix = NULL;
-    /* tracked values: their rule needs the indices even when the caller
-     * does not ask for them */
-    bool ag = values && wk__ag_on1(t);
     if (values && !(v = wk__tensor_alloc(op, wk__dev(t), t->dtype, shape, rank))) return wk_last_status();
-    if ((indices || ag) && !(ix = wk__tensor_alloc(op, wk__dev(t), WK_I64, shape, rank))) {
+    if (indices && !(ix = wk__tensor_alloc(op, wk__dev(t), WK_I64, shape, rank))) {
         wk_tensor_free(v);
         return wk_last_status();
     }
@@ -84,20 +81,12 @@ static wk_status order(const char *op, const wk_tensor *t, int dim, bool desc, i
             return st;
         }
     }
-    if (ag) {
-        v = wk__ag_order(v, t, ix, d, op);
-        if (!v) {
-            wk_tensor_free(ix);
-            return wk_last_status();
-        }
-    }
     if (values) *values = v;
     if (indices) *indices = ix;
-    else wk_tensor_free(ix);
     return WK_OK;
 }
 
-wk_status wk_sort(const wk_tensor *t, int dim, bool descending, wk_tensor **values, wk_tensor **indices) {
+wk_status wk__prim_sort(const wk_tensor *t, int dim, bool descending, wk_tensor **values, wk_tensor **indices) {
     return order("wk_sort", t, dim, descending, -1, values, indices);
 }
 
@@ -107,7 +96,7 @@ wk_tensor *wk_argsort(const wk_tensor *t, int dim, bool descending) {
     return ix;
 }
 
-wk_status wk_topk(const wk_tensor *t, int64_t k, int dim, bool largest, wk_tensor **values, wk_tensor **indices) {
+wk_status wk__prim_topk(const wk_tensor *t, int64_t k, int dim, bool largest, wk_tensor **values, wk_tensor **indices) {
     if (k < 0) {
         if (values) *values = NULL;
         if (indices) *indices = NULL;
@@ -149,7 +138,7 @@ static bool narrow(wk_dtype dt) { return dt == WK_F16 || dt == WK_BF16 || dt == 
 
 static wk_tensor *to_dt_owned(wk_tensor *r, wk_dtype dt) {
     if (!r || r->dtype == dt) return r;
-    wk_tensor *c = wk_to_dtype(r, dt);
+    wk_tensor *c = wk__prim_to_dtype(r, dt);
     wk_tensor_free(r);
     return c;
 }
@@ -163,20 +152,20 @@ static wk_tensor *var_impl(const char *op, const wk_tensor *t, const int *dims, 
      * deviations of nearly constant data */
     /* no retain of t: inside a scope a retain/free pair would take t from
      * its scope (see wk_tensor_retain) */
-    wk_tensor *xc = t->dtype != WK_F64 ? wk_to_dtype(t, WK_F64) : NULL;
+    wk_tensor *xc = t->dtype != WK_F64 ? wk__prim_to_dtype(t, WK_F64) : NULL;
     const wk_tensor *x = t->dtype != WK_F64 ? xc : t;
     if (!x) return NULL;
     /* two passes: the mean, then the squared deviations from it */
-    wk_tensor *mu = wk_mean(x, dims, ndims, true);
-    wk_tensor *dev = wk_sub(x, mu);
-    wk_tensor *sq = wk_mul(dev, dev);
-    wk_tensor *ss = wk_sum(sq, dims, ndims, keepdim);
+    wk_tensor *mu = wk__prim_reduce(x, WK_REDUCE_MEAN, dims, ndims, true);
+    wk_tensor *dev = wk__prim_binary(x, mu, WK_SUB);
+    wk_tensor *sq = wk__prim_binary(dev, dev, WK_MUL);
+    wk_tensor *ss = wk__prim_reduce(sq, WK_REDUCE_SUM, dims, ndims, keepdim);
     int64_t den = n - (unbiased ? 1 : 0);
     /* no degrees of freedom left: NaN, like torch */
-    wk_tensor *v = den > 0 ? wk_affine(ss, 1.0 / (double)den, 0) : wk_affine(ss, 0, NAN);
+    wk_tensor *v = den > 0 ? wk__prim_affine(ss, 1.0 / (double)den, 0) : wk__prim_affine(ss, 0, NAN);
     wk_tensor *r = v;
     if (take_sqrt) {
-        r = wk_sqrt(v);
+        r = wk__prim_unary(v, WK_SQRT);
         wk_tensor_free(v);
     }
     wk_tensor_free(xc);
@@ -187,52 +176,17 @@ static wk_tensor *var_impl(const char *op, const wk_tensor *t, const int *dims, 
     return to_dt_owned(r, t->dtype);
 }
 
-/* var / std have their own backward rule (src/autograd/rules_linalg.c): the
- * graph keeps x, not the f64 deviations the parts would save. */
-static wk_tensor *var_recorded(const char *op, const wk_tensor *t, const int *dims, int ndims, bool keepdim,
-                               bool unbiased, bool take_sqrt) {
-    if (!wk__ag_on1(t)) return var_impl(op, t, dims, ndims, keepdim, unbiased, take_sqrt);
-    wk__ag_suspend();
-    wk_tensor *r = var_impl(op, t, dims, ndims, keepdim, unbiased, take_sqrt);
-    wk__ag_resume();
-    if (!r) return NULL;
-    int rank = t->layout.rank;
-    bool mask[WK_MAX_RANK] = {false};
-    double n = 1;
-    for (int i = 0; i < ndims; i++) {
-        int d = dims[i] < 0 ? dims[i] + rank : dims[i]; /* validated by the body */
-        mask[d] = true;
-        n *= (double)t->layout.shape[d];
-    }
-    return wk__ag_var(r, t, mask, keepdim, n - (unbiased ? 1 : 0), take_sqrt);
+wk_tensor *wk__prim_var(const wk_tensor *t, const int *dims, int ndims, bool keepdim, bool unbiased) {
+    return var_impl("wk_var", t, dims, ndims, keepdim, unbiased, false);
 }
-
-wk_tensor *wk_var(const wk_tensor *t, const int *dims, int ndims, bool keepdim, bool unbiased) {
-    return var_recorded("wk_var", t, dims, ndims, keepdim, unbiased, false);
-}
-wk_tensor *wk_std(const wk_tensor *t, const int *dims, int ndims, bool keepdim, bool unbiased) {
-    return var_recorded("wk_std", t, dims, ndims, keepdim, unbiased, true);
+wk_tensor *wk__prim_std(const wk_tensor *t, const int *dims, int ndims, bool keepdim, bool unbiased) {
+    return var_impl("wk_std", t, dims, ndims, keepdim, unbiased, true);
 }
 
 /* log(sum(exp(x - m))) + m with m the max over the dims; m is replaced by 0
  * where it is not finite (all -inf gives log(0) = -inf, +inf gives +inf,
  * NaN stays NaN). An empty reduction gives -inf. */
-/* log_sum_exp has its own backward rule (src/autograd/rules_linalg.c: one
- * exp(x - lse), not the gradient of the max / where / shift chain). */
-static wk_tensor *lse_impl(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
-wk_tensor *wk_log_sum_exp(const wk_tensor *t, const int *dims, int ndims, bool keepdim) {
-    if (!wk__ag_on1(t)) return lse_impl(t, dims, ndims, keepdim);
-    wk__ag_suspend();
-    wk_tensor *r = lse_impl(t, dims, ndims, keepdim);
-    wk__ag_resume();
-    if (!r) return NULL;
-    int rank = t->layout.rank;
-    bool mask[WK_MAX_RANK] = {false};
-    for (int i = 0; i < ndims; i++) mask[dims[i] < 0 ? dims[i] + rank : dims[i]] = true;
-    return wk__ag_log_sum_exp(r, t, mask, keepdim);
-}
-
-static wk_tensor *lse_impl(const wk_tensor *t, const int *dims, int ndims, bool keepdim) {
+wk_tensor *wk__prim_log_sum_exp(const wk_tensor *t, const int *dims, int ndims, bool keepdim) {
     const char *op = "wk_log_sum_exp";
     if (!float_in(op, t)) return NULL;
     int64_t n;
@@ -245,25 +199,25 @@ static wk_tensor *lse_impl(const wk_tensor *t, const int *dims, int ndims, bool 
     for (int i = 0; i < rank; i++)
         if (keepdim || !mask[i]) oshape[orank++] = mask[i] ? 1 : t->layout.shape[i];
     if (n == 0) return wk_full(oshape, orank, -INFINITY, t->dtype, wk__dev(t));
-    wk_tensor *xc = narrow(t->dtype) ? wk_to_dtype(t, WK_F32) : NULL;
+    wk_tensor *xc = narrow(t->dtype) ? wk__prim_to_dtype(t, WK_F32) : NULL;
     const wk_tensor *x = narrow(t->dtype) ? xc : t;
     if (!x) return NULL;
-    wk_tensor *m = wk_max(x, dims, ndims, true);
-    wk_tensor *am = wk_abs(m);
+    wk_tensor *m = wk__prim_reduce(x, WK_REDUCE_MAX, dims, ndims, true);
+    wk_tensor *am = wk__prim_unary(m, WK_ABS);
     wk_tensor *inf = wk_cmp_scalar(am, INFINITY, WK_EQ);
     wk_tensor *zero = m ? wk_zeros(NULL, 0, m->dtype, wk__dev(m)) : NULL;
-    wk_tensor *ms = wk_where(inf, zero, m);
-    wk_tensor *d = wk_sub(x, ms);
-    wk_tensor *e = wk_exp(d);
-    wk_tensor *s = wk_sum(e, dims, ndims, true);
-    wk_tensor *ls = wk_log(s);
-    wk_tensor *r = wk_add(ls, ms);
-    wk_tensor *out = r ? wk_reshape(r, oshape, orank) : NULL;   /* a view of r */
+    wk_tensor *ms = wk__prim_where(inf, zero, m);
+    wk_tensor *d = wk__prim_binary(x, ms, WK_SUB);
+    wk_tensor *e = wk__prim_unary(d, WK_EXP);
+    wk_tensor *s = wk__prim_reduce(e, WK_REDUCE_SUM, dims, ndims, true);
+    wk_tensor *ls = wk__prim_unary(s, WK_LOG);
+    wk_tensor *r = wk__prim_binary(ls, ms, WK_ADD);
+    wk_tensor *out = r ? wk__prim_reshape(r, oshape, orank) : NULL;   /* a view of r */
     wk_tensor *all[] = {xc, m, am, inf, zero, ms, d, e, s, ls, r};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wk_tensor_free(all[i]);
     return to_dt_owned(out, t->dtype);
 }
 
-wk_tensor *wk_prod(const wk_tensor *t, const int *d, int n, bool k) { return wk_reduce(t, WK_REDUCE_PROD, d, n, k); }
-wk_tensor *wk_any(const wk_tensor *t, const int *d, int n, bool k) { return wk_reduce(t, WK_REDUCE_ANY, d, n, k); }
-wk_tensor *wk_all(const wk_tensor *t, const int *d, int n, bool k) { return wk_reduce(t, WK_REDUCE_ALL, d, n, k); }
+/* u8 results: never tracked, so the untracked reduction is the public op */
+wk_tensor *wk_any(const wk_tensor *t, const int *d, int n, bool k) { return wk__prim_reduce(t, WK_REDUCE_ANY, d, n, k); }
+wk_tensor *wk_all(const wk_tensor *t, const int *d, int n, bool k) { return wk__prim_reduce(t, WK_REDUCE_ALL, d, n, k); }

@@ -1,12 +1,14 @@
 /* Tensor objects: reference counting, metadata queries and scopes. */
 #include "core/tensor.h"
-#include "autograd/node.h"
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static atomic_uint_fast64_t g_next_id = 1;
+
+/* Set by the autograd floor (tensor.h); NULL until it records its first node. */
+const wk__graph_ops *_Atomic wk__graph = NULL;
 
 /* ---- scopes: a per-thread stack of slots; each slot owns one reference ----
  * No fixed depth: the stack of scope starts grows like the slots do. A begin
@@ -160,7 +162,7 @@ wk_tensor *wk__tensor_alloc(const char *op, wk_device *dev, wk_dtype dt, const i
 }
 
 static void tensor_destroy(wk_tensor *t) {
-    if (t->node) wk__node_release(t->node);
+    if (t->node) wk__graph_get()->release(t->node);
     wk__storage_release(t->storage);
     free(t);
 }

@@ -56,6 +56,33 @@ struct wk_tensor {
     struct wk__node *node;
 };
 
+/* What the tensor floor asks of the graph a tensor belongs to (the autograd
+ * floor above it fills the table: src/autograd/node.c). The tensor floor
+ * never names an autograd function; it calls through this table, and only
+ * for a tensor whose node is set. The autograd floor stores wk__graph (a
+ * release store, in the one function that allocates nodes) before it
+ * attaches its first node, so wherever t->node != NULL, wk__graph is set:
+ * the store is sequenced before the attach on the recording thread, and a
+ * tensor reaches any other thread only through some synchronisation, which
+ * carries the store with it. The pointer is _Atomic because two threads may
+ * record their first nodes at once (both store the same value); loads are
+ * acquire (free on x86, one ldar on arm64) and happen only for tracked
+ * tensors, never on an untracked op's path. */
+struct wk__node;
+typedef struct wk__graph_ops {
+    /* drop the tensor's one reference to its node (tensor.c, on free) */
+    void (*release)(struct wk__node *n);
+    /* the in-place write check's autograd half (write_check.c): false, with
+     * the error recorded naming op, when t may not be written in place */
+    bool (*check_inplace)(const char *op, const wk_tensor *t);
+} wk__graph_ops;
+extern const wk__graph_ops *_Atomic wk__graph;
+static inline const wk__graph_ops *wk__graph_get(void) { return atomic_load_explicit(&wk__graph, memory_order_acquire); }
+
+/* Storage version bump of every in-place write (write_check.c, the
+ * optimizers): autograd's saved values compare against it. */
+static inline void wk__storage_bump(wk_storage *s) { atomic_fetch_add_explicit(&s->version, 1, memory_order_relaxed); }
+
 /* storage.c: storage lifetime */
 wk_storage *wk__storage_new(const char *op, wk_device *dev, wk_dtype dt, int64_t numel);
 void        wk__storage_release(wk_storage *s);

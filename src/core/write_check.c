@@ -5,7 +5,6 @@
  * order in which a kernel happens to write (today: the last row wins), so,
  * as in PyTorch, it is an error naming the op. */
 #include "core/tensor.h"
-#include "autograd/node.h"
 #include <stdlib.h>
 
 /* Enumerating offsets to settle the rare layouts the cheap test cannot:
@@ -63,7 +62,7 @@ bool wk__layout_self_overlaps(const wk_layout *l) {
 }
 
 wk_status wk__check_writable(const char *op, const wk_tensor *t, const wk_layout *l) {
-    if (t->node && !wk__ag_check_inplace(op, t)) return wk_last_status();
+    if (t->node && !wk__graph_get()->check_inplace(op, t)) return wk_last_status();
     if (t->storage->read_only)
         return wk__err(WK_ERR_ARG, op, "the destination's storage is read-only (wk_from_blob with WK_BLOB_READ_ONLY "
                                        "or a read-only mapping); write into a copy (wk_copy)");

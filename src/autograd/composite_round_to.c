@@ -1,8 +1,9 @@
 /* round_to exactly as candle writes it: (t * 10^d).round() * (1 / 10^d),
  * both products as affine ops in t's dtype (the multiplier converted to it
  * the way affine converts), round half away from zero. The factor is
- * computed as candle's 10f64.powi(d). */
-#include "core/tensor.h"
+ * computed as candle's 10f64.powi(d). A composite of recorded public ops (its
+ * parts record): the autograd floor (moved from src/core/round_to.c). */
+#include "autograd/node.h"
 
 /* 10^d by binary exponentiation, then 1 / r for d < 0: the arithmetic of
  * the powi that candle's 10f64.powi(d) compiles to. */

@@ -1,10 +1,12 @@
 /* tril / triu as one comparison and one where: the mask col - row <= k (or
  * >= k) is built from two iotas of lengths n and m compared with
  * broadcasting, so no loop runs over the elements on the host and every
- * backend (CUDA included) does the work with entries it already has. */
+ * backend (CUDA included) does the work with entries it already has.
+ * A composite of recorded public ops (the where records the gradient to t):
+ * the autograd floor (moved from src/core/triangle.c). */
 #include <inttypes.h>
 
-#include "core/tensor.h"
+#include "autograd/node.h"
 
 static wk_tensor *triangle(const char *op, const wk_tensor *t, int64_t k, bool lower) {
     if (!wk__check_in(op, t)) return NULL;

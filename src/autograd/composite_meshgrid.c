@@ -1,7 +1,8 @@
 /* meshgrid: each output is a broadcast view of one input (its one stride on
  * its own dim, stride 0 on the others), like torch's expand; nothing is
- * copied, so the outputs are for reading (wk_contiguous before writing). */
-#include "core/tensor.h"
+ * copied, so the outputs are for reading (wk_contiguous before writing).
+ * A composite: tracked inputs take recorded public views, so it lives in
+ * the autograd floor (moved from src/core/meshgrid.c). */
 #include "autograd/node.h"
 
 /* Tracked inputs: the same view made of recorded public ops (a reshape that
