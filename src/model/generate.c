@@ -1,7 +1,7 @@
 /* Text generation over a wk_llama, one implementation: the step API
  * (wk_gen_start / wk_gen_step, include/wick/generate.h) and wk_generate, a
- * loop over it. A session tokenizes, prefills the prompt in one batch, then
- * samples one token per step, holding back text that could still become a
+ * loop over it. A session tokenizes and allocates at the start; its first
+ * step prefills the prompt in one batch; each step samples one token, holding back text that could still become a
  * stop string (model/stop_text.c).
  *
  * A step runs the previous token through the model before it samples, so the
@@ -55,7 +55,7 @@ struct wk_gen {
     int32_t eos[3];
     int n_eos;
     int32_t last;          /* the sampled id still to run through the model */
-    bool need_forward, ended, failed;
+    bool need_prefill, need_forward, ended, failed;
     double t0, t_dec;
     wk_generate_stats stats;
 };
@@ -241,9 +241,7 @@ static wk_gen *gen_start(const wk_llama *m, const char *prompt, const wk_generat
     /* every sampled token but the last is run */
     if (!(g->cache = wk_kv_cache_new(m, n_prompt + g->max_new - 1))) goto fail;
     g->stats.n_prompt = n_prompt;
-    const double t_pf = now_ms();
-    if (forward(g, g->ids, n_prompt)) goto fail;
-    g->stats.prefill_ms = now_ms() - t_pf;
+    g->need_prefill = true; /* the first step runs the prompt */
     return g;
 fail:
     wk_gen_free(g);
@@ -272,7 +270,12 @@ wk_status wk_gen_step(wk_gen *g, wk_gen_token *out) {
     g->n_out = 0;
     g->out[0] = 0;
     wk_status s;
-    if (g->need_forward) {
+    if (g->need_prefill) {
+        g->need_prefill = false;
+        const double t_pf = now_ms();
+        if ((s = forward(g, g->ids, g->nh))) return step_failed(g, s);
+        g->stats.prefill_ms = now_ms() - t_pf;
+    } else if (g->need_forward) {
         g->need_forward = false;
         if ((s = forward(g, &g->last, 1))) return step_failed(g, s);
     }
