@@ -133,16 +133,15 @@ typedef struct wk_gen_token {
  * the sampler. The model is not run yet: the first wk_gen_step runs the
  * prompt in one batch (prefill_ms), so starting is cheap and every error a
  * start can have (a prompt too long, bad options, no memory) comes before
- * any compute. o NULL: the
- * defaults (wk_generate_opts_default); o->on_text and o->ctx are not used
- * (each step hands back its text); the stop strings and system message are
- * copied. Returns NULL on error with wk_last_error set (the errors of
- * wk_generate). */
+ * any compute. o NULL: the defaults (wk_generate_opts_default); o->on_text
+ * and o->ctx are not used (each step hands back its text); the stop strings
+ * and system message are copied. Returns NULL on error with wk_last_error
+ * set (the errors of wk_generate). */
 wk_gen *wk_gen_start(const wk_llama *m, const char *prompt, const wk_generate_opts *o);
 /* Run the model (the first step: the prompt; later ones: the token the
  * step before sampled), sample one token and apply the stop rules: EOS, a
- * completed stop string, max_new_tokens, the context full. WK_OK with *out filled; out->stop tells
- * whether this step ended the session. WK_ERR_ARG for NULL arguments or a
+ * completed stop string, max_new_tokens, the context full. WK_OK with *out
+ * filled; out->stop tells whether this step ended the session. WK_ERR_ARG for NULL arguments or a
  * session that already ended (it then stays as it was); any other error
  * (a forward pass, the sampler, memory) ends the session, and later steps
  * return WK_ERR_ARG. */
