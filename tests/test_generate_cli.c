@@ -258,6 +258,9 @@ static void test_help(void **state) {
     RUN(&r, "--help");
     assert_int_equal(r.rc, 0);
     assert_non_null(strstr(r.out, "usage: wick generate -m MODEL -p PROMPT"));
+    /* a full context is a normal end (defect 14): said with the exit status */
+    assert_non_null(strstr(r.out, "\"stopped: context full\" and the exit status is still 0"));
+    assert_non_null(strstr(r.out, "Exit status: 0 when the text was generated (whatever stopped it), 1 on any error."));
     assert_string_equal(r.err, "");
 }
 

@@ -42,7 +42,12 @@ static const char USAGE[] =
     "  --ctx N                 use at most N positions of the context\n"
     "  --dtype f32|f16|bf16    dtype of the unquantized weights and activations (default f32)\n"
     "  --threads N             CPU threads\n"
-    "  --device cpu|cuda[:N]   where the model runs (default cpu)\n";
+    "  --device cpu|cuda[:N]   where the model runs (default cpu)\n"
+    "\n"
+    "Generation stops at -n tokens, at the end-of-sequence token, before a --stop string, or when\n"
+    "the prompt and the new tokens fill the context (the model's, or --ctx); stderr then ends with\n"
+    "\"stopped: context full\" and the exit status is still 0: that is a normal end, not an error.\n"
+    "Exit status: 0 when the text was generated (whatever stopped it), 1 on any error.\n";
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
@@ -132,9 +137,16 @@ static int on_text(void *ctx, const char *bytes, size_t n) {
     return 0;
 }
 
-static const char *reason_name(int r) {
-    static const char *names[] = {"token limit", "end of sequence", "stop string", "output closed", "context full"};
-    return r >= 0 && r < 5 ? names[r] : "?";
+static const char *reason_name(wk_stop_reason r) {
+    switch (r) {
+    case WK_STOP_MAX_TOKENS: return "token limit";
+    case WK_STOP_EOS: return "end of sequence";
+    case WK_STOP_STRING: return "stop string";
+    case WK_STOP_CALLBACK: return "output closed";
+    case WK_STOP_CONTEXT_FULL: return "context full";
+    case WK_STOP_NONE: break;
+    }
+    return "?";
 }
 
 /* ---- arguments ---- */

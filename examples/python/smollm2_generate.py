@@ -55,10 +55,10 @@ def main():
     print(f"{stream.n_generated} tokens in {dt:.2f} s ({stream.n_generated / dt:.1f} tokens/s), "
           f"stopped by {stream.stop_reason}", file=sys.stderr)
 
-    # the same settings through generate() give the same text
-    text = wick.generate(model, args.prompt, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                         seed=args.seed, chat=args.chat)
-    if text != "".join(pieces):
+    # the same settings through generate() give the same text and stop reason
+    text, stats = wick.generate(model, args.prompt, max_new_tokens=args.max_new_tokens,
+                                temperature=args.temperature, seed=args.seed, chat=args.chat, return_stats=True)
+    if text != "".join(pieces) or stats["stop_reason"] != stream.stop_reason:
         sys.exit("stream() and generate() disagree")
 
 

@@ -62,16 +62,28 @@ typedef struct wk_generate_opts {
  * strings, no chat, no callback, the model's whole context. */
 void wk_generate_opts_default(wk_generate_opts *o);
 
+/* Why generation ended. The values are stable (wk_generate_stats used the
+ * plain numbers 0..4 before the enum was named). */
+typedef enum wk_stop_reason {
+    WK_STOP_NONE = -1,        /* not ended yet (or it failed with an error) */
+    WK_STOP_MAX_TOKENS = 0,   /* max_new_tokens were sampled */
+    WK_STOP_EOS = 1,          /* an end-of-sequence id was sampled (stop_at_eos) */
+    WK_STOP_STRING = 2,       /* a stop string completed; the text ends before it */
+    WK_STOP_CALLBACK = 3,     /* on_text returned nonzero (wk_generate), or the caller closed it */
+    WK_STOP_CONTEXT_FULL = 4  /* the context (or max_ctx) could take no more tokens */
+} wk_stop_reason;
+
 /* n_generated counts every sampled token (an EOS that ended the text too).
  * prefill_ms: the prompt's forward pass and logits read-back. first_token_ms:
- * from the call until the first token is sampled (tokenizing included).
- * decode_ms: from then to the end, n_generated - 1 forward passes with their
- * sampling (the last token is never run), so decode tokens/s is
- * (n_generated - 1) / decode_ms. */
+ * from the call (wk_generate, or wk_gen_start) until the first token is
+ * sampled (tokenizing included). decode_ms: from then to the end of the last
+ * step, n_generated - 1 forward passes with their sampling (the last token
+ * is never run), so decode tokens/s is (n_generated - 1) / decode_ms.
+ * stop_reason: WK_STOP_NONE until generation ended, and after an error. */
 typedef struct wk_generate_stats {
     int64_t n_prompt, n_generated;
     double prefill_ms, decode_ms, first_token_ms;
-    int stop_reason; /* 0 max tokens, 1 eos, 2 stop string, 3 callback, 4 context full */
+    wk_stop_reason stop_reason;
 } wk_generate_stats;
 
 /* Tokenize prompt (special tokens parsed, BOS as the model says), prefill in
@@ -81,8 +93,65 @@ typedef struct wk_generate_stats {
  * tokens are not printed. st may be NULL (it is filled as far as generation
  * got, also on an error). WK_ERR_ARG when the prompt does not fit the
  * context, the chat template is not one wk_chat_render knows, or an
- * option is bad (an empty stop string, bad sampling options). */
+ * option is bad (an empty stop string, bad sampling options).
+ * A loop over the step API below: wk_gen_start, wk_gen_step until the
+ * session ends, each step's text passed to o->on_text (when it is not empty;
+ * a nonzero return ends generation with WK_STOP_CALLBACK). */
 wk_status wk_generate(const wk_llama *m, const char *prompt, const wk_generate_opts *o, wk_generate_stats *st);
+
+/* ---- the step API: one generation session, driven a token at a time ----
+ *
+ * A session owns everything one sequence needs: a private copy of the stop
+ * strings, its KV cache, sampler, id history and text buffers; nothing is
+ * global. The model is only read, so any number of sessions may run over one
+ * wk_llama at once, each from its own thread (wk_llama_forward's rule). One
+ * session must not be used by two threads at the same time; it may move
+ * between threads between calls (errors are reported on the calling thread,
+ * wk_last_error). The model must outlive its sessions.
+ *
+ *   wk_gen *g = wk_gen_start(m, prompt, &o);        // NULL: wk_last_error()
+ *   wk_gen_token t;
+ *   do {
+ *       if (wk_gen_step(g, &t) != WK_OK) break;     // an error
+ *       fwrite(t.text, 1, t.n_text, stdout);
+ *   } while (t.stop == WK_STOP_NONE);
+ *   wk_gen_free(g);
+ */
+typedef struct wk_gen wk_gen;
+
+/* What one step produced. */
+typedef struct wk_gen_token {
+    int32_t id;          /* the id sampled by this step (an EOS too); -1 after an error */
+    const char *text;    /* the text that became printable with this step: complete UTF-8, */
+    size_t n_text;       /* n_text bytes (may be 0), NUL-terminated; held back while it may */
+                         /* still begin a stop string; valid until the next step or free */
+    wk_stop_reason stop; /* WK_STOP_NONE: go on; else this step ended generation (text is final) */
+} wk_gen_token;
+
+/* Check the options, render the chat template (o->chat), tokenize, make a
+ * fresh KV cache (for the prompt and every token that may be sampled) and
+ * the sampler. The model is not run yet: the first wk_gen_step runs the
+ * prompt in one batch (prefill_ms), so starting is cheap and every error a
+ * start can have (a prompt too long, bad options, no memory) comes before
+ * any compute. o NULL: the defaults (wk_generate_opts_default); o->on_text
+ * and o->ctx are not used (each step hands back its text); the stop strings
+ * and system message are copied. Returns NULL on error with wk_last_error
+ * set (the errors of wk_generate). */
+wk_gen *wk_gen_start(const wk_llama *m, const char *prompt, const wk_generate_opts *o);
+/* Run the model (the first step: the prompt; later ones: the token the
+ * step before sampled), sample one token and apply the stop rules: EOS, a
+ * completed stop string, max_new_tokens, the context full. WK_OK with *out
+ * filled; out->stop tells whether this step ended the session. WK_ERR_ARG for NULL arguments or a
+ * session that already ended (it then stays as it was); any other error
+ * (a forward pass, the sampler, memory) ends the session, and later steps
+ * return WK_ERR_ARG. */
+wk_status wk_gen_step(wk_gen *g, wk_gen_token *out);
+/* The statistics so far (wk_generate_stats' meanings; zeros for NULL). */
+void wk_gen_stats(const wk_gen *g, wk_generate_stats *st);
+/* WK_STOP_NONE while the session can step (and for NULL, or after an error). */
+wk_stop_reason wk_gen_stop_reason(const wk_gen *g);
+/* Frees the session (its KV cache included); NULL is fine. */
+void wk_gen_free(wk_gen *g);
 
 #ifdef __cplusplus
 }

@@ -163,8 +163,8 @@ static PyMethodDef llama_methods[] = {
      "logits (1, vocab) for the last id, or (n, vocab) with all_logits. The GIL is released meanwhile."},
     {"generate", FAST(m_generate),
      "generate(prompt, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, "
-     "repeat_last_n=64, seed=0, stop=None, chat=False, system=None, stop_at_eos=True, max_ctx=0)\nSame as "
-     "wick.generate(self, prompt, ...)."},
+     "repeat_last_n=64, seed=0, stop=None, chat=False, system=None, stop_at_eos=True, max_ctx=0, "
+     "return_stats=False)\nSame as wick.generate(self, prompt, ...)."},
     {"stream", FAST(m_stream),
      "stream(prompt, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, "
      "repeat_last_n=64, seed=0, stop=None, chat=False, system=None, stop_at_eos=True, max_ctx=0)\nSame as "

@@ -99,8 +99,8 @@ class Llama:
         """forward(ids, cache=None, all_logits=False)
         Run ids (a list of ints or an integer tensor) at the cache's next positions (appending their keys and values; without a cache, a fresh one for these ids only). Returns f32 logits (1, vocab) for the last id, or (n, vocab) with all_logits. The GIL is released meanwhile.
         """
-    def generate(self, prompt, max_new_tokens=..., temperature=..., top_k=..., top_p=..., min_p=..., repeat_penalty=..., repeat_last_n=..., seed=..., stop=..., chat=..., system=..., stop_at_eos=..., max_ctx=...):
-        """generate(prompt, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, stop=None, chat=False, system=None, stop_at_eos=True, max_ctx=0)
+    def generate(self, prompt, max_new_tokens=..., temperature=..., top_k=..., top_p=..., min_p=..., repeat_penalty=..., repeat_last_n=..., seed=..., stop=..., chat=..., system=..., stop_at_eos=..., max_ctx=..., return_stats=...):
+        """generate(prompt, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, stop=None, chat=False, system=None, stop_at_eos=True, max_ctx=0, return_stats=False)
         Same as wick.generate(self, prompt, ...).
         """
     def stream(self, prompt, max_new_tokens=..., temperature=..., top_k=..., top_p=..., min_p=..., repeat_penalty=..., repeat_last_n=..., seed=..., stop=..., chat=..., system=..., stop_at_eos=..., max_ctx=...):
@@ -1156,8 +1156,11 @@ class TextStream:
     def n_prompt(self) -> Any:
         """Tokens in the prompt (after the chat template)."""
     @property
+    def stats(self) -> Any:
+        """A dict as of the last piece: n_prompt, n_generated, prefill_ms, first_token_ms, decode_ms, stop_reason (generate(..., return_stats=True)'s)."""
+    @property
     def stop_reason(self) -> Any:
-        """None while running; then 'length' (max_new_tokens), 'eos', 'stop' (a stop string), 'closed' or 'context'."""
+        """None while running; then 'length' (max_new_tokens), 'eos', 'stop' (a stop string), 'closed' or 'context' (the context is full)."""
 
 @final
 class Tokenizer:
@@ -1601,9 +1604,9 @@ def gelu_erf(input):
 
     Elementwise gelu_erf (wick's wk_gelu_erf). Float dtypes only (integers: wick.DTypeError).
     """
-def generate(model, prompt, max_new_tokens=..., temperature=..., top_k=..., top_p=..., min_p=..., repeat_penalty=..., repeat_last_n=..., seed=..., stop=..., chat=..., system=..., stop_at_eos=..., max_ctx=...):
-    """generate(model, prompt, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, stop=None, chat=False, system=None, stop_at_eos=True, max_ctx=0)
-    The text the model (a wick.Llama, or a path loaded for this call) generates after prompt (special tokens in it parsed; chat wraps it in the model's ChatML template, system its system message). temperature <= 0 is greedy; top_k <= 0, top_p >= 1, min_p <= 0 and repeat_penalty 1 are off; the same seed gives the same text. Stops at max_new_tokens (<= 0: the context), at EOS (stop_at_eos), or before a stop string (a str or a list of str).
+def generate(model, prompt, max_new_tokens=..., temperature=..., top_k=..., top_p=..., min_p=..., repeat_penalty=..., repeat_last_n=..., seed=..., stop=..., chat=..., system=..., stop_at_eos=..., max_ctx=..., return_stats=...):
+    """generate(model, prompt, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, stop=None, chat=False, system=None, stop_at_eos=True, max_ctx=0, return_stats=False)
+    The text the model (a wick.Llama, or a path loaded for this call) generates after prompt (special tokens in it parsed; chat wraps it in the model's ChatML template, system its system message). temperature <= 0 is greedy; top_k <= 0, top_p >= 1, min_p <= 0 and repeat_penalty 1 are off; the same seed gives the same text. Stops at max_new_tokens (<= 0: the context), at EOS (stop_at_eos), before a stop string (a str or a list of str), or when the context (max_ctx: at most that many positions) is full. return_stats=True returns (text, stats), stats a dict: n_prompt, n_generated, prefill_ms, first_token_ms, decode_ms, stop_reason ('length', 'eos', 'stop' or 'context', as TextStream.stop_reason).
     """
 def get_num_threads() -> int:
     """get_num_threads() -> int: the CPU backend's thread count."""

@@ -1,10 +1,19 @@
-/* Text generation over a wk_llama: tokenize, prefill the prompt in one
- * batch, then sample one token at a time, streaming complete UTF-8 through
- * the caller's callback with stop strings held back (model/stop_text.c).
+/* Text generation over a wk_llama, one implementation: the step API
+ * (wk_gen_start / wk_gen_step, include/wick/generate.h) and wk_generate, a
+ * loop over it. A session tokenizes and allocates at the start; its first
+ * step prefills the prompt in one batch; each step samples one token, holding back text that could still become a
+ * stop string (model/stop_text.c).
  *
- * The loop samples before it runs a token, so the last token is never run:
- * n tokens cost one prefill and n - 1 single-token passes, and a cache of
- * n_prompt + n - 1 positions is enough. */
+ * A step runs the previous token through the model before it samples, so the
+ * last token is never run: n tokens cost one prefill and n - 1 single-token
+ * passes, and a cache of n_prompt + n - 1 positions is enough.
+ *
+ * Buffers, all owned by the session and bounded: the id history holds the
+ * prompt plus every id that can be sampled before the context is full; a
+ * token's text fits the piece buffer (3 * (the longest token + 4) + 64,
+ * wk_token_stream_put's bound); the held-back text is at most the longest
+ * stop string plus one piece; the step's text buffer grows to what one step
+ * hands back (at most the held-back text plus one piece and the flush). */
 #include <stdlib.h>
 #include "wick/tokenizer.h"
 #include "wick/llama.h"
@@ -28,197 +37,322 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* Everything one call owns, freed in one place. */
-typedef struct {
-    char *text;
-    int32_t *ids;
-    float *logits;
-    char *piece;
+struct wk_gen {
+    const wk_llama *m;
+    const wk_tokenizer *tok;
     wk_sampler *sampler;
     wk_kv_cache *cache;
-    wk__stop_text out;
-} gen_state;
+    int32_t *ids;          /* the prompt then every sampled id but an EOS (the sampler's history) */
+    int64_t nh, max_new, vocab;
+    bool limit_is_callers; /* max_new is o->max_new_tokens, not the context's room */
+    float *logits;         /* the last forward pass's logits */
+    char *piece;           /* one token's text */
+    size_t piece_cap;
+    wk_token_stream ts;
+    wk__stop_text hold;
+    char **stop;           /* the private copy of the stop strings (one allocation) */
+    char *out;             /* this step's text, NUL-terminated */
+    size_t n_out, out_cap;
+    bool out_oom;
+    int32_t eos[3];
+    int n_eos;
+    int32_t last;          /* the sampled id still to run through the model */
+    bool need_prefill, need_forward, ended, failed;
+    double t0, t_dec;
+    wk_generate_stats stats;
+};
 
-static void gen_free(gen_state *g) {
-    free(g->text);
-    free(g->ids);
-    free(g->logits);
-    free(g->piece);
-    wk_sampler_free(g->sampler);
-    wk_kv_cache_free(g->cache);
-    wk__stop_text_free(&g->out);
-}
+static const char *OP_START = "wk_gen_start", *OP_STEP = "wk_gen_step", *OP_GEN = "wk_generate";
 
-static const char *OP = "wk_generate";
-
-static wk_status check_opts(const wk_llama *m, const char *prompt, const wk_generate_opts *o) {
-    if (!m || !prompt || !o)
-        return wk__err(WK_ERR_ARG, OP, "%s is NULL", !m ? "the model" : !prompt ? "the prompt" : "the options");
+static wk_status check_opts(const wk_llama *m, const char *prompt, const wk_generate_opts *o, const char *op) {
+    if (!m || !prompt)
+        return wk__err(WK_ERR_ARG, op, "%s is NULL", !m ? "the model" : "the prompt");
     if (o->n_stop < 0 || (o->n_stop > 0 && !o->stop))
-        return wk__err(WK_ERR_ARG, OP, "%d stop strings but stop is %s", o->n_stop, o->stop ? "set" : "NULL");
+        return wk__err(WK_ERR_ARG, op, "%d stop strings but stop is %s", o->n_stop, o->stop ? "set" : "NULL");
     for (int i = 0; i < o->n_stop; i++)
         if (!o->stop[i] || !o->stop[i][0])
-            return wk__err(WK_ERR_ARG, OP, "stop string %d is %s", i, o->stop[i] ? "empty" : "NULL");
+            return wk__err(WK_ERR_ARG, op, "stop string %d is %s", i, o->stop[i] ? "empty" : "NULL");
     return WK_OK;
 }
 
-/* The prompt as the model sees it: the chat template applied or not. */
-static wk_status prompt_text(const wk_llama *m, const char *prompt, const wk_generate_opts *o, gen_state *g) {
+/* stop_text's sink: the step's text buffer, grown as needed */
+static int out_put(void *ctx, const char *bytes, size_t n) {
+    wk_gen *g = ctx;
+    if (g->n_out + n + 1 > g->out_cap) {
+        size_t cap = (g->n_out + n + 1) * 2;
+        char *b = realloc(g->out, cap);
+        if (!b) {
+            g->out_oom = true;
+            return 1;
+        }
+        g->out = b;
+        g->out_cap = cap;
+    }
+    memcpy(g->out + g->n_out, bytes, n);
+    g->n_out += n;
+    g->out[g->n_out] = 0;
+    return 0;
+}
+
+static wk_status copy_stops(wk_gen *g, const wk_generate_opts *o, const char *op) {
+    if (o->n_stop == 0) return WK_OK;
+    size_t bytes = (size_t)o->n_stop * sizeof(char *);
+    for (int i = 0; i < o->n_stop; i++) bytes += strlen(o->stop[i]) + 1;
+    if (!(g->stop = malloc(bytes))) return wk__err(WK_ERR_OOM, op, "no memory for %d stop strings", o->n_stop);
+    char *p = (char *)(g->stop + o->n_stop);
+    for (int i = 0; i < o->n_stop; i++) {
+        size_t l = strlen(o->stop[i]) + 1;
+        memcpy(p, o->stop[i], l);
+        g->stop[i] = p;
+        p += l;
+    }
+    return WK_OK;
+}
+
+/* The prompt as the model sees it: the chat template applied (a new string
+ * in *text) or not (*text stays NULL). */
+static wk_status chat_text(const wk_llama *m, const char *prompt, const wk_generate_opts *o, char **text,
+                           const char *op) {
+    *text = NULL;
     if (!o->chat) return WK_OK;
     const char *tmpl = wk_llama_chat_template(m);
-    if (!tmpl) return wk__err(WK_ERR_ARG, OP, "chat: the model file has no chat template");
+    if (!tmpl) return wk__err(WK_ERR_ARG, op, "chat: the model file has no chat template");
     int64_t need = wk_chat_render(tmpl, o->system, prompt, NULL, 0);
     if (need < 0)
-        return wk__err(WK_ERR_ARG, OP, "chat: the model's chat template is not ChatML-style; wick cannot render it");
-    g->text = malloc((size_t)need + 1);
-    if (!g->text) return wk__err(WK_ERR_OOM, OP, "no memory for a %lld-byte chat prompt", (long long)need);
-    wk_chat_render(tmpl, o->system, prompt, g->text, (size_t)need + 1);
+        return wk__err(WK_ERR_ARG, op, "chat: the model's chat template is not ChatML-style; wick cannot render it");
+    if (!(*text = malloc((size_t)need + 1)))
+        return wk__err(WK_ERR_OOM, op, "no memory for a %lld-byte chat prompt", (long long)need);
+    wk_chat_render(tmpl, o->system, prompt, *text, (size_t)need + 1);
     return WK_OK;
 }
 
 /* Tokenize into g->ids, with room after the prompt for every id that can
  * be sampled before the context is full (*room of them). */
-static wk_status tokenize(const wk_tokenizer *tok, const char *text, int64_t ctx, gen_state *g, int64_t *n_prompt,
-                          int64_t *room) {
+static wk_status tokenize(wk_gen *g, const char *text, int64_t ctx, int64_t *room, const char *op) {
     size_t len = strlen(text);
     unsigned flags = WK_TOK_ADD_SPECIAL | WK_TOK_PARSE_SPECIAL;
     /* byte-level BPE never needs more ids than bytes, plus BOS/EOS */
-    int64_t cap = (int64_t)len + 8;
+    int64_t cap = (int64_t)len + 8, n_prompt = 0;
     for (int pass = 0; pass < 2; pass++) {
         free(g->ids);
         g->ids = malloc((size_t)cap * sizeof *g->ids);
-        if (!g->ids) return wk__err(WK_ERR_OOM, OP, "no memory for %lld prompt ids", (long long)cap);
-        int64_t n = wk_tokenizer_encode(tok, text, len, flags, g->ids, cap);
+        if (!g->ids) return wk__err(WK_ERR_OOM, op, "no memory for %lld prompt ids", (long long)cap);
+        int64_t n = wk_tokenizer_encode(g->tok, text, len, flags, g->ids, cap);
         if (n < 0) return wk_last_status();
         if (n <= cap) {
-            *n_prompt = n;
+            n_prompt = n;
             break;
         }
         cap = n;
     }
-    if (*n_prompt == 0) return wk__err(WK_ERR_ARG, OP, "the prompt is empty (no tokens, no BOS)");
-    if (*n_prompt > ctx)
-        return wk__err(WK_ERR_ARG, OP, "the prompt has %lld tokens, more than the context of %lld", (long long)*n_prompt,
+    if (n_prompt == 0) return wk__err(WK_ERR_ARG, op, "the prompt is empty (no tokens, no BOS)");
+    if (n_prompt > ctx)
+        return wk__err(WK_ERR_ARG, op, "the prompt has %lld tokens, more than the context of %lld", (long long)n_prompt,
                        (long long)ctx);
     /* the history buffer: the prompt plus every token that can be sampled */
-    *room = ctx - *n_prompt + 1;
-    int32_t *ids = realloc(g->ids, (size_t)(*n_prompt + *room) * sizeof *ids);
-    if (!ids) return wk__err(WK_ERR_OOM, OP, "no memory for %lld ids", (long long)(*n_prompt + *room));
+    *room = ctx - n_prompt + 1;
+    int32_t *ids = realloc(g->ids, (size_t)(n_prompt + *room) * sizeof *ids);
+    if (!ids) return wk__err(WK_ERR_OOM, op, "no memory for %lld ids", (long long)(n_prompt + *room));
     g->ids = ids;
+    g->nh = n_prompt;
     return WK_OK;
 }
 
 /* Runs ids through the model and reads the last position's logits. */
-static wk_status forward(const wk_llama *m, gen_state *g, const int32_t *ids, int64_t n, int64_t vocab) {
-    wk_tensor *l = wk_llama_forward(m, g->cache, ids, n, false);
+static wk_status forward(wk_gen *g, const int32_t *ids, int64_t n) {
+    wk_tensor *l = wk_llama_forward(g->m, g->cache, ids, n, false);
     if (!l) return wk_last_status();
-    wk_status s = wk_to_host_f32(l, g->logits, (size_t)vocab);
+    wk_status s = wk_to_host_f32(l, g->logits, (size_t)g->vocab);
     wk_tensor_free(l);
     return s;
 }
 
-static bool is_eos(const int32_t *eos, int n, int32_t id) {
-    for (int i = 0; i < n; i++)
-        if (eos[i] == id) return true;
+static bool is_eos(const wk_gen *g, int32_t id) {
+    for (int i = 0; i < g->n_eos; i++)
+        if (g->eos[i] == id) return true;
     return false;
 }
 
-wk_status wk_generate(const wk_llama *m, const char *prompt, const wk_generate_opts *o, wk_generate_stats *st) {
-    const double t0 = now_ms();
-    wk_generate_stats stats = {0};
-    gen_state g = {0};
-    wk_status s = check_opts(m, prompt, o);
-    if (s) goto done;
+void wk_gen_free(wk_gen *g) {
+    if (!g) return;
+    free(g->ids);
+    free(g->logits);
+    free(g->piece);
+    free(g->stop);
+    free(g->out);
+    wk_sampler_free(g->sampler);
+    wk_kv_cache_free(g->cache);
+    wk__stop_text_free(&g->hold);
+    free(g);
+}
+
+/* wk_gen_start with the caller's name for errors and its start time. */
+static wk_gen *gen_start(const wk_llama *m, const char *prompt, const wk_generate_opts *opts, const char *op,
+                         double t0) {
+    wk_generate_opts defaults;
+    if (!opts) wk_generate_opts_default(&defaults);
+    const wk_generate_opts *o = opts ? opts : &defaults;
+    if (check_opts(m, prompt, o, op)) return NULL;
     const wk_llama_config *cfg = wk_llama_config_of(m);
     const wk_tokenizer *tok = wk_llama_tokenizer(m);
     if (!cfg || !tok) {
-        s = wk__err(WK_ERR_ARG, OP, "the model has no %s", cfg ? "tokenizer" : "config");
-        goto done;
+        wk__err(WK_ERR_ARG, op, "the model has no %s", cfg ? "tokenizer" : "config");
+        return NULL;
     }
-    if (!(g.sampler = wk_sampler_new(&o->sampling))) {
-        s = wk_last_status();
-        goto done;
+    wk_gen *g = calloc(1, sizeof *g);
+    if (!g) {
+        wk__err(WK_ERR_OOM, op, "no memory for a generation session");
+        return NULL;
     }
-    if ((s = prompt_text(m, prompt, o, &g))) goto done;
-
-    int64_t ctx = cfg->max_ctx, n_prompt = 0, room = 0;
+    g->m = m;
+    g->tok = tok;
+    g->t0 = t0;
+    g->stats.stop_reason = WK_STOP_NONE;
+    char *text = NULL;
+    int64_t ctx = cfg->max_ctx, room = 0;
     if (o->max_ctx > 0 && o->max_ctx < ctx) ctx = o->max_ctx;
-    if ((s = tokenize(tok, g.text ? g.text : prompt, ctx, &g, &n_prompt, &room))) goto done;
-    stats.n_prompt = n_prompt;
-    int64_t max_new = o->max_new_tokens > 0 && o->max_new_tokens < room ? o->max_new_tokens : room;
+    if (copy_stops(g, o, op)) goto fail;
+    if (!(g->sampler = wk_sampler_new(&o->sampling))) goto fail;
+    if (chat_text(m, prompt, o, &text, op)) goto fail;
+    wk_status s = tokenize(g, text ? text : prompt, ctx, &room, op);
+    free(text);
+    if (s) goto fail;
+    const int64_t n_prompt = g->nh;
+    g->limit_is_callers = o->max_new_tokens > 0 && o->max_new_tokens <= room;
+    g->max_new = o->max_new_tokens > 0 && o->max_new_tokens < room ? o->max_new_tokens : room;
 
-    int32_t eos[3];
-    int n_eos = 0;
-    if (cfg->eos >= 0) eos[n_eos++] = cfg->eos;
-    if (wk_tokenizer_eos(tok) >= 0) eos[n_eos++] = wk_tokenizer_eos(tok);
-    if (o->chat && wk_tokenizer_find(tok, "<|im_end|>") >= 0) eos[n_eos++] = wk_tokenizer_find(tok, "<|im_end|>");
-    if (!o->stop_at_eos) n_eos = 0;
-
-    const int64_t vocab = cfg->vocab;
-    const size_t piece_cap = 64 + 4096;
-    g.logits = malloc((size_t)vocab * sizeof *g.logits);
-    g.piece = malloc(piece_cap);
-    if (!g.logits || !g.piece) {
-        s = wk__err(WK_ERR_OOM, OP, "no memory for %lld logits", (long long)vocab);
-        goto done;
+    if (o->stop_at_eos) {
+        if (cfg->eos >= 0) g->eos[g->n_eos++] = cfg->eos;
+        if (wk_tokenizer_eos(tok) >= 0) g->eos[g->n_eos++] = wk_tokenizer_eos(tok);
+        if (o->chat && wk_tokenizer_find(tok, "<|im_end|>") >= 0)
+            g->eos[g->n_eos++] = wk_tokenizer_find(tok, "<|im_end|>");
     }
+    g->vocab = cfg->vocab;
+    /* wk_token_stream_put's bound for any vocabulary (tokenizer.h) */
+    g->piece_cap = 3 * (wk_tokenizer_max_token_bytes(tok) + 4) + 64;
+    g->out_cap = g->piece_cap + 1;
+    g->logits = malloc((size_t)g->vocab * sizeof *g->logits);
+    g->piece = malloc(g->piece_cap);
+    g->out = malloc(g->out_cap);
+    if (!g->logits || !g->piece || !g->out) {
+        wk__err(WK_ERR_OOM, op, "no memory for %lld logits", (long long)g->vocab);
+        goto fail;
+    }
+    g->out[0] = 0;
+    g->hold = (wk__stop_text){.stop = (const char *const *)g->stop, .n_stop = o->n_stop, .on_text = out_put, .ctx = g};
     /* every sampled token but the last is run */
-    if (!(g.cache = wk_kv_cache_new(m, n_prompt + max_new - 1))) {
-        s = wk_last_status();
-        goto done;
+    if (!(g->cache = wk_kv_cache_new(m, n_prompt + g->max_new - 1))) goto fail;
+    g->stats.n_prompt = n_prompt;
+    g->need_prefill = true; /* the first step runs the prompt */
+    return g;
+fail:
+    wk_gen_free(g);
+    return NULL;
+}
+
+wk_gen *wk_gen_start(const wk_llama *m, const char *prompt, const wk_generate_opts *o) {
+    return gen_start(m, prompt, o, OP_START, now_ms());
+}
+
+/* An error inside a step ends the session. */
+static wk_status step_failed(wk_gen *g, wk_status s) {
+    g->ended = g->failed = true;
+    g->stats.stop_reason = WK_STOP_NONE;
+    g->n_out = 0;
+    g->out[0] = 0;
+    return s;
+}
+
+wk_status wk_gen_step(wk_gen *g, wk_gen_token *out) {
+    if (out) *out = (wk_gen_token){.id = -1, .text = "", .n_text = 0, .stop = WK_STOP_NONE};
+    if (!g || !out) return wk__err(WK_ERR_ARG, OP_STEP, "%s is NULL", !g ? "the session" : "out");
+    if (g->ended)
+        return wk__err(WK_ERR_ARG, OP_STEP, "the session has ended (%s); start another",
+                       g->failed ? "after an error" : "its stop rule was met");
+    g->n_out = 0;
+    g->out[0] = 0;
+    wk_status s;
+    if (g->need_prefill) {
+        g->need_prefill = false;
+        const double t_pf = now_ms();
+        if ((s = forward(g, g->ids, g->nh))) return step_failed(g, s);
+        g->stats.prefill_ms = now_ms() - t_pf;
+    } else if (g->need_forward) {
+        g->need_forward = false;
+        if ((s = forward(g, &g->last, 1))) return step_failed(g, s);
     }
-    g.out = (wk__stop_text){.stop = o->stop, .n_stop = o->n_stop, .on_text = o->on_text, .ctx = o->ctx};
-
-    const double t_pf = now_ms();
-    if ((s = forward(m, &g, g.ids, n_prompt, vocab))) goto done;
-    stats.prefill_ms = now_ms() - t_pf;
-
-    wk_token_stream ts = {0};
-    int64_t nh = n_prompt;
-    double t_dec = 0;
-    int text_rc = WK__TEXT_GO_ON;
-    for (;;) {
-        int32_t id = wk_sampler_sample(g.sampler, g.logits, vocab, g.ids, nh);
-        if (id < 0) {
-            s = wk_last_status();
-            goto done;
-        }
-        if (stats.n_generated++ == 0) {
-            t_dec = now_ms();
-            stats.first_token_ms = t_dec - t0;
-        }
-        if (is_eos(eos, n_eos, id)) {
-            stats.stop_reason = 1;
-            break;
-        }
-        g.ids[nh++] = id;
-        int64_t np = wk_token_stream_put(tok, &ts, id, true, g.piece, piece_cap);
-        if (np < 0) {
-            s = wk_last_status();
-            goto done;
-        }
-        if ((text_rc = wk__stop_text_put(&g.out, g.piece, (size_t)np)) != WK__TEXT_GO_ON) break;
-        if (stats.n_generated >= max_new) {
+    int32_t id = wk_sampler_sample(g->sampler, g->logits, g->vocab, g->ids, g->nh);
+    if (id < 0) return step_failed(g, wk_last_status());
+    if (g->stats.n_generated++ == 0) {
+        g->t_dec = now_ms();
+        g->stats.first_token_ms = g->t_dec - g->t0;
+    }
+    wk_stop_reason r = WK_STOP_NONE;
+    int rc = WK__TEXT_GO_ON;
+    if (is_eos(g, id)) r = WK_STOP_EOS;
+    else {
+        g->ids[g->nh++] = id;
+        int64_t np = wk_token_stream_put(g->tok, &g->ts, id, true, g->piece, g->piece_cap);
+        if (np < 0) return step_failed(g, wk_last_status());
+        rc = wk__stop_text_put(&g->hold, g->piece, (size_t)np);
+        if (rc == WK__TEXT_STOP_STRING) r = WK_STOP_STRING;
+        else if (g->stats.n_generated >= g->max_new)
             /* the caller's limit, or the context's when that came first */
-            stats.stop_reason = o->max_new_tokens > 0 && o->max_new_tokens <= room ? 0 : 4;
+            r = g->limit_is_callers ? WK_STOP_MAX_TOKENS : WK_STOP_CONTEXT_FULL;
+    }
+    if (rc == WK__TEXT_GO_ON && r != WK_STOP_NONE) {
+        /* the end of the text: the UTF-8 held back, then the stop holdback */
+        int64_t np = wk_token_stream_flush(&g->ts, g->piece, g->piece_cap);
+        if (np < 0) return step_failed(g, wk_last_status());
+        rc = wk__stop_text_put(&g->hold, g->piece, (size_t)np);
+        if (rc == WK__TEXT_GO_ON) rc = wk__stop_text_finish(&g->hold);
+        if (rc == WK__TEXT_STOP_STRING) r = WK_STOP_STRING;
+    }
+    /* stop_text's own OOM, or the step buffer's (its sink returned nonzero) */
+    if (g->out_oom || (rc != WK__TEXT_GO_ON && rc != WK__TEXT_STOP_STRING))
+        return step_failed(g, wk__err(WK_ERR_OOM, OP_STEP, "no memory for the generated text"));
+    if (r == WK_STOP_NONE) {
+        g->last = id;
+        g->need_forward = true;
+    } else {
+        g->ended = true;
+        g->stats.stop_reason = r;
+    }
+    g->stats.decode_ms = now_ms() - g->t_dec;
+    *out = (wk_gen_token){.id = id, .text = g->out, .n_text = g->n_out, .stop = r};
+    return WK_OK;
+}
+
+void wk_gen_stats(const wk_gen *g, wk_generate_stats *st) {
+    if (!st) return;
+    if (g) *st = g->stats;
+    else *st = (wk_generate_stats){.stop_reason = WK_STOP_NONE};
+}
+
+wk_stop_reason wk_gen_stop_reason(const wk_gen *g) { return g ? g->stats.stop_reason : WK_STOP_NONE; }
+
+wk_status wk_generate(const wk_llama *m, const char *prompt, const wk_generate_opts *o, wk_generate_stats *st) {
+    const double t0 = now_ms();
+    wk_generate_stats stats = {.stop_reason = WK_STOP_NONE};
+    wk_status s = WK_OK;
+    wk_gen *g = NULL;
+    if (!o) s = wk__err(WK_ERR_ARG, OP_GEN, "%s is NULL", !m ? "the model" : !prompt ? "the prompt" : "the options");
+    else if (!(g = gen_start(m, prompt, o, OP_GEN, t0))) s = wk_last_status();
+    bool stopped_by_callback = false;
+    while (g) {
+        wk_gen_token t;
+        if ((s = wk_gen_step(g, &t))) break;
+        if (t.n_text && o->on_text && o->on_text(o->ctx, t.text, t.n_text)) {
+            stopped_by_callback = true;
             break;
         }
-        if ((s = forward(m, &g, &id, 1, vocab))) goto done;
+        if (t.stop != WK_STOP_NONE) break;
     }
-    if (text_rc == WK__TEXT_GO_ON) {
-        int64_t np = wk_token_stream_flush(&ts, g.piece, piece_cap);
-        if (np < 0) {
-            s = wk_last_status();
-            goto done;
-        }
-        text_rc = wk__stop_text_put(&g.out, g.piece, (size_t)np);
-        if (text_rc == WK__TEXT_GO_ON) text_rc = wk__stop_text_finish(&g.out);
+    if (g) {
+        wk_gen_stats(g, &stats);
+        if (stopped_by_callback) stats.stop_reason = WK_STOP_CALLBACK;
+        wk_gen_free(g);
     }
-    if (text_rc == WK__TEXT_OOM) s = wk__err(WK_ERR_OOM, OP, "no memory for the held-back text");
-    else if (text_rc != WK__TEXT_GO_ON) stats.stop_reason = text_rc;
-    stats.decode_ms = now_ms() - t_dec;
-done:
-    gen_free(&g);
     if (st) *st = stats;
     return s;
 }

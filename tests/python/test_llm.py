@@ -106,6 +106,37 @@ def test_stream_details(model):
     assert "Paris" in text and "<|im" not in text and chat.stop_reason == "eos"
 
 
+QUESTION = "What is the capital of France? One word."
+STOPS = [
+    (PROMPT, GREEDY, "length"),
+    (PROMPT, dict(max_new_tokens=8, temperature=0, stop=["s.\n"]), "stop"),  # " Paris" "." "\n": across tokens
+    (QUESTION, dict(max_new_tokens=24, temperature=0, chat=True), "eos"),
+    (PROMPT, dict(max_new_tokens=0, temperature=0, max_ctx=8), "context"),
+    (PROMPT, dict(max_new_tokens=6, temperature=0.9, seed=4, max_ctx=9), "context"),
+]
+
+
+@pytest.mark.parametrize("prompt,kw,reason", STOPS, ids=["length", "stop", "eos", "context", "sampled-context"])
+def test_stream_and_generate_same_stop_reason(model, prompt, kw, reason):
+    text, stats = wick.generate(model, prompt, return_stats=True, **kw)
+    assert isinstance(text, str) and stats["stop_reason"] == reason
+    assert wick.generate(model, prompt, **kw) == text  # a plain str without return_stats
+    s = wick.stream(model, prompt, **kw)
+    assert s.stats["stop_reason"] is None and s.stats["n_generated"] == 0
+    assert "".join(s) == text
+    assert s.stop_reason == reason
+    st = s.stats
+    for k in ("n_prompt", "n_generated", "stop_reason"):
+        assert st[k] == stats[k], k
+    assert st["prefill_ms"] > 0 and stats["first_token_ms"] >= stats["prefill_ms"] > 0
+    if reason == "stop":
+        assert text == " Pari" and st["n_generated"] == 3
+    if reason == "context":
+        assert st["n_prompt"] + st["n_generated"] == kw["max_ctx"] + 1  # the last token is never run
+    with pytest.raises(TypeError):
+        wick.stream(model, prompt, return_stats=True)
+
+
 def test_sampling_is_seeded(model):
     kw = dict(max_new_tokens=8, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0)
     a = wick.generate(model, PROMPT, seed=1, **kw)
