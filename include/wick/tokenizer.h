@@ -45,7 +45,8 @@ enum {
 };
 /* Encode len bytes of UTF-8 text into ids[0..cap). Returns the number of
  * ids the text needs, which may exceed cap (then only cap are written: call
- * again with a larger buffer), or -1 on error.
+ * again with a larger buffer), or -1 on error. text may be NULL when len is
+ * 0 (the empty text); NULL with len > 0 is WK_ERR_ARG.
  * Added tokens are matched on the raw text first, longest match at the
  * leftmost position (HF's AddedVocabulary, with its lstrip / rstrip /
  * single_word flags); special ones (HF special, GGUF control) only with

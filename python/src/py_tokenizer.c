@@ -171,7 +171,17 @@ int wkpy_ids(PyObject *o, const char *fname, int32_t **ids, int64_t *n) {
             *ids = NULL;
             return wkpy_raise_int();
         }
-        for (int64_t i = 0; i < k; i++) (*ids)[i] = (int32_t)v[i];
+        for (int64_t i = 0; i < k; i++) {
+            /* a value outside int32 would make the conversion undefined */
+            if (!(v[i] >= INT32_MIN && v[i] <= INT32_MAX)) {
+                PyErr_Format(PyExc_OverflowError, "%s(): id %.0f does not fit int32", fname, v[i]);
+                PyMem_RawFree(v);
+                PyMem_RawFree(*ids);
+                *ids = NULL;
+                return -1;
+            }
+            (*ids)[i] = (int32_t)v[i];
+        }
         PyMem_RawFree(v);
         *n = k;
         return 0;

@@ -318,23 +318,43 @@ static wk_status hf_chat_template(const char *dir, char **out) {
                 continue;
             }
             if (wk__json_peek(&p) == WK__JSON_STRING) {
-                if (wk__json_string(&p, &s, &sl) && !*out && !(*out = dup_n(s, sl))) wk__json_fail(&p, "out of memory");
+                if (wk__json_string(&p, &s, &sl) && !*out && !(*out = dup_n(s, sl))) {
+                    p.oom = true;
+                    wk__json_fail(&p, "out of memory");
+                }
             } else if (wk__json_peek(&p) == WK__JSON_ARRAY && wk__json_array(&p)) {
-                while (wk__json_item(&p)) {
+                for (size_t entry = 0; wk__json_item(&p); entry++) {
                     char *tmpl = NULL;
                     bool is_default = false;
+                    if (wk__json_peek(&p) != WK__JSON_OBJECT) {
+                        wk__json_fail(&p, "chat_template entry %zu must be an object {\"name\", \"template\"}", entry);
+                        break;
+                    }
                     if (!wk__json_object(&p)) break;
                     while (wk__json_key(&p, &key, &kl)) {
                         bool name = !strcmp(key, "name"), tm = !strcmp(key, "template");
-                        if ((name || tm) && wk__json_peek(&p) == WK__JSON_STRING && wk__json_string(&p, &s, &sl)) {
-                            if (name) is_default = !strcmp(s, "default");
-                            else if (!tmpl) tmpl = dup_n(s, sl);
-                        } else if (!(name || tm) && !wk__json_skip(&p)) {
+                        if (!name && !tm) {
+                            if (!wk__json_skip(&p)) break;
+                            continue;
+                        }
+                        /* the value must be read (or the parse fails at the
+                         * next key with a misleading syntax error) */
+                        if (wk__json_peek(&p) != WK__JSON_STRING) {
+                            wk__json_fail(&p, "chat_template entry %zu: \"%s\" must be a string", entry,
+                                          name ? "name" : "template");
+                            break;
+                        }
+                        if (!wk__json_string(&p, &s, &sl)) break;
+                        if (name) is_default = !strcmp(s, "default");
+                        else if (!tmpl && !(tmpl = dup_n(s, sl))) {
+                            p.oom = true;
+                            wk__json_fail(&p, "out of memory");
                             break;
                         }
                     }
-                    if (is_default && tmpl && !*out) *out = tmpl;
+                    if (!p.failed && is_default && tmpl && !*out) *out = tmpl;
                     else free(tmpl);
+                    if (p.failed) break;
                 }
             } else if (!wk__json_skip(&p)) {
                 break;
@@ -343,7 +363,7 @@ static wk_status hf_chat_template(const char *dir, char **out) {
     }
     wk_status st = WK_OK;
     if (p.failed) {
-        st = wk__err(WK_ERR_FORMAT, OP, "%s: %s", path, p.msg);
+        st = wk__err(p.oom ? WK_ERR_OOM : WK_ERR_FORMAT, OP, "%s: %s", path, p.msg);
         free(*out);
         *out = NULL;
     }

@@ -1,7 +1,10 @@
 /* The BPE model on one pre-tokenized word: start from its bytes' tokens and
  * apply the lowest-ranked merge of adjacent symbols until none applies
  * (ties: leftmost first, as HF and llama.cpp do). A binary heap of candidate
- * pairs keeps long words O(n log n); stale entries are skipped on pop. */
+ * pairs keeps long words O(n log n); stale entries are skipped on pop.
+ * Heap bound: m symbols give <= m - 1 initial pairs, and each of the k <= m - 1
+ * merges pops its own entry and pushes <= 2, so at most m - 1 + k <= 2(m - 1)
+ * entries are ever queued: 2n entries, on the stack for words of <= STACK bytes. */
 #include <stdlib.h>
 #include "wick/tokenizer.h"
 #include <string.h>
@@ -61,9 +64,15 @@ void wk__bpe_word(const wk_tokenizer *t, const unsigned char *w, size_t n, wk__i
             return;
         }
     }
+    /* int32 symbol indices and a 2n queue: a word over 1 GiB (48 bytes of
+     * scratch per byte) is refused as out of memory rather than overflowed */
+    if (n > (size_t)INT32_MAX / 2) {
+        out->oom = true;
+        return;
+    }
     enum { STACK = 64 };
     int32_t s_id[STACK], s_prev[STACK], s_next[STACK];
-    cand s_heap[STACK];
+    cand s_heap[2 * STACK]; /* the queue needs 2n entries (see the top) */
     int32_t *id = s_id, *prev = s_prev, *next = s_next;
     cand *heap = s_heap;
     if (n > STACK) {
@@ -94,7 +103,7 @@ void wk__bpe_word(const wk_tokenizer *t, const unsigned char *w, size_t n, wk__i
     if (m == 0) goto done;
     next[m - 1] = -1;
     int32_t nh = 0;
-    int32_t cap = n > STACK ? (int32_t)(2 * n) : 2 * STACK;
+    const int32_t cap = 2 * m; /* <= 2n entries allocated, both on the stack and the heap path */
     for (int32_t i = 0; i + 1 < m; i++) {
         const wk__pair_slot *p = find_merge(t, id[i], id[i + 1]);
         if (p) heap_push(heap, &nh, (cand){p->rank, i, id[i], id[i + 1]});
@@ -109,7 +118,10 @@ void wk__bpe_word(const wk_tokenizer *t, const unsigned char *w, size_t n, wk__i
         id[r] = -1;
         next[l] = next[r];
         if (next[r] >= 0) prev[next[r]] = l;
-        if (nh + 2 > cap) continue; /* cannot happen: each merge pushes <= 2, there are < n merges */
+        if (nh + 2 > cap) { /* cannot happen (the bound at the top): fail rather than write past the queue */
+            out->oom = true;
+            goto done;
+        }
         if (prev[l] >= 0) {
             const wk__pair_slot *q = find_merge(t, id[prev[l]], id[l]);
             if (q) heap_push(heap, &nh, (cand){q->rank, prev[l], id[prev[l]], id[l]});

@@ -95,5 +95,8 @@ int32_t wk__strmap_get(const wk_tokenizer *t, const wk__strmap *m, const char *s
 void wk__bpe_word(const wk_tokenizer *t, const unsigned char *w, size_t n, wk__ids *out);
 void wk__pretok_bpe(const wk_tokenizer *t, const unsigned char *s, size_t n, wk__ids *out);
 void wk__wordpiece_segment(const wk_tokenizer *t, const unsigned char *s, size_t n, wk__ids *out);
+/* Candidate pieces WordPiece has considered on this thread (for the tests'
+ * check that a long word stays O(n * longest token)). */
+extern _Thread_local unsigned long long wk__wordpiece_steps;
 
 #endif

@@ -83,7 +83,9 @@ int64_t wk_tokenizer_encode(const wk_tokenizer *t, const char *text, size_t len,
         wk__err(WK_ERR_ARG, op, "NULL tokenizer, text or ids, or cap < 0");
         return -1;
     }
-    const unsigned char *s = (const unsigned char *)text;
+    /* NULL text with len 0 is the empty text: s stays a valid pointer (no
+     * NULL + 0 below) */
+    const unsigned char *s = text ? (const unsigned char *)text : (const unsigned char *)"";
     wk__ids o = {ids, cap, 0, false};
     if (flags & WK_TOK_ADD_SPECIAL)
         for (int i = 0; i < t->nprefix; i++) wk__ids_push(&o, t->prefix[i]);
@@ -243,7 +245,7 @@ int64_t wk_token_stream_put(const wk_tokenizer *t, wk_token_stream *st, int32_t 
         wk__err(WK_ERR_ARG, op, "output buffer of %zu bytes is too small for %zu", cap, o);
         return -1;
     }
-    memcpy(out, res, o);
+    if (o) memcpy(out, res, o); /* out may be NULL when cap and o are 0 */
     st->npending = (int)(n - i);
     memcpy(st->pending, in + i, n - i);
     free(in);

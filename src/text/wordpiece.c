@@ -78,6 +78,8 @@ static void normalize(const wk_tokenizer *t, const unsigned char *s, size_t n, c
     }
 }
 
+_Thread_local unsigned long long wk__wordpiece_steps;
+
 static void wordpiece(const wk_tokenizer *t, const uint32_t *c, size_t n, wk__ids *out) {
     if ((int64_t)n > t->max_word_chars) {
         if (t->unk >= 0) wk__ids_push(out, t->unk);
@@ -102,19 +104,20 @@ static void wordpiece(const wk_tokenizer *t, const uint32_t *c, size_t n, wk__id
     int64_t mark = out->n;
     for (size_t a = 0; a < n;) {
         int32_t found = -1;
-        size_t b = n;
-        /* no piece is longer than the longest token: start there (keeps a
-         * long word O(n * longest) instead of O(n^2) lookups) */
-        while (b > a && off[b] - off[a] + (a > 0 ? plen : 0) > t->max_token_bytes) b--;
+        /* No piece is longer than the longest token, and a character is at
+         * least one byte: the first candidate ends at most max_token_bytes
+         * characters on, then steps back while its bytes are too many (both
+         * bounded by the longest token, so a long word is O(n * longest),
+         * not O(n^2) however large max_input_chars_per_word is). */
+        size_t b = n - a > t->max_token_bytes ? a + t->max_token_bytes : n;
+        while (b > a && off[b] - off[a] + (a > 0 ? plen : 0) > t->max_token_bytes) b--, wk__wordpiece_steps++;
+        /* the prefix must sit right before the piece: move it there (over
+         * the characters already consumed) */
+        if (a > 0) memmove(buf + off[a], t->cont_prefix, plen);
         for (; b > a; b--) {
-            const char *p = buf + plen + off[a];
-            size_t l = off[b] - off[a];
-            if (a > 0) {
-                p -= plen;
-                l += plen;
-                /* the prefix must sit right before the piece: move it there */
-                memmove(buf + plen + off[a] - plen, t->cont_prefix, plen);
-            }
+            wk__wordpiece_steps++;
+            const char *p = buf + plen + off[a] - (a > 0 ? plen : 0);
+            size_t l = off[b] - off[a] + (a > 0 ? plen : 0);
             found = wk__strmap_get(t, &t->by_bytes, p, l);
             if (found >= 0) break;
         }
