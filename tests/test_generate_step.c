@@ -12,6 +12,8 @@
  * - two sessions over one model, stepped in turn, match each run alone;
  * - NULL arguments and a step after the end are errors, never crashes. */
 #include "testutil.h"
+#include "wick/tokenizer.h"
+#include "wick/llama.h"
 #include "wick/generate.h"
 
 #include <stdio.h>

@@ -13,6 +13,10 @@
  *  - a tokenizer_config.json chat_template entry whose "name" / "template"
  *    is not a string is reported as such, not as a JSON syntax error. */
 #include <setjmp.h>
+#include "wick/gguf.h"
+#include "wick/safetensors.h"
+#include "wick/tokenizer.h"
+#include "wick/llama.h"
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
