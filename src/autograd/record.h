@@ -6,6 +6,7 @@
 #ifndef WICK_AUTOGRAD_RECORD_H
 #define WICK_AUTOGRAD_RECORD_H
 #include "autograd/node.h"
+#include "core/prim_slice_assign.h"
 
 /* rules_elementwise.c */
 wk_tensor *wk__ag_unary(wk_tensor *r, const wk_tensor *x, wk_unary_op op);
@@ -104,11 +105,7 @@ wk_tensor *wk__ag_slice_scatter(wk_tensor *r, const wk_tensor *t, const wk_tenso
 wk__node  *wk__ag_slice_set_node(const wk_tensor *dst, const wk_tensor *src, int dim, int64_t offset);
 /* wk_copy_ (a whole overwrite: dst's old value gets a zero gradient) */
 wk__node  *wk__ag_copy_node(const wk_tensor *dst, const wk_tensor *src);
-/* slice_assign: the slice normalised (start, length, step per sliced dim) */
-typedef struct wk__slice_spec {
-    int n;
-    int64_t start[WK_MAX_RANK], len[WK_MAX_RANK], step[WK_MAX_RANK];
-} wk__slice_spec;
+/* slice_assign: sp the slice normalised (wk__slice_spec: core/prim_slice_assign.h) */
 wk_tensor *wk__ag_slice_assign(wk_tensor *r, const wk_tensor *t, const wk__slice_spec *sp, const wk_tensor *src);
 wk__node  *wk__ag_slice_assign_node(const wk_tensor *dst, const wk__slice_spec *sp, const wk_tensor *src);
 /* rules_index.c (ids: the integer index tensor, saved) */
