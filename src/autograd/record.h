@@ -67,15 +67,8 @@ wk_tensor *wk__ag_pool2d(wk_tensor *r, const wk_tensor *x, const wk_pool_params 
 wk_tensor *wk__ag_upsample(wk_tensor *r, const wk_tensor *x, int rank, bool bilinear, bool align_corners,
                            const char *op);
 /* ---- end grad_conv ---- */
-/* rules_nn.c (grad_nn): the fused nn ops; dim normalised, a the effective
- * attention arguments (scale resolved, group Hq / Hkv), op the public name */
-wk_tensor *wk__ag_softmax(wk_tensor *r, const wk_tensor *x, int dim, bool logp);
-wk_tensor *wk__ag_nn_norm(wk_tensor *r, const wk_tensor *x, const wk_tensor *w, const wk_tensor *b, double eps, bool rms);
-wk_tensor *wk__ag_rope(wk_tensor *r, const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, bool interleaved,
-                       bool thd);
-wk_tensor *wk__ag_swiglu(wk_tensor *r, const wk_tensor *x);
-wk_tensor *wk__ag_attention(wk_tensor *r, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
-                            const wk_tensor *mask, const wk_attention_args *a, const char *op);
+/* The fused nn ops' recorders (wk__ag_softmax, ...) live with the ops
+ * above autograd: src/nn/nn_internal.h. */
 
 /* ---- grad_train: rules_loss.c ----
  * cross_entropy (ce) / nll_loss of x (N, C): ids (N, 1) i64 target classes
