@@ -257,9 +257,7 @@ wk_tensor *wk__prim_scaled_dot_product_attention(const wk_tensor *q, const wk_te
     return attention_prim("wk_scaled_dot_product_attention", q, k, v, mask, scale, causal, 0, false, a, composite);
 }
 
-wk_tensor *wk__prim_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_attention_opts *o,
-                              wk_attention_args *a, bool *composite) {
-    wk_attention_opts d = {0};
-    if (!o) o = &d;
-    return attention_prim("wk_attention", q, k, v, o->mask, o->scale, o->causal, o->q_offset, true, a, composite);
+wk_tensor *wk__prim_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_tensor *mask,
+                              double scale, bool causal, int64_t q_offset, wk_attention_args *a, bool *composite) {
+    return attention_prim("wk_attention", q, k, v, mask, scale, causal, q_offset, true, a, composite);
 }

@@ -9,7 +9,6 @@
 #ifndef WICK_CORE_PRIM_NN_H
 #define WICK_CORE_PRIM_NN_H
 #include "core/tensor.h"
-#include "wick/nn.h"
 
 wk_tensor *wk__prim_softmax(const wk_tensor *t, int dim, bool *composite);
 wk_tensor *wk__prim_log_softmax(const wk_tensor *t, int dim, bool *composite);
@@ -27,8 +26,9 @@ wk_tensor *wk__prim_swiglu(const wk_tensor *x, bool *composite);
 wk_tensor *wk__prim_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
                                                  const wk_tensor *mask, double scale, bool causal, wk_attention_args *a,
                                                  bool *composite);
-wk_tensor *wk__prim_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_attention_opts *o,
-                              wk_attention_args *a, bool *composite);
+/* wk_attention with its options (wk_attention_opts) passed one by one */
+wk_tensor *wk__prim_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_tensor *mask,
+                              double scale, bool causal, int64_t q_offset, wk_attention_args *a, bool *composite);
 
 /* The additive causal mask (Lq, Lk) in dtype dt (f32 or f64) on dev: 0
  * where key j <= query i + off, -inf elsewhere. A constant (untracked);

@@ -289,13 +289,13 @@ static wk_tensor *attention_composite(const wk_tensor *q, const wk_tensor *k, co
 }
 
 static wk_tensor *attention_rec(const char *op, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
-                                const wk_tensor *mask, double scale, bool causal, const wk_attention_opts *o) {
+                                const wk_tensor *mask, double scale, bool causal, int64_t q_offset, bool gqa) {
     const wk_tensor *ins[4] = {q, k, v, mask};
     bool ag = wk__ag_onn((wk_tensor *const *)ins, 4), composite;
     wk_attention_args a = {0};
     if (ag) wk__ag_suspend();
-    wk_tensor *r = o ? wk__prim_attention(q, k, v, o, &a, &composite)
-                     : wk__prim_scaled_dot_product_attention(q, k, v, mask, scale, causal, &a, &composite);
+    wk_tensor *r = gqa ? wk__prim_attention(q, k, v, mask, scale, causal, q_offset, &a, &composite)
+                       : wk__prim_scaled_dot_product_attention(q, k, v, mask, scale, causal, &a, &composite);
     if (composite) r = attention_composite(q, k, v, mask, &a);
     if (!ag) return r;
     wk__ag_resume();
@@ -304,11 +304,11 @@ static wk_tensor *attention_rec(const char *op, const wk_tensor *q, const wk_ten
 
 wk_tensor *wk_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
                                            const wk_tensor *mask, double scale, bool causal) {
-    return attention_rec("wk_scaled_dot_product_attention", q, k, v, mask, scale, causal, NULL);
+    return attention_rec("wk_scaled_dot_product_attention", q, k, v, mask, scale, causal, 0, false);
 }
 
 wk_tensor *wk_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_attention_opts *o) {
     wk_attention_opts d = {0};
     if (!o) o = &d;
-    return attention_rec("wk_attention", q, k, v, o->mask, o->scale, o->causal, o);
+    return attention_rec("wk_attention", q, k, v, o->mask, o->scale, o->causal, o->q_offset, true);
 }

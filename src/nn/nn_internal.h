@@ -7,6 +7,7 @@
 #define WICK_NN_INTERNAL_H
 #include "autograd/node.h"
 #include "core/prim_nn.h"
+#include "wick/nn.h"
 
 /* rules_nn.c: each takes the op's fresh result r (NULL passes through) and
  * returns it with its node attached, or NULL (r freed) when the node could
