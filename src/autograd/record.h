@@ -6,6 +6,7 @@
 #ifndef WICK_AUTOGRAD_RECORD_H
 #define WICK_AUTOGRAD_RECORD_H
 #include "autograd/node.h"
+#include "core/prim_slice_assign.h"
 
 /* rules_elementwise.c */
 wk_tensor *wk__ag_unary(wk_tensor *r, const wk_tensor *x, wk_unary_op op);
@@ -74,15 +75,8 @@ wk_tensor *wk__ag_pool2d(wk_tensor *r, const wk_tensor *x, const wk_pool_params 
 wk_tensor *wk__ag_upsample(wk_tensor *r, const wk_tensor *x, int rank, bool bilinear, bool align_corners,
                            const char *op);
 /* ---- end grad_conv ---- */
-/* rules_nn.c (grad_nn): the fused nn ops; dim normalised, a the effective
- * attention arguments (scale resolved, group Hq / Hkv), op the public name */
-wk_tensor *wk__ag_softmax(wk_tensor *r, const wk_tensor *x, int dim, bool logp);
-wk_tensor *wk__ag_nn_norm(wk_tensor *r, const wk_tensor *x, const wk_tensor *w, const wk_tensor *b, double eps, bool rms);
-wk_tensor *wk__ag_rope(wk_tensor *r, const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, bool interleaved,
-                       bool thd);
-wk_tensor *wk__ag_swiglu(wk_tensor *r, const wk_tensor *x);
-wk_tensor *wk__ag_attention(wk_tensor *r, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
-                            const wk_tensor *mask, const wk_attention_args *a, const char *op);
+/* The fused nn ops' recorders (wk__ag_softmax, ...) live with the ops
+ * above autograd: src/nn/nn_internal.h. */
 
 /* ---- grad_train: rules_loss.c ----
  * cross_entropy (ce) / nll_loss of x (N, C): ids (N, 1) i64 target classes
@@ -112,11 +106,7 @@ wk_tensor *wk__ag_slice_scatter(wk_tensor *r, const wk_tensor *t, const wk_tenso
 wk__node  *wk__ag_slice_set_node(const wk_tensor *dst, const wk_tensor *src, int dim, int64_t offset);
 /* wk_copy_ (a whole overwrite: dst's old value gets a zero gradient) */
 wk__node  *wk__ag_copy_node(const wk_tensor *dst, const wk_tensor *src);
-/* slice_assign: the slice normalised (start, length, step per sliced dim) */
-typedef struct wk__slice_spec {
-    int n;
-    int64_t start[WK_MAX_RANK], len[WK_MAX_RANK], step[WK_MAX_RANK];
-} wk__slice_spec;
+/* slice_assign: sp the slice normalised (wk__slice_spec: core/prim_slice_assign.h) */
 wk_tensor *wk__ag_slice_assign(wk_tensor *r, const wk_tensor *t, const wk__slice_spec *sp, const wk_tensor *src);
 wk__node  *wk__ag_slice_assign_node(const wk_tensor *dst, const wk__slice_spec *sp, const wk_tensor *src);
 /* rules_index.c (ids: the integer index tensor, saved) */

@@ -1,8 +1,7 @@
 /* Convolutions: parameter and shape checks, output shape, one backend call.
  * The backend receives the normalized parameters (stride / dilation / groups
  * >= 1) and a contiguous output of the shape computed here. */
-#include "autograd/record.h"
-#include "core/tensor.h"
+#include "core/prim_conv.h"
 
 /* Upper bounds for parameters and dims: every size formula below stays far
  * from int64 overflow (products < 2^61). */
@@ -147,25 +146,10 @@ static wk_tensor *conv_impl(const char *op, const wk_tensor *x, const wk_tensor 
     return out;
 }
 
-/* Recorded when x or w is tracked (src/autograd/rules_conv.c); the body
- * makes its output with one backend call and records nothing itself. */
-static wk_tensor *conv_run(const char *op, const wk_tensor *x, const wk_tensor *w, const wk_conv_params *pin, int sp,
-                           bool transposed) {
-    wk_conv_params p;
-    if (!wk__ag_on2(x, w)) return conv_impl(op, x, w, pin, sp, transposed, &p);
-    wk_tensor *r = conv_impl(op, x, w, pin, sp, transposed, &p);
-    return wk__ag_conv(r, x, w, &p, sp, transposed, op);
-}
-
-wk_tensor *wk_conv1d(const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p) {
-    return conv_run("wk_conv1d", x, w, p, 1, false);
-}
-wk_tensor *wk_conv2d(const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p) {
-    return conv_run("wk_conv2d", x, w, p, 2, false);
-}
-wk_tensor *wk_conv_transpose1d(const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p) {
-    return conv_run("wk_conv_transpose1d", x, w, p, 1, true);
-}
-wk_tensor *wk_conv_transpose2d(const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p) {
-    return conv_run("wk_conv_transpose2d", x, w, p, 2, true);
+/* The untracked op (src/autograd/tracked_conv.c records it): one backend
+ * call, norm (when not NULL) gets the normalized parameters. */
+wk_tensor *wk__prim_conv(const char *op, const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p, int spatial,
+                         bool transposed, wk_conv_params *norm) {
+    wk_conv_params q;
+    return conv_impl(op, x, w, p, spatial, transposed, norm ? norm : &q);
 }

@@ -1,13 +1,14 @@
-/* Indexing ops: shape and dtype checks, then one backend call (index_select,
- * gather, scatter, index_add) or a composition of existing ops (embedding,
- * slice_scatter, flip, roll, repeat, pads, masked_fill). The backends check
- * the index values themselves. */
+/* Indexing ops, untracked: shape and dtype checks, then one backend call
+ * (index_select, gather, scatter, index_add) or a composition of untracked
+ * steps (slice_scatter, repeat, pad_with_zeros). The backends check the
+ * index values themselves. The public ops and the composites that record
+ * through their parts (embedding, flip, roll, pad_with_same, masked_fill)
+ * are in src/autograd/tracked_indexing.c. */
 #include "core/block_bytes.h"
 #include "core/checked.h"
-#include "core/tensor.h"
-#include "autograd/record.h"
+#include "core/prim_indexing.h"
+#include "core/prim_join.h"
 #include <inttypes.h>
-#include <stdlib.h>
 
 static wk_tensor *finish(wk_tensor *r, wk_status st) {
     if (st != WK_OK) {
@@ -17,7 +18,7 @@ static wk_tensor *finish(wk_tensor *r, wk_status st) {
     return r;
 }
 
-static bool same_device(const char *op, const wk_tensor *a, const wk_tensor *b) {
+bool wk__prim_same_device(const char *op, const wk_tensor *a, const wk_tensor *b) {
     if (wk__dev(a) != wk__dev(b)) {
         wk__err(WK_ERR_DEVICE, op, "device mismatch: %s vs %s", wk__dev(a)->name, wk__dev(b)->name);
         return false;
@@ -25,12 +26,9 @@ static bool same_device(const char *op, const wk_tensor *a, const wk_tensor *b) 
     return true;
 }
 
-/* t_check: wk__check_in, or wk__check_in_blocks for the row gathers that
- * take block dtypes (index_select, embedding). */
-static bool check_ids_with(const char *op, const wk_tensor *t, const wk_tensor *ids,
-                           bool (*t_check)(const char *, const wk_tensor *)) {
-    if (!t_check(op, t) || !wk__check_in(op, ids)) return false;
-    if (!same_device(op, t, ids)) return false;
+bool wk__prim_check_ids(const char *op, const wk_tensor *t, const wk_tensor *ids, bool blocks) {
+    if (!(blocks ? wk__check_in_blocks(op, t) : wk__check_in(op, t)) || !wk__check_in(op, ids)) return false;
+    if (!wk__prim_same_device(op, t, ids)) return false;
     wk_dtype d = ids->dtype;
     if (d != WK_U8 && d != WK_U32 && d != WK_I32 && d != WK_I64) {
         wk__err(WK_ERR_DTYPE, op, "index dtype %s is not supported (u8, u32, i32, i64)", wk_dtype_name(d));
@@ -40,7 +38,7 @@ static bool check_ids_with(const char *op, const wk_tensor *t, const wk_tensor *
 }
 
 static bool check_ids(const char *op, const wk_tensor *t, const wk_tensor *ids) {
-    return check_ids_with(op, t, ids, wk__check_in);
+    return wk__prim_check_ids(op, t, ids, false);
 }
 
 static bool check_1d(const char *op, const wk_tensor *ids) {
@@ -66,18 +64,9 @@ static wk_layout ids_1d(const wk_tensor *ids) {
 
 /* ---------------------------------------------------------- index_select */
 
-static wk_tensor *index_select_impl(const wk_tensor *t, const wk_tensor *ids, int dim);
-wk_tensor *wk_index_select(const wk_tensor *t, const wk_tensor *ids, int dim) {
-    if (!wk__ag_on1(t)) return index_select_impl(t, ids, dim);
-    wk__ag_suspend();
-    wk_tensor *r = index_select_impl(t, ids, dim);
-    wk__ag_resume();
-    return wk__ag_index_select(r, t, ids, dim);
-}
-
-static wk_tensor *index_select_impl(const wk_tensor *t, const wk_tensor *ids, int dim) {
+wk_tensor *wk__prim_index_select(const wk_tensor *t, const wk_tensor *ids, int dim) {
     const char *op = "wk_index_select";
-    if (!check_ids_with(op, t, ids, wk__check_in_blocks) || !check_1d(op, ids)) return NULL;
+    if (!wk__prim_check_ids(op, t, ids, true) || !check_1d(op, ids)) return NULL;
     int d;
     if (wk__norm_dim(op, dim, t->layout.rank, &d) != WK_OK) return NULL;
     if (wk_dtype_is_quantized(t->dtype) && d == t->layout.rank - 1) {
@@ -98,47 +87,9 @@ static wk_tensor *index_select_impl(const wk_tensor *t, const wk_tensor *ids, in
                                              r->storage->buf, bdt));
 }
 
-/* Records through index_select (the reshapes are of the integer ids and of
- * the rows, both recorded or untracked). */
-wk_tensor *wk_embedding(const wk_tensor *ids, const wk_tensor *table) {
-    const char *op = "wk_embedding";
-    if (!check_ids_with(op, table, ids, wk__check_in_blocks)) return NULL; /* quantized tables: rows stay blocks */
-    if (table->layout.rank != 2) {
-        char b[128];
-        wk__err(WK_ERR_SHAPE, op, "table must be 2-D (vocab, hidden), got %s",
-                wk__shape_str(table->layout.shape, table->layout.rank, b, sizeof b));
-        return NULL;
-    }
-    if (ids->layout.rank + 1 > WK_MAX_RANK) {
-        wk__err(WK_ERR_SHAPE, op, "ids rank %d + 1 exceeds the maximum rank %d", ids->layout.rank, WK_MAX_RANK);
-        return NULL;
-    }
-    int64_t flat = -1;
-    wk_tensor *f = wk_reshape(ids, &flat, 1);
-    if (!f) return NULL;
-    wk_tensor *rows = wk_index_select(table, f, 0);
-    wk_tensor_free(f);
-    if (!rows) return NULL;
-    int64_t shape[WK_MAX_RANK];
-    for (int i = 0; i < ids->layout.rank; i++) shape[i] = ids->layout.shape[i];
-    shape[ids->layout.rank] = table->layout.shape[1];
-    wk_tensor *r = wk_reshape(rows, shape, ids->layout.rank + 1);
-    wk_tensor_free(rows);
-    return r;
-}
-
 /* ------------------------------------------------------------------ gather */
 
-static wk_tensor *gather_impl(const wk_tensor *t, const wk_tensor *ids, int dim);
-wk_tensor *wk_gather(const wk_tensor *t, const wk_tensor *ids, int dim) {
-    if (!wk__ag_on1(t)) return gather_impl(t, ids, dim);
-    wk__ag_suspend();
-    wk_tensor *r = gather_impl(t, ids, dim);
-    wk__ag_resume();
-    return wk__ag_gather(r, t, ids, dim);
-}
-
-static wk_tensor *gather_impl(const wk_tensor *t, const wk_tensor *ids, int dim) {
+wk_tensor *wk__prim_gather(const wk_tensor *t, const wk_tensor *ids, int dim) {
     const char *op = "wk_gather";
     if (!check_ids(op, t, ids)) return NULL;
     const wk_layout *lt = &t->layout, *li = &ids->layout;
@@ -198,15 +149,6 @@ static wk_tensor *scatter_copy_impl(const char *op, const wk_tensor *t, const wk
     return finish(r, scatter_impl(op, r, ids, src, dim, add));
 }
 
-static wk_tensor *scatter_copy(const char *op, const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim,
-                               bool add) {
-    if (!wk__ag_on2(t, src)) return scatter_copy_impl(op, t, ids, src, dim, add);
-    wk__ag_suspend();
-    wk_tensor *r = scatter_copy_impl(op, t, ids, src, dim, add);
-    wk__ag_resume();
-    return wk__ag_scatter(r, t, ids, src, dim, add);
-}
-
 /* The in-place forms write t's own storage: it must be writable with one
  * element per index, and ids/src that share it are read from a copy first
  * (as copy_ does), so the result does not depend on the write order. */
@@ -226,57 +168,26 @@ static wk_status scatter_in_place(const char *op, wk_tensor *t, const wk_tensor 
     return st;
 }
 
-wk_tensor *wk_scatter(const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
-    return scatter_copy("wk_scatter", t, ids, src, dim, false);
+wk_tensor *wk__prim_scatter(const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
+    return scatter_copy_impl("wk_scatter", t, ids, src, dim, false);
 }
-wk_tensor *wk_scatter_add(const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
-    return scatter_copy("wk_scatter_add", t, ids, src, dim, true);
+wk_tensor *wk__prim_scatter_add(const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
+    return scatter_copy_impl("wk_scatter_add", t, ids, src, dim, true);
 }
-/* Autograd's in-place form: the write with recording suspended, then t is
- * rebased onto a scatter node (edge 0: t's old node, edge 1: src). The ids
- * the backward reads must not be in the storage this write changes. */
-static wk_status scatter_rebase(const char *op, wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim,
-                                bool add) {
-    wk_tensor *ids_c = ids->storage == t->storage ? wk_copy(ids) : NULL;
-    if (ids->storage == t->storage && !ids_c) return wk_last_status();
-    if (ids_c) ids = ids_c;
-    wk__node *n = wk__ag_scatter_node(t, ids, src, dim, add);
-    wk_status st = n ? WK_OK : wk_last_status();
-    if (st == WK_OK) {
-        wk__ag_suspend();
-        st = scatter_in_place(op, t, ids, src, dim, add);
-        wk__ag_resume();
-        st = wk__ag_rebase(t, n, st);
-    }
-    wk_tensor_free(ids_c);
-    return st;
-}
-
-wk_status wk_scatter_(wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
+wk_status wk__prim_scatter_(wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
     const char *op = "wk_scatter_";
     if (!wk__check_in(op, t) || !wk__check_in(op, ids) || !wk__check_in(op, src)) return wk_last_status();
-    if (wk__ag_inplace_on(t, src)) return scatter_rebase(op, t, ids, src, dim, false);
     return scatter_in_place(op, t, ids, src, dim, false);
 }
-wk_status wk_scatter_add_(wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
+wk_status wk__prim_scatter_add_(wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
     const char *op = "wk_scatter_add_";
     if (!wk__check_in(op, t) || !wk__check_in(op, ids) || !wk__check_in(op, src)) return wk_last_status();
-    if (wk__ag_inplace_on(t, src)) return scatter_rebase(op, t, ids, src, dim, true);
     return scatter_in_place(op, t, ids, src, dim, true);
 }
 
 /* --------------------------------------------------------------- index_add */
 
-static wk_tensor *index_add_impl(const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim);
-wk_tensor *wk_index_add(const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
-    if (!wk__ag_on2(t, src)) return index_add_impl(t, ids, src, dim);
-    wk__ag_suspend();
-    wk_tensor *r = index_add_impl(t, ids, src, dim);
-    wk__ag_resume();
-    return wk__ag_index_add(r, t, ids, src, dim);
-}
-
-static wk_tensor *index_add_impl(const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
+wk_tensor *wk__prim_index_add(const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
     const char *op = "wk_index_add";
     if (!check_ids(op, t, ids) || !check_1d(op, ids) || !wk__check_same(op, t, src)) return NULL;
     const wk_layout *lt = &t->layout, *ls = &src->layout;
@@ -301,7 +212,7 @@ static wk_tensor *index_add_impl(const wk_tensor *t, const wk_tensor *ids, const
 
 /* ---------------------------------------------------------- slice_scatter */
 
-static wk_tensor *slice_scatter_impl(const wk_tensor *t, const wk_tensor *src, int dim, int64_t start) {
+wk_tensor *wk__prim_slice_scatter(const wk_tensor *t, const wk_tensor *src, int dim, int64_t start) {
     const char *op = "wk_slice_scatter";
     if (!wk__check_same(op, t, src)) return NULL;
     wk_tensor *r = wk_copy(t);
@@ -309,80 +220,10 @@ static wk_tensor *slice_scatter_impl(const wk_tensor *t, const wk_tensor *src, i
     return finish(r, wk_slice_set(r, src, dim, start));
 }
 
-wk_tensor *wk_slice_scatter(const wk_tensor *t, const wk_tensor *src, int dim, int64_t start) {
-    if (!wk__ag_on2(t, src)) return slice_scatter_impl(t, src, dim, start);
-    wk__ag_suspend();
-    wk_tensor *r = slice_scatter_impl(t, src, dim, start);
-    wk__ag_resume();
-    return wk__ag_slice_scatter(r, t, src, dim, start);
-}
-
-/* -------------------------------------------------------------------- flip */
-
-/* flip, roll and masked_fill record through their parts (copy and
- * index_select; narrow and cat; where). */
-
-wk_tensor *wk_flip(const wk_tensor *t, const int *dims, int ndims) {
-    const char *op = "wk_flip";
-    if (!wk__check_in(op, t)) return NULL;
-    if (ndims < 0 || (ndims > 0 && !dims)) { wk__err(WK_ERR_ARG, op, "bad dims list (ndims %d)", ndims); return NULL; }
-    int r = t->layout.rank;
-    bool seen[WK_MAX_RANK] = {false};
-    for (int i = 0; i < ndims; i++) {
-        int d;
-        if (wk__norm_dim(op, dims[i], r, &d) != WK_OK) return NULL;
-        if (seen[d]) { wk__err(WK_ERR_ARG, op, "dim %d appears more than once", dims[i]); return NULL; }
-        seen[d] = true;
-    }
-    wk_tensor *cur = wk_copy(t);
-    for (int d = 0; cur && d < r; d++) {
-        int64_t n = t->layout.shape[d];
-        if (!seen[d] || n <= 1) continue;
-        int64_t *v = malloc((size_t)n * sizeof *v);
-        if (!v) { wk__err(WK_ERR_OOM, op, "cannot allocate %" PRId64 " indices", n); wk_tensor_free(cur); return NULL; }
-        for (int64_t i = 0; i < n; i++) v[i] = n - 1 - i;
-        wk_tensor *ids = wk_from_host(v, (size_t)n * sizeof *v, &n, 1, WK_I64, wk__dev(t));
-        free(v);
-        wk_tensor *next = ids ? wk_index_select(cur, ids, d) : NULL;
-        wk_tensor_free(ids);
-        wk_tensor_free(cur);
-        cur = next;
-    }
-    return cur;
-}
-
-/* -------------------------------------------------------------------- roll */
-
-wk_tensor *wk_roll(const wk_tensor *t, int64_t shift, int dim) {
-    const char *op = "wk_roll";
-    if (!wk__check_in(op, t)) return NULL;
-    int d;
-    if (wk__norm_dim(op, dim, t->layout.rank, &d) != WK_OK) return NULL;
-    int64_t n = t->layout.shape[d];
-    if (n == 0) return wk_copy(t);
-    int64_t s = shift % n;
-    if (s < 0) s += n;
-    if (s == 0) return wk_copy(t);
-    wk_tensor *parts[2] = {wk_narrow(t, d, n - s, s), wk_narrow(t, d, 0, n - s)};
-    wk_tensor *r = (parts[0] && parts[1]) ? wk_cat(parts, 2, d) : NULL;
-    wk_tensor_free(parts[0]);
-    wk_tensor_free(parts[1]);
-    return r;
-}
-
 /* ------------------------------------------------------------------ repeat */
 
-static wk_tensor *repeat_impl(const wk_tensor *t, const int64_t *reps, int nreps);
-wk_tensor *wk_repeat(const wk_tensor *t, const int64_t *reps, int nreps) {
-    if (!wk__ag_on1(t)) return repeat_impl(t, reps, nreps);
-    wk__ag_suspend();
-    wk_tensor *r = repeat_impl(t, reps, nreps);
-    wk__ag_resume();
-    return wk__ag_repeat(r, t, reps, nreps);
-}
-
-/* The copies go straight to the backend: a node of its own (wk__ag_repeat). */
-static wk_tensor *repeat_impl(const wk_tensor *t, const int64_t *reps, int nreps) {
+/* The copies go straight to the backend (autograd: a node of its own). */
+wk_tensor *wk__prim_repeat(const wk_tensor *t, const int64_t *reps, int nreps) {
     const char *op = "wk_repeat";
     if (!wk__check_in(op, t)) return NULL;
     int r = t->layout.rank;
@@ -432,28 +273,38 @@ static wk_tensor *repeat_impl(const wk_tensor *t, const int64_t *reps, int nreps
 
 /* -------------------------------------------------------------------- pads */
 
-static wk_tensor *pad_impl(const char *op, const wk_tensor *t, int dim, int64_t left, int64_t right, bool same) {
-    if (!wk__check_in(op, t)) return NULL;
+bool wk__prim_pad_check(const char *op, const wk_tensor *t, int dim, int64_t left, int64_t right, bool same, int *dp) {
+    if (!wk__check_in(op, t)) return false;
     int d;
-    if (wk__norm_dim(op, dim, t->layout.rank, &d) != WK_OK) return NULL;
+    if (wk__norm_dim(op, dim, t->layout.rank, &d) != WK_OK) return false;
     if (left < 0 || right < 0) {
         wk__err(WK_ERR_ARG, op, "pads must be >= 0, got left %" PRId64 " right %" PRId64, left, right);
-        return NULL;
+        return false;
     }
     int64_t n = t->layout.shape[d], padded;
     if (wk__add_overflow_i64(n, left, &padded) || wk__add_overflow_i64(padded, right, &padded)) {
         wk__err(WK_ERR_SHAPE, op, "padded size overflows");
-        return NULL;
+        return false;
     }
     int64_t shape[WK_MAX_RANK], numel;
     int r = t->layout.rank;
     for (int i = 0; i < r; i++) shape[i] = t->layout.shape[i];
     shape[d] = padded;
-    if (wk__check_shape(op, shape, r, &numel) != WK_OK) return NULL;
+    if (wk__check_shape(op, shape, r, &numel) != WK_OK) return false;
     if (same && n == 0 && left + right > 0) {
         wk__err(WK_ERR_SHAPE, op, "cannot replicate the edge of an empty dim %d", d);
-        return NULL;
+        return false;
     }
+    *dp = d;
+    return true;
+}
+
+/* [zeros(left), t, zeros(right)] along d, one untracked cat. */
+wk_tensor *wk__prim_pad_with_zeros(const wk_tensor *t, int dim, int64_t left, int64_t right) {
+    int d;
+    if (!wk__prim_pad_check("wk_pad_with_zeros", t, dim, left, right, false, &d)) return NULL;
+    int r = t->layout.rank;
+    int64_t n = t->layout.shape[d], shape[WK_MAX_RANK];
     wk_tensor *parts[3] = {NULL, NULL, NULL};
     int np = 0;
     bool ok = true;
@@ -462,13 +313,7 @@ static wk_tensor *pad_impl(const char *op, const wk_tensor *t, int dim, int64_t 
         wk_tensor *p = NULL;
         if (side == 1) p = wk_narrow(t, d, 0, n); /* a new view: freeing it never touches t's scope slot */
         else if (len == 0) continue;
-        else if (same) {
-            for (int i = 0; i < r; i++) shape[i] = t->layout.shape[i];
-            shape[d] = len;
-            wk_tensor *edge = wk_narrow(t, d, side == 0 ? 0 : n - 1, 1);
-            p = edge ? wk_broadcast_as(edge, shape, r) : NULL;
-            wk_tensor_free(edge);
-        } else {
+        else {
             for (int i = 0; i < r; i++) shape[i] = t->layout.shape[i];
             shape[d] = len;
             p = wk_zeros(shape, r, t->dtype, wk__dev(t));
@@ -476,51 +321,7 @@ static wk_tensor *pad_impl(const char *op, const wk_tensor *t, int dim, int64_t 
         if (!p) ok = false;
         else parts[np++] = p;
     }
-    wk_tensor *res = ok ? wk_cat(parts, np, d) : NULL;
+    wk_tensor *res = ok ? wk__prim_cat(parts, np, d) : NULL;
     for (int i = 0; i < np; i++) wk_tensor_free(parts[i]);
     return res;
-}
-
-/* One node of its own (narrow's backward is a pad: a short graph for the
- * second order); pad_with_same records through narrow, broadcast and cat. */
-wk_tensor *wk_pad_with_zeros(const wk_tensor *t, int dim, int64_t left, int64_t right) {
-    if (!wk__ag_on1(t)) return pad_impl("wk_pad_with_zeros", t, dim, left, right, false);
-    wk__ag_suspend();
-    wk_tensor *r = pad_impl("wk_pad_with_zeros", t, dim, left, right, false);
-    wk__ag_resume();
-    return wk__ag_pad_zeros(r, t, dim, left);
-}
-wk_tensor *wk_pad_with_same(const wk_tensor *t, int dim, int64_t left, int64_t right) {
-    return pad_impl("wk_pad_with_same", t, dim, left, right, true);
-}
-
-/* ------------------------------------------------------------- masked_fill */
-
-wk_tensor *wk_masked_fill(const wk_tensor *t, const wk_tensor *mask, double value) {
-    const char *op = "wk_masked_fill";
-    if (!wk__check_in(op, t) || !wk__check_in(op, mask)) return NULL;
-    if (!same_device(op, t, mask)) return NULL;
-    if (!wk_dtype_is_int(mask->dtype)) {
-        wk__err(WK_ERR_DTYPE, op, "mask must have an integer dtype, got %s", wk_dtype_name(mask->dtype));
-        return NULL;
-    }
-    int64_t shape[WK_MAX_RANK];
-    int rank;
-    if (wk__broadcast_shapes(op, t->layout.shape, t->layout.rank, mask->layout.shape, mask->layout.rank, shape,
-                             &rank) != WK_OK)
-        return NULL;
-    bool same = rank == t->layout.rank;
-    for (int i = 0; same && i < rank; i++) same = shape[i] == t->layout.shape[i];
-    if (!same) {
-        char a[128], b[128];
-        wk__err(WK_ERR_SHAPE, op, "mask shape %s does not broadcast to t shape %s",
-                wk__shape_str(mask->layout.shape, mask->layout.rank, a, sizeof a),
-                wk__shape_str(t->layout.shape, t->layout.rank, b, sizeof b));
-        return NULL;
-    }
-    wk_tensor *v = wk_full(NULL, 0, value, t->dtype, wk__dev(t));
-    if (!v) return NULL;
-    wk_tensor *r = wk_where(mask, v, t);
-    wk_tensor_free(v);
-    return r;
 }

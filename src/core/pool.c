@@ -1,11 +1,11 @@
 /* Pooling and resampling: argument checks, output shapes, backend dispatch.
  * Semantics of PyTorch 1.13's F.avg_pool2d / F.max_pool2d (floor mode,
  * padding <= kernel/2) and F.interpolate (nearest, bilinear). 1-d ops are
- * passed to the backend as NCHW with H = 1 (a layout view, no copy). */
+ * passed to the backend as NCHW with H = 1 (a layout view, no copy).
+ * Untracked: the public ops (src/autograd/tracked_pool.c) record. */
 #include <inttypes.h>
 
-#include "autograd/record.h"
-#include "core/tensor.h"
+#include "core/prim_pool.h"
 
 static bool check_rank(const char *op, const wk_tensor *x, int want) {
     if (x->layout.rank != want) {
@@ -59,21 +59,21 @@ static wk_tensor *pool2d(const char *op, const wk_tensor *x, int64_t kh, int64_t
     wk_tensor *r = wk__tensor_alloc(op, wk__dev(x), dt, shape, 4);
     if (!r) return r;
     wk_pool_params p = {{kh, kw}, {sh, sw}, {ph, pw}, is_max, cip};
-    if (wk_numel(r) == 0) return wk__ag_on1(x) ? wk__ag_pool2d(r, x, &p, op) : r;
+    if (wk_numel(r) == 0) return r;
     if (wk__be(x)->pool2d(wk__dev(x), x->storage->buf, &x->layout, r->storage->buf, &r->layout, dt, &p) != WK_OK) {
         wk_tensor_free(r);
         return NULL;
     }
-    /* recorded when x is tracked (src/autograd/rules_pool.c) */
-    return wk__ag_on1(x) ? wk__ag_pool2d(r, x, &p, op) : r;
+    return r;
 }
 
-wk_tensor *wk_avg_pool2d(const wk_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
-                         bool count_include_pad) {
+wk_tensor *wk__prim_avg_pool2d(const wk_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
+                               int64_t pw, bool count_include_pad) {
     return pool2d("wk_avg_pool2d", x, kh, kw, sh, sw, ph, pw, false, count_include_pad);
 }
 
-wk_tensor *wk_max_pool2d(const wk_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
+wk_tensor *wk__prim_max_pool2d(const wk_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
+                               int64_t pw) {
     return pool2d("wk_max_pool2d", x, kh, kw, sh, sw, ph, pw, true, false);
 }
 
@@ -110,7 +110,7 @@ static wk_tensor *upsample(const char *op, const wk_tensor *x, int rank, int64_t
     wk_tensor *r = rank == 3 ? wk__tensor_alloc(op, wk__dev(x), dt, (int64_t[3]){xs[0], xs[1], out_w}, 3)
                              : wk__tensor_alloc(op, wk__dev(x), dt, shape, 4);
     if (!r) return r;
-    if (wk_numel(r) == 0) return wk__ag_on1(x) ? wk__ag_upsample(r, x, rank, bilinear, align_corners, op) : r;
+    if (wk_numel(r) == 0) return r;
     wk_layout ld;
     wk__layout_contiguous(&ld, shape, 4, 0);
     if (wk__be(x)->upsample2d(wk__dev(x), x->storage->buf, &lx, r->storage->buf, &ld, dt, bilinear, align_corners) !=
@@ -118,17 +118,17 @@ static wk_tensor *upsample(const char *op, const wk_tensor *x, int rank, int64_t
         wk_tensor_free(r);
         return NULL;
     }
-    return wk__ag_on1(x) ? wk__ag_upsample(r, x, rank, bilinear, align_corners, op) : r;
+    return r;
 }
 
-wk_tensor *wk_upsample_nearest1d(const wk_tensor *x, int64_t out_l) {
+wk_tensor *wk__prim_upsample_nearest1d(const wk_tensor *x, int64_t out_l) {
     return upsample("wk_upsample_nearest1d", x, 3, 1, out_l, false, false);
 }
 
-wk_tensor *wk_upsample_nearest2d(const wk_tensor *x, int64_t out_h, int64_t out_w) {
+wk_tensor *wk__prim_upsample_nearest2d(const wk_tensor *x, int64_t out_h, int64_t out_w) {
     return upsample("wk_upsample_nearest2d", x, 4, out_h, out_w, false, false);
 }
 
-wk_tensor *wk_upsample_bilinear2d(const wk_tensor *x, int64_t out_h, int64_t out_w, bool align_corners) {
+wk_tensor *wk__prim_upsample_bilinear2d(const wk_tensor *x, int64_t out_h, int64_t out_w, bool align_corners) {
     return upsample("wk_upsample_bilinear2d", x, 4, out_h, out_w, true, align_corners);
 }

@@ -3,12 +3,14 @@
  * by the steps), src is broadcast to it as a stride-0 view, and one
  * wk_copy_ writes through the view with the backend's copy_strided entry
  * (which also copies src out first when it shares dst's storage).
- * Autograd: both forms record one node (rules_join.c); the in-place form
- * rebases dst onto it. */
+ * Untracked: the public forms (src/autograd/tracked_slice_assign.c) record
+ * one node (rules_join.c); the in-place form rebases dst onto it. */
 #include <inttypes.h>
 
-#include "core/tensor.h"
-#include "autograd/record.h"
+#include "core/prim_slice_assign.h"
+/* wk__ag_check_inplace only (the untracked write's refusal of a tracked
+ * leaf): to be replaced by core's in-place hook */
+#include "autograd/node.h"
 
 /* The slice view lv of layout l and src's layout ls broadcast to it, and
  * the slice normalised into sp (for autograd's rule); false (error recorded
@@ -57,31 +59,28 @@ static wk_status assign(wk_tensor *dst, const wk_layout *lv, const wk_tensor *sr
     return st;
 }
 
-wk_status wk_slice_assign_(wk_tensor *dst, const int64_t *starts, const int64_t *ends, const int64_t *steps, int n,
-                           const wk_tensor *src) {
+bool wk__prim_slice_spec(const char *op, const wk_tensor *dst, const int64_t *starts, const int64_t *ends,
+                         const int64_t *steps, int n, const wk_tensor *src, wk__slice_spec *sp) {
+    if (!wk__check_same(op, dst, src)) return false;
+    wk_layout lv, ls;
+    return plan(op, &dst->layout, starts, ends, steps, n, src, &lv, &ls, sp);
+}
+
+wk_status wk__prim_slice_assign_(wk_tensor *dst, const int64_t *starts, const int64_t *ends, const int64_t *steps,
+                                 int n, const wk_tensor *src) {
     const char *op = "wk_slice_assign_";
     if (!wk__check_same(op, dst, src)) return wk_last_status();
     wk_layout lv, ls;
     wk__slice_spec sp;
     if (!plan(op, &dst->layout, starts, ends, steps, n, src, &lv, &ls, &sp)) return wk_last_status();
-    if (!wk__ag_inplace_on(dst, src)) {
-        /* assign writes through a fresh (untracked) view: refuse a tracked
-         * leaf here, naming this op */
-        if (dst->node && !wk__ag_check_inplace(op, dst)) return wk_last_status();
-        return assign(dst, &lv, src, &ls);
-    }
-    /* autograd: the node first (an allocation failure writes nothing), the
-     * write unrecorded, then dst rebased onto the node */
-    wk__node *nd = wk__ag_slice_assign_node(dst, &sp, src);
-    if (!nd) return wk_last_status();
-    wk__ag_suspend();
-    wk_status st = assign(dst, &lv, src, &ls);
-    wk__ag_resume();
-    return wk__ag_rebase(dst, nd, st);
+    /* assign writes through a fresh (untracked) view: refuse a tracked
+     * leaf here, naming this op (passes while recording is suspended) */
+    if (dst->node && !wk__ag_check_inplace(op, dst)) return wk_last_status();
+    return assign(dst, &lv, src, &ls);
 }
 
-wk_tensor *wk_slice_assign(const wk_tensor *t, const int64_t *starts, const int64_t *ends, const int64_t *steps, int n,
-                           const wk_tensor *src) {
+wk_tensor *wk__prim_slice_assign(const wk_tensor *t, const int64_t *starts, const int64_t *ends, const int64_t *steps,
+                                 int n, const wk_tensor *src) {
     const char *op = "wk_slice_assign";
     if (!wk__check_same(op, t, src)) return NULL;
     wk_layout lv, ls;
@@ -89,13 +88,10 @@ wk_tensor *wk_slice_assign(const wk_tensor *t, const int64_t *starts, const int6
     /* checked on t first so bad arguments cost no copy; then planned again
      * on the copy's own (contiguous) layout */
     if (!plan(op, &t->layout, starts, ends, steps, n, src, &lv, &ls, &sp)) return NULL;
-    bool ag = wk__ag_on2(t, src);
-    if (ag) wk__ag_suspend();
     wk_tensor *r = wk_copy(t);
     if (r && (!plan(op, &r->layout, starts, ends, steps, n, src, &lv, &ls, &sp) || assign(r, &lv, src, &ls) != WK_OK)) {
         wk_tensor_free(r);
         r = NULL;
     }
-    if (ag) wk__ag_resume();
-    return ag ? wk__ag_slice_assign(r, t, &sp, src) : r;
+    return r;
 }

@@ -11,15 +11,15 @@
  * Composites compute f16 / bf16 / f8 through f32, as the forward does.
  * rope needs no entry: the backward of a rotation is the rotation by -angle,
  * the forward op itself with -sin. */
-#include "autograd/record.h"
+#include "nn/nn_internal.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- helpers ---- */
 
-static wk_dtype work_dtype(wk_dtype dt) { return dt == WK_F64 ? WK_F64 : WK_F32; }
-static wk_tensor *to_work(const wk_tensor *t) { return t ? wk_to_dtype(t, work_dtype(t->dtype)) : NULL; }
+/* to_work (wk__nn_to_work) and repeat_kv (wk__nn_repeat_kv): src/nn/nn.c;
+ * the causal mask: wk__prim_causal_mask (src/core/nn.c) */
 /* t cast to edge i's dtype and set as its gradient (scope-owned temporaries). */
 static wk_status set_as(wk__bw_ctx *c, int i, const wk_tensor *t) {
     return wk__bw_set(c, i, t ? wk_to_dtype(t, c->n->in[i].dtype) : NULL);
@@ -66,7 +66,7 @@ static wk_status softmax_backward(wk__bw_ctx *c) {
                                             &c->g->layout, y->dtype, d, logp, dx->storage->buf);
         return st != WK_OK ? st : wk__bw_set(c, 0, dx);
     }
-    wk_tensor *yw = to_work(y), *gw = to_work(c->g), *dx;
+    wk_tensor *yw = wk__nn_to_work(y), *gw = wk__nn_to_work(c->g), *dx;
     if (logp) /* dx = g - exp(y) sum(g) */
         dx = wk_sub(gw, wk_mul(wk_exp(yw), wk_sum(gw, &d, 1, true)));
     else /* dx = y (g - sum(g y)) */
@@ -109,14 +109,14 @@ static wk_status norm_backward(wk__bw_ctx *c) {
         return st;
     }
     int d = x->layout.rank - 1;
-    wk_tensor *xw = to_work(x), *gw = to_work(c->g);
+    wk_tensor *xw = wk__nn_to_work(x), *gw = wk__nn_to_work(c->g);
     wk_tensor *xc = rms ? xw : wk_sub(xw, wk_mean(xw, &d, 1, true));
     wk_tensor *rs = wk_recip(wk_sqrt(wk_affine(wk_mean(wk_sqr(xc), &d, 1, true), 1.0, eps))); /* 1 / rms */
     wk_tensor *xhat = wk_mul(xc, rs);
     wk_status st = WK_OK;
     if (nx) {
         /* dx = rs (gy - xhat mean(gy xhat) [- mean(gy)]), gy = g w */
-        wk_tensor *gy = w ? wk_mul(gw, to_work(w)) : gw;
+        wk_tensor *gy = w ? wk_mul(gw, wk__nn_to_work(w)) : gw;
         wk_tensor *t = wk_sub(gy, wk_mul(xhat, wk_mean(wk_mul(gy, xhat), &d, 1, true)));
         if (!rms) t = wk_sub(t, wk_mean(gy, &d, 1, true));
         st = set_as(c, 0, wk_mul(t, rs));
@@ -180,8 +180,8 @@ static wk_status rope_backward(wk__bw_ctx *c) {
     if (st != WK_OK || !(nc || ns)) return st;
     /* y1 = a cos - b sin, y2 = a sin + b cos, summed over batch and heads */
     wk_tensor *a, *b, *g1, *g2;
-    rope_halves(to_work(x), interleaved, &a, &b);
-    rope_halves(to_work(c->g), interleaved, &g1, &g2);
+    rope_halves(wk__nn_to_work(x), interleaved, &a, &b);
+    rope_halves(wk__nn_to_work(c->g), interleaved, &g1, &g2);
     int dims[2] = {0, thd ? 2 : 1};
     if (nc) st = set_as(c, 1, wk_sum(wk_add(wk_mul(g1, a), wk_mul(g2, b)), dims, 2, false));
     if (st == WK_OK && ns) st = set_as(c, 2, wk_sum(wk_sub(wk_mul(g2, a), wk_mul(g1, b)), dims, 2, false));
@@ -228,7 +228,7 @@ static wk_status swiglu_backward(wk__bw_ctx *c) {
     if (any_empty(c)) return set_all_zeros(c);
     int r = x->layout.rank;
     int64_t h = x->layout.shape[r - 1] / 2;
-    wk_tensor *xw = to_work(x), *gw = to_work(c->g);
+    wk_tensor *xw = wk__nn_to_work(x), *gw = wk__nn_to_work(c->g);
     wk_tensor *a = wk_narrow(xw, r - 1, 0, h), *b = wk_narrow(xw, r - 1, h, h);
     wk_tensor *s = wk_sigmoid(a);
     /* silu'(a) = s (1 + a (1 - s)) */
@@ -247,20 +247,6 @@ wk_tensor *wk__ag_swiglu(wk_tensor *r, const wk_tensor *x) {
 
 /* ---- attention: saved q, k, v, mask (an empty slot without), o ---- */
 
-/* k (..., Hkv, L, D) -> (..., Hkv * group, L, D), kv head j repeated group
- * times in a row (public ops: its gradient sums back over the group). */
-static wk_tensor *repeat_kv(const wk_tensor *k, int64_t group) {
-    if (!k || group == 1) return (wk_tensor *)k;
-    int r = k->layout.rank;
-    int64_t s[WK_MAX_RANK], o[WK_MAX_RANK];
-    wk_tensor *u = wk_unsqueeze(k, r - 2); /* (..., Hkv, 1, L, D) */
-    if (!u) return NULL;
-    memcpy(s, u->layout.shape, sizeof(int64_t) * (size_t)(r + 1));
-    s[r - 2] = group;
-    memcpy(o, k->layout.shape, sizeof(int64_t) * (size_t)r);
-    o[r - 3] *= group;
-    return wk_reshape(wk_contiguous(wk_broadcast_as(u, s, r + 1)), o, r);
-}
 /* The inverse: t (..., Hkv * group, L, D) summed over each group. */
 static wk_tensor *sum_groups(const wk_tensor *t, int64_t group) {
     if (!t || group == 1) return (wk_tensor *)t;
@@ -277,27 +263,6 @@ static wk_tensor *sum_groups(const wk_tensor *t, int64_t group) {
     int d = r - 2;
     return wk_sum(wk_reshape(wk_contiguous(t), s, r + 1), &d, 1, false);
 }
-/* 0 where key j <= query i + off, -inf elsewhere: a constant (Lq, Lk). */
-static wk_tensor *causal_mask(wk_device *dev, wk_dtype dt, int64_t lq, int64_t lk, int64_t off) {
-    size_t n = (size_t)(lq * lk), es = wk_dtype_size(dt);
-    void *buf = malloc(n * es + 1);
-    if (!buf) {
-        wk__err(WK_ERR_OOM, "wk_attention", "backward: cannot allocate a %lld x %lld causal mask", (long long)lq,
-                (long long)lk);
-        return NULL;
-    }
-    for (int64_t i = 0; i < lq; i++)
-        for (int64_t j = 0; j < lk; j++) {
-            double v = j <= i + off ? 0.0 : -INFINITY;
-            if (dt == WK_F64) ((double *)buf)[i * lk + j] = v;
-            else ((float *)buf)[i * lk + j] = (float)v;
-        }
-    int64_t shape[2] = {lq, lk};
-    wk_tensor *m = wk_from_host(buf, n * es, shape, 2, dt, dev);
-    free(buf);
-    return m;
-}
-
 static wk_status attention_fused(wk__bw_ctx *c, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
                                  const wk_tensor *mask, const wk_tensor *o, const wk_attention_args *a) {
     const wk_backend *be = wk__be(q);
@@ -338,12 +303,13 @@ static wk_status attention_backward(wk__bw_ctx *c) {
         return attention_fused(c, q, k, v, mask, o, &a);
     }
     /* the composite: P recomputed with public ops, then the softmax rule by hand */
-    wk_tensor *qw = to_work(q), *gw = to_work(c->g);
-    wk_tensor *kr = repeat_kv(to_work(k), a.group), *vr = repeat_kv(to_work(v), a.group);
+    wk_tensor *qw = wk__nn_to_work(q), *gw = wk__nn_to_work(c->g);
+    wk_tensor *kr = wk__nn_repeat_kv(wk__nn_to_work(k), a.group), *vr = wk__nn_repeat_kv(wk__nn_to_work(v), a.group);
     wk_tensor *s = wk_affine(wk_matmul(qw, wk_transpose(kr, r - 2, r - 1)), a.scale, 0.0);
-    if (mask) s = wk_add(s, to_work(mask));
+    if (mask) s = wk_add(s, wk__nn_to_work(mask));
     if (a.causal && s)
-        s = wk_add(s, causal_mask(wk__dev(q), s->dtype, q->layout.shape[r - 2], k->layout.shape[r - 2], a.q_offset));
+        s = wk_add(s, wk__prim_causal_mask(n->name, wk__dev(q), s->dtype, q->layout.shape[r - 2],
+                                           k->layout.shape[r - 2], a.q_offset));
     wk_tensor *p = wk_softmax(s, -1);
     wk_tensor *dp = wk_matmul(gw, wk_transpose(vr, r - 2, r - 1));
     wk_tensor *ds = wk_mul(p, wk_sub(dp, wk_sum(wk_mul(dp, p), (int[]){r - 1}, 1, true))); /* d scores */

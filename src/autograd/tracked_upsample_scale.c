@@ -14,7 +14,11 @@
  * is called directly: one pass. Otherwise the mapping is applied here, with
  * per-dim index vectors (out_h + out_w values computed on the host, not one
  * per element) through index_select and, for bilinear, two weighted sums in
- * AT, so the backend contract does not change. */
+ * AT, so the backend contract does not change.
+ *
+ * A composite of public (recorded) ops plus identity aliases, so it lives in
+ * the autograd floor (it was src/core/upsample_scale.c): its gradient comes
+ * from its recorded parts. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
