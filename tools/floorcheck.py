@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """The floors, checked on the compiled objects (ctest `floorcheck`).
 
-    python3 tools/floorcheck.py RANK:FOLDER=obj1.o;obj2.o;... ...
+    python3 tools/floorcheck.py FOLDER=obj1.o,obj2.o,... ...
 
-Each argument names one folder's object files and its floor's RANK (0 the
-lowest), as tools/depgraph.py's FLOORS orders them (CMake passes them, see
-CMakeLists.txt). Folders of one rank (ops, cpu, cuda) may not use each
-other. For every object, each symbol it leaves
+Each argument names one folder of src/ and its object files (CMake passes
+them, see tests/CMakeLists.txt); the folder's floor is the one
+tools/depgraph.py's FLOORS gives it, the one table of the floors. Folders
+of one floor (ops, cpu, cuda) may not use each other. For every object, each symbol it leaves
 undefined (nm -u) that some floor defines must be defined by a LOWER floor
 or by the object's own floor. Symbols no floor defines (libc, libm, zlib,
 CUDA's libraries) are not ours and pass.
@@ -21,6 +21,9 @@ called by name).
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from depgraph import FLOOR_OF  # noqa: E402
 
 ALLOWED_UP = {'wk__builtin_backends'}
 
@@ -45,13 +48,15 @@ def symbols(obj):
 def main(argv):
     floors = []   # (rank, name, [objs])
     for arg in argv:
-        head, _, objs = arg.partition('=')
-        rank, _, name = head.partition(':')
-        if not objs or not name or not rank.isdigit():
-            print('floorcheck: argument %r is not RANK:FOLDER=objs' % arg[:80], file=sys.stderr)
+        name, _, objs = arg.partition('=')
+        if not objs or not name:
+            print('floorcheck: argument %r is not FOLDER=objs' % arg[:80], file=sys.stderr)
             return 2
-        rank = int(rank)
-        objs = [o for o in objs.split(';') if o]
+        if name not in FLOOR_OF:
+            print('floorcheck: folder %s has no floor (tools/depgraph.py FLOORS)' % name)
+            return 1
+        rank = FLOOR_OF[name]
+        objs = [o for o in objs.split(',') if o]
         for o in objs:
             if not os.path.exists(o):
                 print('floorcheck: %s: no such object (build first)' % o, file=sys.stderr)

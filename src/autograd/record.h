@@ -78,13 +78,8 @@ wk_tensor *wk__ag_upsample(wk_tensor *r, const wk_tensor *x, int rank, bool bili
 /* The fused nn ops' recorders (wk__ag_softmax, ...) live with the ops
  * above autograd: src/nn/nn_internal.h. */
 
-/* ---- grad_train: rules_loss.c ----
- * cross_entropy (ce) / nll_loss of x (N, C): ids (N, 1) i64 target classes
- * (ignored rows any valid class), mask (N, 1) u8 rows counted, scale the
- * reduction's factor, none: the output is per row (N). */
-wk_tensor *wk__ag_class_loss(wk_tensor *r, const wk_tensor *x, const wk_tensor *ids, const wk_tensor *mask, bool ce,
-                             double eps, double scale, bool none);
-/* ---- end grad_train ---- */
+/* The class losses' recorder (wk__ag_class_loss) lives with the losses, in
+ * the training floor: src/train/train_internal.h. */
 /* ---- grad_shape: joins, pads, slice writes, indexing (rules_join.c,
  * rules_index.c). The in-place forms (wk__ag_*_node) are called only when
  * wk__ag_inplace_on said so: each makes the node BEFORE the write (so an

@@ -8,6 +8,8 @@
 #include "core/checked.h"
 #include "core/prim_indexing.h"
 #include "core/prim_join.h"
+#include "core/prim_readback.h"
+#include "core/prim_views.h"
 #include <inttypes.h>
 
 static wk_tensor *finish(wk_tensor *r, wk_status st) {
@@ -144,7 +146,7 @@ static wk_status scatter_impl(const char *op, wk_tensor *t, const wk_tensor *ids
 static wk_tensor *scatter_copy_impl(const char *op, const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src,
                                     int dim, bool add) {
     if (!wk__check_in(op, t) || !wk__check_in(op, ids) || !wk__check_in(op, src)) return NULL;
-    wk_tensor *r = wk_copy(t);
+    wk_tensor *r = wk__prim_copy(t);
     if (!r) return NULL;
     return finish(r, scatter_impl(op, r, ids, src, dim, add));
 }
@@ -156,8 +158,8 @@ static wk_status scatter_in_place(const char *op, wk_tensor *t, const wk_tensor 
                                   bool add) {
     wk_status st = wk__check_writable(op, t, &t->layout);
     if (st != WK_OK) return st;
-    wk_tensor *ids_c = ids->storage == t->storage ? wk_copy(ids) : NULL;
-    wk_tensor *src_c = src->storage == t->storage ? wk_copy(src) : NULL;
+    wk_tensor *ids_c = ids->storage == t->storage ? wk__prim_copy(ids) : NULL;
+    wk_tensor *src_c = src->storage == t->storage ? wk__prim_copy(src) : NULL;
     if ((ids->storage == t->storage && !ids_c) || (src->storage == t->storage && !src_c)) st = wk_last_status();
     else st = scatter_impl(op, t, ids_c ? ids_c : ids, src_c ? src_c : src, dim, add);
     /* counted for the tests: a backend (the GPU's concurrent work items)
@@ -204,7 +206,7 @@ wk_tensor *wk__prim_index_add(const wk_tensor *t, const wk_tensor *ids, const wk
                 li.shape[0], d);
         return NULL;
     }
-    wk_tensor *r = wk_copy(t);
+    wk_tensor *r = wk__prim_copy(t);
     if (!r || li.shape[0] == 0) return r;
     return finish(r, wk__be(t)->index_add(wk__dev(t), r->storage->buf, &r->layout, ids->storage->buf, &li, ids->dtype,
                                           src->storage->buf, ls, d, t->dtype));
@@ -215,9 +217,9 @@ wk_tensor *wk__prim_index_add(const wk_tensor *t, const wk_tensor *ids, const wk
 wk_tensor *wk__prim_slice_scatter(const wk_tensor *t, const wk_tensor *src, int dim, int64_t start) {
     const char *op = "wk_slice_scatter";
     if (!wk__check_same(op, t, src)) return NULL;
-    wk_tensor *r = wk_copy(t);
+    wk_tensor *r = wk__prim_copy(t);
     if (!r) return NULL;
-    return finish(r, wk_slice_set(r, src, dim, start));
+    return finish(r, wk__prim_slice_set(r, src, dim, start));
 }
 
 /* ------------------------------------------------------------------ repeat */
@@ -241,7 +243,7 @@ wk_tensor *wk__prim_repeat(const wk_tensor *t, const int64_t *reps, int nreps) {
         }
     }
     if (wk__check_shape(op, out, nreps, &numel) != WK_OK) return NULL;
-    wk_tensor *cur = wk_reshape(t, s, nreps);
+    wk_tensor *cur = wk__prim_reshape(t, s, nreps);
     if (!cur) return NULL;
     if (numel == 0) {
         wk_tensor_free(cur);
@@ -264,7 +266,7 @@ wk_tensor *wk__prim_repeat(const wk_tensor *t, const int64_t *reps, int nreps) {
         cur = finish(nx, st);
     }
     if (cur && cur->storage == t->storage) { /* every rep was 1: still return a copy */
-        wk_tensor *c = wk_copy(cur);
+        wk_tensor *c = wk__prim_copy(cur);
         wk_tensor_free(cur);
         cur = c;
     }
@@ -311,7 +313,7 @@ wk_tensor *wk__prim_pad_with_zeros(const wk_tensor *t, int dim, int64_t left, in
     for (int side = 0; side < 3 && ok; side++) {
         int64_t len = side == 0 ? left : side == 2 ? right : 0;
         wk_tensor *p = NULL;
-        if (side == 1) p = wk_narrow(t, d, 0, n); /* a new view: freeing it never touches t's scope slot */
+        if (side == 1) p = wk__prim_narrow(t, d, 0, n); /* a new view: freeing it never touches t's scope slot */
         else if (len == 0) continue;
         else {
             for (int i = 0; i < r; i++) shape[i] = t->layout.shape[i];

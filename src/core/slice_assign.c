@@ -8,9 +8,8 @@
 #include <inttypes.h>
 
 #include "core/prim_slice_assign.h"
-/* wk__ag_check_inplace only (the untracked write's refusal of a tracked
- * leaf): to be replaced by core's in-place hook */
-#include "autograd/node.h"
+#include "core/prim_readback.h"
+#include "core/prim_views.h"
 
 /* The slice view lv of layout l and src's layout ls broadcast to it, and
  * the slice normalised into sp (for autograd's rule); false (error recorded
@@ -53,7 +52,7 @@ static wk_status assign(wk_tensor *dst, const wk_layout *lv, const wk_tensor *sr
     if (wk__layout_numel(lv) == 0) return WK_OK;
     wk_tensor *view = wk__tensor_view(dst, lv);
     wk_tensor *from = view ? wk__tensor_view(src, ls) : NULL;
-    wk_status st = from ? wk_copy_(view, from) : wk_last_status();
+    wk_status st = from ? wk__prim_copy_(view, from) : wk_last_status();
     wk_tensor_free(from);
     wk_tensor_free(view);
     return st;
@@ -75,7 +74,7 @@ wk_status wk__prim_slice_assign_(wk_tensor *dst, const int64_t *starts, const in
     if (!plan(op, &dst->layout, starts, ends, steps, n, src, &lv, &ls, &sp)) return wk_last_status();
     /* assign writes through a fresh (untracked) view: refuse a tracked
      * leaf here, naming this op (passes while recording is suspended) */
-    if (dst->node && !wk__ag_check_inplace(op, dst)) return wk_last_status();
+    if (dst->node && !wk__graph_get()->check_inplace(op, dst)) return wk_last_status();
     return assign(dst, &lv, src, &ls);
 }
 
@@ -88,7 +87,7 @@ wk_tensor *wk__prim_slice_assign(const wk_tensor *t, const int64_t *starts, cons
     /* checked on t first so bad arguments cost no copy; then planned again
      * on the copy's own (contiguous) layout */
     if (!plan(op, &t->layout, starts, ends, steps, n, src, &lv, &ls, &sp)) return NULL;
-    wk_tensor *r = wk_copy(t);
+    wk_tensor *r = wk__prim_copy(t);
     if (r && (!plan(op, &r->layout, starts, ends, steps, n, src, &lv, &ls, &sp) || assign(r, &lv, src, &ls) != WK_OK)) {
         wk_tensor_free(r);
         r = NULL;

@@ -42,4 +42,11 @@ wk_status wk__optim_step_composite(const wk_optim_args *a, wk_tensor *p, const w
  * (a header of its own; the kept one is dropped). NULL passes through. */
 wk_tensor *wk__hand_over(wk_tensor *kept);
 
+/* rules_loss.c: the recorder of the class losses.
+ * cross_entropy (ce) / nll_loss of x (N, C): ids (N, 1) i64 target classes
+ * (ignored rows any valid class), mask (N, 1) u8 rows counted, scale the
+ * reduction's factor, none: the output is per row (N). */
+wk_tensor *wk__ag_class_loss(wk_tensor *r, const wk_tensor *x, const wk_tensor *ids, const wk_tensor *mask, bool ce,
+                             double eps, double scale, bool none);
+
 #endif

@@ -8,6 +8,7 @@
  * counted) for the mean, 1 otherwise. Written with public ops: under
  * create_graph the gradient is itself differentiable. */
 #include "autograd/record.h"
+#include "train/train_internal.h"
 #include "wick/nn.h"
 
 static wk_status class_loss_backward(wk__bw_ctx *c) {
