@@ -43,7 +43,10 @@ typedef wk_status (*wk_custom_compute_fn)(void *user, int nin, const wk_custom_v
 /* in-place op1/2/3: write into in[0] (through its view), read the others. */
 typedef wk_status (*wk_custom_inplace_fn)(void *user, int nin, const wk_custom_view *in);
 /* For autograd: grad_inputs[i] (set to a new tensor, or NULL for "no
- * gradient") from the inputs, the forward output and its gradient. */
+ * gradient") from the inputs, the forward output and its gradient. Each
+ * gradient must have its input's shape, dtype and device: otherwise the
+ * backward pass fails with WK_ERR_SHAPE (WK_ERR_DTYPE, WK_ERR_DEVICE)
+ * naming the op, the input and both shapes. */
 typedef wk_status (*wk_custom_backward_fn)(void *user, int nin, const wk_tensor *const *inputs, const wk_tensor *output,
                                            const wk_tensor *grad_output, wk_tensor **grad_inputs);
 
@@ -61,7 +64,16 @@ typedef struct wk_custom_op_def {
 typedef struct wk_custom_op wk_custom_op;
 
 /* A new op from a definition (copied); NULL + WK_ERR_ARG when the name is
- * missing, num_inputs is not 1..3 or no callback is given. */
+ * missing, num_inputs is not 1..3 or no callback is given.
+ *
+ * Lifetime: an op is reference counted (atomically). register returns the
+ * caller's reference and wk_custom_op_free drops it; every autograd node
+ * that recorded the op holds one more, dropped when that graph is freed.
+ * So freeing the op while a recorded graph is alive is safe: a later
+ * backward still runs its callback, and the op's memory goes with the
+ * last reference. The op must not be called (op1/2/3, inplace) after the
+ * caller's wk_custom_op_free. def.user is not owned: it must stay valid
+ * while any graph that recorded the op can still run backward. */
 wk_custom_op *wk_custom_op_register(const wk_custom_op_def *def);
 void          wk_custom_op_free(wk_custom_op *op);
 const char   *wk_custom_op_name(const wk_custom_op *op);

@@ -370,8 +370,7 @@ static wk_status run_pass(const char *op, const wk_tensor *root, wk_grad_store *
                     if (!gin) st = wk__err(WK_ERR_OOM, op, "cannot allocate gradient slots");
                     else {
                         wk__bw_ctx c = {n, g, gin, d.create_graph};
-                        wk_scope_begin();
-                        st = n->backward(&c);
+                        st = wk__scope_open() ? n->backward(&c) : wk_last_status();
                         wk_scope_end();
                         for (int i = 0; i < n->nin; i++) {
                             wk__node *child = n->in[i].node;

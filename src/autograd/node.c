@@ -36,6 +36,7 @@ static _Thread_local int64_t tl_dead_len, tl_dead_cap;
 static _Thread_local bool tl_draining;
 
 static void node_free_now(wk__node *n) {
+    if (n->on_free) n->on_free(n);
     wk__node_release_saved(n);
     for (int i = 0; i < n->nin; i++) wk__node_release(n->in[i].node);
     free(n->extra);

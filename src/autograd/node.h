@@ -68,6 +68,7 @@ struct wk__node {
     int64_t ai[24];         /* op arguments: dims, sizes, flags */
     double ad[8];
     void *extra;            /* malloc'd op arguments that do not fit (freed with the node) */
+    void (*on_free)(wk__node *n); /* NULL, or run as the node is freed (drops what the rule holds) */
     int nin;
     wk__edge in[];
 };

@@ -45,6 +45,10 @@ wk_tensor *wk__ag_dequantize(wk_tensor *r, const wk_tensor *w);
 /* rules_custom.c: a custom op's stored backward callback as its rule */
 struct wk_custom_op;
 wk_tensor *wk__ag_custom(wk_tensor *r, const struct wk_custom_op *op, int nin, const wk_tensor *const *in);
+/* custom_op.c: an op is reference counted (atomic); wk_custom_op_free drops
+ * the caller's reference, each recorded node holds one. */
+void wk__custom_op_retain(const struct wk_custom_op *op);
+void wk__custom_op_release(const struct wk_custom_op *op);
 /* ---- grad_elem: elementwise-parameter ops, reductions, scans, order, linalg ---- */
 /* rules_elementwise.c (second part) */
 wk_tensor *wk__ag_powf(wk_tensor *r, const wk_tensor *x, double e);

@@ -4,10 +4,12 @@
 #include "core/tensor.h"
 #include "autograd/record.h"
 #include "wick/custom_op.h"
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct wk_custom_op {
+    atomic_int refs; /* the registering caller's (wk_custom_op_free) + one per recorded node */
     wk_custom_op_def def;
     char name[64];
 };
@@ -36,13 +38,23 @@ wk_custom_op *wk_custom_op_register(const wk_custom_op_def *def) {
         wk__err(WK_ERR_OOM, op, "cannot allocate op '%s'", def->name);
         return NULL;
     }
+    atomic_init(&o->refs, 1);
     o->def = *def;
     strcpy(o->name, def->name);
     o->def.name = o->name;
     return o;
 }
 
-void wk_custom_op_free(wk_custom_op *op) { free(op); }
+void wk__custom_op_retain(const wk_custom_op *op) {
+    if (op) atomic_fetch_add_explicit(&((wk_custom_op *)op)->refs, 1, memory_order_relaxed);
+}
+
+void wk__custom_op_release(const wk_custom_op *op) {
+    wk_custom_op *o = (wk_custom_op *)op;
+    if (o && atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1) free(o);
+}
+
+void wk_custom_op_free(wk_custom_op *op) { wk__custom_op_release(op); }
 const char *wk_custom_op_name(const wk_custom_op *op) { return op ? op->name : "(null op)"; }
 
 static wk_custom_view view_of(const wk_tensor *t) {

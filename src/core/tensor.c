@@ -23,9 +23,10 @@ typedef struct scope_stack {
     int64_t failed;                 /* open begins that could not grow the stack */
 } scope_stack;
 static _Thread_local scope_stack tl_scope;
-static _Thread_local bool tl_fail_next_begin; /* test hook: wk__scope_fail_next_begin */
+static _Thread_local int tl_fail_begin_in; /* test hook: the k-th begin from now fails (0: none) */
 
-void wk__scope_fail_next_begin(void) { tl_fail_next_begin = true; }
+void wk__scope_fail_next_begin(void) { tl_fail_begin_in = 1; }
+void wk__scope_fail_begin_number(int k) { tl_fail_begin_in = k > 0 ? k : 0; }
 
 /* False when the slot array cannot grow: the caller fails with WK_ERR_OOM
  * (a tensor the scope does not own would leak in code that relies on it). */
@@ -56,10 +57,10 @@ void wk_scope_begin(void) {
     scope_stack *s = &tl_scope;
     /* once a begin failed, deeper begins fail too: ends then unwind in order */
     if (s->failed) { s->failed++; return; }
-    if (s->depth == s->starts_cap || tl_fail_next_begin) {
+    bool inject = tl_fail_begin_in > 0 && --tl_fail_begin_in == 0;
+    if (s->depth == s->starts_cap || inject) {
         int64_t nc = s->starts_cap ? s->starts_cap * 2 : 16;
-        int64_t *n = tl_fail_next_begin ? NULL : realloc(s->starts, (size_t)nc * sizeof *n);
-        tl_fail_next_begin = false;
+        int64_t *n = inject ? NULL : realloc(s->starts, (size_t)nc * sizeof *n);
         if (!n) {
             s->failed = 1;
             wk__err(WK_ERR_OOM, "wk_scope_begin", "cannot grow the scope stack past depth %lld; this scope owns "
@@ -70,6 +71,11 @@ void wk_scope_begin(void) {
         s->starts_cap = nc;
     }
     s->starts[s->depth++] = s->len;
+}
+
+bool wk__scope_open(void) {
+    wk_scope_begin();
+    return tl_scope.failed == 0;
 }
 
 static void tensor_destroy(wk_tensor *t);

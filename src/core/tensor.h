@@ -128,9 +128,17 @@ wk_tensor *wk__tensor_view(const wk_tensor *t, const wk_layout *l);
 /* Fresh contiguous tensor of a shape (contents undefined). */
 wk_tensor *wk__tensor_alloc(const char *op, wk_device *dev, wk_dtype dt, const int64_t *shape, int rank);
 
+/* tensor.c: wk_scope_begin, and whether it opened a scope. false: it could
+ * not (WK_ERR_OOM recorded; tensors made now would belong to the enclosing
+ * scope or to nobody): the caller still calls wk_scope_end to balance it,
+ * then fails. Every wick function that opens a scope uses this. */
+bool wk__scope_open(void);
 /* tensor.c, for tests: the next wk_scope_begin on this thread fails as if
  * growing the scope stack ran out of memory. */
 void wk__scope_fail_next_begin(void);
+/* The same for the k-th begin on this thread from now (k = 1: the next;
+ * k <= 0: none), to reach the scopes nested inside a call. */
+void wk__scope_fail_begin_number(int k);
 
 /* Argument checks used by every op. They record the error and return false.
  * wk__check_in also refuses block-quantized dtypes (the default for any op);

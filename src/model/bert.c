@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/error.h"
+#include "core/tensor.h"
 #include "model/bert_internal.h"
 
 #define OP "wk_bert_load"
@@ -164,7 +165,13 @@ bool wk__bert_load_weights(wk_bert *b, const char *dir) {
         ld.prefix = "bert.";
     int64_t D = c->dim;
     bool ok = false;
-    wk_scope_begin();
+    /* no scope: the weights made below would belong to nobody on failure */
+    if (!wk__scope_open()) {
+        wk_scope_end();
+        wk_safetensors_close(st);
+        free_weights(b);
+        return false;
+    }
     wk_tensor *pos = weight(&ld, "embeddings.position_embeddings.weight", 2, c->max_pos, D);
     wk_tensor *typ = weight(&ld, "embeddings.token_type_embeddings.weight", 2, c->type_vocab, D);
     wk_tensor *pid = pos && typ ? position_ids(&ld, c->max_pos) : NULL;
@@ -222,7 +229,10 @@ wk_tensor *wk__bert_forward(const wk_bert *b, const int32_t *ids, const int64_t 
     bool padded = false;
     for (int64_t i = 0; i < B; i++) padded |= lens[i] < L;
     wk_tensor *out = NULL;
-    wk_scope_begin();
+    if (!wk__scope_open()) {
+        wk_scope_end();
+        return NULL;
+    }
     int64_t sid[2] = {B, L}, s2[2] = {B * L, D}, s3[3] = {B, L, D};
     wk_tensor *idt = wk_from_host(ids, (size_t)(B * L) * sizeof *ids, sid, 2, WK_I32, b->dev);
     wk_tensor *x = wk_add(wk_embedding(idt, b->word), wk_narrow(b->pos, 0, 0, L));
@@ -244,8 +254,7 @@ wk_tensor *wk__bert_forward(const wk_bert *b, const int32_t *ids, const int64_t 
     }
     for (int64_t i = 0; x && i < c->layers; i++) {
         /* each layer's temporaries go at its end; only its output survives */
-        wk_scope_begin();
-        wk_tensor *y = wk_keep(layer_forward(b, &b->layer[i], x, B, L, mask));
+        wk_tensor *y = wk__scope_open() ? wk_keep(layer_forward(b, &b->layer[i], x, B, L, mask)) : NULL;
         wk_scope_end();
         wk_tensor_free(x); /* the previous layer's output (kept) or the embeddings (scope-owned) */
         x = y;
@@ -355,8 +364,7 @@ wk_tensor *wk_bert_embed_ids(const wk_bert *b, const int32_t *const *ids, const 
             memcpy(pad + i * L, ids[e->idx], (size_t)e->len * sizeof *pad);
             for (int64_t j = e->len; j < L; j++) pad[i * L + j] = b->cfg.pad_id;
         }
-        wk_scope_begin();
-        wk_tensor *h = wk__bert_forward(b, pad, blen, cnt, L);
+        wk_tensor *h = wk__scope_open() ? wk__bert_forward(b, pad, blen, cnt, L) : NULL;
         wk_tensor *e = h ? pool(b, h, blen, cnt, L) : NULL;
         float *tmp = e ? malloc((size_t)cnt * (size_t)D * sizeof *tmp) : NULL;
         ok = tmp && wk_to_host_f32(e, tmp, (size_t)cnt * (size_t)D) == WK_OK;

@@ -31,6 +31,14 @@ wk_kv_cache *wk_kv_cache_new(const wk_llama *m, int64_t max_tokens) {
     }
     kc->m = m;
     kc->cap = max_tokens;
+    /* longer than the model's RoPE tables: this cache's own, no bigger than
+     * its keys alone (cap x head_dim/2 x 2 floats vs cap x Hkv x head_dim) */
+    if (max_tokens > wk_dim(m->rope_cos, 0) &&
+        wk__llama_rope_tables(m->rope_inv, c->head_dim / 2, max_tokens, m->dev, &kc->rope_cos, &kc->rope_sin) !=
+            WK_OK) {
+        wk_kv_cache_free(kc);
+        return NULL;
+    }
     int64_t shape[4] = {1, c->n_kv_heads, max_tokens, c->head_dim};
     for (int64_t l = 0; l < c->n_layers; l++) {
         /* zeros, not empty: positions past len are never read, but a cache
@@ -54,6 +62,8 @@ void wk_kv_cache_free(wk_kv_cache *c) {
         }
     free(c->k);
     free(c->v);
+    wk_tensor_free(c->rope_cos);
+    wk_tensor_free(c->rope_sin);
     free(c);
 }
 

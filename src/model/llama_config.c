@@ -187,13 +187,24 @@ static bool json_number(wk__json *p, double *out) {
     return true;
 }
 
+/* The one conversion of a config number to an integer (config.json's
+ * numbers are doubles: 8192 and 8192.0 both occur): d must be a whole
+ * number in [lo, hi]. NaN, infinities, fractions and values out of range
+ * are refused naming the key; a cast of them to int64_t would be undefined. */
+#define JSON_INT_MAX ((int64_t)1 << 53) /* every integer up to here is exact in a double */
+static bool json_to_int(wk__json *p, const char *key, double d, int64_t lo, int64_t hi, int64_t *out) {
+    if (!(d >= (double)lo && d <= (double)hi) || d != floor(d))
+        return wk__json_fail(p, "\"%s\" is %g, not an integer in [%lld, %lld]", key, d, (long long)lo,
+                             (long long)hi);
+    *out = (int64_t)d;
+    return true;
+}
+
 static bool json_int(wk__json *p, const char *key, int64_t *out) {
     double d = 0;
     if (wk__json_peek(p) != WK__JSON_NUMBER) return wk__json_fail(p, "\"%s\" must be a number", key);
     if (!json_number(p, &d)) return false;
-    if (!(d == floor(d)) || fabs(d) > 9.0e15) return wk__json_fail(p, "\"%s\" must be an integer", key);
-    *out = (int64_t)d;
-    return true;
+    return json_to_int(p, key, d, -JSON_INT_MAX, JSON_INT_MAX, out);
 }
 
 /* A number or null (null leaves *out as it is). */
@@ -255,9 +266,8 @@ static bool json_rope(wk__json *p, wk_llama_config *c) {
         else if (!strcmp(k, "high_freq_factor")) ok = json_opt_number(p, k, &c->rope_high_freq_factor);
         else if (!strcmp(k, "rope_theta")) ok = json_opt_number(p, k, &c->rope_theta);
         else if (!strcmp(k, "original_max_position_embeddings")) {
-            double d = 0;
-            ok = json_opt_number(p, k, &d);
-            c->rope_orig_ctx = (int64_t)d;
+            double d = 0; /* null: 0, "not given" */
+            ok = json_opt_number(p, k, &d) && json_to_int(p, k, d, 0, JSON_INT_MAX, &c->rope_orig_ctx);
         } else ok = wk__json_skip(p);
         if (!ok) return false;
     }
@@ -367,15 +377,13 @@ wk_status wk__llama_config_check(const wk_llama_config *c, const char *src) {
 
 /* ------------------------------------------------------------ rope tables */
 
-wk_status wk__llama_rope_tables(const wk_llama_config *c, const float *freq_factors, wk_device *dev, wk_tensor **cos,
-                                wk_tensor **sin) {
-    int64_t half = c->head_dim / 2, T = c->max_ctx;
-    double *inv = malloc(sizeof(double) * (size_t)half);
-    float *cb = malloc(sizeof(float) * (size_t)(T * half)), *sb = malloc(sizeof(float) * (size_t)(T * half));
-    if (!inv || !cb || !sb) {
-        free(inv), free(cb), free(sb);
-        return wk__err(WK_ERR_OOM, OP, "cannot allocate rope tables (%lld x %lld)", (long long)T, (long long)half);
-    }
+int64_t wk__llama_rope_eager_bytes = (int64_t)16 << 20;
+
+wk_status wk__llama_rope_inv_freq(const wk_llama_config *c, const float *freq_factors, double **out) {
+    int64_t half = c->head_dim / 2;
+    double *inv = malloc(sizeof(double) * (size_t)(half ? half : 1));
+    *out = NULL;
+    if (!inv) return wk__err(WK_ERR_OOM, OP, "cannot allocate %lld rope frequencies", (long long)half);
     const double PI = 3.14159265358979323846;
     for (int64_t i = 0; i < half; i++) {
         /* the frequencies transformers computes: theta^(-2i/D), in double */
@@ -399,6 +407,19 @@ wk_status wk__llama_rope_tables(const wk_llama_config *c, const float *freq_fact
         if (freq_factors) f /= (double)freq_factors[i];
         inv[i] = f;
     }
+    *out = inv;
+    return WK_OK;
+}
+
+wk_status wk__llama_rope_tables(const double *inv, int64_t half, int64_t T, wk_device *dev, wk_tensor **cos,
+                                wk_tensor **sin) {
+    *cos = *sin = NULL;
+    size_t nb = sizeof(float) * (size_t)(T * half);
+    float *cb = malloc(nb ? nb : 1), *sb = malloc(nb ? nb : 1);
+    if (!cb || !sb) {
+        free(cb), free(sb);
+        return wk__err(WK_ERR_OOM, OP, "cannot allocate rope tables (%lld x %lld)", (long long)T, (long long)half);
+    }
     for (int64_t t = 0; t < T; t++)
         for (int64_t i = 0; i < half; i++) {
             /* angle in f32 as transformers does (positions * inv_freq in f32),
@@ -407,9 +428,7 @@ wk_status wk__llama_rope_tables(const wk_llama_config *c, const float *freq_fact
             cb[t * half + i] = cosf(a);
             sb[t * half + i] = sinf(a);
         }
-    free(inv);
     int64_t shape[2] = {T, half};
-    size_t nb = sizeof(float) * (size_t)(T * half);
     *cos = wk_from_host(cb, nb, shape, 2, WK_F32, dev);
     *sin = wk_from_host(sb, nb, shape, 2, WK_F32, dev);
     free(cb);

@@ -4,6 +4,7 @@
 #include "model/llama_internal.h"
 #include "wick/llama.h"
 #include "core/error.h"
+#include "core/tensor.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,15 +100,24 @@ wk_tensor *wk_llama_forward(const wk_llama *m, wk_kv_cache *c, const int32_t *id
         }
     int64_t pos = c->len;
     wk_tensor *out = NULL;
-    wk_scope_begin();
-    wk_tensor *cos = wk_narrow(m->rope_cos, 0, pos, n), *sin = wk_narrow(m->rope_sin, 0, pos, n);
+    /* a scope that could not open would leave every temporary to nobody:
+     * fail instead (the OOM is recorded) */
+    if (!wk__scope_open()) {
+        wk_scope_end();
+        return NULL;
+    }
+    /* the cache's own RoPE tables when it is longer than the model's */
+    const wk_tensor *rc = c->rope_cos ? c->rope_cos : m->rope_cos, *rs = c->rope_sin ? c->rope_sin : m->rope_sin;
+    wk_tensor *cos = wk_narrow(rc, 0, pos, n), *sin = wk_narrow(rs, 0, pos, n);
     wk_tensor *x = wk_keep(embed(m, ids, n));
     for (int64_t l = 0; x && l < cfg->n_layers; l++) {
         /* one scope per layer: its temporaries are freed before the next */
-        wk_scope_begin();
         const wk__llama_layer *L = &m->layers[l];
-        wk_tensor *y = attention_block(m, L, c, l, x, cos, sin, pos, n);
-        y = wk_keep(y ? ffn_block(m, L, y) : NULL);
+        wk_tensor *y = NULL;
+        if (wk__scope_open()) {
+            y = attention_block(m, L, c, l, x, cos, sin, pos, n);
+            y = wk_keep(y ? ffn_block(m, L, y) : NULL);
+        }
         wk_scope_end();
         wk_tensor_free(x);
         x = y;

@@ -37,8 +37,12 @@ struct wk_llama {
     wk__linear output;     /* the lm head: tok_embd when tied */
     wk_tensor *out_norm;   /* (dim) f32 */
     wk__llama_layer *layers;
-    /* RoPE angles for positions 0 .. max_ctx-1: (max_ctx, head_dim/2) f32 */
+    /* RoPE angles (rows, head_dim/2) f32 for positions 0 .. rows-1, where
+     * rows = max_ctx or fewer: what wk__llama_rope_eager_bytes allows (a
+     * file's context times its head size is no bound on what wick should
+     * allocate at load). A cache longer than rows builds its own. */
     wk_tensor *rope_cos, *rope_sin;
+    double *rope_inv;      /* head_dim/2 inverse frequencies the tables are made of */
     wk_tokenizer *tok;     /* NULL when the file has none (no tokenizer.ggml.* / tokenizer.json) */
     char *chat_template;   /* NULL when absent */
 };
@@ -48,6 +52,9 @@ struct wk_kv_cache {
     int64_t cap, len;
     /* per layer (1, Hkv, cap, D) f32, allocated once */
     wk_tensor **k, **v;
+    /* (cap, head_dim/2) RoPE tables when cap exceeds the model's (NULL:
+     * the model's serve); smaller than the cache itself */
+    wk_tensor *rope_cos, *rope_sin;
 };
 
 /* Config from a GGUF reader's llama.* keys (and the token table's shape for
@@ -58,11 +65,17 @@ wk_status wk__llama_config_from_json(const char *json, size_t len, const char *p
 /* Every field consistent (heads divide, sizes positive, ...). */
 wk_status wk__llama_config_check(const wk_llama_config *cfg, const char *src);
 
-/* The RoPE tables of cfg (theta, linear / llama3 scaling; freq_factors:
- * head_dim/2 divisors of the frequencies from a GGUF rope_freqs tensor, or
- * NULL) on dev. */
-wk_status wk__llama_rope_tables(const wk_llama_config *cfg, const float *freq_factors, wk_device *dev,
-                                wk_tensor **cos, wk_tensor **sin);
+/* The head_dim/2 RoPE inverse frequencies of cfg (theta, linear / llama3
+ * scaling; freq_factors: head_dim/2 divisors of the frequencies from a GGUF
+ * rope_freqs tensor, or NULL) into *inv (malloc'd). */
+wk_status wk__llama_rope_inv_freq(const wk_llama_config *cfg, const float *freq_factors, double **inv);
+/* The (positions, half) cos and sin tables of those frequencies on dev. */
+wk_status wk__llama_rope_tables(const double *inv, int64_t half, int64_t positions, wk_device *dev, wk_tensor **cos,
+                                wk_tensor **sin);
+/* The most bytes (both tables) the model's RoPE tables take at load
+ * (16 MiB: 32768 positions of a 128-wide head); longer caches make their
+ * own. A variable so that tests can lower it. */
+extern int64_t wk__llama_rope_eager_bytes;
 
 /* Read a whole small file (config.json, tokenizer_config.json) into a
  * NUL-terminated buffer; NULL + WK_ERR_IO. */

@@ -268,9 +268,10 @@ static wk_status gguf_freq_factors(const source *s, const wk_llama_config *c, fl
     }
     for (int64_t i = 0; i < half; i++)
         if (!(f[i] > 0)) {
+            double v = (double)f[i]; /* read before the free */
             free(f);
             return wk__err(WK_ERR_FORMAT, OP, "%s: rope_freqs.weight[%lld] = %g is not positive", s->path,
-                           (long long)i, (double)f[i]);
+                           (long long)i, v);
         }
     *out = f;
     return WK_OK;
@@ -422,8 +423,24 @@ wk_llama *wk_llama_load(const char *path, const wk_llama_load_opts *opts) {
         if (wk_gguf_find_key(s.g, "tokenizer.ggml.model") >= 0 && !(m->tok = wk_tokenizer_from_gguf(s.g))) goto fail;
         if ((st = gguf_freq_factors(&s, &m->cfg, &freq_factors)) != WK_OK) goto fail;
     }
+    /* every id the tokenizer can produce must have an embedding row; more
+     * rows than ids is common (padded tables: HF configs round vocab_size
+     * up), more ids than rows would fail only mid-generation */
+    if (m->tok && wk_tokenizer_vocab_size(m->tok) > m->cfg.vocab) {
+        st = wk__err(WK_ERR_FORMAT, OP,
+                     "%s: the tokenizer has %lld ids but the token embedding has %lld rows (vocab); ids from "
+                     "%lld up could not be embedded",
+                     path, (long long)wk_tokenizer_vocab_size(m->tok), (long long)m->cfg.vocab,
+                     (long long)m->cfg.vocab);
+        goto fail;
+    }
     if ((st = load_weights(&s, m, &o)) != WK_OK) goto fail;
-    if ((st = wk__llama_rope_tables(&m->cfg, freq_factors, m->dev, &m->rope_cos, &m->rope_sin)) != WK_OK) goto fail;
+    /* the tables for the first positions only (see wk__llama_rope_eager_bytes) */
+    if ((st = wk__llama_rope_inv_freq(&m->cfg, freq_factors, &m->rope_inv)) != WK_OK) goto fail;
+    int64_t half = m->cfg.head_dim / 2, rows = wk__llama_rope_eager_bytes / (half * 2 * (int64_t)sizeof(float));
+    if (rows < 1) rows = 1;
+    if (rows > m->cfg.max_ctx) rows = m->cfg.max_ctx;
+    if ((st = wk__llama_rope_tables(m->rope_inv, half, rows, m->dev, &m->rope_cos, &m->rope_sin)) != WK_OK) goto fail;
     free(freq_factors);
     wk_gguf_close(s.g);
     wk_safetensors_close(s.st);
@@ -458,6 +475,7 @@ void wk_llama_free(wk_llama *m) {
     wk_tensor_free(m->out_norm);
     wk_tensor_free(m->rope_cos);
     wk_tensor_free(m->rope_sin);
+    free(m->rope_inv);
     wk_tokenizer_free(m->tok);
     free(m->chat_template);
     free(m);

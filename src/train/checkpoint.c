@@ -189,6 +189,9 @@ static wk_status read_opt_meta(const char *op, const char *path, wk_safetensors 
         return wk__err(WK_ERR_FORMAT, op, "%s: bad optimizer config: %s", path, wk_last_error());
     if (!parse_i64(wk_safetensors_meta_value(st, "optim.steps"), steps) || *steps < 0)
         return wk__err(WK_ERR_FORMAT, op, "%s: metadata \"optim.steps\" is missing or not a count", path);
+    if (*steps > WK__OPTIM_MAX_STEPS)
+        return wk__err(WK_ERR_FORMAT, op, "%s: metadata \"optim.steps\" = %" PRId64 " is above the %" PRId64
+                       " steps an optimizer counts", path, *steps, WK__OPTIM_MAX_STEPS);
     char key[512];
     for (int i = 0; i < n; i++) {
         snprintf(key, sizeof key, "optim.%s.step", names[i]);

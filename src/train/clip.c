@@ -8,7 +8,10 @@
 /* ||g||_2 as a double; narrow dtypes are widened first so the sum of
  * squares cannot overflow f16's range. */
 static wk_status norm_of(const wk_tensor *g, double *out) {
-    wk_scope_begin();
+    if (!wk__scope_open()) {
+        wk_scope_end();
+        return wk_last_status();
+    }
     const wk_tensor *w = g;
     if (g->dtype != WK_F32 && g->dtype != WK_F64) w = wk_to_dtype(g, WK_F32);
     wk_tensor *n = wk_norm(w, 2.0, NULL, 0, false);
@@ -40,8 +43,7 @@ wk_status wk_clip_grad_norm(wk_grad_store *gs, wk_tensor *const *params, int n, 
         for (int i = 0; i < n && st == WK_OK; i++) {
             wk_tensor *g = wk_grad(gs, params[i]);
             if (!g) continue;
-            wk_scope_begin();
-            wk_tensor *s = wk_affine(g, coef, 0.0);
+            wk_tensor *s = wk__scope_open() ? wk_affine(g, coef, 0.0) : NULL;
             st = s ? wk_grad_set(gs, params[i], s) : wk_last_status();
             wk_scope_end();
         }

@@ -82,7 +82,10 @@ wk_tensor *wk_linear_forward(const wk_linear *l, const wk_tensor *x) {
                 wk__shape_str(x->layout.shape, x->layout.rank, a, sizeof a), (long long)in);
         return NULL;
     }
-    wk_scope_begin();
+    if (!wk__scope_open()) {
+        wk_scope_end();
+        return NULL;
+    }
     const wk_tensor *x2 = x->layout.rank == 1 ? wk_unsqueeze(x, 0) : x;
     wk_tensor *y = wk_broadcast_matmul(x2, wk_t(l->weight));
     if (l->bias) y = wk_add(y, l->bias);
@@ -166,7 +169,10 @@ wk_tensor *wk_conv2d_layer_forward(const wk_conv2d_layer *c, const wk_tensor *x)
         wk__err(WK_ERR_ARG, "wk_conv2d_layer_forward", "layer not initialised");
         return NULL;
     }
-    wk_scope_begin();
+    if (!wk__scope_open()) {
+        wk_scope_end();
+        return NULL;
+    }
     wk_tensor *y = wk_conv2d(x, c->weight, &c->p);
     if (c->bias) y = wk_add(y, wk_reshape(c->bias, (int64_t[]){1, c->weight->layout.shape[0], 1, 1}, 4));
     if (y) wk_keep(y);

@@ -38,7 +38,10 @@ static wk_tensor *reduce_out(wk_tensor *l, wk_reduction red) {
 
 wk_tensor *wk_mse_loss(const wk_tensor *pred, const wk_tensor *target, wk_reduction red) {
     if (!check_pair("wk_mse_loss", pred, target, red)) return NULL;
-    wk_scope_begin();
+    if (!wk__scope_open()) {
+        wk_scope_end();
+        return NULL;
+    }
     wk_tensor *r = reduce_out(wk_sqr(wk_sub(pred, target)), red);
     wk_scope_end();
     return wk__hand_over(r);
@@ -51,7 +54,10 @@ wk_tensor *wk_huber_loss(const wk_tensor *pred, const wk_tensor *target, double 
         wk__err(WK_ERR_ARG, op, "delta %g must be finite and > 0", delta);
         return NULL;
     }
-    wk_scope_begin();
+    if (!wk__scope_open()) {
+        wk_scope_end();
+        return NULL;
+    }
     /* |d| < delta ? 0.5 d^2 : delta (|d| - delta / 2); where() sends each
      * element's gradient to the branch it took: d, or delta * sign(d) */
     wk_tensor *d = wk_sub(pred, target);
@@ -65,7 +71,10 @@ wk_tensor *wk_huber_loss(const wk_tensor *pred, const wk_tensor *target, double 
 
 wk_tensor *wk_bce_with_logits(const wk_tensor *logits, const wk_tensor *target, wk_reduction red) {
     if (!check_pair("wk_bce_with_logits", logits, target, red)) return NULL;
-    wk_scope_begin();
+    if (!wk__scope_open()) {
+        wk_scope_end();
+        return NULL;
+    }
     /* max(x, 0) - x t + log(1 + exp(-|x|)): exp never overflows, and the
      * value is exact for large |x|. maximum() splits a tie's gradient, so
      * at x = 0 the gradient is 1/2 - t = sigmoid(0) - t, as it should be

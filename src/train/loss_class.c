@@ -58,9 +58,9 @@ static wk_tensor *class_loss(const char *op, const wk_tensor *x, const wk_tensor
         wk__err(WK_ERR_OOM, op, "cannot allocate %lld targets", (long long)N);
         goto out;
     }
-    wk_scope_begin();
+    bool opened = wk__scope_open();
     wk__ag_suspend();
-    wk_tensor *t64 = wk_to_dtype(t, WK_I64);
+    wk_tensor *t64 = opened ? wk_to_dtype(t, WK_I64) : NULL;
     if (!t64 || wk_to_host(t64, ids, sizeof *ids * (size_t)N) != WK_OK) goto body_out;
     int64_t count = 0;
     for (int64_t i = 0; i < N; i++) {

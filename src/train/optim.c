@@ -186,6 +186,9 @@ wk_status wk_optimizer_step(wk_optimizer *opt, const wk_grad_store *gs) {
     const char *op = "wk_optimizer_step";
     if (!opt) return wk__err(WK_ERR_ARG, op, "NULL optimizer");
     if (!gs) return wk__err(WK_ERR_ARG, op, "NULL gradient store");
+    /* every parameter's count is <= steps: one check guards all increments */
+    if (opt->steps >= WK__OPTIM_MAX_STEPS)
+        return wk__err(WK_ERR_ARG, op, "the optimizer has taken %lld steps, the most it counts", (long long)opt->steps);
     /* check every gradient first: a bad one leaves every parameter as it was */
     for (int i = 0; i < opt->n; i++) {
         const wk_tensor *p = opt->p[i], *g = wk_grad(gs, p);

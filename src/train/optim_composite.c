@@ -36,9 +36,9 @@ static wk_status adam(const wk_optim_args *a, wk_tensor *p, const wk_tensor *g, 
 wk_status wk__optim_step_composite(const wk_optim_args *a, wk_tensor *p, const wk_tensor *g, wk_tensor *m,
                                    wk_tensor *v) {
     wk_no_grad_begin();
-    wk_scope_begin();
     wk_status st = WK_ERR_ARG;
-    switch (a->kind) {
+    if (!wk__scope_open()) st = wk_last_status();
+    else switch (a->kind) {
     case WK_OPTIM_SGD: st = sgd(a, p, g, m); break;
     case WK_OPTIM_ADAM:
     case WK_OPTIM_ADAMW: st = adam(a, p, g, m, v); break;

@@ -20,6 +20,11 @@ struct wk_optimizer {
     int64_t steps;        /* wk_optimizer_step calls that succeeded */
 };
 
+/* The most steps an optimizer counts (2^53: every count up to it is exact
+ * as the double the bias corrections take, and t + 1 cannot overflow). A
+ * checkpoint claiming more is refused at load; a step past it is refused. */
+#define WK__OPTIM_MAX_STEPS ((int64_t)1 << 53)
+
 /* Which state buffers the rule keeps: m (SGD momentum or Adam's first
  * moment) and v (Adam's second moment). */
 bool wk__optim_has_m(const wk_optim_config *c);
