@@ -14,6 +14,9 @@
  *    at load (generation then failed mid-text).
  * The models are tiny GGUFs written here (wk_gguf_writer). */
 #include "llama_testutil.h"
+#include "wick/gguf.h"
+#include "wick/tokenizer.h"
+#include "wick/llama.h"
 #include "core/tensor.h"
 #include "model/llama_internal.h"
 #include "wick/bert.h"

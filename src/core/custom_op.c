@@ -2,7 +2,8 @@
  * device's backend kind, and the output allocation. The callbacks are the
  * user's; the core only hands them views of the tensors. */
 #include "core/tensor.h"
-#include "autograd/record.h"
+#include "core/prim_custom_op.h"
+#include "core/prim_readback.h"
 #include "wick/custom_op.h"
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -93,7 +94,7 @@ static bool prepare(const char *fn, const wk_custom_op *op, int nin, const wk_te
     if (op->def.contiguous_inputs) {
         for (int i = 0; i < nin; i++) {
             if (wk__layout_is_contiguous(&in[i]->layout)) continue;
-            owned[i] = wk_copy(in[i]);
+            owned[i] = wk__prim_copy(in[i]);
             if (!owned[i]) return false;
             ins[i] = owned[i];
         }
@@ -106,7 +107,7 @@ static void release(int nin, wk_tensor **owned) {
     for (int i = 0; i < nin; i++) wk_tensor_free(owned[i]);
 }
 
-static wk_tensor *run(const char *fn, const wk_custom_op *op, int nin, const wk_tensor *const *in) {
+wk_tensor *wk__prim_custom_op(const char *fn, const wk_custom_op *op, int nin, const wk_tensor *const *in) {
     const wk_tensor *ins[3];
     wk_tensor *owned[3];
     if (!prepare(fn, op, nin, in, ins, owned)) {
@@ -150,7 +151,6 @@ static wk_tensor *run(const char *fn, const wk_custom_op *op, int nin, const wk_
     }
 done:
     release(nin, owned);
-    if (out && wk__ag_onn((wk_tensor *const *)in, nin)) out = wk__ag_custom(out, op, nin, in);
     return out;
 }
 
@@ -189,18 +189,7 @@ static wk_status run_inplace(const char *fn, const wk_custom_op *op, int nin, wk
     return st;
 }
 
-wk_tensor *wk_custom_op1(const wk_custom_op *op, const wk_tensor *a) {
-    const wk_tensor *in[1] = {a};
-    return run("wk_custom_op1", op, 1, in);
-}
-wk_tensor *wk_custom_op2(const wk_custom_op *op, const wk_tensor *a, const wk_tensor *b) {
-    const wk_tensor *in[2] = {a, b};
-    return run("wk_custom_op2", op, 2, in);
-}
-wk_tensor *wk_custom_op3(const wk_custom_op *op, const wk_tensor *a, const wk_tensor *b, const wk_tensor *c) {
-    const wk_tensor *in[3] = {a, b, c};
-    return run("wk_custom_op3", op, 3, in);
-}
+/* wk_custom_op1/2/3, which record, are src/autograd/tracked_custom_op.c. */
 wk_status wk_custom_inplace1(const wk_custom_op *op, wk_tensor *a) {
     const wk_tensor *in[1] = {a};
     return run_inplace("wk_custom_inplace1", op, 1, a, in);
