@@ -1,12 +1,15 @@
 /* Quantize / dequantize on the CPU: the row converters of the traits table
- * (quant/quant_traits.c) applied run by run. The work is split into blocks
- * over the pool (a run never crosses a row, so a thread may start or end in
- * the middle of a row and a single long row still spreads over threads);
+ * (quant/quant_traits.c; for dequantization the CPU's SIMD rows,
+ * cpu/quantized/dequant_rows.h, where the type has them) applied run by
+ * run. The work is split into blocks over the pool (a run never crosses a
+ * row, so a thread may start or end in the middle of a row and a single
+ * long row still spreads over threads);
  * each run goes through a small f32 buffer when the other side is not
  * contiguous f32. */
 #include "cpu/cpu_quant.h"
 #include "core/tensor.h"
 #include "cpu/threadpool.h"
+#include "cpu/quantized/dequant_rows.h"
 #include "cpu/vmath.h"
 #include "quant/quant.h"
 
@@ -14,6 +17,7 @@ enum { RUN_ELEMS = 4096 }; /* f32 staging per run: 16 KiB on the stack */
 
 typedef struct {
     const wk__quant_traits *tr;
+    wk__q_to_f32_fn to_f32; /* dequantize: the row for this vmath level */
     const wk_layout *l;   /* the element-dtype side: the block tensor's or the source's layout */
     const char *src;
     char *dst;
@@ -50,9 +54,9 @@ static void dequant_range(void *ctx, int64_t b0, int64_t b1, int tid) {
         const char *src = j->src + (row_offset(j, row) / be + i % j->bpr) * bb;
         char *dst = j->dst + i * be * (int64_t)esz;
         if (j->edt == WK_F32) {
-            j->tr->to_f32(src, (float *)dst, n * be);
+            j->to_f32(src, (float *)dst, n * be);
         } else {
-            j->tr->to_f32(src, tmp, n * be);
+            j->to_f32(src, tmp, n * be);
             store_f32_run(dst, j->edt, tmp, n * be);
         }
         i += n;
@@ -121,6 +125,7 @@ wk_status wk__cpu_dequantize(wk_device *dev, const void *w, const wk_layout *lw,
     if (!j.tr || lw->rank < 1 || (ddt != WK_F32 && ddt != WK_F16 && ddt != WK_BF16))
         return wk__err(WK_ERR_DTYPE, "cpu dequantize", "%s -> %s is not a dequantization", wk_dtype_name(wdt),
                        wk_dtype_name(ddt));
+    j.to_f32 = wk__cpu_dequant_row(wdt);
     run_job(&j, dequant_range);
     return WK_OK;
 }

@@ -1,10 +1,10 @@
 /* AVX2 row dequantizers: dequant_block.h's formulas 8 lanes at a time, with
  * the same float ops in the same order (int -> float exact, then d * q, or
  * d * q + m, or dl * q - ml; the products of scales stay scalar f32 as
- * there), so the results are the reference's bits. Called only from
- * dequant_rows.c after the vmath level says AVX2. */
+ * there), so the results are the reference's bits. Called only through
+ * wk__cpu_dequant_row (dequant_rows.c) after the vmath level says AVX2. */
 #include <immintrin.h>
-#include "quant/quant_rows.h"
+#include "cpu/quantized/dequant_rows.h"
 #include "quant/dequant_block.h"
 
 /* -mfma is on for this file: never contract a*b+c (clang; GCC's ISO C
