@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "peer.h"
-#include "cpu/vmath.h"
+#include "cpu/vmath/vmath.h"
 #include "cpu/quantized/dequant_rows.h"
 #include "quant/quant.h"
 #include "quant/quant_rows.h"

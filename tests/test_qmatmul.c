@@ -7,9 +7,9 @@
  * row-strided w; SIMD == portable bit for bit on data whose float sums are
  * exact; f16/bf16 weights; the argument errors. */
 #include "core/tensor.h"
-#include "cpu/gemm.h"
-#include "cpu/qdot.h"
-#include "cpu/vmath.h"
+#include "cpu/gemm/gemm.h"
+#include "cpu/quantized/qdot.h"
+#include "cpu/vmath/vmath.h"
 #include "quant/dequant_block.h"
 #include "testutil.h"
 #include "wick/nn.h"

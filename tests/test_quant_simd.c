@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/vmath.h"
+#include "cpu/vmath/vmath.h"
 #include "cpu/quantized/dequant_rows.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"

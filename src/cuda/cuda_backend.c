@@ -33,20 +33,20 @@
  *
  * Convolutions live in cuda_conv.c (im2col / col2im + this matmul), uploads
  * in cuda_staging.c; the kernels of every other entry in kernels_*.cu. */
-#include "cuda/cuda_device.h"
+#include "cuda/runtime/cuda_device.h"
 
 #ifdef WICK_HAVE_CUDA
 #include <string.h>
 #include "cuda/cuda_kernels.h"
-#include "cuda/cuda_view.h"
-#include "cuda/cuda_mm_plan.h"
-#include "cuda/kernels_rand.h"
-#include "cuda/kernels_pool.h"
-#include "cuda/cuda_conv.h"
-#include "cuda/kernels_sort.h"
-#include "cuda/cuda_quant.h"
-#include "cuda/cuda_nn.h"
-#include "cuda/cuda_grad.h"
+#include "cuda/runtime/cuda_view.h"
+#include "cuda/gemm/cuda_mm_plan.h"
+#include "cuda/random/kernels_rand.h"
+#include "cuda/conv/kernels_pool.h"
+#include "cuda/conv/cuda_conv.h"
+#include "cuda/reduce/kernels_sort.h"
+#include "cuda/quantized/cuda_quant.h"
+#include "cuda/nn/cuda_nn.h"
+#include "cuda/nn/cuda_grad.h"
 
 #define ENTER(op)                                          \
     wk_cuda_dev *d = wk__cuda_dev(dev);                    \

@@ -2,7 +2,7 @@
  * (dequant_rows_avx2.c) from the vmath level AVX2 up for the types that
  * have one, else the traits table's reference row. */
 #include "cpu/quantized/dequant_rows.h"
-#include "cpu/vmath.h"
+#include "cpu/vmath/vmath.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define WK__DQ_HAVE_AVX2 1
