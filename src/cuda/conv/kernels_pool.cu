@@ -48,7 +48,7 @@
  * deliberate bugs (max order, NaN rule, window clipping, avg divisor,
  * nearest in double, bilinear scale / weight precision, an FMA).
  * Not checked: never run on a GPU (device arithmetic and speed unmeasured). */
-#include "cuda/common/cuda_index.cuh"
+#include "cuda/conv/pool_index.cuh"
 #include "cuda/conv/kernels_pool.h"
 
 namespace {
@@ -93,20 +93,6 @@ WKC_HD PkPos pk_pos(const PkGeo &g, int64_t i) {
     return r;
 }
 
-/* cpu_pool.c's WINDOW: [lo, hi) of output index o, clipped to [0, n) */
-WKC_HD void pk_window(int64_t o, int64_t s, int64_t p, int64_t k, int64_t n, int64_t *lo_out, int64_t *hi_out) {
-    int64_t lo = o * s - p, hi;
-    if (lo < 0) {
-        hi = lo + k;
-        lo = 0;
-    } else {
-        hi = k > n - lo ? n : lo + k;
-    }
-    if (hi > n) hi = n;
-    *lo_out = lo;
-    *hi_out = hi;
-}
-
 /* ------------------------------------------------------------ pooling */
 
 struct PkPoolArgs {
@@ -115,10 +101,7 @@ struct PkPoolArgs {
 };
 
 /* m or v, whichever the CPU's vmax keeps: v when greater or NaN */
-template <class C> WKC_HD bool pk_isnan(C) { return false; } /* integers */
-WKC_HD bool pk_isnan(float v) { return v != v; }
-WKC_HD bool pk_isnan(double v) { return v != v; }
-template <class C> WKC_HD C pk_vmax(C m, C v) { return (v > m || pk_isnan(v)) ? v : m; }
+template <class C> WKC_HD C pk_vmax(C m, C v) { return (v > m || pool_isnan(v)) ? v : m; }
 
 template <int DT> struct PkMax {
     typedef PkPoolArgs Args;
@@ -128,8 +111,8 @@ template <int DT> struct PkMax {
         const PkGeo &g = a.g;
         PkPos q = pk_pos(g, i);
         int64_t h0, h1, w0, w1;
-        pk_window(q.oh, a.p.s[0], a.p.p[0], a.p.k[0], g.H, &h0, &h1);
-        pk_window(q.ow, a.p.s[1], a.p.p[1], a.p.k[1], g.W, &w0, &w1);
+        pool_window(q.oh, a.p.s[0], a.p.p[0], a.p.k[0], g.H, &h0, &h1);
+        pool_window(q.ow, a.p.s[1], a.p.p[1], a.p.k[1], g.W, &w0, &w1);
         /* the launcher guarantees h0 < h1 and w0 < w1 */
         const int64_t r0 = q.plane + h0 * g.xsh;
         C m = 0;
@@ -151,8 +134,8 @@ template <int DT> struct PkAvg {
         const PkGeo &g = a.g;
         PkPos q = pk_pos(g, i);
         int64_t h0, h1, w0, w1;
-        pk_window(q.oh, a.p.s[0], a.p.p[0], a.p.k[0], g.H, &h0, &h1);
-        pk_window(q.ow, a.p.s[1], a.p.p[1], a.p.k[1], g.W, &w0, &w1);
+        pool_window(q.oh, a.p.s[0], a.p.p[0], a.p.k[0], g.H, &h0, &h1);
+        pool_window(q.ow, a.p.s[1], a.p.p[1], a.p.k[1], g.W, &w0, &w1);
         C sum = 0;
         for (int64_t ih = h0; ih < h1; ih++) {
             const int64_t row = q.plane + ih * g.xsh;
@@ -170,22 +153,14 @@ struct PkNearestArgs {
     float scale_h, scale_w; /* (float)in / (float)out, computed on the host as the CPU does */
 };
 
-/* torch's legacy nearest source index (cpu_pool.c's nearest_index) */
-WKC_HD int64_t pk_nearest_src(int64_t o, int64_t in, int64_t out, float scale) {
-    if (out == in) return o;
-    if (out == 2 * in) return o >> 1;
-    float f = floorf((float)o * scale);
-    return f >= (float)(in - 1) ? in - 1 : (int64_t)f;
-}
-
 /* a copy: S is any type of the dtype's size */
 template <class S> struct PkNearest {
     typedef PkNearestArgs Args;
     static WKC_HD void item(const Args &a, int64_t i) {
         const PkGeo &g = a.g;
         PkPos q = pk_pos(g, i);
-        const int64_t ih = pk_nearest_src(q.oh, g.H, g.OH, a.scale_h);
-        const int64_t iw = pk_nearest_src(q.ow, g.W, g.OW, a.scale_w);
+        const int64_t ih = pool_nearest_src(q.oh, g.H, g.OH, a.scale_h);
+        const int64_t iw = pool_nearest_src(q.ow, g.W, g.OW, a.scale_w);
         ((S *)g.y)[i] = ((const S *)g.x)[q.plane + ih * g.xsh + iw * g.xsw];
     }
 };
@@ -196,32 +171,6 @@ struct PkBilinearArgs {
     int32_t align_corners;
 };
 
-/* cpu_pool.c's linear_index for one output index: source indices a, b and
- * their weights w0, w1 (AT: float, or double for f64) */
-template <class AT>
-WKC_HD void pk_linear_src(int64_t o, int64_t in, int64_t out, bool ac, double scale, int64_t *a, int64_t *b, AT *w0,
-                          AT *w1) {
-    if (in == out) {
-        *a = *b = o;
-        *w0 = 1;
-        *w1 = 0;
-        return;
-    }
-    double src;
-    if (ac) {
-        src = wkc_mul_rn(scale, (double)o);
-    } else {
-        src = wkc_add_rn(wkc_mul_rn(scale, wkc_add_rn((double)o, 0.5)), -0.5);
-        if (src < 0) src = 0;
-    }
-    const int64_t i0 = src >= (double)(in - 1) ? in - 1 : (int64_t)src;
-    const double f = src - (double)i0;
-    *a = i0;
-    *b = i0 + (i0 < in - 1 ? 1 : 0);
-    *w1 = (AT)(f < 0 ? 0 : f > 1 ? 1 : f);
-    *w0 = (AT)1 - *w1;
-}
-
 template <int DT> struct PkBilinear {
     typedef PkBilinearArgs Args;
     static WKC_HD void item(const Args &a, int64_t i) {
@@ -231,8 +180,8 @@ template <int DT> struct PkBilinear {
         PkPos q = pk_pos(g, i);
         int64_t h0, h1, w0, w1;
         AT lh0, lh1, lw0, lw1;
-        pk_linear_src<AT>(q.oh, g.H, g.OH, a.align_corners != 0, a.scale_h, &h0, &h1, &lh0, &lh1);
-        pk_linear_src<AT>(q.ow, g.W, g.OW, a.align_corners != 0, a.scale_w, &w0, &w1, &lw0, &lw1);
+        pool_linear_src<AT>(q.oh, g.H, g.OH, a.align_corners != 0, a.scale_h, &h0, &h1, &lh0, &lh1);
+        pool_linear_src<AT>(q.ow, g.W, g.OW, a.align_corners != 0, a.scale_w, &w0, &w1, &lw0, &lw1);
         const int64_t r0 = q.plane + h0 * g.xsh, r1 = q.plane + h1 * g.xsh;
         const int64_t c0 = w0 * g.xsw, c1 = w1 * g.xsw;
         const AT x00 = T::load(g.x, r0 + c0), x01 = T::load(g.x, r0 + c1);
@@ -314,11 +263,6 @@ static int pk_max_int(wk_cu_stream s, const PkPoolArgs &a, wk_dtype dt) {
     }
 }
 
-/* the CPU's bilinear scale: computed in AT, then widened */
-template <class AT> static double pk_linear_scale(int64_t in, int64_t out, bool ac) {
-    return (double)(ac ? (out > 1 ? (AT)(in - 1) / (AT)(out - 1) : (AT)0) : (AT)in / (AT)out);
-}
-
 } // namespace
 
 extern "C" int wk__cu_pool2d(wk_cu_stream s, const void *x, wk_cu_view lx, void *dst, wk_cu_view ld, wk_dtype dt,
@@ -364,11 +308,11 @@ extern "C" int wk__cu_upsample2d(wk_cu_stream s, const void *x, wk_cu_view lx, v
     a.g = g;
     a.align_corners = align_corners;
     if (dt == WK_F64) {
-        a.scale_h = pk_linear_scale<double>(g.H, g.OH, align_corners);
-        a.scale_w = pk_linear_scale<double>(g.W, g.OW, align_corners);
+        a.scale_h = pool_linear_scale<double>(g.H, g.OH, align_corners);
+        a.scale_w = pool_linear_scale<double>(g.W, g.OW, align_corners);
     } else {
-        a.scale_h = pk_linear_scale<float>(g.H, g.OH, align_corners);
-        a.scale_w = pk_linear_scale<float>(g.W, g.OW, align_corners);
+        a.scale_h = pool_linear_scale<float>(g.H, g.OH, align_corners);
+        a.scale_w = pool_linear_scale<float>(g.W, g.OW, align_corners);
     }
     switch (dt) {
     case WK_F32: return pk_launch<PkBilinear<WK_F32>>(s, a);

@@ -1,5 +1,6 @@
-/* Launchers of the CUDA pooling and resampling kernels (kernels_pool.cu):
- * the backend.h entries pool2d and upsample2d on NCHW (1-d ops arrive with
+/* Launchers of the CUDA pooling and resampling kernels (kernels_pool.cu,
+ * kernels_pool_backward.cu): the backend.h entries pool2d, upsample2d and
+ * their backward on NCHW (1-d ops arrive with
  * H = 1). Same conventions as cuda_kernels.h: x is read through its view
  * (any strides, 0 included, and offset: passed by value, nothing uploaded);
  * dst is written contiguous in the shape of ld (ld's strides and offset are
@@ -24,6 +25,20 @@ int wk__cu_pool2d(wk_cu_stream s, const void *x, wk_cu_view lx, void *dst, wk_cu
 /* nearest: every dtype; bilinear: f32, f64, bf16, f16, f8e4m3 */
 int wk__cu_upsample2d(wk_cu_stream s, const void *x, wk_cu_view lx, void *dst, wk_cu_view ld, wk_dtype dt,
                       bool bilinear, bool align_corners);
+
+/* The backward entries (kernels_pool_backward.cu), f32, f64, bf16, f16,
+ * f8e4m3. */
+/* pool2d backward on NCHW: x read through lx (max needs it for the window's
+ * first maximum), g (N, C, OH, OW) through lg; dx contiguous in x's shape.
+ * Gather: one item per input element sums the outputs whose windows hold
+ * it, in (oh, ow) order. */
+int wk__cu_pool2d_backward(wk_cu_stream s, const void *x, wk_cu_view lx, const void *g, wk_cu_view lg, wk_dtype dt,
+                           const wk_pool_params *p, void *dx);
+/* upsample2d backward: g (N, C, OH, OW) through lg -> dx contiguous in
+ * ldx's shape (N, C, H, W); one item per input element sums the outputs
+ * that read it with the forward's weights (nearest: weight 1). */
+int wk__cu_upsample2d_backward(wk_cu_stream s, const void *g, wk_cu_view lg, void *dx, wk_cu_view ldx, wk_dtype dt,
+                               bool bilinear, bool align_corners);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /* The CUDA backend's autograd entries (cuda_grad.c) for the table in
  * cuda_backend.c: softmax_backward, norm_backward, attention_backward,
  * optim_step, pool2d_backward and upsample2d_backward (backend.h's optional
- * entries), each the kernels of kernels_grad.cu. */
+ * entries), each the kernels of kernels_grad.cu (pooling: conv/kernels_pool_backward.cu). */
 #ifndef WICK_CUDA_GRAD_H
 #define WICK_CUDA_GRAD_H
 #include "cuda/runtime/cuda_device.h"

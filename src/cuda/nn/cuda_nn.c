@@ -16,24 +16,10 @@
 #include "cuda/runtime/cuda_view.h"
 #include "cuda/nn/kernels_nn.h"
 
-#define ENTER(op)                                          \
-    wk_cuda_dev *d = wk__cuda_dev(dev);                    \
-    do {                                                   \
-        wk_status st_ = wk__cuda_enter((op), d);           \
-        if (st_ != WK_OK) return st_;                      \
-    } while (0)
-
-/* an absent optional input's view */
-static wk_cu_view no_view(void) {
-    wk_cu_view v;
-    memset(&v, 0, sizeof v);
-    return v;
-}
-
 static wk_status softmax_entry(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim, void *dst,
                                bool logp) {
     const char *op = logp ? "wk_log_softmax" : "wk_softmax";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     return wk__cuda_launched(op, d, wk__cu_softmax(d->stream, src, wk__cu_view(ls), dt, dim, logp, dst));
 }
 
@@ -49,24 +35,24 @@ wk_status wk__cuda_log_softmax(wk_device *dev, const void *src, const wk_layout 
 wk_status wk__cuda_rms_norm(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
                             wk_dtype dt, double eps, void *dst) {
     const char *op = "wk_rms_norm";
-    ENTER(op);
-    return wk__cuda_launched(op, d, wk__cu_rms_norm(d->stream, x, wk__cu_view(lx), w, lw ? wk__cu_view(lw) : no_view(),
+    WK__CUDA_ENTER(op);
+    return wk__cuda_launched(op, d, wk__cu_rms_norm(d->stream, x, wk__cu_view(lx), w, wk__cu_opt_view(lw),
                                                     dt, eps, dst));
 }
 
 wk_status wk__cuda_layer_norm(wk_device *dev, const void *x, const wk_layout *lx, const void *w, const wk_layout *lw,
                               const void *b, const wk_layout *lb, wk_dtype dt, double eps, void *dst) {
     const char *op = "wk_layer_norm";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     return wk__cuda_launched(op, d,
-                             wk__cu_layer_norm(d->stream, x, wk__cu_view(lx), w, lw ? wk__cu_view(lw) : no_view(), b,
-                                               lb ? wk__cu_view(lb) : no_view(), dt, eps, dst));
+                             wk__cu_layer_norm(d->stream, x, wk__cu_view(lx), w, wk__cu_opt_view(lw), b,
+                                               wk__cu_opt_view(lb), dt, eps, dst));
 }
 
 wk_status wk__cuda_rope(wk_device *dev, const void *x, const wk_layout *lx, const void *cos, const wk_layout *lc,
                         const void *sin, const wk_layout *lsn, wk_dtype dt, bool interleaved, bool thd, void *dst) {
     const char *op = thd ? "wk_rope_thd" : "wk_rope";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     return wk__cuda_launched(op, d,
                              wk__cu_rope(d->stream, x, wk__cu_view(lx), cos, wk__cu_view(lc), sin, wk__cu_view(lsn),
                                          dt, interleaved, thd, dst));
@@ -74,7 +60,7 @@ wk_status wk__cuda_rope(wk_device *dev, const void *x, const wk_layout *lx, cons
 
 wk_status wk__cuda_swiglu(wk_device *dev, const void *x, const wk_layout *lx, wk_dtype dt, void *dst) {
     const char *op = "wk_swiglu";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     return wk__cuda_launched(op, d, wk__cu_swiglu(d->stream, x, wk__cu_view(lx), dt, dst));
 }
 
@@ -82,9 +68,9 @@ wk_status wk__cuda_attention(wk_device *dev, const void *q, const wk_layout *lq,
                              const void *v, const wk_layout *lv, const void *mask, const wk_layout *lm, wk_dtype dt,
                              const wk_attention_args *a, void *dst) {
     const char *op = "wk_attention";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     wk_cu_view vq = wk__cu_view(lq), vk = wk__cu_view(lk), vv = wk__cu_view(lv);
-    wk_cu_view vm = mask && lm ? wk__cu_view(lm) : no_view();
+    wk_cu_view vm = wk__cu_opt_view(mask ? lm : NULL);
     wk_cu_attn_args ca = {.scale = a->scale, .causal = a->causal, .q_offset = a->q_offset, .group = a->group};
     int64_t splits = wk__cu_attention_splits(vq, vk, vv);
     size_t wsn = wk__cu_attention_workspace(vq, vv, dt, splits);

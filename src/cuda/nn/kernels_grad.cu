@@ -1,8 +1,9 @@
 /* CUDA kernels of the optional autograd entries (launchers in
  * kernels_grad.h): softmax / log_softmax backward, rms / layer norm
- * backward (dx, dw, db), tiled attention backward, the optimizer step
- * (SGD + momentum / nesterov / weight decay, Adam, AdamW), pool2d and
- * upsample2d backward.
+ * backward (dx, dw, db), tiled attention backward and the optimizer step
+ * (SGD + momentum / nesterov / weight decay, Adam, AdamW); pool2d and
+ * upsample2d backward are in conv/kernels_pool_backward.cu. Row views and
+ * the row launcher: common/rowview.cuh.
  *
  * Determinism: no float atomics anywhere. Row ops are one warp per row,
  * lane partial sums met in lane order (kernels_nn.cu's scheme); column sums
@@ -31,139 +32,18 @@
  * attention), with deliberate mutations caught (test_grad_emu.cu's list).
  * Never run on a GPU: device speed and the device-side arithmetic are
  * unmeasured. */
-#include "cuda/common/cuda_index.cuh"
+#include "cuda/common/rowview.cuh"
 #include "cuda/nn/kernels_grad.h"
-#include "core/dtype_cases.h"
 
 namespace {
 
-#define GR_LANES 32
-#define GR_WARPS 4 /* warps per block */
 #define GR_NA 8    /* accumulators per lane: 8 x 32 = 256 dims per unit */
-#define GR_DC (GR_NA * GR_LANES)
-
-WKC_HD float gr_exp(float x) { return expf(x); }
-WKC_HD double gr_exp(double x) { return exp(x); }
-WKC_HD float gr_log(float x) { return logf(x); }
-WKC_HD double gr_log(double x) { return log(x); }
-WKC_HD float gr_sqrt(float x) { return sqrtf(x); }
-WKC_HD double gr_sqrt(double x) { return sqrt(x); }
-template <class C> WKC_HD C gr_ninf() { return (C)-INFINITY; }
-
-template <int DT> WKC_HD typename wkc_t<DT>::C gr_ld(const void *p, int64_t i) { return wkc_t<DT>::load(p, i); }
-
-/* Row-major positions over up to WK_MAX_RANK dims with strides. */
-struct GrRowV {
-    int32_t rank;
-    int64_t shape[WK_MAX_RANK], stride[WK_MAX_RANK];
-    int64_t offset;
-};
-WKC_HD int64_t gr_row_base(const GrRowV &v, int64_t r) {
-    int64_t off = v.offset;
-    for (int d = v.rank - 1; d >= 0; d--) {
-        int64_t q = r / v.shape[d];
-        off += (r - q * v.shape[d]) * v.stride[d];
-        r = q;
-    }
-    return off;
-}
-/* the view's dims but `skip` */
-static GrRowV gr_row_view(const wk_cu_view &l, int skip, int64_t *rows) {
-    GrRowV v;
-    memset(&v, 0, sizeof v);
-    v.offset = l.offset;
-    *rows = 1;
-    for (int d = 0; d < l.rank; d++) {
-        if (d == skip) continue;
-        v.shape[v.rank] = l.shape[d];
-        v.stride[v.rank++] = l.stride[d];
-        *rows *= l.shape[d];
-    }
-    return v;
-}
-
-bool gr_view_ok(const wk_cu_view &v) {
-    if (v.rank < 0 || v.rank > WK_MAX_RANK) return false;
-    for (int d = 0; d < v.rank; d++)
-        if (v.shape[d] < 0) return false;
-    return true;
-}
-bool gr_same_shape(const wk_cu_view &a, const wk_cu_view &b) {
-    if (a.rank != b.rank) return false;
-    for (int d = 0; d < a.rank; d++)
-        if (a.shape[d] != b.shape[d]) return false;
-    return true;
-}
-int64_t gr_numel(const wk_cu_view &v) {
-    int64_t n = 1;
-    for (int d = 0; d < v.rank; d++) n *= v.shape[d];
-    return n;
-}
-/* the compute type's size (0: not a float dtype these kernels take) */
-int gr_compute_size(wk_dtype dt) {
-    switch (dt) {
-    case WK_F64: return 8;
-    case WK_F32: case WK_F16: case WK_BF16: case WK_F8E4M3: return 4;
-    case WK_U8: case WK_U32: case WK_I16: case WK_I32: case WK_I64: case WK_DTYPE_COUNT:
-    WK__CASE_BLOCK_DTYPES:
-        return 0;
-    }
-    return 0;
-}
-
-/* ---- the row launcher: one warp per row ----
- * F: St; PASSES; St empty(); St fold(p, row, lane, pass, prev) (prev: the
- * totals so far); St comb(pass, a, b); void write(p, row, lane, total). */
-template <class F, class P> __global__ void __launch_bounds__(GR_LANES *GR_WARPS) gr_rows_kernel(const __grid_constant__ P p) {
-    typedef typename F::St St;
-    __shared__ St sh[GR_WARPS][GR_LANES];
-    const int lane = (int)threadIdx.x % GR_LANES, w = (int)threadIdx.x / GR_LANES;
-    for (int64_t r = (int64_t)blockIdx.x * GR_WARPS + w; r < p.rows; r += (int64_t)gridDim.x * GR_WARPS) {
-        St tot = F::empty();
-        for (int pass = 0; pass < F::PASSES; pass++) {
-            sh[w][lane] = F::fold(p, r, lane, pass, tot);
-            __syncwarp();
-            St t = sh[w][0];
-            for (int j = 1; j < GR_LANES; j++) t = F::comb(pass, t, sh[w][j]);
-            tot = t;
-            __syncwarp(); /* every lane has read sh before the next pass writes it */
-        }
-        F::write(p, r, lane, tot);
-    }
-}
-
-template <class F, class P> int gr_launch_rows(wk_cu_stream s, const P &p) {
-    if (p.rows <= 0) return 0;
-#ifdef WKC_HOST_EMULATION
-    (void)s;
-    typedef typename F::St St;
-    St st[GR_LANES];
-    for (int64_t r = 0; r < p.rows; r++) {
-        St tot = F::empty();
-        for (int pass = 0; pass < F::PASSES; pass++) {
-            for (int lane = 0; lane < GR_LANES; lane++) st[lane] = F::fold(p, r, lane, pass, tot);
-            St t = st[0];
-            for (int j = 1; j < GR_LANES; j++) t = F::comb(pass, t, st[j]);
-            tot = t;
-        }
-        for (int lane = 0; lane < GR_LANES; lane++) F::write(p, r, lane, tot);
-    }
-    return 0;
-#else
-    int64_t blocks = (p.rows + GR_WARPS - 1) / GR_WARPS;
-    if (blocks > WKC_MAX_BLOCKS) blocks = WKC_MAX_BLOCKS;
-    P copy = p;
-    void *args[] = {&copy};
-    void (*k)(const P) = gr_rows_kernel<F, P>;
-    return (int)cudaLaunchKernel((const void *)k, dim3((unsigned)blocks), dim3(GR_LANES * GR_WARPS), args, 0,
-                                 (cudaStream_t)s);
-#endif
-}
+#define GR_DC (GR_NA * WKC_ROW_LANES)
 
 /* ---- softmax / log_softmax backward ---- */
 
 struct SmbP {
-    GrRowV ry, rg;        /* y's / g's dims but dim */
+    RowV ry, rg;        /* y's / g's dims but dim */
     int64_t n, sty, stg;  /* length along dim, strides along it */
     int64_t inner, rows;  /* dx's stride along dim */
     int32_t logp;
@@ -183,11 +63,11 @@ template <int DT> struct SmbF {
         return z;
     }
     static WKC_HD St fold(const SmbP &p, int64_t r, int lane, int, const St &) {
-        const int64_t by = gr_row_base(p.ry, r), bg = gr_row_base(p.rg, r);
+        const int64_t by = row_base(p.ry, r), bg = row_base(p.rg, r);
         C acc = 0;
-        for (int64_t k = lane; k < p.n; k += GR_LANES) {
-            C gv = gr_ld<DT>(p.g, bg + k * p.stg);
-            acc += p.logp ? gv : gv * gr_ld<DT>(p.y, by + k * p.sty);
+        for (int64_t k = lane; k < p.n; k += WKC_ROW_LANES) {
+            C gv = row_ld<DT>(p.g, bg + k * p.stg);
+            acc += p.logp ? gv : gv * row_ld<DT>(p.y, by + k * p.sty);
         }
         St a;
         a.s = acc;
@@ -198,11 +78,11 @@ template <int DT> struct SmbF {
         return a;
     }
     static WKC_HD void write(const SmbP &p, int64_t r, int lane, const St &t) {
-        const int64_t by = gr_row_base(p.ry, r), bg = gr_row_base(p.rg, r);
+        const int64_t by = row_base(p.ry, r), bg = row_base(p.rg, r);
         const int64_t o = r / p.inner * p.n * p.inner + r % p.inner;
-        for (int64_t k = lane; k < p.n; k += GR_LANES) {
-            C yv = gr_ld<DT>(p.y, by + k * p.sty), gv = gr_ld<DT>(p.g, bg + k * p.stg);
-            C d = p.logp ? gv - gr_exp(yv) * t.s : yv * (gv - t.s);
+        for (int64_t k = lane; k < p.n; k += WKC_ROW_LANES) {
+            C yv = row_ld<DT>(p.y, by + k * p.sty), gv = row_ld<DT>(p.g, bg + k * p.stg);
+            C d = p.logp ? gv - row_exp(yv) * t.s : yv * (gv - t.s);
             wkc_t<DT>::store(p.dx, o + k * p.inner, d);
         }
     }
@@ -211,7 +91,7 @@ template <int DT> struct SmbF {
 /* ---- rms_norm / layer_norm backward ---- */
 
 struct NbP {
-    GrRowV rx, rg; /* x's / g's dims but the last */
+    RowV rx, rg; /* x's / g's dims but the last */
     int64_t n, stx, stg, rows;
     int64_t woff, wst;
     int32_t rms, has_w, want_dx;
@@ -238,26 +118,26 @@ template <int DT> struct NbF {
     static WKC_HD void stats(const NbP &p, const St &t, C *mu, C *rstd) {
         *mu = p.rms ? (C)0 : t.s0 / (C)p.n;
         C var = p.rms ? t.s0 / (C)p.n : t.s1 / (C)p.n;
-        *rstd = (C)1 / gr_sqrt(var + (C)p.eps);
+        *rstd = (C)1 / row_sqrt(var + (C)p.eps);
     }
     static WKC_HD St fold(const NbP &p, int64_t r, int lane, int pass, const St &prev) {
         St a = prev;
         if (pass == 1 && p.rms) return a;
-        const int64_t bx = gr_row_base(p.rx, r), bg = gr_row_base(p.rg, r);
+        const int64_t bx = row_base(p.rx, r), bg = row_base(p.rg, r);
         C mu, rstd;
         stats(p, prev, &mu, &rstd);
         if (pass == 1) mu = prev.s0 / (C)p.n;
         C acc = 0, acc2 = 0;
-        for (int64_t k = lane; k < p.n; k += GR_LANES) {
-            C x = gr_ld<DT>(p.x, bx + k * p.stx);
+        for (int64_t k = lane; k < p.n; k += WKC_ROW_LANES) {
+            C x = row_ld<DT>(p.x, bx + k * p.stx);
             if (pass == 0) {
                 acc += p.rms ? x * x : x;
             } else if (pass == 1) {
                 C c = x - mu;
                 acc += c * c;
             } else {
-                C gw = gr_ld<DT>(p.g, bg + k * p.stg);
-                if (p.has_w) gw = gw * gr_ld<DT>(p.w, p.woff + k * p.wst);
+                C gw = row_ld<DT>(p.g, bg + k * p.stg);
+                if (p.has_w) gw = gw * row_ld<DT>(p.w, p.woff + k * p.wst);
                 acc += gw;
                 acc2 += gw * ((x - mu) * rstd);
             }
@@ -287,12 +167,12 @@ template <int DT> struct NbF {
             ((C *)p.ws)[2 * r + 1] = rstd;
         }
         if (!p.want_dx) return;
-        const int64_t bx = gr_row_base(p.rx, r), bg = gr_row_base(p.rg, r), o = r * p.n;
+        const int64_t bx = row_base(p.rx, r), bg = row_base(p.rg, r), o = r * p.n;
         const C mg = p.rms ? (C)0 : t.s2 / (C)p.n, mgx = t.s3 / (C)p.n;
-        for (int64_t k = lane; k < p.n; k += GR_LANES) {
-            C x = gr_ld<DT>(p.x, bx + k * p.stx);
-            C gw = gr_ld<DT>(p.g, bg + k * p.stg);
-            if (p.has_w) gw = gw * gr_ld<DT>(p.w, p.woff + k * p.wst);
+        for (int64_t k = lane; k < p.n; k += WKC_ROW_LANES) {
+            C x = row_ld<DT>(p.x, bx + k * p.stx);
+            C gw = row_ld<DT>(p.g, bg + k * p.stg);
+            if (p.has_w) gw = gw * row_ld<DT>(p.w, p.woff + k * p.wst);
             C xh = (x - mu) * rstd;
             wkc_t<DT>::store(p.dx, o + k, rstd * (gw - mg - xh * mgx));
         }
@@ -306,8 +186,8 @@ template <int DT> struct NbCol {
         const C *ws = (const C *)p.ws;
         C sw = 0, sb = 0;
         for (int64_t r = 0; r < p.rows; r++) {
-            C gv = gr_ld<DT>(p.g, gr_row_base(p.rg, r) + d * p.stg);
-            C x = gr_ld<DT>(p.x, gr_row_base(p.rx, r) + d * p.stx);
+            C gv = row_ld<DT>(p.g, row_base(p.rg, r) + d * p.stg);
+            C x = row_ld<DT>(p.x, row_base(p.rx, r) + d * p.stx);
             sw += gv * ((x - ws[2 * r]) * ws[2 * r + 1]);
             sb += gv;
         }
@@ -317,7 +197,7 @@ template <int DT> struct NbCol {
 };
 
 template <int DT> int nb_t(wk_cu_stream s, const NbP &p, bool cols) {
-    int rc = gr_launch_rows<NbF<DT>>(s, p);
+    int rc = launch_rows<NbF<DT>>(s, p);
     if (rc != 0 || !cols) return rc;
     return wkc_launch_items<NbCol<DT>>(s, p, p.n);
 }
@@ -398,41 +278,41 @@ template <int DT> struct Ab {
     /* score of query (at qb / mb) and key j (k at kb); no visibility test */
     static WKC_HD C score(const AbP &p, int64_t qb, int64_t mb, int64_t kb) {
         C s = 0;
-        for (int64_t d = 0; d < p.D; d++) s += gr_ld<DT>(p.q, qb + d * p.qd) * gr_ld<DT>(p.k, kb + d * p.kd);
+        for (int64_t d = 0; d < p.D; d++) s += row_ld<DT>(p.q, qb + d * p.qd) * row_ld<DT>(p.k, kb + d * p.kd);
         s = s * (C)p.scale;
-        if (p.has_mask) s += gr_ld<DT>(p.m, mb);
+        if (p.has_mask) s += row_ld<DT>(p.m, mb);
         return s;
     }
     /* g_i . v_j */
     static WKC_HD C gdotv(const AbP &p, int64_t gb, int64_t vb) {
         C s = 0;
-        for (int64_t d = 0; d < p.Dv; d++) s += gr_ld<DT>(p.g, gb + d * p.gd) * gr_ld<DT>(p.v, vb + d * p.vd);
+        for (int64_t d = 0; d < p.Dv; d++) s += row_ld<DT>(p.g, gb + d * p.gd) * row_ld<DT>(p.v, vb + d * p.vd);
         return s;
     }
-    static WKC_HD C prob(C s, C lse) { return (s == gr_ninf<C>() || lse == gr_ninf<C>()) ? (C)0 : gr_exp(s - lse); }
+    static WKC_HD C prob(C s, C lse) { return (s == row_ninf<C>() || lse == row_ninf<C>()) ? (C)0 : row_exp(s - lse); }
 
     /* kernel 1, pass 1: lane's score of key t0 + lane (-inf past kend) */
     static WKC_HD C q_score(const AbP &p, const AbQ &U, int64_t t0, int64_t kend, int lane) {
         int64_t j = t0 + lane;
-        if (j >= kend) return gr_ninf<C>();
+        if (j >= kend) return row_ninf<C>();
         return score(p, U.qb, U.mb + j * p.mj, U.kb + j * p.ki);
     }
     /* fold a tile's scores into the running (m, l); same on every lane */
     static WKC_HD void q_online(const C *sc, C &m, C &l) {
         C mn = m;
-        for (int j = 0; j < GR_LANES; j++)
+        for (int j = 0; j < WKC_ROW_LANES; j++)
             if (sc[j] > mn) mn = sc[j];
-        if (mn == gr_ninf<C>()) return;
+        if (mn == row_ninf<C>()) return;
         C ps = 0;
-        for (int j = 0; j < GR_LANES; j++) ps += sc[j] == gr_ninf<C>() ? (C)0 : gr_exp(sc[j] - mn);
-        l = (m == gr_ninf<C>() ? (C)0 : l * gr_exp(m - mn)) + ps;
+        for (int j = 0; j < WKC_ROW_LANES; j++) ps += sc[j] == row_ninf<C>() ? (C)0 : row_exp(sc[j] - mn);
+        l = (m == row_ninf<C>() ? (C)0 : l * row_exp(m - mn)) + ps;
         m = mn;
     }
-    static WKC_HD C q_lse(C m, C l) { return m == gr_ninf<C>() ? m : m + gr_log(l); }
+    static WKC_HD C q_lse(C m, C l) { return m == row_ninf<C>() ? m : m + row_log(l); }
     /* lane's share of delta = g . o */
     static WKC_HD C q_delta_part(const AbP &p, const AbQ &U, int lane) {
         C s = 0;
-        for (int64_t d = lane; d < p.Dv; d += GR_LANES) s += gr_ld<DT>(p.g, U.gb + d * p.gd) * gr_ld<DT>(p.o, U.ob + d * p.od);
+        for (int64_t d = lane; d < p.Dv; d += WKC_ROW_LANES) s += row_ld<DT>(p.g, U.gb + d * p.gd) * row_ld<DT>(p.o, U.ob + d * p.od);
         return s;
     }
     /* kernel 1, pass 2: lane's ds for key t0 + lane (0 past kend) */
@@ -448,10 +328,10 @@ template <int DT> struct Ab {
                                C *acc) {
         WKC_UNROLL
         for (int a = 0; a < GR_NA; a++) {
-            int64_t d = dc * GR_DC + lane + (int64_t)a * GR_LANES;
+            int64_t d = dc * GR_DC + lane + (int64_t)a * WKC_ROW_LANES;
             if (d < p.D) {
                 C s = acc[a];
-                for (int j = 0; j < jn; j++) s += ds[j] * gr_ld<DT>(p.k, U.kb + (t0 + j) * p.ki + d * p.kd);
+                for (int j = 0; j < jn; j++) s += ds[j] * row_ld<DT>(p.k, U.kb + (t0 + j) * p.ki + d * p.kd);
                 acc[a] = s;
             }
         }
@@ -459,7 +339,7 @@ template <int DT> struct Ab {
     static WKC_HD void q_finish(const AbP &p, const AbQ &U, int64_t dc, int lane, const C *acc, C lse, C delta) {
         WKC_UNROLL
         for (int a = 0; a < GR_NA; a++) {
-            int64_t d = dc * GR_DC + lane + (int64_t)a * GR_LANES;
+            int64_t d = dc * GR_DC + lane + (int64_t)a * WKC_ROW_LANES;
             if (d < p.D) wkc_t<DT>::store(p.dq, U.row * p.D + d, acc[a] * (C)p.scale);
         }
         if (dc == 0 && lane == 0) {
@@ -488,15 +368,15 @@ template <int DT> struct Ab {
                                 int lane, C *ak, C *av) {
         WKC_UNROLL
         for (int a = 0; a < GR_NA; a++) {
-            int64_t d = dc * GR_DC + lane + (int64_t)a * GR_LANES;
+            int64_t d = dc * GR_DC + lane + (int64_t)a * WKC_ROW_LANES;
             if (d < p.Dv) {
                 C s = av[a];
-                for (int t = 0; t < tn; t++) s += pr[t] * gr_ld<DT>(p.g, H.gb + (t0 + t) * p.gi + d * p.gd);
+                for (int t = 0; t < tn; t++) s += pr[t] * row_ld<DT>(p.g, H.gb + (t0 + t) * p.gi + d * p.gd);
                 av[a] = s;
             }
             if (d < p.D) {
                 C s = ak[a];
-                for (int t = 0; t < tn; t++) s += ds[t] * gr_ld<DT>(p.q, H.qb + (t0 + t) * p.qi + d * p.qd);
+                for (int t = 0; t < tn; t++) s += ds[t] * row_ld<DT>(p.q, H.qb + (t0 + t) * p.qi + d * p.qd);
                 ak[a] = s;
             }
         }
@@ -504,7 +384,7 @@ template <int DT> struct Ab {
     static WKC_HD void kv_finish(const AbP &p, int64_t kvrow, int64_t dc, int lane, const C *ak, const C *av) {
         WKC_UNROLL
         for (int a = 0; a < GR_NA; a++) {
-            int64_t d = dc * GR_DC + lane + (int64_t)a * GR_LANES;
+            int64_t d = dc * GR_DC + lane + (int64_t)a * WKC_ROW_LANES;
             if (d < p.D) wkc_t<DT>::store(p.dk, kvrow * p.D + d, ak[a] * (C)p.scale);
             if (d < p.Dv) wkc_t<DT>::store(p.dv, kvrow * p.Dv + d, av[a]);
         }
@@ -535,18 +415,18 @@ WKC_HD int64_t ab_qstart(const AbP &p, int64_t j) {
     return s < 0 ? 0 : s;
 }
 
-template <int DT> __global__ void __launch_bounds__(GR_LANES *GR_WARPS) ab_q_kernel(const __grid_constant__ AbP p) {
+template <int DT> __global__ void __launch_bounds__(WKC_ROW_LANES *WKC_ROW_WARPS) ab_q_kernel(const __grid_constant__ AbP p) {
     typedef typename wkc_t<DT>::C C;
     typedef Ab<DT> A;
-    __shared__ C sc[GR_WARPS][GR_LANES];
-    const int lane = (int)threadIdx.x % GR_LANES, w = (int)threadIdx.x / GR_LANES;
+    __shared__ C sc[WKC_ROW_WARPS][WKC_ROW_LANES];
+    const int lane = (int)threadIdx.x % WKC_ROW_LANES, w = (int)threadIdx.x / WKC_ROW_LANES;
     const int64_t units = p.nbatch * p.Hq * p.Lq * p.ndq;
-    for (int64_t u = (int64_t)blockIdx.x * GR_WARPS + w; u < units; u += (int64_t)gridDim.x * GR_WARPS) {
+    for (int64_t u = (int64_t)blockIdx.x * WKC_ROW_WARPS + w; u < units; u += (int64_t)gridDim.x * WKC_ROW_WARPS) {
         const int64_t dc = u % p.ndq;
         const AbQ U = ab_qrow(p, u / p.ndq);
         const int64_t kend = ab_kend(p, U.i);
-        C m = gr_ninf<C>(), l = 0;
-        for (int64_t t0 = 0; t0 < kend; t0 += GR_LANES) {
+        C m = row_ninf<C>(), l = 0;
+        for (int64_t t0 = 0; t0 < kend; t0 += WKC_ROW_LANES) {
             sc[w][lane] = A::q_score(p, U, t0, kend, lane);
             __syncwarp();
             A::q_online(sc[w], m, l);
@@ -556,15 +436,15 @@ template <int DT> __global__ void __launch_bounds__(GR_LANES *GR_WARPS) ab_q_ker
         sc[w][lane] = A::q_delta_part(p, U, lane);
         __syncwarp();
         C delta = 0;
-        for (int j = 0; j < GR_LANES; j++) delta += sc[w][j];
+        for (int j = 0; j < WKC_ROW_LANES; j++) delta += sc[w][j];
         __syncwarp();
         C acc[GR_NA];
         WKC_UNROLL
         for (int a = 0; a < GR_NA; a++) acc[a] = 0;
-        for (int64_t t0 = 0; t0 < kend; t0 += GR_LANES) {
+        for (int64_t t0 = 0; t0 < kend; t0 += WKC_ROW_LANES) {
             sc[w][lane] = A::q_ds(p, U, t0, kend, lane, lse, delta);
             __syncwarp();
-            int jn = kend - t0 < GR_LANES ? (int)(kend - t0) : GR_LANES;
+            int jn = kend - t0 < WKC_ROW_LANES ? (int)(kend - t0) : WKC_ROW_LANES;
             A::q_accum(p, U, dc, sc[w], jn, t0, lane, acc);
             __syncwarp();
         }
@@ -572,14 +452,14 @@ template <int DT> __global__ void __launch_bounds__(GR_LANES *GR_WARPS) ab_q_ker
     }
 }
 
-template <int DT> __global__ void __launch_bounds__(GR_LANES *GR_WARPS) ab_kv_kernel(const __grid_constant__ AbP p) {
+template <int DT> __global__ void __launch_bounds__(WKC_ROW_LANES *WKC_ROW_WARPS) ab_kv_kernel(const __grid_constant__ AbP p) {
     typedef typename wkc_t<DT>::C C;
     typedef Ab<DT> A;
-    __shared__ C pr[GR_WARPS][GR_LANES];
-    __shared__ C ds[GR_WARPS][GR_LANES];
-    const int lane = (int)threadIdx.x % GR_LANES, w = (int)threadIdx.x / GR_LANES;
+    __shared__ C pr[WKC_ROW_WARPS][WKC_ROW_LANES];
+    __shared__ C ds[WKC_ROW_WARPS][WKC_ROW_LANES];
+    const int lane = (int)threadIdx.x % WKC_ROW_LANES, w = (int)threadIdx.x / WKC_ROW_LANES;
     const int64_t units = p.nbatch * p.Hkv * p.Lk * p.ndkv;
-    for (int64_t u = (int64_t)blockIdx.x * GR_WARPS + w; u < units; u += (int64_t)gridDim.x * GR_WARPS) {
+    for (int64_t u = (int64_t)blockIdx.x * WKC_ROW_WARPS + w; u < units; u += (int64_t)gridDim.x * WKC_ROW_WARPS) {
         const int64_t dc = u % p.ndkv;
         const AbK K = ab_kvrow(p, u / p.ndkv);
         C ak[GR_NA], av[GR_NA];
@@ -588,13 +468,13 @@ template <int DT> __global__ void __launch_bounds__(GR_LANES *GR_WARPS) ab_kv_ke
         for (int64_t gq = 0; gq < p.group; gq++) {
             const int64_t h = K.hk * p.group + gq, qrow0 = (K.b * p.Hq + h) * p.Lq;
             const AbQ H = ab_head(p, K.b, h);
-            for (int64_t t0 = ab_qstart(p, K.j); t0 < p.Lq; t0 += GR_LANES) {
+            for (int64_t t0 = ab_qstart(p, K.j); t0 < p.Lq; t0 += WKC_ROW_LANES) {
                 C a, b;
                 A::kv_pds(p, qrow0, H, K.kb, K.vb, K.j, t0, lane, &a, &b);
                 pr[w][lane] = a;
                 ds[w][lane] = b;
                 __syncwarp();
-                int tn = p.Lq - t0 < GR_LANES ? (int)(p.Lq - t0) : GR_LANES;
+                int tn = p.Lq - t0 < WKC_ROW_LANES ? (int)(p.Lq - t0) : WKC_ROW_LANES;
                 A::kv_accum(p, H, dc, pr[w], ds[w], tn, t0, lane, ak, av);
                 __syncwarp();
             }
@@ -613,45 +493,45 @@ template <int DT> int ab_t(wk_cu_stream s, const AbP &p) {
         const int64_t dc = u % p.ndq;
         const AbQ U = ab_qrow(p, u / p.ndq);
         const int64_t kend = ab_kend(p, U.i);
-        C sc[GR_LANES], m[GR_LANES], l[GR_LANES], acc[GR_LANES][GR_NA];
-        for (int lane = 0; lane < GR_LANES; lane++) {
-            m[lane] = gr_ninf<C>();
+        C sc[WKC_ROW_LANES], m[WKC_ROW_LANES], l[WKC_ROW_LANES], acc[WKC_ROW_LANES][GR_NA];
+        for (int lane = 0; lane < WKC_ROW_LANES; lane++) {
+            m[lane] = row_ninf<C>();
             l[lane] = 0;
             for (int a = 0; a < GR_NA; a++) acc[lane][a] = 0;
         }
-        for (int64_t t0 = 0; t0 < kend; t0 += GR_LANES) {
-            for (int lane = 0; lane < GR_LANES; lane++) sc[lane] = A::q_score(p, U, t0, kend, lane);
-            for (int lane = 0; lane < GR_LANES; lane++) A::q_online(sc, m[lane], l[lane]);
+        for (int64_t t0 = 0; t0 < kend; t0 += WKC_ROW_LANES) {
+            for (int lane = 0; lane < WKC_ROW_LANES; lane++) sc[lane] = A::q_score(p, U, t0, kend, lane);
+            for (int lane = 0; lane < WKC_ROW_LANES; lane++) A::q_online(sc, m[lane], l[lane]);
         }
-        for (int lane = 0; lane < GR_LANES; lane++) sc[lane] = A::q_delta_part(p, U, lane);
+        for (int lane = 0; lane < WKC_ROW_LANES; lane++) sc[lane] = A::q_delta_part(p, U, lane);
         C delta = 0;
-        for (int j = 0; j < GR_LANES; j++) delta += sc[j];
+        for (int j = 0; j < WKC_ROW_LANES; j++) delta += sc[j];
         const C lse = A::q_lse(m[0], l[0]);
-        for (int64_t t0 = 0; t0 < kend; t0 += GR_LANES) {
-            for (int lane = 0; lane < GR_LANES; lane++) sc[lane] = A::q_ds(p, U, t0, kend, lane, A::q_lse(m[lane], l[lane]), delta);
-            int jn = kend - t0 < GR_LANES ? (int)(kend - t0) : GR_LANES;
-            for (int lane = 0; lane < GR_LANES; lane++) A::q_accum(p, U, dc, sc, jn, t0, lane, acc[lane]);
+        for (int64_t t0 = 0; t0 < kend; t0 += WKC_ROW_LANES) {
+            for (int lane = 0; lane < WKC_ROW_LANES; lane++) sc[lane] = A::q_ds(p, U, t0, kend, lane, A::q_lse(m[lane], l[lane]), delta);
+            int jn = kend - t0 < WKC_ROW_LANES ? (int)(kend - t0) : WKC_ROW_LANES;
+            for (int lane = 0; lane < WKC_ROW_LANES; lane++) A::q_accum(p, U, dc, sc, jn, t0, lane, acc[lane]);
         }
-        for (int lane = 0; lane < GR_LANES; lane++) A::q_finish(p, U, dc, lane, acc[lane], lse, delta);
+        for (int lane = 0; lane < WKC_ROW_LANES; lane++) A::q_finish(p, U, dc, lane, acc[lane], lse, delta);
     }
     const int64_t ukv = p.nbatch * p.Hkv * p.Lk * p.ndkv;
     for (int64_t u = 0; u < ukv; u++) {
         const int64_t dc = u % p.ndkv;
         const AbK K = ab_kvrow(p, u / p.ndkv);
-        C pr[GR_LANES], ds[GR_LANES], ak[GR_LANES][GR_NA], av[GR_LANES][GR_NA];
-        for (int lane = 0; lane < GR_LANES; lane++)
+        C pr[WKC_ROW_LANES], ds[WKC_ROW_LANES], ak[WKC_ROW_LANES][GR_NA], av[WKC_ROW_LANES][GR_NA];
+        for (int lane = 0; lane < WKC_ROW_LANES; lane++)
             for (int a = 0; a < GR_NA; a++) ak[lane][a] = av[lane][a] = 0;
         for (int64_t gq = 0; gq < p.group; gq++) {
             const int64_t h = K.hk * p.group + gq, qrow0 = (K.b * p.Hq + h) * p.Lq;
             const AbQ H = ab_head(p, K.b, h);
-            for (int64_t t0 = ab_qstart(p, K.j); t0 < p.Lq; t0 += GR_LANES) {
-                for (int lane = 0; lane < GR_LANES; lane++)
+            for (int64_t t0 = ab_qstart(p, K.j); t0 < p.Lq; t0 += WKC_ROW_LANES) {
+                for (int lane = 0; lane < WKC_ROW_LANES; lane++)
                     A::kv_pds(p, qrow0, H, K.kb, K.vb, K.j, t0, lane, &pr[lane], &ds[lane]);
-                int tn = p.Lq - t0 < GR_LANES ? (int)(p.Lq - t0) : GR_LANES;
-                for (int lane = 0; lane < GR_LANES; lane++) A::kv_accum(p, H, dc, pr, ds, tn, t0, lane, ak[lane], av[lane]);
+                int tn = p.Lq - t0 < WKC_ROW_LANES ? (int)(p.Lq - t0) : WKC_ROW_LANES;
+                for (int lane = 0; lane < WKC_ROW_LANES; lane++) A::kv_accum(p, H, dc, pr, ds, tn, t0, lane, ak[lane], av[lane]);
             }
         }
-        for (int lane = 0; lane < GR_LANES; lane++) A::kv_finish(p, K.kvrow, dc, lane, ak[lane], av[lane]);
+        for (int lane = 0; lane < WKC_ROW_LANES; lane++) A::kv_finish(p, K.kvrow, dc, lane, ak[lane], av[lane]);
     }
     return 0;
 #else
@@ -660,18 +540,18 @@ template <int DT> int ab_t(wk_cu_stream s, const AbP &p) {
     void *args[] = {&copy};
     int rc = 0;
     if (uq > 0) {
-        int64_t blocks = (uq + GR_WARPS - 1) / GR_WARPS;
+        int64_t blocks = (uq + WKC_ROW_WARPS - 1) / WKC_ROW_WARPS;
         if (blocks > WKC_MAX_BLOCKS) blocks = WKC_MAX_BLOCKS;
         void (*k1)(const AbP) = ab_q_kernel<DT>;
-        rc = (int)cudaLaunchKernel((const void *)k1, dim3((unsigned)blocks), dim3(GR_LANES * GR_WARPS), args, 0,
+        rc = (int)cudaLaunchKernel((const void *)k1, dim3((unsigned)blocks), dim3(WKC_ROW_LANES * WKC_ROW_WARPS), args, 0,
                                    (cudaStream_t)s);
         if (rc != 0) return rc;
     }
     if (ukv > 0) {
-        int64_t blocks = (ukv + GR_WARPS - 1) / GR_WARPS;
+        int64_t blocks = (ukv + WKC_ROW_WARPS - 1) / WKC_ROW_WARPS;
         if (blocks > WKC_MAX_BLOCKS) blocks = WKC_MAX_BLOCKS;
         void (*k2)(const AbP) = ab_kv_kernel<DT>;
-        rc = (int)cudaLaunchKernel((const void *)k2, dim3((unsigned)blocks), dim3(GR_LANES * GR_WARPS), args, 0,
+        rc = (int)cudaLaunchKernel((const void *)k2, dim3((unsigned)blocks), dim3(WKC_ROW_LANES * WKC_ROW_WARPS), args, 0,
                                    (cudaStream_t)s);
     }
     return rc;
@@ -712,273 +592,22 @@ template <int DT> struct OptItem {
         T::store(p.m, i, m);
         T::store(p.v, i, v);
         /* PyTorch's form: p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps) */
-        C den = gr_sqrt(v) / (C)sqrt(p.bc2) + (C)p.eps;
+        C den = row_sqrt(v) / (C)sqrt(p.bc2) + (C)p.eps;
         T::store(p.param, i, w - (C)(p.lr / p.bc1) * (m / den));
     }
 };
 
-/* ---- pool2d / upsample2d backward: gather, one item per input element ---- */
-
-struct PbGeo {
-    int64_t n;                      /* input elements N*C*H*W */
-    int64_t C, H, W, OH, OW;
-    int64_t xsn, xsc, xsh, xsw, xoff; /* x (pool) */
-    int64_t gsn, gsc, gsh, gsw, goff; /* g */
-};
-struct PbPos {
-    int64_t ih, iw, xplane, gplane;
-};
-WKC_HD PbPos pb_pos(const PbGeo &g, int64_t i) {
-    PbPos r;
-    int64_t q = i / g.W;
-    r.iw = i - q * g.W;
-    int64_t q2 = q / g.H;
-    r.ih = q - q2 * g.H;
-    int64_t nn = q2 / g.C, c = q2 - nn * g.C;
-    r.xplane = g.xoff + nn * g.xsn + c * g.xsc;
-    r.gplane = g.goff + nn * g.gsn + c * g.gsc;
-    return r;
-}
-/* the forward's window of output o, [lo, hi) clipped to [0, n) (as
- * kernels_pool.cu's pk_window) */
-WKC_HD void pb_window(int64_t o, int64_t s, int64_t p, int64_t k, int64_t n, int64_t *lo, int64_t *hi) {
-    int64_t a = o * s - p, b = a + k;
-    *lo = a < 0 ? 0 : a;
-    *hi = b > n ? n : b;
-}
-/* outputs whose window holds input index x: [o0, o1) */
-WKC_HD void pb_outs(int64_t x, int64_t s, int64_t p, int64_t k, int64_t out, int64_t *o0, int64_t *o1) {
-    /* o * s - p <= x < o * s - p + k  <=>  (x + p - k) / s < o <= (x + p) / s */
-    int64_t num = x + p - k + 1; /* o >= ceil(num / s) */
-    int64_t lo = num <= 0 ? 0 : (num + s - 1) / s;
-    int64_t hi = (x + p) / s + 1;
-    *o0 = lo;
-    *o1 = hi < out ? hi : out;
-}
-
-struct PbArgs {
-    PbGeo g;
-    wk_pool_params p;
-    const void *x, *gr;
-    void *dx;
-};
-
-template <class C> WKC_HD bool pb_isnan(C v) { return v != v; }
-
-template <int DT> struct PbMax {
-    typedef typename wkc_t<DT>::C C;
-    static WKC_HD void item(const PbArgs &a, int64_t i) {
-        typedef wkc_t<DT> T;
-        const PbGeo &g = a.g;
-        PbPos q = pb_pos(g, i);
-        int64_t oh0, oh1, ow0, ow1;
-        pb_outs(q.ih, a.p.s[0], a.p.p[0], a.p.k[0], g.OH, &oh0, &oh1);
-        pb_outs(q.iw, a.p.s[1], a.p.p[1], a.p.k[1], g.OW, &ow0, &ow1);
-        C acc = 0;
-        for (int64_t oh = oh0; oh < oh1; oh++) {
-            int64_t h0, h1;
-            pb_window(oh, a.p.s[0], a.p.p[0], a.p.k[0], g.H, &h0, &h1);
-            for (int64_t ow = ow0; ow < ow1; ow++) {
-                int64_t w0, w1;
-                pb_window(ow, a.p.s[1], a.p.p[1], a.p.k[1], g.W, &w0, &w1);
-                /* the window's first maximum in row-major order, PyTorch's
-                 * rule (val > max || isnan(val): the last NaN) */
-                int64_t bh = h0, bw = w0;
-                C m = T::load(a.x, q.xplane + h0 * g.xsh + w0 * g.xsw);
-                for (int64_t ih = h0; ih < h1; ih++)
-                    for (int64_t iw = (ih == h0 ? w0 + 1 : w0); iw < w1; iw++) {
-                        C v = T::load(a.x, q.xplane + ih * g.xsh + iw * g.xsw);
-                        if (v > m || pb_isnan(v)) {
-                            m = v;
-                            bh = ih;
-                            bw = iw;
-                        }
-                    }
-                if (bh == q.ih && bw == q.iw) acc += T::load(a.gr, q.gplane + oh * g.gsh + ow * g.gsw);
-            }
-        }
-        T::store(a.dx, i, acc);
-    }
-};
-
-template <int DT> struct PbAvg {
-    typedef typename wkc_t<DT>::C C;
-    static WKC_HD void item(const PbArgs &a, int64_t i) {
-        typedef wkc_t<DT> T;
-        const PbGeo &g = a.g;
-        PbPos q = pb_pos(g, i);
-        int64_t oh0, oh1, ow0, ow1;
-        pb_outs(q.ih, a.p.s[0], a.p.p[0], a.p.k[0], g.OH, &oh0, &oh1);
-        pb_outs(q.iw, a.p.s[1], a.p.p[1], a.p.k[1], g.OW, &ow0, &ow1);
-        C acc = 0;
-        for (int64_t oh = oh0; oh < oh1; oh++) {
-            int64_t h0, h1;
-            pb_window(oh, a.p.s[0], a.p.p[0], a.p.k[0], g.H, &h0, &h1);
-            for (int64_t ow = ow0; ow < ow1; ow++) {
-                int64_t w0, w1;
-                pb_window(ow, a.p.s[1], a.p.p[1], a.p.k[1], g.W, &w0, &w1);
-                const C div = a.p.count_include_pad ? (C)a.p.k[0] * (C)a.p.k[1] : (C)((h1 - h0) * (w1 - w0));
-                acc += T::load(a.gr, q.gplane + oh * g.gsh + ow * g.gsw) / div;
-            }
-        }
-        T::store(a.dx, i, acc);
-    }
-};
-
-struct UbArgs {
-    PbGeo g;
-    float nscale_h, nscale_w;   /* nearest: (float)in / (float)out */
-    double lscale_h, lscale_w;  /* bilinear: the forward's scale */
-    int32_t align_corners;
-    const void *gr;
-    void *dx;
-};
-
-/* kernels_pool.cu's nearest source index */
-WKC_HD int64_t ub_nearest_src(int64_t o, int64_t in, int64_t out, float scale) {
-    if (out == in) return o;
-    if (out == 2 * in) return o >> 1;
-    float f = floorf((float)o * scale);
-    return f >= (float)(in - 1) ? in - 1 : (int64_t)f;
-}
-/* kernels_pool.cu's linear source indices and weights */
-template <class AT>
-WKC_HD void ub_linear_src(int64_t o, int64_t in, int64_t out, bool ac, double scale, int64_t *a, int64_t *b, AT *w0,
-                          AT *w1) {
-    if (in == out) {
-        *a = *b = o;
-        *w0 = 1;
-        *w1 = 0;
-        return;
-    }
-    double src;
-    if (ac) {
-        src = wkc_mul_rn(scale, (double)o);
-    } else {
-        src = wkc_add_rn(wkc_mul_rn(scale, wkc_add_rn((double)o, 0.5)), -0.5);
-        if (src < 0) src = 0;
-    }
-    const int64_t i0 = src >= (double)(in - 1) ? in - 1 : (int64_t)src;
-    const double f = src - (double)i0;
-    *a = i0;
-    *b = i0 + (i0 < in - 1 ? 1 : 0);
-    *w1 = (AT)(f < 0 ? 0 : f > 1 ? 1 : f);
-    *w0 = (AT)1 - *w1;
-}
-/* A conservative range [o0, o1) of the outputs that can read input x (the
- * exact test is made per output): out / in outputs per input, two of
- * margin each side for the rounding of the source positions and for the
- * bilinear neighbour; the edges take everything clamped onto them. */
-WKC_HD void ub_range(int64_t x, int64_t in, int64_t out, int64_t *o0, int64_t *o1) {
-    if (in == out) {
-        *o0 = x;
-        *o1 = x + 1;
-        return;
-    }
-    double r = (double)out / (double)in;
-    int64_t lo = (int64_t)floor((double)(x - 1) * r) - 2, hi = (int64_t)ceil((double)(x + 2) * r) + 2;
-    if (x <= 1 || lo < 0) lo = 0;
-    if (x >= in - 2 || hi > out) hi = out;
-    *o0 = lo;
-    *o1 = hi;
-}
-
-template <int DT> struct UbNearest {
-    typedef typename wkc_t<DT>::C C;
-    static WKC_HD void item(const UbArgs &a, int64_t i) {
-        typedef wkc_t<DT> T;
-        const PbGeo &g = a.g;
-        PbPos q = pb_pos(g, i);
-        int64_t oh0, oh1, ow0, ow1;
-        ub_range(q.ih, g.H, g.OH, &oh0, &oh1);
-        ub_range(q.iw, g.W, g.OW, &ow0, &ow1);
-        C acc = 0;
-        for (int64_t oh = oh0; oh < oh1; oh++) {
-            if (ub_nearest_src(oh, g.H, g.OH, a.nscale_h) != q.ih) continue;
-            for (int64_t ow = ow0; ow < ow1; ow++)
-                if (ub_nearest_src(ow, g.W, g.OW, a.nscale_w) == q.iw)
-                    acc += T::load(a.gr, q.gplane + oh * g.gsh + ow * g.gsw);
-        }
-        T::store(a.dx, i, acc);
-    }
-};
-
-template <int DT> struct UbBilinear {
-    typedef typename wkc_t<DT>::C C;
-    /* the weight output o gives input x along one axis */
-    static WKC_HD C weight(int64_t o, int64_t x, int64_t in, int64_t out, bool ac, double scale) {
-        int64_t s0, s1;
-        C w0, w1;
-        ub_linear_src<C>(o, in, out, ac, scale, &s0, &s1, &w0, &w1);
-        return (s0 == x ? w0 : (C)0) + (s1 == x ? w1 : (C)0);
-    }
-    static WKC_HD void item(const UbArgs &a, int64_t i) {
-        typedef wkc_t<DT> T;
-        const PbGeo &g = a.g;
-        PbPos q = pb_pos(g, i);
-        const bool ac = a.align_corners != 0;
-        int64_t oh0, oh1, ow0, ow1;
-        ub_range(q.ih, g.H, g.OH, &oh0, &oh1);
-        ub_range(q.iw, g.W, g.OW, &ow0, &ow1);
-        C acc = 0;
-        for (int64_t oh = oh0; oh < oh1; oh++) {
-            C wh = weight(oh, q.ih, g.H, g.OH, ac, a.lscale_h);
-            if (wh == (C)0) continue;
-            C row = 0;
-            for (int64_t ow = ow0; ow < ow1; ow++) {
-                C ww = weight(ow, q.iw, g.W, g.OW, ac, a.lscale_w);
-                if (ww != (C)0) row += ww * T::load(a.gr, q.gplane + oh * g.gsh + ow * g.gsw);
-            }
-            acc += wh * row;
-        }
-        T::store(a.dx, i, acc);
-    }
-};
-
-/* NCHW geometry: inputs shape in (x / dx), outputs shape out (g). 1: work
- * to do, 0: nothing, -1: malformed. */
-static int pb_geo(PbGeo *g, const wk_cu_view &in, const wk_cu_view &out) {
-    memset(g, 0, sizeof *g);
-    if (in.rank != 4 || out.rank != 4 || !gr_view_ok(in) || !gr_view_ok(out)) return -1;
-    if (in.shape[0] != out.shape[0] || in.shape[1] != out.shape[1]) return -1;
-    g->C = in.shape[1];
-    g->H = in.shape[2];
-    g->W = in.shape[3];
-    g->OH = out.shape[2];
-    g->OW = out.shape[3];
-    g->n = gr_numel(in);
-    return g->n > 0 ? 1 : 0;
-}
-
-/* the forward's bilinear scale (computed in AT, widened) */
-template <class AT> static double ub_linear_scale(int64_t in, int64_t out, bool ac) {
-    return (double)(ac ? (out > 1 ? (AT)(in - 1) / (AT)(out - 1) : (AT)0) : (AT)in / (AT)out);
-}
-
 } // namespace
 
-/* One switch per launcher over the float dtypes: CALL(DT) returns. */
-#define GR_DISPATCH(dt, CALL)                                                                                   \
-    switch (dt) {                                                                                               \
-    case WK_F32: CALL(WK_F32);                                                                                  \
-    case WK_F64: CALL(WK_F64);                                                                                  \
-    case WK_F16: CALL(WK_F16);                                                                                  \
-    case WK_BF16: CALL(WK_BF16);                                                                                \
-    case WK_F8E4M3: CALL(WK_F8E4M3);                                                                            \
-    case WK_U8: case WK_U32: case WK_I16: case WK_I32: case WK_I64: case WK_DTYPE_COUNT:                        \
-    WK__CASE_BLOCK_DTYPES:                                                                                      \
-        break;                                                                                                  \
-    }                                                                                                           \
-    return WKC_BAD_ARG
 
 extern "C" int wk__cu_softmax_backward(wk_cu_stream s, const void *y, wk_cu_view ly, const void *g, wk_cu_view lg,
                                        wk_dtype dt, int dim, bool logp, void *dx) {
-    if (!gr_view_ok(ly) || !gr_same_shape(ly, lg) || dim < 0 || dim >= ly.rank) return WKC_BAD_ARG;
+    if (!view_ok(ly) || !view_same_shape(ly, lg) || dim < 0 || dim >= ly.rank) return WKC_BAD_ARG;
     SmbP p;
     memset(&p, 0, sizeof p);
     int64_t rows2;
-    p.ry = gr_row_view(ly, dim, &p.rows);
-    p.rg = gr_row_view(lg, dim, &rows2);
+    p.ry = row_view(ly, dim, &p.rows);
+    p.rg = row_view(lg, dim, &rows2);
     p.n = ly.shape[dim];
     p.sty = ly.stride[dim];
     p.stg = lg.stride[dim];
@@ -988,29 +617,29 @@ extern "C" int wk__cu_softmax_backward(wk_cu_stream s, const void *y, wk_cu_view
     p.y = y;
     p.g = g;
     p.dx = dx;
-    if (gr_compute_size(dt) == 0) return WKC_BAD_ARG;
+    if (compute_size(dt) == 0) return WKC_BAD_ARG;
     if (p.n == 0 || p.rows == 0) return 0;
-#define SMB_CALL(DT) return gr_launch_rows<SmbF<DT>>(s, p)
-    GR_DISPATCH(dt, SMB_CALL);
+#define SMB_CALL(DT) return launch_rows<SmbF<DT>>(s, p)
+    WKC_FLOAT_DISPATCH(dt, SMB_CALL);
 #undef SMB_CALL
 }
 
 extern "C" size_t wk__cu_norm_backward_workspace(wk_cu_view lx, wk_dtype dt, bool want_dw_db) {
-    if (!want_dw_db || !gr_view_ok(lx) || lx.rank < 1) return 0;
-    return (size_t)(gr_numel(lx) / (lx.shape[lx.rank - 1] > 0 ? lx.shape[lx.rank - 1] : 1)) * 2 *
-           (size_t)gr_compute_size(dt);
+    if (!want_dw_db || !view_ok(lx) || lx.rank < 1) return 0;
+    return (size_t)(view_numel(lx) / (lx.shape[lx.rank - 1] > 0 ? lx.shape[lx.rank - 1] : 1)) * 2 *
+           (size_t)compute_size(dt);
 }
 
 extern "C" int wk__cu_norm_backward(wk_cu_stream s, const void *x, wk_cu_view lx, const void *w, wk_cu_view lw,
                                     const void *g, wk_cu_view lg, wk_dtype dt, double eps, bool rms, void *dx,
                                     void *dw, void *db, void *ws) {
-    if (!gr_view_ok(lx) || lx.rank < 1 || !gr_same_shape(lx, lg) || gr_compute_size(dt) == 0) return WKC_BAD_ARG;
+    if (!view_ok(lx) || lx.rank < 1 || !view_same_shape(lx, lg) || compute_size(dt) == 0) return WKC_BAD_ARG;
     if (rms && db) return WKC_BAD_ARG;
     NbP p;
     memset(&p, 0, sizeof p);
     int64_t rows2;
-    p.rx = gr_row_view(lx, lx.rank - 1, &p.rows);
-    p.rg = gr_row_view(lg, lg.rank - 1, &rows2);
+    p.rx = row_view(lx, lx.rank - 1, &p.rows);
+    p.rg = row_view(lg, lg.rank - 1, &rows2);
     p.n = lx.shape[lx.rank - 1];
     p.stx = lx.stride[lx.rank - 1];
     p.stg = lg.stride[lg.rank - 1];
@@ -1033,15 +662,15 @@ extern "C" int wk__cu_norm_backward(wk_cu_stream s, const void *x, wk_cu_view lx
     if (p.n == 0) return 0;
     if ((dw || db) && !ws && p.rows > 0) return WKC_BAD_ARG;
 #define NB_CALL(DT) return nb_t<DT>(s, p, dw || db)
-    GR_DISPATCH(dt, NB_CALL);
+    WKC_FLOAT_DISPATCH(dt, NB_CALL);
 #undef NB_CALL
 }
 
 extern "C" size_t wk__cu_attention_backward_workspace(wk_cu_view lq, wk_dtype dt) {
-    if (!gr_view_ok(lq) || lq.rank < 2) return 0;
+    if (!view_ok(lq) || lq.rank < 2) return 0;
     int64_t rows = 1;
     for (int d = 0; d < lq.rank - 1; d++) rows *= lq.shape[d];
-    return (size_t)rows * 2 * (size_t)gr_compute_size(dt);
+    return (size_t)rows * 2 * (size_t)compute_size(dt);
 }
 
 extern "C" int wk__cu_attention_backward(wk_cu_stream s, const void *q, wk_cu_view lq, const void *k, wk_cu_view lk,
@@ -1049,11 +678,11 @@ extern "C" int wk__cu_attention_backward(wk_cu_stream s, const void *q, wk_cu_vi
                                          const void *o, wk_cu_view lo, const void *g, wk_cu_view lg, wk_dtype dt,
                                          wk_cu_attn_args a, void *ws, void *dq, void *dk, void *dv) {
     const int r = lq.rank;
-    if (!gr_view_ok(lq) || !gr_view_ok(lk) || !gr_view_ok(lv) || !gr_view_ok(lo) || !gr_view_ok(lg) || r < 2 ||
-        lk.rank != r || lv.rank != r || a.group < 1 || a.q_offset < 0 || gr_compute_size(dt) == 0)
+    if (!view_ok(lq) || !view_ok(lk) || !view_ok(lv) || !view_ok(lo) || !view_ok(lg) || r < 2 ||
+        lk.rank != r || lv.rank != r || a.group < 1 || a.q_offset < 0 || compute_size(dt) == 0)
         return WKC_BAD_ARG;
     if (r == 2 && a.group != 1) return WKC_BAD_ARG;
-    if (mask && (!gr_view_ok(lm) || lm.rank != r)) return WKC_BAD_ARG;
+    if (mask && (!view_ok(lm) || lm.rank != r)) return WKC_BAD_ARG;
     AbP p;
     memset(&p, 0, sizeof p);
     p.D = lq.shape[r - 1];
@@ -1061,7 +690,7 @@ extern "C" int wk__cu_attention_backward(wk_cu_stream s, const void *q, wk_cu_vi
     p.Lk = lk.shape[r - 2];
     p.Dv = lv.shape[r - 1];
     if (lk.shape[r - 1] != p.D || lv.shape[r - 2] != p.Lk) return WKC_BAD_ARG;
-    if (!gr_same_shape(lo, lg) || lo.rank != r || lo.shape[r - 2] != p.Lq || lo.shape[r - 1] != p.Dv)
+    if (!view_same_shape(lo, lg) || lo.rank != r || lo.shape[r - 2] != p.Lq || lo.shape[r - 1] != p.Dv)
         return WKC_BAD_ARG;
     if (mask && (lm.shape[r - 2] != p.Lq || lm.shape[r - 1] != p.Lk)) return WKC_BAD_ARG;
     p.nb = r >= 3 ? r - 3 : 0;
@@ -1133,13 +762,13 @@ extern "C" int wk__cu_attention_backward(wk_cu_stream s, const void *q, wk_cu_vi
     if (p.nbatch * p.Hq * p.Lq == 0 && p.nbatch * p.Hkv * p.Lk == 0) return 0;
     if (!ws && p.nbatch * p.Hq * p.Lq > 0) return WKC_BAD_ARG;
 #define AB_CALL(DT) return ab_t<DT>(s, p)
-    GR_DISPATCH(dt, AB_CALL);
+    WKC_FLOAT_DISPATCH(dt, AB_CALL);
 #undef AB_CALL
 }
 
 extern "C" int wk__cu_optim_step(wk_cu_stream s, const wk_optim_args *a, void *param, const void *grad, void *m,
                                  void *v, int64_t n, wk_dtype dt) {
-    if (!a || n < 0 || gr_compute_size(dt) == 0) return WKC_BAD_ARG;
+    if (!a || n < 0 || compute_size(dt) == 0) return WKC_BAD_ARG;
     if ((a->kind == WK_OPTIM_ADAM || a->kind == WK_OPTIM_ADAMW) && (!m || !v)) return WKC_BAD_ARG;
     if (a->kind == WK_OPTIM_SGD && a->momentum != 0 && !m) return WKC_BAD_ARG;
     OptP p;
@@ -1164,79 +793,6 @@ extern "C" int wk__cu_optim_step(wk_cu_stream s, const wk_optim_args *a, void *p
     p.v = v;
     if (n == 0) return 0;
 #define OPT_CALL(DT) return wkc_launch_items<OptItem<DT>>(s, p, n)
-    GR_DISPATCH(dt, OPT_CALL);
+    WKC_FLOAT_DISPATCH(dt, OPT_CALL);
 #undef OPT_CALL
-}
-
-extern "C" int wk__cu_pool2d_backward(wk_cu_stream s, const void *x, wk_cu_view lx, const void *g, wk_cu_view lg,
-                                      wk_dtype dt, const wk_pool_params *p, void *dx) {
-    if (!p || gr_compute_size(dt) == 0) return WKC_BAD_ARG;
-    PbArgs a;
-    memset(&a, 0, sizeof a);
-    int st = pb_geo(&a.g, lx, lg);
-    if (st < 0) return WKC_BAD_ARG;
-    for (int d = 0; d < 2; d++)
-        if (p->k[d] < 1 || p->s[d] < 1 || p->p[d] < 0 || p->p[d] >= p->k[d]) return WKC_BAD_ARG;
-    if (st == 0) return 0;
-    a.g.xsn = lx.stride[0];
-    a.g.xsc = lx.stride[1];
-    a.g.xsh = lx.stride[2];
-    a.g.xsw = lx.stride[3];
-    a.g.xoff = lx.offset;
-    a.g.gsn = lg.stride[0];
-    a.g.gsc = lg.stride[1];
-    a.g.gsh = lg.stride[2];
-    a.g.gsw = lg.stride[3];
-    a.g.goff = lg.offset;
-    a.p = *p;
-    a.x = x;
-    a.gr = g;
-    a.dx = dx;
-#define PBM_CALL(DT) return wkc_launch_items<PbMax<DT>>(s, a, a.g.n)
-#define PBA_CALL(DT) return wkc_launch_items<PbAvg<DT>>(s, a, a.g.n)
-    if (p->is_max) {
-        GR_DISPATCH(dt, PBM_CALL);
-    }
-    GR_DISPATCH(dt, PBA_CALL);
-#undef PBM_CALL
-#undef PBA_CALL
-}
-
-extern "C" int wk__cu_upsample2d_backward(wk_cu_stream s, const void *g, wk_cu_view lg, void *dx, wk_cu_view ldx,
-                                          wk_dtype dt, bool bilinear, bool align_corners) {
-    if (gr_compute_size(dt) == 0) return WKC_BAD_ARG;
-    UbArgs a;
-    memset(&a, 0, sizeof a);
-    int st = pb_geo(&a.g, ldx, lg);
-    if (st < 0) return WKC_BAD_ARG;
-    if (st == 0) return 0;
-    a.g.gsn = lg.stride[0];
-    a.g.gsc = lg.stride[1];
-    a.g.gsh = lg.stride[2];
-    a.g.gsw = lg.stride[3];
-    a.g.goff = lg.offset;
-    a.gr = g;
-    a.dx = dx;
-    a.align_corners = align_corners;
-    if (a.g.OH == 0 || a.g.OW == 0) {
-        /* no outputs: every input's gradient is 0 (the sum over nothing) */
-#define UBN_CALL(DT) return wkc_launch_items<UbNearest<DT>>(s, a, a.g.n)
-        GR_DISPATCH(dt, UBN_CALL);
-    }
-    if (!bilinear) {
-        a.nscale_h = (float)a.g.H / (float)a.g.OH;
-        a.nscale_w = (float)a.g.W / (float)a.g.OW;
-        GR_DISPATCH(dt, UBN_CALL);
-    }
-    if (dt == WK_F64) {
-        a.lscale_h = ub_linear_scale<double>(a.g.H, a.g.OH, align_corners);
-        a.lscale_w = ub_linear_scale<double>(a.g.W, a.g.OW, align_corners);
-    } else {
-        a.lscale_h = ub_linear_scale<float>(a.g.H, a.g.OH, align_corners);
-        a.lscale_w = ub_linear_scale<float>(a.g.W, a.g.OW, align_corners);
-    }
-#define UBB_CALL(DT) return wkc_launch_items<UbBilinear<DT>>(s, a, a.g.n)
-    GR_DISPATCH(dt, UBB_CALL);
-#undef UBN_CALL
-#undef UBB_CALL
 }

@@ -1,4 +1,5 @@
-/* The C ABI of the CUDA autograd kernels (kernels_grad.cu), called by
+/* The C ABI of the CUDA autograd kernels (kernels_grad.cu; pooling's are
+ * in conv/kernels_pool.h), called by
  * cuda_grad.c: the optional backward / optimizer entries at the end of
  * src/backend.h. Same rules as cuda_kernels.h / kernels_nn.h: every
  * launcher queues its work on `s` and returns at once, 0 or the cudaError_t
@@ -60,18 +61,6 @@ int wk__cu_attention_backward(wk_cu_stream s, const void *q, wk_cu_view lq, cons
  * the rule has none) and grad all of dtype dt. One item per element. */
 int wk__cu_optim_step(wk_cu_stream s, const wk_optim_args *a, void *param, const void *grad, void *m, void *v,
                       int64_t n, wk_dtype dt);
-
-/* pool2d backward on NCHW: x read through lx (max needs it for the window's
- * first maximum), g (N, C, OH, OW) through lg; dx contiguous in x's shape.
- * Gather: one item per input element sums the outputs whose windows hold
- * it, in (oh, ow) order. */
-int wk__cu_pool2d_backward(wk_cu_stream s, const void *x, wk_cu_view lx, const void *g, wk_cu_view lg, wk_dtype dt,
-                           const wk_pool_params *p, void *dx);
-/* upsample2d backward: g (N, C, OH, OW) through lg -> dx contiguous in
- * ldx's shape (N, C, H, W); one item per input element sums the outputs
- * that read it with the forward's weights (nearest: weight 1). */
-int wk__cu_upsample2d_backward(wk_cu_stream s, const void *g, wk_cu_view lg, void *dx, wk_cu_view ldx, wk_dtype dt,
-                               bool bilinear, bool align_corners);
 
 #ifdef __cplusplus
 }

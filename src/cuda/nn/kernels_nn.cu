@@ -2,7 +2,8 @@
  * softmax / log_softmax along any dim, rms_norm, layer_norm, rope (both
  * pair layouts, both tensor layouts), swiglu and tiled attention.
  *
- * Row ops (softmax, the norms): one warp per row, 4 warps per block,
+ * Row ops (softmax, the norms; launcher in common/rowview.cuh): one warp
+ * per row, 4 warps per block,
  * grid-stride over rows. Lane l folds elements l, l + 32, ... into a state;
  * the 32 states meet in shared memory and every lane folds them in lane
  * order (so all lanes hold the same total, and the order depends only on
@@ -34,115 +35,14 @@
  *
  * Checked: nvcc compile (sm_80..90, warnings as errors); host emulation
  * against f64 references. Never run on a GPU. */
-#include <cuda_fp16.h>
-#include "cuda/common/cuda_index.cuh"
+#include "cuda/common/rowview.cuh"
 #include "cuda/nn/kernels_nn.h"
-#include "core/dtype_cases.h"
 
 namespace {
 
-#define NN_LANES 32
-#define NN_WARPS 4 /* warps per block */
 #define ATT_QMAX 256 /* query rows up to this D are staged in shared memory */
 #define ATT_NA 8     /* accumulators per lane: 8 x 32 = 256 output dims per unit */
-#define ATT_DVC (ATT_NA * NN_LANES)
-
-WKC_HD float nn_exp(float x) { return expf(x); }
-WKC_HD double nn_exp(double x) { return exp(x); }
-WKC_HD float nn_log(float x) { return logf(x); }
-WKC_HD double nn_log(double x) { return log(x); }
-WKC_HD float nn_sqrt(float x) { return sqrtf(x); }
-WKC_HD double nn_sqrt(double x) { return sqrt(x); }
-template <class C> WKC_HD C nn_ninf() { return (C)-INFINITY; }
-
-/* Element i of a DT array in the compute type. f16 widens in one hardware
- * conversion on the device (exact, as wkc_f16_to_f32's integer code, which
- * the host uses) - it sits in attention's inner loops. */
-template <int DT> WKC_HD typename wkc_t<DT>::C nn_ld(const void *p, int64_t i) {
-#ifdef __CUDA_ARCH__
-    if (DT == WK_F16) return __half2float(__ushort_as_half(((const unsigned short *)p)[i]));
-#endif
-    return wkc_t<DT>::load(p, i);
-}
-
-/* Row-major positions over up to WK_MAX_RANK dims with strides. */
-struct RowV {
-    int32_t rank;
-    int64_t shape[WK_MAX_RANK], stride[WK_MAX_RANK];
-    int64_t offset;
-};
-WKC_HD int64_t row_base(const RowV &v, int64_t r) {
-    int64_t off = v.offset;
-    for (int d = v.rank - 1; d >= 0; d--) {
-        int64_t q = r / v.shape[d];
-        off += (r - q * v.shape[d]) * v.stride[d];
-        r = q;
-    }
-    return off;
-}
-/* the view's dims but `skip` (-1: none) */
-static RowV row_view(const wk_cu_view &l, int skip, int64_t *rows) {
-    RowV v;
-    memset(&v, 0, sizeof v);
-    v.offset = l.offset;
-    *rows = 1;
-    for (int d = 0; d < l.rank; d++) {
-        if (d == skip) continue;
-        v.shape[v.rank] = l.shape[d];
-        v.stride[v.rank++] = l.stride[d];
-        *rows *= l.shape[d];
-    }
-    return v;
-}
-
-/* ---- the row launcher: one warp per row ----
- * F: typedef St; static const int PASSES; St fold(p, row, lane, pass, prev)
- * (prev: the previous pass's total); St comb(pass, a, b); void write(p, row,
- * lane, total). P has int64_t rows. */
-template <class F, class P> __global__ void __launch_bounds__(NN_LANES *NN_WARPS) rows_kernel(const __grid_constant__ P p) {
-    typedef typename F::St St;
-    __shared__ St sh[NN_WARPS][NN_LANES];
-    const int lane = (int)threadIdx.x % NN_LANES, w = (int)threadIdx.x / NN_LANES;
-    for (int64_t r = (int64_t)blockIdx.x * NN_WARPS + w; r < p.rows; r += (int64_t)gridDim.x * NN_WARPS) {
-        St tot = F::empty();
-        for (int pass = 0; pass < F::PASSES; pass++) {
-            St st = F::fold(p, r, lane, pass, tot);
-            sh[w][lane] = st;
-            __syncwarp();
-            tot = sh[w][0];
-            for (int j = 1; j < NN_LANES; j++) tot = F::comb(pass, tot, sh[w][j]);
-            __syncwarp(); /* every lane has read sh before the next pass writes it */
-        }
-        F::write(p, r, lane, tot);
-    }
-}
-
-template <class F, class P> int launch_rows(wk_cu_stream s, const P &p) {
-    if (p.rows <= 0) return 0;
-#ifdef WKC_HOST_EMULATION
-    (void)s;
-    typedef typename F::St St;
-    St st[NN_LANES];
-    for (int64_t r = 0; r < p.rows; r++) {
-        St tot = F::empty();
-        for (int pass = 0; pass < F::PASSES; pass++) {
-            for (int lane = 0; lane < NN_LANES; lane++) st[lane] = F::fold(p, r, lane, pass, tot);
-            tot = st[0];
-            for (int j = 1; j < NN_LANES; j++) tot = F::comb(pass, tot, st[j]);
-        }
-        for (int lane = 0; lane < NN_LANES; lane++) F::write(p, r, lane, tot);
-    }
-    return 0;
-#else
-    int64_t blocks = (p.rows + NN_WARPS - 1) / NN_WARPS;
-    if (blocks > WKC_MAX_BLOCKS) blocks = WKC_MAX_BLOCKS;
-    P copy = p;
-    void *args[] = {&copy};
-    void (*k)(const P) = rows_kernel<F, P>;
-    return (int)cudaLaunchKernel((const void *)k, dim3((unsigned)blocks), dim3(NN_LANES * NN_WARPS), args, 0,
-                                 (cudaStream_t)s);
-#endif
-}
+#define ATT_DVC (ATT_NA * WKC_ROW_LANES)
 
 /* ---- softmax / log_softmax ---- */
 
@@ -163,7 +63,7 @@ template <int DT> struct SmF {
     static const int PASSES = 1;
     static WKC_HD St empty() {
         St z;
-        z.m = nn_ninf<C>();
+        z.m = row_ninf<C>();
         z.s = 0;
         return z;
     }
@@ -171,8 +71,8 @@ template <int DT> struct SmF {
      * holds a sum of 0 (or NaN) and is added as is (no -inf - -inf) */
     static WKC_HD St merge(St a, C m2, C s2) {
         C m = m2 > a.m ? m2 : a.m;
-        C sa = a.m == nn_ninf<C>() ? a.s : a.s * nn_exp(a.m - m); /* s is 0 (or NaN) there */
-        C sb = m2 == nn_ninf<C>() ? s2 : s2 * nn_exp(m2 - m);
+        C sa = a.m == row_ninf<C>() ? a.s : a.s * row_exp(a.m - m); /* s is 0 (or NaN) there */
+        C sb = m2 == row_ninf<C>() ? s2 : s2 * row_exp(m2 - m);
         St r;
         r.m = m;
         r.s = sa + sb;
@@ -181,13 +81,13 @@ template <int DT> struct SmF {
     static WKC_HD St fold(const SmP &p, int64_t r, int lane, int, const St &) {
         St a = empty();
         int64_t base = row_base(p.rv, r);
-        for (int64_t k = lane; k < p.n; k += NN_LANES) {
-            C x = nn_ld<DT>(p.src, base + k * p.st);
+        for (int64_t k = lane; k < p.n; k += WKC_ROW_LANES) {
+            C x = row_ld<DT>(p.src, base + k * p.st);
             if (x != x) { /* NaN: the row's sum becomes NaN */
                 a.s = x;
                 continue;
             }
-            if (x == nn_ninf<C>()) continue; /* exp(-inf) = 0 */
+            if (x == row_ninf<C>()) continue; /* exp(-inf) = 0 */
             a = merge(a, x, (C)1);
         }
         return a;
@@ -196,11 +96,11 @@ template <int DT> struct SmF {
     static WKC_HD void write(const SmP &p, int64_t r, int lane, const St &t) {
         int64_t base = row_base(p.rv, r);
         int64_t o = r / p.inner * p.n * p.inner + r % p.inner;
-        C ls = nn_log(t.s);
-        for (int64_t k = lane; k < p.n; k += NN_LANES) {
-            C x = nn_ld<DT>(p.src, base + k * p.st);
+        C ls = row_log(t.s);
+        for (int64_t k = lane; k < p.n; k += WKC_ROW_LANES) {
+            C x = row_ld<DT>(p.src, base + k * p.st);
             /* all -inf: m = -inf, x - m = NaN: a NaN row, as the composite */
-            C y = p.logp ? (x - t.m) - ls : nn_exp(x - t.m) / t.s;
+            C y = p.logp ? (x - t.m) - ls : row_exp(x - t.m) / t.s;
             wkc_t<DT>::store(p.dst, o + k * p.inner, y);
         }
     }
@@ -239,8 +139,8 @@ template <int DT> struct NormF {
         const int64_t base = row_base(p.rv, r);
         const C mu = prev.sum / (C)p.n;
         C acc = 0;
-        for (int64_t k = lane; k < p.n; k += NN_LANES) {
-            C x = nn_ld<DT>(p.x, base + k * p.st);
+        for (int64_t k = lane; k < p.n; k += WKC_ROW_LANES) {
+            C x = row_ld<DT>(p.x, base + k * p.st);
             if (pass == 0) {
                 acc += p.rms ? x * x : x;
             } else {
@@ -261,12 +161,12 @@ template <int DT> struct NormF {
         const int64_t base = row_base(p.rv, r), o = r * p.n;
         const C mu = p.rms ? (C)0 : t.sum / (C)p.n;
         const C var = p.rms ? t.sum / (C)p.n : t.sq / (C)p.n;
-        const C den = nn_sqrt(var + (C)p.eps);
-        for (int64_t k = lane; k < p.n; k += NN_LANES) {
-            C x = nn_ld<DT>(p.x, base + k * p.st);
+        const C den = row_sqrt(var + (C)p.eps);
+        for (int64_t k = lane; k < p.n; k += WKC_ROW_LANES) {
+            C x = row_ld<DT>(p.x, base + k * p.st);
             C y = (x - mu) / den;
-            if (p.has_w) y = y * nn_ld<DT>(p.w, p.woff + k * p.wst);
-            if (p.has_b) y = y + nn_ld<DT>(p.b, p.boff + k * p.bst);
+            if (p.has_w) y = y * row_ld<DT>(p.w, p.woff + k * p.wst);
+            if (p.has_b) y = y + row_ld<DT>(p.b, p.boff + k * p.bst);
             wkc_t<DT>::store(p.dst, o + k, y);
         }
     }
@@ -293,9 +193,9 @@ template <int DT> struct RopeItem {
         int64_t xb = p.off + b * p.st[0] + d1 * p.st[1] + d2 * p.st[2];
         int64_t ob = ((b * p.sh[1] + d1) * p.sh[2] + d2) * p.sh[3];
         int64_t ia = p.inter ? 2 * j : j, ib = p.inter ? 2 * j + 1 : j + p.half;
-        C a = nn_ld<DT>(p.x, xb + ia * p.st[3]), bb = nn_ld<DT>(p.x, xb + ib * p.st[3]);
-        C c = nn_ld<DT>(p.c, p.coff + t * p.cst0 + j * p.cst1);
-        C s = nn_ld<DT>(p.s, p.soff + t * p.sst0 + j * p.sst1);
+        C a = row_ld<DT>(p.x, xb + ia * p.st[3]), bb = row_ld<DT>(p.x, xb + ib * p.st[3]);
+        C c = row_ld<DT>(p.c, p.coff + t * p.cst0 + j * p.cst1);
+        C s = row_ld<DT>(p.s, p.soff + t * p.sst0 + j * p.sst1);
         /* each product rounded on its own (no FMA), as the composite */
         wkc_t<DT>::store(p.dst, ob + ia, wkc_add_rn(wkc_mul_rn(a, c), -wkc_mul_rn(bb, s)));
         wkc_t<DT>::store(p.dst, ob + ib, wkc_add_rn(wkc_mul_rn(a, s), wkc_mul_rn(bb, c)));
@@ -314,8 +214,8 @@ template <int DT> struct SwItem {
     typedef typename wkc_t<DT>::C C;
     static WKC_HD void item(const SwP &p, int64_t i) {
         int64_t r = i / p.half, j = i - r * p.half, base = row_base(p.rv, r);
-        C a = nn_ld<DT>(p.x, base + j * p.st), b = nn_ld<DT>(p.x, base + (j + p.half) * p.st);
-        C silu = a / ((C)1 + nn_exp(-a));
+        C a = row_ld<DT>(p.x, base + j * p.st), b = row_ld<DT>(p.x, base + (j + p.half) * p.st);
+        C silu = a / ((C)1 + row_exp(-a));
         wkc_t<DT>::store(p.dst, i, silu * b);
     }
 };
@@ -386,22 +286,22 @@ template <int DT> struct Att {
     /* q's row into qs (lane's share) when it fits */
     static WKC_HD void stage_q(const AttP &p, const AttU &U, int lane, C *qs) {
         if (p.D > ATT_QMAX) return;
-        for (int64_t d = lane; d < p.D; d += NN_LANES) qs[d] = nn_ld<DT>(p.q, U.qb + d * p.qd);
+        for (int64_t d = lane; d < p.D; d += WKC_ROW_LANES) qs[d] = row_ld<DT>(p.q, U.qb + d * p.qd);
     }
     /* lane's score: key t0 + lane, -inf past the range */
     static WKC_HD C score(const AttP &p, const AttU &U, const C *qs, int64_t t0, int lane) {
         int64_t j = t0 + lane;
-        if (j >= U.k1) return nn_ninf<C>();
+        if (j >= U.k1) return row_ninf<C>();
         const int64_t kb = U.kb + j * p.kj;
         C s = 0;
         if (p.D <= ATT_QMAX) {
-            for (int64_t d = 0; d < p.D; d++) s += qs[d] * nn_ld<DT>(p.k, kb + d * p.kd);
+            for (int64_t d = 0; d < p.D; d++) s += qs[d] * row_ld<DT>(p.k, kb + d * p.kd);
         } else {
             for (int64_t d = 0; d < p.D; d++)
-                s += nn_ld<DT>(p.q, U.qb + d * p.qd) * nn_ld<DT>(p.k, kb + d * p.kd);
+                s += row_ld<DT>(p.q, U.qb + d * p.qd) * row_ld<DT>(p.k, kb + d * p.kd);
         }
         s = s * (C)p.scale;
-        if (p.has_mask) s += nn_ld<DT>(p.m, U.mb + j * p.mj);
+        if (p.has_mask) s += row_ld<DT>(p.m, U.mb + j * p.mj);
         return s;
     }
     /* From the tile's 32 scores and the running max m: the new max, the
@@ -410,12 +310,12 @@ template <int DT> struct Att {
      * computes the same max and alpha (same scores, same order). */
     static WKC_HD C probs(const C *sc, C m, C *m_new, C *alpha, int lane) {
         C mn = m;
-        for (int j = 0; j < NN_LANES; j++)
+        for (int j = 0; j < WKC_ROW_LANES; j++)
             if (sc[j] > mn) mn = sc[j];
         *m_new = mn;
-        *alpha = m == nn_ninf<C>() ? (C)0 : nn_exp(m - mn);
+        *alpha = m == row_ninf<C>() ? (C)0 : row_exp(m - mn);
         C s = sc[lane];
-        return s == nn_ninf<C>() ? (C)0 : nn_exp(s - mn);
+        return s == row_ninf<C>() ? (C)0 : row_exp(s - mn);
     }
     /* Rescale by alpha and add the tile's p_j v_j (jn valid keys from t0)
      * into lane's accumulators (output dims dv0 + lane + 32 a). */
@@ -426,11 +326,11 @@ template <int DT> struct Att {
         l = l * alpha + ps;
         WKC_UNROLL
         for (int a = 0; a < ATT_NA; a++) {
-            int64_t dv = lane + (int64_t)a * NN_LANES;
+            int64_t dv = lane + (int64_t)a * WKC_ROW_LANES;
             if (dv < U.ndv) {
                 const int64_t vb = U.vb + (U.dv0 + dv) * p.vd + t0 * p.vj;
                 C o = acc[a] * alpha;
-                for (int j = 0; j < jn; j++) o += pb[j] * nn_ld<DT>(p.v, vb + j * p.vj);
+                for (int j = 0; j < jn; j++) o += pb[j] * row_ld<DT>(p.v, vb + j * p.vj);
                 acc[a] = o;
             }
         }
@@ -439,7 +339,7 @@ template <int DT> struct Att {
         if (p.splits == 1) {
             WKC_UNROLL
             for (int a = 0; a < ATT_NA; a++) {
-                int64_t dv = lane + (int64_t)a * NN_LANES;
+                int64_t dv = lane + (int64_t)a * WKC_ROW_LANES;
                 if (dv < U.ndv) wkc_t<DT>::store(p.dst, U.row * p.Dv + U.dv0 + dv, acc[a] / l);
             }
             return;
@@ -451,34 +351,34 @@ template <int DT> struct Att {
         }
         WKC_UNROLL
         for (int a = 0; a < ATT_NA; a++) {
-            int64_t dv = lane + (int64_t)a * NN_LANES;
+            int64_t dv = lane + (int64_t)a * WKC_ROW_LANES;
             if (dv < U.ndv) w[2 + U.dv0 + dv] = acc[a];
         }
     }
 };
 
-template <int DT> __global__ void __launch_bounds__(NN_LANES *NN_WARPS) att_kernel(const __grid_constant__ AttP p) {
+template <int DT> __global__ void __launch_bounds__(WKC_ROW_LANES *WKC_ROW_WARPS) att_kernel(const __grid_constant__ AttP p) {
     typedef typename wkc_t<DT>::C C;
     typedef Att<DT> A;
-    __shared__ C qsh[NN_WARPS][ATT_QMAX];
-    __shared__ C sc[NN_WARPS][NN_LANES];
-    __shared__ C pb[NN_WARPS][NN_LANES];
-    const int lane = (int)threadIdx.x % NN_LANES, w = (int)threadIdx.x / NN_LANES;
+    __shared__ C qsh[WKC_ROW_WARPS][ATT_QMAX];
+    __shared__ C sc[WKC_ROW_WARPS][WKC_ROW_LANES];
+    __shared__ C pb[WKC_ROW_WARPS][WKC_ROW_LANES];
+    const int lane = (int)threadIdx.x % WKC_ROW_LANES, w = (int)threadIdx.x / WKC_ROW_LANES;
     const int64_t units = p.rows * p.splits * p.ndvc;
-    for (int64_t u = (int64_t)blockIdx.x * NN_WARPS + w; u < units; u += (int64_t)gridDim.x * NN_WARPS) {
+    for (int64_t u = (int64_t)blockIdx.x * WKC_ROW_WARPS + w; u < units; u += (int64_t)gridDim.x * WKC_ROW_WARPS) {
         const AttU U = att_unit(p, u);
         A::stage_q(p, U, lane, qsh[w]);
         __syncwarp();
-        C m = nn_ninf<C>(), l = 0, acc[ATT_NA];
+        C m = row_ninf<C>(), l = 0, acc[ATT_NA];
         WKC_UNROLL
         for (int a = 0; a < ATT_NA; a++) acc[a] = 0;
-        for (int64_t t0 = U.k0; t0 < U.k1; t0 += NN_LANES) {
+        for (int64_t t0 = U.k0; t0 < U.k1; t0 += WKC_ROW_LANES) {
             sc[w][lane] = A::score(p, U, qsh[w], t0, lane);
             __syncwarp();
             C mn, al;
             pb[w][lane] = A::probs(sc[w], m, &mn, &al, lane);
             __syncwarp();
-            int jn = U.k1 - t0 < NN_LANES ? (int)(U.k1 - t0) : NN_LANES;
+            int jn = U.k1 - t0 < WKC_ROW_LANES ? (int)(U.k1 - t0) : WKC_ROW_LANES;
             A::accum(p, U, pb[w], jn, t0, lane, al, l, acc);
             m = mn;
             __syncwarp(); /* sc and pb are read before the next tile writes them */
@@ -494,14 +394,14 @@ template <int DT> struct AttMerge {
     static WKC_HD void item(const AttP &p, int64_t i) {
         int64_t row = i / p.Dv, dv = i - row * p.Dv;
         const C *w = (const C *)p.ws + row * p.splits * (p.Dv + 2);
-        C m = nn_ninf<C>();
+        C m = row_ninf<C>();
         for (int64_t s = 0; s < p.splits; s++)
             if (w[s * (p.Dv + 2)] > m) m = w[s * (p.Dv + 2)];
         C l = 0, o = 0;
         for (int64_t s = 0; s < p.splits; s++) {
             const C *ws = w + s * (p.Dv + 2);
-            if (ws[0] == nn_ninf<C>()) continue; /* no visible key in this split */
-            C f = nn_exp(ws[0] - m);
+            if (ws[0] == row_ninf<C>()) continue; /* no visible key in this split */
+            C f = row_exp(ws[0] - m);
             l += ws[1] * f;
             o += ws[2 + dv] * f;
         }
@@ -516,80 +416,42 @@ template <int DT> int att_t(wk_cu_stream s, const AttP &p) {
 #ifdef WKC_HOST_EMULATION
     for (int64_t u = 0; u < units; u++) {
         const AttU U = att_unit(p, u);
-        C qs[ATT_QMAX], sc[NN_LANES], pb[NN_LANES], m[NN_LANES], l[NN_LANES], mn[NN_LANES], al[NN_LANES];
-        C acc[NN_LANES][ATT_NA];
-        for (int lane = 0; lane < NN_LANES; lane++) {
+        C qs[ATT_QMAX], sc[WKC_ROW_LANES], pb[WKC_ROW_LANES], m[WKC_ROW_LANES], l[WKC_ROW_LANES], mn[WKC_ROW_LANES], al[WKC_ROW_LANES];
+        C acc[WKC_ROW_LANES][ATT_NA];
+        for (int lane = 0; lane < WKC_ROW_LANES; lane++) {
             A::stage_q(p, U, lane, qs);
-            m[lane] = nn_ninf<C>();
+            m[lane] = row_ninf<C>();
             l[lane] = 0;
             for (int a = 0; a < ATT_NA; a++) acc[lane][a] = 0;
         }
-        for (int64_t t0 = U.k0; t0 < U.k1; t0 += NN_LANES) {
-            for (int lane = 0; lane < NN_LANES; lane++) sc[lane] = A::score(p, U, qs, t0, lane);
-            for (int lane = 0; lane < NN_LANES; lane++) pb[lane] = A::probs(sc, m[lane], &mn[lane], &al[lane], lane);
-            int jn = U.k1 - t0 < NN_LANES ? (int)(U.k1 - t0) : NN_LANES;
-            for (int lane = 0; lane < NN_LANES; lane++) {
+        for (int64_t t0 = U.k0; t0 < U.k1; t0 += WKC_ROW_LANES) {
+            for (int lane = 0; lane < WKC_ROW_LANES; lane++) sc[lane] = A::score(p, U, qs, t0, lane);
+            for (int lane = 0; lane < WKC_ROW_LANES; lane++) pb[lane] = A::probs(sc, m[lane], &mn[lane], &al[lane], lane);
+            int jn = U.k1 - t0 < WKC_ROW_LANES ? (int)(U.k1 - t0) : WKC_ROW_LANES;
+            for (int lane = 0; lane < WKC_ROW_LANES; lane++) {
                 A::accum(p, U, pb, jn, t0, lane, al[lane], l[lane], acc[lane]);
                 m[lane] = mn[lane];
             }
         }
-        for (int lane = 0; lane < NN_LANES; lane++) A::finish(p, U, lane, m[lane], l[lane], acc[lane]);
+        for (int lane = 0; lane < WKC_ROW_LANES; lane++) A::finish(p, U, lane, m[lane], l[lane], acc[lane]);
     }
     if (p.splits > 1) return wkc_launch_items<AttMerge<DT>>(s, p, p.rows * p.Dv);
     return 0;
 #else
-    int64_t blocks = (units + NN_WARPS - 1) / NN_WARPS;
+    int64_t blocks = (units + WKC_ROW_WARPS - 1) / WKC_ROW_WARPS;
     if (blocks > WKC_MAX_BLOCKS) blocks = WKC_MAX_BLOCKS;
     AttP copy = p;
     void *args[] = {&copy};
     void (*k)(const AttP) = att_kernel<DT>;
-    int rc = (int)cudaLaunchKernel((const void *)k, dim3((unsigned)blocks), dim3(NN_LANES * NN_WARPS), args, 0,
+    int rc = (int)cudaLaunchKernel((const void *)k, dim3((unsigned)blocks), dim3(WKC_ROW_LANES * WKC_ROW_WARPS), args, 0,
                                    (cudaStream_t)s);
     if (rc != 0 || p.splits == 1) return rc;
     return wkc_launch_items<AttMerge<DT>>(s, p, p.rows * p.Dv);
 #endif
 }
 
-bool view_ok(const wk_cu_view &v) {
-    if (v.rank < 0 || v.rank > WK_MAX_RANK) return false;
-    for (int d = 0; d < v.rank; d++)
-        if (v.shape[d] < 0) return false;
-    return true;
-}
-
-int64_t view_numel(const wk_cu_view &v) {
-    int64_t n = 1;
-    for (int d = 0; d < v.rank; d++) n *= v.shape[d];
-    return n;
-}
-
-/* The float dtypes' compute sizes (0: not a float dtype these kernels take). */
-int compute_size(wk_dtype dt) {
-    switch (dt) {
-    case WK_F64: return 8;
-    case WK_F32: case WK_F16: case WK_BF16: case WK_F8E4M3: return 4;
-    case WK_U8: case WK_U32: case WK_I16: case WK_I32: case WK_I64: case WK_DTYPE_COUNT:
-    WK__CASE_BLOCK_DTYPES:
-        return 0;
-    }
-    return 0;
-}
-
 } // namespace
 
-/* One switch per launcher over the float dtypes: CALL(DT) returns. */
-#define NN_DISPATCH(dt, CALL)                                                                                   \
-    switch (dt) {                                                                                               \
-    case WK_F32: CALL(WK_F32);                                                                                  \
-    case WK_F64: CALL(WK_F64);                                                                                  \
-    case WK_F16: CALL(WK_F16);                                                                                  \
-    case WK_BF16: CALL(WK_BF16);                                                                                \
-    case WK_F8E4M3: CALL(WK_F8E4M3);                                                                            \
-    case WK_U8: case WK_U32: case WK_I16: case WK_I32: case WK_I64: case WK_DTYPE_COUNT:                        \
-    WK__CASE_BLOCK_DTYPES:                                                                                      \
-        break;                                                                                                  \
-    }                                                                                                           \
-    return WKC_BAD_ARG
 
 extern "C" int wk__cu_softmax(wk_cu_stream s, const void *src, wk_cu_view ls, wk_dtype dt, int dim, bool logp,
                               void *dst) {
@@ -606,7 +468,7 @@ extern "C" int wk__cu_softmax(wk_cu_stream s, const void *src, wk_cu_view ls, wk
     p.dst = dst;
     if (p.n == 0 || p.rows == 0) return 0;
 #define SM_CALL(DT) return launch_rows<SmF<DT>>(s, p)
-    NN_DISPATCH(dt, SM_CALL);
+    WKC_FLOAT_DISPATCH(dt, SM_CALL);
 #undef SM_CALL
 }
 
@@ -638,7 +500,7 @@ static int norm_launch(wk_cu_stream s, const void *x, wk_cu_view lx, const void 
     p.dst = dst;
     if (p.n == 0 || p.rows == 0) return 0;
 #define NORM_CALL(DT) return launch_rows<NormF<DT>>(s, p)
-    NN_DISPATCH(dt, NORM_CALL);
+    WKC_FLOAT_DISPATCH(dt, NORM_CALL);
 #undef NORM_CALL
 }
 
@@ -682,7 +544,7 @@ extern "C" int wk__cu_rope(wk_cu_stream s, const void *x, wk_cu_view lx, const v
     int64_t items = view_numel(lx) / 2;
     if (items == 0) return 0;
 #define ROPE_CALL(DT) return wkc_launch_items<RopeItem<DT>>(s, p, items)
-    NN_DISPATCH(dt, ROPE_CALL);
+    WKC_FLOAT_DISPATCH(dt, ROPE_CALL);
 #undef ROPE_CALL
 }
 
@@ -699,7 +561,7 @@ extern "C" int wk__cu_swiglu(wk_cu_stream s, const void *x, wk_cu_view lx, wk_dt
     int64_t items = rows * p.half;
     if (items == 0) return 0;
 #define SW_CALL(DT) return wkc_launch_items<SwItem<DT>>(s, p, items)
-    NN_DISPATCH(dt, SW_CALL);
+    WKC_FLOAT_DISPATCH(dt, SW_CALL);
 #undef SW_CALL
 }
 
@@ -722,7 +584,7 @@ extern "C" int64_t wk__cu_attention_splits(wk_cu_view lq, wk_cu_view lk, wk_cu_v
     if (sp > most) sp = most;
     if (sp > 256) sp = 256;
     /* pieces a whole number of 32-key tiles */
-    int64_t chunk = ((lk_n + sp - 1) / sp + NN_LANES - 1) / NN_LANES * NN_LANES;
+    int64_t chunk = ((lk_n + sp - 1) / sp + WKC_ROW_LANES - 1) / WKC_ROW_LANES * WKC_ROW_LANES;
     return (lk_n + chunk - 1) / chunk;
 }
 
@@ -777,7 +639,7 @@ extern "C" int wk__cu_attention(wk_cu_stream s, const void *q, wk_cu_view lq, co
     p.ndvc = (p.Dv + ATT_DVC - 1) / ATT_DVC;
     p.splits = splits;
     p.chunk = (p.Lk + splits - 1) / splits;
-    if (splits > 1) p.chunk = (p.chunk + NN_LANES - 1) / NN_LANES * NN_LANES;
+    if (splits > 1) p.chunk = (p.chunk + WKC_ROW_LANES - 1) / WKC_ROW_LANES * WKC_ROW_LANES;
     if (p.chunk < 1) p.chunk = 1;
     p.group = a.group;
     p.q_offset = a.q_offset;
@@ -792,6 +654,6 @@ extern "C" int wk__cu_attention(wk_cu_stream s, const void *q, wk_cu_view lq, co
     p.ws = workspace;
     if (p.rows == 0 || p.Dv == 0) return 0;
 #define ATT_CALL(DT) return att_t<DT>(s, p)
-    NN_DISPATCH(dt, ATT_CALL);
+    WKC_FLOAT_DISPATCH(dt, ATT_CALL);
 #undef ATT_CALL
 }

@@ -56,6 +56,14 @@ static inline wk_cuda_dev *wk__cuda_dev(wk_device *d) { return (wk_cuda_dev *)d;
 
 /* Make the device current on the calling thread; WK_OK or a recorded error. */
 wk_status wk__cuda_enter(const char *op, wk_cuda_dev *d);
+/* The first line of a backend entry taking `wk_device *dev`: declares
+ * `wk_cuda_dev *d` and returns the status when the device cannot be entered. */
+#define WK__CUDA_ENTER(op)                                 \
+    wk_cuda_dev *d = wk__cuda_dev(dev);                    \
+    do {                                                   \
+        wk_status st_ = wk__cuda_enter((op), d);           \
+        if (st_ != WK_OK) return st_;                      \
+    } while (0)
 /* Record a CUDA error under op and return WK_ERR_DEVICE (WK_ERR_OOM for
  * cudaErrorMemoryAllocation). Clears the runtime's last error. */
 wk_status wk__cuda_check(const char *op, wk_cuda_dev *d, cudaError_t e);

@@ -19,6 +19,15 @@ static inline wk_cu_view wk__cu_view(const wk_layout *l) {
     return v;
 }
 
+/* An absent optional input's view (all zero). */
+static inline wk_cu_view wk__cu_no_view(void) {
+    wk_cu_view v;
+    memset(&v, 0, sizeof v);
+    return v;
+}
+/* l's view, or the absent one when l is NULL. */
+static inline wk_cu_view wk__cu_opt_view(const wk_layout *l) { return l ? wk__cu_view(l) : wk__cu_no_view(); }
+
 /* The contiguous view of l's shape (offset 0): how outputs are written. */
 static inline wk_cu_view wk__cu_contig_view(const wk_layout *l) {
     wk_layout c;
