@@ -1,7 +1,9 @@
 /* AVX2+FMA f32 math kernels. Compiled with -mavx2 -mfma -mf16c; only called
  * through vmath.c after a run-time cpuid check.
  *
- * Same algorithms and coefficients as vmath_avx512.c (see the comment there).
+ * Same algorithms and coefficients as vmath_avx512.c (see the comment there);
+ * the coefficients, polynomials and loops are written once for both levels
+ * in vmath_poly.inc and vmath_loops.inc, this file holds AVX2's own parts.
  * Differences: AVX2 has no VSCALEFPS, so p * 2^n is two multiplications by
  * normal powers of two, 2^(n/2) and 2^(n - n/2) (exact, then one rounding);
  * results in the subnormal range are therefore correctly rounded from p for
@@ -26,59 +28,14 @@ typedef __m256i vi;
 #define VL 8
 
 #define C(v) _mm256_set1_ps(v)
-
-#define LOG2E 0x1.715476p+0f
-#define MAGIC 0x1.8p23f
-#define LN2_HI 0x1.62e43p-1f
-#define LN2_LO -0x1.05c61p-29f
-#define EXP_CLAMP 110.0f
-#define E1 0x1.fffff6p-1f
-#define E2 0x1.fffdc4p-2f
-#define E3 0x1.555a6ep-3f
-#define E4 0x1.573adp-5f
-#define E5 0x1.0fa7d8p-7f
-
-static inline vf exp_poly(vf r) {
-    vf q = _mm256_fmadd_ps(C(E5), r, C(E4));
-    q = _mm256_fmadd_ps(q, r, C(E3));
-    q = _mm256_fmadd_ps(q, r, C(E2));
-    q = _mm256_fmadd_ps(q, r, C(E1));
-    return _mm256_fmadd_ps(q, r, C(1.0f));
-}
-
-/* degree 6, p = 1 + r + r^2 q(r) (3.6e-9): used inside the composite functions */
-#define F2 0x1.fffffcp-2f
-#define F3 0x1.555492p-3f
-#define F4 0x1.5558f2p-5f
-#define F5 0x1.123a2p-7f
-#define F6 0x1.6a23cep-10f
-static inline vf exp_poly6(vf r) {
-    vf q = _mm256_fmadd_ps(C(F6), r, C(F5));
-    q = _mm256_fmadd_ps(q, r, C(F4));
-    q = _mm256_fmadd_ps(q, r, C(F3));
-    q = _mm256_fmadd_ps(q, r, C(F2));
-    q = _mm256_fmadd_ps(q, r, C(1.0f));
-    return _mm256_fmadd_ps(q, r, C(1.0f));
-}
-
-static inline vf exp_parts(vf x, vf *n_out) {
-    vf t = _mm256_fmadd_ps(x, C(LOG2E), C(MAGIC));
-    vf n = _mm256_sub_ps(t, C(MAGIC));
-    vf r = _mm256_fnmadd_ps(n, C(LN2_HI), x);
-    r = _mm256_fnmadd_ps(n, C(LN2_LO), r);
-    *n_out = n;
-    return exp_poly6(r);
-}
-
-static inline vf exp_parts2(vf hi, vf lo, vf *n_out) {
-    vf t = _mm256_fmadd_ps(_mm256_add_ps(hi, lo), C(LOG2E), C(MAGIC));
-    vf n = _mm256_sub_ps(t, C(MAGIC));
-    vf r = _mm256_fnmadd_ps(n, C(LN2_HI), hi);
-    r = _mm256_fnmadd_ps(n, C(LN2_LO), r);
-    r = _mm256_add_ps(r, lo);
-    *n_out = n;
-    return exp_poly6(r);
-}
+#define VADD(a, b) _mm256_add_ps(a, b)
+#define VSUB(a, b) _mm256_sub_ps(a, b)
+#define VMUL(a, b) _mm256_mul_ps(a, b)
+#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define VFNMA(a, b, c) _mm256_fnmadd_ps(a, b, c)
+#define VFMS(a, b, c) _mm256_fmsub_ps(a, b, c)
+#define VLOADU(p) _mm256_loadu_ps(p)
+#define VSTOREU(p, v) _mm256_storeu_ps(p, v)
 
 /* v * 2^n for integral n in [-252, 252] (NaN n gives garbage, callers only
  * pass NaN n together with a NaN v). */
@@ -114,6 +71,9 @@ static inline vf clamp_lo(vf x, float lo) { return _mm256_max_ps(C(lo), x); }
 static inline vf clamp_sym(vf x, float b) { return _mm256_min_ps(C(b), _mm256_max_ps(C(-b), x)); }
 static inline vf blend(vf a, vf b, vf m) { return _mm256_blendv_ps(a, b, m); } /* m ? b : a */
 
+/* the coefficients, polynomials and exp / erfc reductions every level shares */
+#include "cpu/vmath/vmath_poly.inc"
+
 static inline vf k_exp(vf x) {
     vf t, n, r;
     /* fast path: |x| <= 86 (no NaN), so p * 2^n is normal and the scaling is
@@ -134,13 +94,6 @@ static inline vf k_exp(vf x) {
     return vscale(exp_poly(r), n);
 }
 
-#define TANH_SMALL 0.625f
-#define T1 -0x1.55553ap-2f
-#define T2 0x1.1107a4p-3f
-#define T3 -0x1.b838cep-5f
-#define T4 0x1.51bd0ep-6f
-#define T5 -0x1.731702p-8f
-
 static inline vf k_tanh(vf x) {
     /* computed for |x|, the sign of x (also of -0) is put back at the end */
     vf a = vabs(x);
@@ -148,12 +101,7 @@ static inline vf k_tanh(vf x) {
     vf n, p = exp_parts(arg, &n);
     vf e = vscale_normal(p, n); /* arg >= -20: e >= 2^-29, normal */
     vf big = vdiv(_mm256_sub_ps(C(1.0f), e), _mm256_add_ps(C(1.0f), e));
-    vf z = _mm256_mul_ps(a, a);
-    vf q = _mm256_fmadd_ps(C(T5), z, C(T4));
-    q = _mm256_fmadd_ps(q, z, C(T3));
-    q = _mm256_fmadd_ps(q, z, C(T2));
-    q = _mm256_fmadd_ps(q, z, C(T1));
-    vf small = _mm256_fmadd_ps(_mm256_mul_ps(a, z), q, a);
+    vf small = tanh_small(a, _mm256_mul_ps(a, a));
     vf r = blend(big, small, _mm256_cmp_ps(a, C(TANH_SMALL), _CMP_LT_OQ));
     return _mm256_or_ps(r, signbit_of(x));
 }
@@ -183,70 +131,6 @@ static inline vf x_sigmoid(vf x, vf xc, vf s) {
         return vscale_normal(vdiv(num, _mm256_add_ps(C(1.0f), vscale_normal(p, n))), nneg);
     vf q = vdiv(num, _mm256_add_ps(C(1.0f), vscale(p, n)));
     return vscale(q, nneg);
-}
-
-static inline vf k_silu(vf x) { return x_sigmoid(x, clamp_lo(x, -EXP_CLAMP), x); }
-
-#define K_GELU0 0x1.988454p+0f
-#define K_GELU1 0x1.2444f2p-4f
-
-static inline vf k_gelu(vf x) {
-    vf xc = clamp_lo(x, -20.0f);
-    vf x2 = _mm256_mul_ps(xc, xc);
-    vf s = _mm256_mul_ps(xc, _mm256_fmadd_ps(C(K_GELU1), x2, C(K_GELU0)));
-    return x_sigmoid(x, xc, s);
-}
-
-#define ERF_SMALL 0.875f
-#define ERFC_MIN 0.5f /* R(t) is fitted for a in [0.5, 10.7] */
-#define P0 0x1.20dd74p+0f
-#define P1 -0x1.81270cp-2f
-#define P2 0x1.ce211p-4f
-#define P3 -0x1.b6f2acp-6f
-#define P4 0x1.49c44p-8f
-#define P5 -0x1.452048p-11f
-#define R_T0 0.3f /* R is a polynomial in t - 0.3 */
-#define R0 -0x1.dc7894p-1f
-#define R1 0x1.3b4318p+0f
-#define R2 0x1.6f10d4p-2f
-#define R3 -0x1.585beap-3f
-#define R4 -0x1.39c04ep-2f
-#define R5 -0x1.8ffa9ep-6f
-#define R6 0x1.2c1c62p-2f
-#define R7 0x1.3d2542p-3f
-#define R8 -0x1.0270ecp-1f
-#define R9 0x1.019c5ep-2f
-
-static inline vf erf_small(vf zz) {
-    vf q = _mm256_fmadd_ps(C(P5), zz, C(P4));
-    q = _mm256_fmadd_ps(q, zz, C(P3));
-    q = _mm256_fmadd_ps(q, zz, C(P2));
-    q = _mm256_fmadd_ps(q, zz, C(P1));
-    return _mm256_fmadd_ps(q, zz, C(P0));
-}
-
-/* erfc(a) = (t*p) * 2^n for a >= 0.5, given -a^2 = nhi + nlo exactly.
- * t = 2/(2+a) is rounded twice (2+a, the division); the relative error u of t
- * is recovered exactly enough (2+a = d + dl exactly; 2 - t*d by FMA) and
- * folded into the exponent as u * t*F'(t) ~ u * (0.96 + 1.4t), F = log t + R. */
-static inline vf erfc_parts(vf a, vf nhi, vf nlo, vf *n_out) {
-    vf d = _mm256_add_ps(C(2.0f), a);
-    vf dl = _mm256_sub_ps(a, _mm256_sub_ps(d, C(2.0f))); /* exact: d - 2 and this are exact */
-    vf t = vdiv(C(2.0f), d);
-    vf u = _mm256_fnmadd_ps(t, dl, _mm256_fnmadd_ps(t, d, C(2.0f))); /* 2 - t(d+dl) = 2u */
-    vf s = _mm256_sub_ps(t, C(R_T0));
-    vf r = _mm256_fmadd_ps(C(R9), s, C(R8));
-    r = _mm256_fmadd_ps(r, s, C(R7));
-    r = _mm256_fmadd_ps(r, s, C(R6));
-    r = _mm256_fmadd_ps(r, s, C(R5));
-    r = _mm256_fmadd_ps(r, s, C(R4));
-    r = _mm256_fmadd_ps(r, s, C(R3));
-    r = _mm256_fmadd_ps(r, s, C(R2));
-    r = _mm256_fmadd_ps(r, s, C(R1));
-    r = _mm256_fmadd_ps(r, s, C(R0));
-    vf lo = _mm256_fmadd_ps(u, _mm256_fmadd_ps(C(0.7f), t, C(0.48f)), nlo);
-    vf p = exp_parts2(nhi, _mm256_add_ps(r, lo), n_out);
-    return _mm256_mul_ps(t, p);
 }
 
 static inline vf k_erf(vf x) {
@@ -282,16 +166,6 @@ static inline vf k_gelu_erf(vf x) {
     return _mm256_or_ps(blend(big, small, m), signbit_of(x));
 }
 
-#define SQRT2 0x1.6a09e6p+0f
-#define L0 0x1.555554p-2f
-#define L1 -0x1.00022ap-2f
-#define L2 0x1.99a014p-3f
-#define L3 -0x1.547126p-3f
-#define L4 0x1.22d812p-3f
-#define L5 -0x1.0d8ecep-3f
-#define L6 0x1.056f9cp-3f
-#define L7 -0x1.38b462p-4f
-
 static inline vf k_log(vf x) {
     /* subnormals: scale by 2^23 first */
     vf den = _mm256_cmp_ps(x, C(0x1p-126f), _CMP_LT_OQ);
@@ -305,20 +179,7 @@ static inline vf k_log(vf x) {
     vf big = _mm256_cmp_ps(m, C(SQRT2), _CMP_GT_OQ);
     m = blend(m, _mm256_mul_ps(m, C(0.5f)), big);
     e = _mm256_add_ps(e, _mm256_and_ps(big, C(1.0f)));
-    vf f = _mm256_sub_ps(m, C(1.0f));
-    vf z = _mm256_mul_ps(f, f);
-    vf q = _mm256_fmadd_ps(C(L7), f, C(L6));
-    q = _mm256_fmadd_ps(q, f, C(L5));
-    q = _mm256_fmadd_ps(q, f, C(L4));
-    q = _mm256_fmadd_ps(q, f, C(L3));
-    q = _mm256_fmadd_ps(q, f, C(L2));
-    q = _mm256_fmadd_ps(q, f, C(L1));
-    q = _mm256_fmadd_ps(q, f, C(L0));
-    vf y = _mm256_mul_ps(_mm256_mul_ps(f, z), q);
-    y = _mm256_fmadd_ps(e, C(LN2_LO), y);
-    y = _mm256_fnmadd_ps(z, C(0.5f), y);
-    vf r = _mm256_add_ps(f, y);
-    r = _mm256_fmadd_ps(e, C(LN2_HI), r);
+    vf r = log_reduced(_mm256_sub_ps(m, C(1.0f)), e);
     vf inf = C(__builtin_inff());
     vf ok = _mm256_and_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ), _mm256_cmp_ps(x, inf, _CMP_LT_OQ));
     if (_mm256_movemask_ps(ok) != 0xff) {
@@ -330,40 +191,9 @@ static inline vf k_log(vf x) {
     return r;
 }
 
-#define DEF_UNARY(fname, kern)                                                 \
-    void fname(float *y, const float *x, int64_t n) {                          \
-        int64_t i = 0;                                                         \
-        for (; i + 2 * VL <= n; i += 2 * VL) {                                 \
-            vf a = _mm256_loadu_ps(x + i);                                     \
-            vf b = _mm256_loadu_ps(x + i + VL);                                \
-            a = kern(a);                                                       \
-            b = kern(b);                                                       \
-            _mm256_storeu_ps(y + i, a);                                        \
-            _mm256_storeu_ps(y + i + VL, b);                                   \
-        }                                                                      \
-        for (; i + VL <= n; i += VL) _mm256_storeu_ps(y + i, kern(_mm256_loadu_ps(x + i))); \
-        if (i < n) {                                                           \
-            float buf[VL] = {0};                                               \
-            size_t rem = (size_t)(n - i);                                      \
-            memcpy(buf, x + i, rem * sizeof(float));                           \
-            _mm256_storeu_ps(buf, kern(_mm256_loadu_ps(buf)));                 \
-            memcpy(y + i, buf, rem * sizeof(float));                           \
-        }                                                                      \
-    }
+/* ------------------------------------------------------------- loops */
 
-DEF_UNARY(wk__vexp_f32_avx2, k_exp)
-DEF_UNARY(wk__vtanh_f32_avx2, k_tanh)
-DEF_UNARY(wk__vsigmoid_f32_avx2, k_sigmoid)
-DEF_UNARY(wk__vsilu_f32_avx2, k_silu)
-DEF_UNARY(wk__vgelu_f32_avx2, k_gelu)
-DEF_UNARY(wk__verf_f32_avx2, k_erf)
-DEF_UNARY(wk__vgelu_erf_f32_avx2, k_gelu_erf)
-DEF_UNARY(wk__vlog_f32_avx2, k_log)
-
-static inline vf b_add(vf a, vf b) { return _mm256_add_ps(a, b); }
-static inline vf b_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
-static inline vf b_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
-static inline vf b_div(vf a, vf b) { return _mm256_div_ps(a, b); }
+/* maximum/minimum: NaN if either is NaN (a + b), else MAXPS/MINPS. */
 static inline vf b_max(vf a, vf b) {
     return blend(_mm256_max_ps(a, b), _mm256_add_ps(a, b), _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
 }
@@ -371,58 +201,35 @@ static inline vf b_min(vf a, vf b) {
     return blend(_mm256_min_ps(a, b), _mm256_add_ps(a, b), _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
 }
 
-#define BIN_LOOP(op)                                                           \
+/* tails: through zero-padded stack buffers */
+#define VM_UNARY_TAIL(kern)                                                    \
     do {                                                                       \
-        int64_t i = 0;                                                         \
-        for (; i + VL <= n; i += VL)                                           \
-            _mm256_storeu_ps(y + i, op(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i))); \
-        if (i < n) {                                                           \
-            float ba[VL] = {0}, bb[VL] = {0};                                  \
-            size_t rem = (size_t)(n - i);                                      \
-            memcpy(ba, a + i, rem * sizeof(float));                            \
-            memcpy(bb, b + i, rem * sizeof(float));                            \
-            _mm256_storeu_ps(ba, op(_mm256_loadu_ps(ba), _mm256_loadu_ps(bb))); \
-            memcpy(y + i, ba, rem * sizeof(float));                            \
-        }                                                                      \
+        float buf[VL] = {0};                                                   \
+        size_t rem = (size_t)(n - i);                                          \
+        memcpy(buf, x + i, rem * sizeof(float));                               \
+        _mm256_storeu_ps(buf, kern(_mm256_loadu_ps(buf)));                     \
+        memcpy(y + i, buf, rem * sizeof(float));                               \
+    } while (0)
+#define VM_BIN_TAIL(op)                                                        \
+    do {                                                                       \
+        float ba[VL] = {0}, bb[VL] = {0};                                      \
+        size_t rem = (size_t)(n - i);                                          \
+        memcpy(ba, a + i, rem * sizeof(float));                                \
+        memcpy(bb, b + i, rem * sizeof(float));                                \
+        _mm256_storeu_ps(ba, op(_mm256_loadu_ps(ba), _mm256_loadu_ps(bb)));    \
+        memcpy(y + i, ba, rem * sizeof(float));                                \
+    } while (0)
+#define VM_BINS_TAIL(op)                                                       \
+    do {                                                                       \
+        float ba[VL] = {0};                                                    \
+        size_t rem = (size_t)(n - i);                                          \
+        memcpy(ba, a + i, rem * sizeof(float));                                \
+        _mm256_storeu_ps(ba, op(_mm256_loadu_ps(ba), bs));                     \
+        memcpy(y + i, ba, rem * sizeof(float));                                \
     } while (0)
 
-#define BINS_LOOP(op)                                                          \
-    do {                                                                       \
-        int64_t i = 0;                                                         \
-        vf bs = _mm256_set1_ps(s);                                             \
-        for (; i + VL <= n; i += VL) _mm256_storeu_ps(y + i, op(_mm256_loadu_ps(a + i), bs)); \
-        if (i < n) {                                                           \
-            float ba[VL] = {0};                                                \
-            size_t rem = (size_t)(n - i);                                      \
-            memcpy(ba, a + i, rem * sizeof(float));                            \
-            _mm256_storeu_ps(ba, op(_mm256_loadu_ps(ba), bs));                 \
-            memcpy(y + i, ba, rem * sizeof(float));                            \
-        }                                                                      \
-    } while (0)
-
-void wk__vbinary_f32_avx2(int op, float *y, const float *a, const float *b, int64_t n) {
-    switch (op) {
-    case 0: BIN_LOOP(b_add); break;
-    case 1: BIN_LOOP(b_sub); break;
-    case 2: BIN_LOOP(b_mul); break;
-    case 3: BIN_LOOP(b_div); break;
-    case 4: BIN_LOOP(b_max); break;
-    case 5: BIN_LOOP(b_min); break;
-    default: break;
-    }
-}
-
-void wk__vbinary_scalar_f32_avx2(int op, float *y, const float *a, float s, int64_t n) {
-    switch (op) {
-    case 0: BINS_LOOP(b_add); break;
-    case 1: BINS_LOOP(b_sub); break;
-    case 2: BINS_LOOP(b_mul); break;
-    case 3: BINS_LOOP(b_div); break;
-    case 4: BINS_LOOP(b_max); break;
-    case 5: BINS_LOOP(b_min); break;
-    default: break;
-    }
-}
+#define VM_ISA _avx2
+#include "cpu/vmath/vmath_loops.inc"
 
 #else
 typedef int wk_vmath_avx2_unused;
