@@ -65,14 +65,31 @@ void wk__hdot_avx2(int64_t k, const uint16_t *w, bool f16, const float *x, int64
  * honouring WICK_ISA) is AVX-512 (cpu_features.c). */
 bool wk__cpu_has_avx512vnni(void);
 
-/* The kernel the CPU qmatmul uses now for wdt (level, VNNI and the test
- * switch below considered). */
-wk_qdot_fn wk__qdot_pick(wk_dtype wdt);
-/* Tests: 1 forces the portable kernels for every weight dtype (f16/bf16
- * included: no SIMD dot, no bf16 GEMM); 2 keeps SIMD but turns VNNI off
- * (the AVX2 kernels and the 1 x 8 tile also at the AVX-512 level); 0
- * restores the run-time choice. */
-void wk__qdot_force(int mode);
+/* Which kernels the CPU qmatmul may take: the run-time choice, or a
+ * test's override of it (wk__qmm_force). */
+typedef enum {
+    WK_QMM_AUTO = 0,     /* the run-time choice: SIMD level, cpuid */
+    WK_QMM_PORTABLE = 1, /* the portable kernels for every weight dtype (f16/bf16
+                          * included: no SIMD dot, no bf16 GEMM) */
+    WK_QMM_NO_VNNI = 2,  /* SIMD but no VNNI: the AVX2 kernels and the 1 x 8
+                          * tile also at the AVX-512 level */
+} wk_qmm_mode;
+
+/* Tests: override the choice for every later call; WK_QMM_AUTO restores it. */
+void wk__qmm_force(wk_qmm_mode mode);
+
+/* The kernels the CPU qmatmul runs for weight dtype wdt now. */
+typedef struct {
+    wk_qdot_fn qdot;  /* block wdt: the 1 x MR dot (NULL for f16 / bf16) */
+    bool vnni_panel;  /* block wdt: the AVX512-VNNI prefill panel GEMM
+                       * (wk__qgemm32_ / wk__qgemmK_avx512vnni) */
+    wk_hdot_fn hdot;  /* f16 / bf16 wdt: the decode dot (NULL otherwise) */
+    bool bf16_gemm;   /* bf16 wdt: the AVX512-BF16 prefill GEMM */
+} wk_qmm_kernels;
+
+/* The one chooser every qmatmul path asks: the SIMD level in force
+ * (vmath's, honouring WICK_ISA), cpuid and the override considered. */
+wk_qmm_kernels wk__qmm_choose(wk_dtype wdt);
 
 /* Prefill GEMM for the 32-element types on AVX512-VNNI (qmatmul_panel_avx512vnni.c):
  * out (m, n) = A (m rows of nb wk_qa32 blocks, `as` bytes apart) times the

@@ -36,23 +36,28 @@
 #define QM_HNC 512  /* f16/bf16 prefill: weight rows widened per GEMM call */
 #define QM_PREFILL 16
 
-static atomic_int g_force; /* wk__qdot_force */
+static atomic_int g_mode; /* wk_qmm_mode, wk__qmm_force */
 
-void wk__qdot_force(int mode) { atomic_store(&g_force, mode); }
+void wk__qmm_force(wk_qmm_mode mode) { atomic_store(&g_mode, (int)mode); }
 
-wk_qdot_fn wk__qdot_pick(wk_dtype wdt) {
-    int force = atomic_load(&g_force);
-    wk_qdot_fn f = NULL;
+wk_qmm_kernels wk__qmm_choose(wk_dtype wdt) {
+    wk_qmm_mode mode = (wk_qmm_mode)atomic_load(&g_mode);
     int level = wk__vmath_level();
-    if (force != 1 && level >= WK_VMATH_AVX512 && force != 2 && wk__cpu_has_avx512vnni()) f = wk__qdot_avx512vnni(wdt);
-    if (!f && force != 1 && level >= WK_VMATH_AVX2) f = wk__qdot_avx2(wdt);
-    return f ? f : wk__qdot_generic(wdt);
-}
-
-static wk_hdot_fn hdot_pick(void) {
-    if (atomic_load(&g_force) == 1) return wk__hdot_generic;
-    int level = wk__vmath_level();
-    return level >= WK_VMATH_AVX512 ? wk__hdot_avx512 : level >= WK_VMATH_AVX2 ? wk__hdot_avx2 : wk__hdot_generic;
+    bool simd = mode != WK_QMM_PORTABLE, vnni = simd && mode != WK_QMM_NO_VNNI && wk__cpu_has_avx512vnni();
+    wk_qmm_kernels k = {NULL, false, NULL, false};
+    if (wdt == WK_F16 || wdt == WK_BF16) {
+        k.hdot = !simd ? wk__hdot_generic
+                 : level >= WK_VMATH_AVX512 ? wk__hdot_avx512
+                 : level >= WK_VMATH_AVX2   ? wk__hdot_avx2
+                                            : wk__hdot_generic;
+        k.bf16_gemm = wdt == WK_BF16 && simd && wk__gemm_kernels().bf16_dot;
+        return k;
+    }
+    if (vnni && level >= WK_VMATH_AVX512) k.qdot = wk__qdot_avx512vnni(wdt);
+    if (!k.qdot && simd && level >= WK_VMATH_AVX2) k.qdot = wk__qdot_avx2(wdt);
+    if (!k.qdot) k.qdot = wk__qdot_generic(wdt);
+    k.vnni_panel = vnni && (wk__qgemm32_supported(wdt) || wk__qgemmK_supported(wdt));
+    return k;
 }
 
 /* ---- x rows to contiguous f32 ---- */
@@ -217,6 +222,7 @@ wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk
     if (m == 0 || n == 0) return WK_OK;
     const wk_dtype_info *wi = wk_dtype_info_of(wdt);
     bool quant = wk_dtype_is_quantized(wdt);
+    const wk_qmm_kernels kern = wk__qmm_choose(wdt); /* every kernel choice below */
     float *out = xdt == WK_F32 ? dst : malloc(sizeof(float) * (size_t)(m * n));
     float *X = malloc(sizeof(float) * (size_t)(m * (k ? k : 1)));
     uint8_t *A = NULL;
@@ -242,8 +248,7 @@ wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk
         wk__parallel_for(m, 1, m * k >= (1 << 15) ? 0 : INT64_MAX, quant_rows, &qc);
         const uint8_t *wp = (const uint8_t *)w + (size_t)(lw->offset / wi->block_elems) * wi->block_bytes;
         size_t wrs = (size_t)(lw->stride[0] / wi->block_elems) * wi->block_bytes;
-        if (m >= QM_PREFILL && nb > 0 && atomic_load(&g_force) == 0 && wk__cpu_has_avx512vnni() &&
-            (wk__qgemm32_supported(wdt) || wk__qgemmK_supported(wdt))) {
+        if (m >= QM_PREFILL && nb > 0 && kern.vnni_panel) {
             bool ok = wk__qgemm32_supported(wdt) ? wk__qgemm32_avx512vnni(wdt, m, n, nb, wp, wrs, A, as, out)
                                                  : wk__qgemmK_avx512vnni(wdt, m, n, nb, wp, wrs, A, as, out);
             if (!ok)
@@ -251,15 +256,15 @@ wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk
                              (long long)nb);
             goto convert;
         }
-        qmm_ctx c = {wk__qdot_pick(wdt),
+        qmm_ctx c = {kern.qdot,
                      (const uint8_t *)w + (size_t)(lw->offset / wi->block_elems) * wi->block_bytes,
                      (size_t)(lw->stride[0] / wi->block_elems) * wi->block_bytes,
                      nb, m, n, A, as, out};
         /* decode slices are 16 rows, prefill slices whole panels */
         wk__parallel_for(n, m >= QM_PREFILL ? QM_NC : 16, n * k * m >= (1 << 17) ? 0 : INT64_MAX, qmm_slice, &c);
     } else {
-        hmm_ctx h = {hdot_pick(), (const uint16_t *)w + lw->offset, lw->stride[0], k, m, n, wdt == WK_F16, X, out};
-        if (wdt == WK_BF16 && m >= QM_PREFILL && k > 0 && atomic_load(&g_force) != 1 && wk__gemm_kernels().bf16_dot) {
+        hmm_ctx h = {kern.hdot, (const uint16_t *)w + lw->offset, lw->stride[0], k, m, n, wdt == WK_F16, X, out};
+        if (m >= QM_PREFILL && k > 0 && kern.bf16_gemm) {
             /* AVX512-BF16: x rounded to bf16 (as ggml's bf16 vec_dot_type)
              * and vdpbf16ps straight on the weights, sums in f32 */
             uint16_t *Xb = malloc(sizeof(uint16_t) * (size_t)(m * k));
