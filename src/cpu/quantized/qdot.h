@@ -106,7 +106,7 @@ bool wk__qgemmK_supported(wk_dtype wdt);
 bool wk__qgemmK_avx512vnni(wk_dtype wdt, int64_t m, int64_t n, int64_t nb, const uint8_t *w, size_t wrs,
                            const uint8_t *A, size_t as, float *out);
 
-/* The backend entry (backend.h's qmatmul), in cpu/qmatmul.c. */
+/* The backend entry (backend.h's qmatmul), in cpu/quantized/qmatmul.c. */
 wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk_dtype xdt, const void *w,
                           const wk_layout *lw, wk_dtype wdt, void *dst);
 

@@ -2,9 +2,9 @@
  * through vmath.c after a run-time cpuid check.
  *
  * Algorithms (shared with vmath_avx2.c; the coefficients, polynomials and
- * loops are written once in vmath_poly.inc and vmath_loops.inc). The polynomial coefficients are
- * minimax fits made for wick with a Remez exchange; the relative error of
- * each polynomial is given in parentheses.
+ * loops are written once in vmath_poly.inc and vmath_loops.inc). The
+ * polynomial coefficients are minimax fits made for wick with a Remez
+ * exchange; the relative error of each polynomial is given in parentheses.
  *  exp(x): clamp x to [-110, 110] (NaN kept); n = round(x/ln2) by the
  *    1.5*2^23 trick; r = x - n*ln2 with ln2 split in two (Cody-Waite; the
  *    first product is exact inside the FMA); exp(r) = 1 + r*q(r), q of degree

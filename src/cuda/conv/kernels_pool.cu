@@ -1,6 +1,6 @@
 /* CUDA pooling and resampling kernels (launchers declared in
  * kernels_pool.h): max / avg pool2d and nearest / bilinear upsample2d on
- * NCHW, the CUDA side of src/cpu/cpu_pool.c.
+ * NCHW, the CUDA side of src/cpu/conv/cpu_pool.c.
  *
  * Design: one thread per output element, grid-stride loop over the
  * contiguous output (flat index unravelled into n, c, oh, ow; 32-bit

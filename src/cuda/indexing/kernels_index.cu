@@ -1,6 +1,6 @@
 /* CUDA indexing kernels (launchers wk__cu_index_*, declared in
  * cuda_kernels.h): index_select, gather, scatter (set / add), index_add,
- * mirroring src/cpu/cpu_index.c.
+ * mirroring src/cpu/indexing/cpu_index.c.
  *
  * Bad indices, with no host wait (issue 15): every kernel checks each id
  * it uses; a bad one ((unsigned)id >= size, negatives included) is never

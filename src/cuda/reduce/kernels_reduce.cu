@@ -1,5 +1,5 @@
 /* CUDA reductions (launcher wk__cu_reduce, declared in cuda_kernels.h): the
- * backend's `reduce` entry, mirroring src/cpu/cpu_reduce.c. (Not yet wired
+ * backend's `reduce` entry, mirroring src/cpu/reduce/cpu_reduce.c. (Not yet wired
  * into cuda_backend.c: tests/test_cuda.c still expects "reduce: not
  * implemented"; the two must change together.)
  *

@@ -1,6 +1,6 @@
 /* CUDA scans: cumsum / cumprod along one dim (launcher wk__cu_scan and its
  * workspace size wk__cu_scan_workspace, declared in kernels_sort.h), the
- * backend's `scan` entry, mirroring src/cpu/cpu_scan.c.
+ * backend's `scan` entry, mirroring src/cpu/reduce/cpu_scan.c.
  *
  * A line (cuda_lines.cuh) is the 1-D slice along dim; line L (row-major
  * over the other dims) reads src at offset + unravel(other dims, L) +
