@@ -7,7 +7,8 @@
  *   bench_quant [--quick] [--ref] [--ggml PATH/libggml-base.so]
  *
  * --ref times wick's scalar reference rows (quant/quant_rows.h: the code the
- * fast rows replaced, same source) instead, for before / after tables.
+ * fast rows replaced, same source; the dequantizers' fast rows are the CPU
+ * backend's, cpu/quantized/dequant_rows.h) instead, for before / after tables.
  *
  * The ggml column needs libggml-base.so (from a llama-cpp-python build; the
  * path may also come from WICK_GGML_BASE); without it, it says n/a. Data: a
@@ -24,7 +25,8 @@
 #include <string.h>
 
 #include "peer.h"
-#include "cpu/vmath.h"
+#include "cpu/vmath/vmath.h"
+#include "cpu/quantized/dequant_rows.h"
 #include "quant/quant.h"
 #include "quant/quant_rows.h"
 #include "wick/wick.h"
@@ -92,6 +94,14 @@ static void run_wick(void *p) {
     for (int r = 0; r < ROWS; r++) c->tr->from_f32(c->x + (size_t)r * COLS, c->q + (size_t)r * row_bytes, COLS);
 }
 
+/* The rows the CPU backend runs: the traits' quantizers, the CPU's SIMD
+ * row dequantizers (cpu/quantized/dequant_rows.h). */
+static wk__quant_traits cpu_traits(const wk__quant_traits *tr) {
+    wk__quant_traits r = *tr;
+    r.to_f32 = wk__cpu_dequant_row(tr->dtype);
+    return r;
+}
+
 /* The scalar references of the rows that have fast versions (--ref). */
 static wk__quant_traits ref_traits(const wk__quant_traits *tr) {
     wk__quant_traits r = *tr;
@@ -144,7 +154,7 @@ static void bench_dequant(void *lib, const float *x, uint8_t *q, double min_time
     for (size_t t = 0; t < sizeof TYPES / sizeof TYPES[0]; t++) {
         const wk__quant_traits *tr0 = wk__quant_traits_of(TYPES[t].dt);
         if (!tr0 || !tr0->from_f32) continue;
-        wk__quant_traits trc = g_ref ? ref_traits(tr0) : *tr0;
+        wk__quant_traits trc = g_ref ? ref_traits(tr0) : cpu_traits(tr0);
         const wk__quant_traits *tr = &trc;
         size_t row_bytes = (size_t)(COLS / tr->block_elems) * tr->block_bytes;
         for (int r = 0; r < ROWS; r++) tr->from_f32(x + (size_t)r * COLS, q + (size_t)r * row_bytes, COLS);
@@ -208,7 +218,7 @@ int main(int argc, char **argv) {
             printf("%-8s %12s\n", TYPES[t].name, "none");
             continue;
         }
-        wk__quant_traits trc = g_ref ? ref_traits(tr0) : *tr0;
+        wk__quant_traits trc = g_ref ? ref_traits(tr0) : cpu_traits(tr0);
         const wk__quant_traits *tr = &trc;
         ctx_t c = {x, qb, tr, chunk, NULL, TYPES[t].ggml_type};
         double tw = time_calls_cpu(run_wick, &c, min_time);

@@ -10,7 +10,7 @@
  * own beyond those two) are not seen. */
 #include "alloc_fail.h"
 
-#include "cpu/cpu_alloc.h"
+#include "cpu/memory/cpu_alloc.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -78,7 +78,7 @@ static void test_cpu_backend_complete(void **state) {
     assert_non_null(be->log_softmax);
     assert_non_null(be->rms_norm);
     assert_non_null(be->layer_norm);
-    assert_non_null(be->qmatmul); /* cpu/qmatmul.c */
+    assert_non_null(be->qmatmul); /* cpu/quantized/qmatmul.c */
     assert_non_null(be->dequantize); /* cpu_quant.c */
     assert_non_null(be->quantize);
 }

@@ -1,4 +1,4 @@
-/* The CPU binary ops on bf16 / f16 / f8e4m3 (src/cpu/cpu_binary.c): each
+/* The CPU binary ops on bf16 / f16 / f8e4m3 (src/cpu/elementwise/cpu_binary.c): each
  * element is the f32 op on the widened operands, rounded once to the dtype.
  * Every op x dtype x operand layout (contiguous, row- and column-broadcast,
  * scalar, transposed) x odd run lengths, bit-exact against a reference built

@@ -1,4 +1,4 @@
-/* The optional system-BLAS hook (src/cpu/cpu_blas.c, cmake -DWICK_BLAS=...).
+/* The optional system-BLAS hook (src/cpu/gemm/cpu_blas.c, cmake -DWICK_BLAS=...).
  * Without BLAS: wk__blas_name() is NULL and the stubs decline (false, C
  * untouched). With BLAS: the build's BLAS is the one CMake was asked for;
  * wk__blas_gemm_f32/f64 match a naive double reference for row-major,
@@ -9,7 +9,7 @@
  * single-threaded under wick's pool and 1 and 2 threads agree bit for bit.
  * wk_matmul through the public API is checked in both builds. */
 #include "testutil.h"
-#include "cpu/gemm.h"
+#include "cpu/gemm/gemm.h"
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* The CPU buffer cache (src/cpu/cpu_alloc.c): size classes and reuse (the
+/* The CPU buffer cache (src/cpu/memory/cpu_alloc.c): size classes and reuse (the
  * hit counter rises), alignment (64 bytes; 2 MiB from 2 MiB up), the limit
  * (0 caches nothing; lowering it evicts), wk_cpu_cache_release, the
  * statistics, many threads at once, WICK_CPU_CACHE_MB parsing (in a child
@@ -6,7 +6,7 @@
  * released or evicted, and the allocation-failure hook. */
 #include "testutil.h"
 
-#include "cpu/cpu_alloc.h"
+#include "cpu/memory/cpu_alloc.h"
 
 #include <pthread.h>
 #include <stdio.h>

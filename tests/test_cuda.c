@@ -1,7 +1,7 @@
 /* The CUDA backend.
  *
  * Part 1 always runs (no GPU, no CUDA needed): the buffer pool's bookkeeping
- * (src/cuda/cuda_pool.c) with an injected allocator - size classes and their
+ * (src/cuda/conv/cuda_pool.c) with an injected allocator - size classes and their
  * waste bound, stream-ordered reuse, counters, release, allocation failure
  * with the pool staying usable, many threads - and wk_cuda's error answers.
  *
@@ -24,9 +24,9 @@
 #include <string.h>
 
 #include "core/tensor.h"
-#include "cuda/cuda_device.h"
-#include "cuda/cuda_mm_plan.h"
-#include "cuda/cuda_pool.h"
+#include "cuda/runtime/cuda_device.h"
+#include "cuda/gemm/cuda_mm_plan.h"
+#include "cuda/conv/cuda_pool.h"
 
 /* ------------------------------------------------------------------ part 1 */
 
@@ -289,7 +289,7 @@ static void test_pool_threads(void **state) {
  * cuBLAS's GEMM as documented (column-major): C[i + j ldc] = sum_p
  * op(A)[i, p] op(B)[p, j], op(X)[i, p] = X[i + p ld] (N) or X[p + i ld] (T),
  * with its argument checks. Run with exactly the arguments the CUDA backend
- * passes (src/cuda/cuda_mm_plan.c) on CPU f64 tensors, against wk_matmul. */
+ * passes (src/cuda/gemm/cuda_mm_plan.c) on CPU f64 tensors, against wk_matmul. */
 static void host_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *A, int64_t lda,
                       const double *B, int64_t ldb, double *C, int64_t ldc) {
     assert_true(lda >= (ta ? (k > 1 ? k : 1) : (m > 1 ? m : 1)));

@@ -2,7 +2,7 @@
  *
  * A kernel fault (illegal address, launch failure, device assert, ...)
  * leaves the context unusable: every later CUDA call returns the same error.
- * src/cuda/cuda_device.c classifies those sticky errors, marks the device
+ * src/cuda/runtime/cuda_device.c classifies those sticky errors, marks the device
  * lost (one atomic per ordinal) and from then on fails every entry at once
  * with WK_ERR_DEVICE "cuda:N: the CUDA context is lost (<error>): restart
  * the process", before any CUDA call.
@@ -23,7 +23,7 @@
 #include <string.h>
 
 #ifdef WICK_HAVE_CUDA
-#include "cuda/cuda_device.h"
+#include "cuda/runtime/cuda_device.h"
 
 /* an ordinal no test process opens (this machine has no GPU, a GPU machine few) */
 #define FAKE_ORDINAL 37

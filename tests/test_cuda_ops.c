@@ -6,7 +6,7 @@
  * moves between two GPUs (skipped with fewer than two). Without a CUDA device
  * everything but the CPU memory stats skips, saying why.
  *
- * Also the fused nn entries (src/cuda/cuda_nn.c) against the CPU in the
+ * Also the fused nn entries (src/cuda/nn/cuda_nn.c) against the CPU in the
  * shapes a model runs them in, which the op table's backend cases cannot
  * spell: decode attention over a narrow of a KV cache (split keys), GQA
  * prefill, q_offset, masks, a (B, T, H, D) cache, rope_thd, swiglu.

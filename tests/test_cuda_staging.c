@@ -1,4 +1,4 @@
-/* The pinned staging ring of uploads (src/cuda/cuda_staging.c) without a
+/* The pinned staging ring of uploads (src/cuda/memory/cuda_staging.c) without a
  * GPU: the file is compiled into this test with the CUDA runtime calls it
  * makes renamed to a model of one stream. The model queues every
  * cudaMemcpyAsync and runs it only when the stream gets that far (an event
@@ -21,7 +21,7 @@
 #include <string.h>
 
 #ifdef WICK_HAVE_CUDA
-#include "cuda/cuda_device.h"
+#include "cuda/runtime/cuda_device.h"
 
 /* ---- the model of one stream ---- */
 
@@ -114,7 +114,7 @@ static wk_status fake_cuda_check(const char *op, wk_cuda_dev *d, cudaError_t e) 
 #define wk__cuda_staging_free emu_cuda_staging_free
 wk_status emu_cuda_upload(const char *op, wk_cuda_dev *d, void *dst, const void *src, size_t n);
 void emu_cuda_staging_free(wk_cuda_dev *d);
-#include "cuda/cuda_staging.c"
+#include "cuda/memory/cuda_staging.c"
 
 static void model_reset(wk_cuda_dev *d) {
     memset(d, 0, sizeof *d);

@@ -7,7 +7,7 @@
 #include "testutil.h"
 
 #include "core/env.h"
-#include "cpu/cpu_cache.h"
+#include "cpu/memory/cpu_cache.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* The AVX512-BF16 GEMM kernel (src/cpu/gemm_bf16_avx512bf16.c), called
+/* The AVX512-BF16 GEMM kernel (src/cpu/gemm/gemm_bf16_avx512bf16.c), called
  * directly: C (f32) = A @ B for bf16 A, B read through arbitrary strides,
  * against a double-precision reference from the same bf16 values. Both inner
  * products are covered (WICK_BF16_KERNEL=dp: vdpbf16ps, =fma: widen to f32 +
@@ -10,7 +10,7 @@
 #include "testutil.h"
 
 #include "core/env.h"
-#include "cpu/gemm.h"
+#include "cpu/gemm/gemm.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
-/* The GEMM loop nest (src/cpu/gemm_loop.c) and its kernel contract
- * (wk_gemm_ukr, src/cpu/gemm.h), called directly:
+/* The GEMM loop nest (src/cpu/gemm/gemm_loop.c) and its kernel contract
+ * (wk_gemm_ukr, src/cpu/gemm/gemm.h), called directly:
  *  - every registered kernel pair of every SIMD level this CPU has (f32,
  *    f64, f16 and bf16 widened while packing, bf16 on vdpbf16ps) against a
  *    double reference, with its blocking shrunk (a copy of the ukr with
@@ -14,9 +14,9 @@
  *  - k = 0 zeroes C; an allocation failure returns false. */
 #include "testutil.h"
 
-#include "cpu/cpu_alloc.h"
-#include "cpu/gemm.h"
-#include "cpu/vmath.h"
+#include "cpu/memory/cpu_alloc.h"
+#include "cpu/gemm/gemm.h"
+#include "cpu/vmath/vmath.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Gradients of conv1d / conv2d / conv_transpose1d / conv_transpose2d, max /
  * avg pool2d and nearest / bilinear upsampling (src/autograd/rules_conv.c,
- * rules_pool.c, src/cpu/cpu_pool_backward.c):
+ * rules_pool.c, src/cpu/conv/cpu_pool_backward.c):
  *  - against central finite differences in f64 (tests/gradcheck.h) over the
  *    parameter grid (groups, stride, dilation, padding, output_padding, odd
  *    sizes, batch 1 and 3, strided / permuted inputs), with Hessian-vector

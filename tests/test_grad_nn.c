@@ -9,7 +9,7 @@
 #include "gradcheck.h"
 #include "core/tensor.h"
 #include "cpu/cpu_backend.h"
-#include "cpu/vmath.h"
+#include "cpu/vmath/vmath.h"
 #include "wick/autograd.h"
 #include "wick/nn.h"
 #include <math.h>

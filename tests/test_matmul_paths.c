@@ -6,8 +6,8 @@
  * and bf16 (f16/bf16 to within one output rounding plus f32 summation
  * error); every SIMD level this CPU has (scalar, AVX2, AVX-512, which
  * each have their own micro-kernels); 1 and 2 threads bit-identical. */
-#include "cpu/cpu_cache.h"
-#include "cpu/vmath.h"
+#include "cpu/memory/cpu_cache.h"
+#include "cpu/vmath/vmath.h"
 #include "testutil.h"
 #include <math.h>
 #include <stdio.h>

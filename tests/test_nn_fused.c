@@ -7,7 +7,7 @@
  * threads. */
 #include "testutil.h"
 #include "core/tensor.h"
-#include "cpu/vmath.h"
+#include "cpu/vmath/vmath.h"
 
 #include <math.h>
 #include <stdlib.h>

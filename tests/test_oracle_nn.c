@@ -17,7 +17,7 @@
 #include "oracle_util.h"
 #include "op_table.h"
 #include "core/tensor.h"
-#include "cpu/vmath.h"
+#include "cpu/vmath/vmath.h"
 
 #include <math.h>
 #include <stdio.h>

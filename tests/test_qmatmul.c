@@ -7,9 +7,9 @@
  * row-strided w; SIMD == portable bit for bit on data whose float sums are
  * exact; f16/bf16 weights; the argument errors. */
 #include "core/tensor.h"
-#include "cpu/gemm.h"
-#include "cpu/qdot.h"
-#include "cpu/vmath.h"
+#include "cpu/gemm/gemm.h"
+#include "cpu/quantized/qdot.h"
+#include "cpu/vmath/vmath.h"
 #include "quant/dequant_block.h"
 #include "testutil.h"
 #include "wick/nn.h"
@@ -224,9 +224,9 @@ static void each_level(void (*fn)(void)) {
         assert_int_equal(wk__vmath_set_level(level), 0);
         fn();
         if (level == WK_VMATH_AVX512 && wk__cpu_has_avx512vnni()) {
-            wk__qdot_force(2);
+            wk__qmm_force(WK_QMM_NO_VNNI);
             fn();
-            wk__qdot_force(0);
+            wk__qmm_force(WK_QMM_AUTO);
         }
     }
     wk__vmath_set_level(-1);
@@ -284,9 +284,9 @@ static void exact_vs_portable(void) {
         for (int64_t m = 1; m <= 17; m += 8) {
             wk_tensor *x = make_x(m, k, X_PLAIN, true);
             float *Ys = run(x, w, m, n);
-            wk__qdot_force(1);
+            wk__qmm_force(WK_QMM_PORTABLE);
             float *Yp = run(x, w, m, n);
-            wk__qdot_force(0);
+            wk__qmm_force(WK_QMM_AUTO);
             for (int64_t i = 0; i < m * n; i++)
                 if (Ys[i] != Yp[i])
                     fail_msg("%s at %s: SIMD %.9g != portable %.9g at %lld", wk_dtype_name(wdt), wk_cpu_isa(),
@@ -321,9 +321,9 @@ static void k_panel(void) {
         wk_tensor *w = TU_OK(wk_from_host(wb, nbytes, (int64_t[]){n, k}, 2, wdt, wk_cpu()));
         wk_tensor *x = make_x(m, k, X_PLAIN, true);
         float *Ys = run(x, w, m, n);
-        wk__qdot_force(1);
+        wk__qmm_force(WK_QMM_PORTABLE);
         float *Yp = run(x, w, m, n);
-        wk__qdot_force(0);
+        wk__qmm_force(WK_QMM_AUTO);
         for (int64_t i = 0; i < m * n; i++)
             if (Ys[i] != Yp[i])
                 fail_msg("%s at %s (m %lld): SIMD %.9g != portable %.9g at %lld", wk_dtype_name(wdt), wk_cpu_isa(),

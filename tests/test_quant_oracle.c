@@ -14,7 +14,7 @@
  *    the f32 bits), its first rows requantized to the five types == gguf-py. */
 #include "testutil.h"
 #include "oracle_util.h"
-#include "cpu/vmath.h"
+#include "cpu/vmath/vmath.h"
 #include "wick/nn.h"
 
 #include <stdio.h>

@@ -4,10 +4,13 @@
  *    blocks of every kind: normal data at magnitudes from f32-subnormal to
  *    near FLT_MAX, exact rounding ties, +-0 mixes, equal |max| of both
  *    signs, constant blocks, inf and NaN elements;
- *  - dequantizers (dequant_rows.c / dequant_rows_avx2.c) give the
- *    reference's bits on random block bytes (so every f16 scale pattern:
- *    subnormal, inf, NaN), NaN results compared as NaN;
- * both through the traits table, the path every caller takes. */
+ *  - dequantizers (the CPU backend's rows, cpu/quantized/dequant_rows.c
+ *    / dequant_rows_avx2.c) give the reference's bits on random block
+ *    bytes (so every f16 scale pattern: subnormal, inf, NaN), NaN results
+ *    compared as NaN;
+ * quantizers through the traits table, dequantizers through
+ * wk__cpu_dequant_row (what the CPU backend runs) and the traits table
+ * (the portable reference rows). */
 #include "testutil.h"
 #include <float.h>
 #include <math.h>
@@ -15,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/vmath.h"
+#include "cpu/vmath/vmath.h"
+#include "cpu/quantized/dequant_rows.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
 #include "quant/quant_rows.h"
@@ -185,8 +189,10 @@ static void test_dequantize_bits(void **state) {
         assert_true(nan < n / 8); /* random f16 scales: about 1 in 32 blocks is inf / NaN */
         for (int li = 0; li < nl; li++) {
             assert_int_equal(wk__vmath_set_level(lv[li]), 0);
+            wk__q_to_f32_fn row = wk__cpu_dequant_row(DTYPES[t].dt);
+            assert_non_null(row);
             memset(b, 0xff, sizeof(float) * (size_t)n);
-            tr->to_f32(q, b, n);
+            row(q, b, n);
             for (int64_t i = 0; i < n; i++)
                 if (!same_value(a[i], b[i]))
                     fail_msg("%s level %d: element %lld: %a, reference %a", DTYPES[t].name, lv[li], (long long)i,
@@ -194,8 +200,12 @@ static void test_dequantize_bits(void **state) {
             /* a single block at a time as well (no block-pair shortcuts) */
             memset(b, 0xff, sizeof(float) * (size_t)n);
             for (int i = 0; i < 5; i++)
-                tr->to_f32(q + (size_t)i * tr->block_bytes, b + (int64_t)i * tr->block_elems, tr->block_elems);
+                row(q + (size_t)i * tr->block_bytes, b + (int64_t)i * tr->block_elems, tr->block_elems);
             for (int64_t i = 0; i < 5 * (int64_t)tr->block_elems; i++) assert_true(same_value(a[i], b[i]));
+            /* the traits table's portable row too */
+            memset(b, 0xff, sizeof(float) * (size_t)n);
+            tr->to_f32(q, b, n);
+            for (int64_t i = 0; i < n; i++) assert_true(same_value(a[i], b[i]));
         }
         wk__vmath_set_level(-1);
         printf("  %-5s dequantize: %d levels, bits equal (%lld NaN)\n", DTYPES[t].name, nl, (long long)nan);

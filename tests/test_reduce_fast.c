@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cpu/vmath.h"
+#include "cpu/vmath/vmath.h"
 
 static uint64_t rng = 0x12345678abcdefULL;
 static double urand(void) {

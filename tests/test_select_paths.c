@@ -1,4 +1,4 @@
-/* The CPU cmp / where fast paths (src/cpu/cpu_binary.c): each stride
+/* The CPU cmp / where fast paths (src/cpu/elementwise/cpu_binary.c): each stride
  * pattern of a run (both operands walking, one held by broadcasting, a
  * transposed view, a held condition), every dtype, odd lengths, against a
  * reference computed here from the raw bits; the sign-magnitude keys of the

@@ -1,11 +1,11 @@
-/* The CPU thread pool (src/cpu/threadpool.c): every index covered exactly
+/* The CPU thread pool (src/cpu/runtime/threadpool.c): every index covered exactly
  * once for many (n, grain, threads) combinations, tids and piece alignment,
  * the serial cases, nested regions, regions from several user threads at
  * once, fork(), wk_set_num_threads errors and WICK_NUM_THREADS parsing (in a
  * child process of this test binary). */
 #include "testutil.h"
 
-#include "cpu/threadpool.h"
+#include "cpu/runtime/threadpool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -1,4 +1,4 @@
-/* Vectorized f16 / bf16 <-> f32 conversions (wk__vcvt_* in src/cpu/vmath.h)
+/* Vectorized f16 / bf16 <-> f32 conversions (wk__vcvt_* in src/cpu/vmath/vmath.h)
  * at every ISA level this CPU has, bit for bit against wick's scalar
  * conversions (wk_f16_to_f32, wk_bf16_to_f32, wk_f32_to_f16, wk_f32_to_bf16):
  *  - widening: all 65536 codes of each format (signaling NaNs included);
@@ -11,7 +11,7 @@
  *  - the dispatcher: n <= 0 touches nothing, forced levels, restore. */
 #include "testutil.h"
 
-#include "cpu/vmath.h"
+#include "cpu/vmath/vmath.h"
 
 #include <fenv.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #include "testutil.h"
 
 #include "core/env.h"
-#include "cpu/vmath.h"
+#include "cpu/vmath/vmath.h"
 
 #include <float.h>
 #include <math.h>

@@ -1,13 +1,13 @@
 /* The CPU backend table, memory entries and the seedable generator (its
  * state is the CPU device's private state, see cpu_device.c). */
 #include "core/tensor.h"
-#include "cpu/cpu_alloc.h"
+#include "cpu/memory/cpu_alloc.h"
 #include "cpu/cpu_backend.h"
-#include "cpu/cpu_rng.h"
-#include "cpu/cpu_convert.h"
-#include "cpu/cpu_quant.h"
-#include "cpu/qdot.h"
-#include "cpu/vmath.h"
+#include "cpu/runtime/cpu_rng.h"
+#include "cpu/elementwise/cpu_convert.h"
+#include "cpu/quantized/cpu_quant.h"
+#include "cpu/quantized/qdot.h"
+#include "cpu/vmath/vmath.h"
 
 static wk_status cpu_alloc(wk_device *dev, size_t nbytes, void **buf) {
     (void)dev;

@@ -33,34 +33,27 @@
  *
  * Convolutions live in cuda_conv.c (im2col / col2im + this matmul), uploads
  * in cuda_staging.c; the kernels of every other entry in kernels_*.cu. */
-#include "cuda/cuda_device.h"
+#include "cuda/runtime/cuda_device.h"
 
 #ifdef WICK_HAVE_CUDA
 #include <string.h>
 #include "cuda/cuda_kernels.h"
-#include "cuda/cuda_view.h"
-#include "cuda/cuda_mm_plan.h"
-#include "cuda/kernels_rand.h"
-#include "cuda/kernels_pool.h"
-#include "cuda/cuda_conv.h"
-#include "cuda/kernels_sort.h"
-#include "cuda/cuda_quant.h"
-#include "cuda/cuda_nn.h"
-#include "cuda/cuda_grad.h"
-
-#define ENTER(op)                                          \
-    wk_cuda_dev *d = wk__cuda_dev(dev);                    \
-    do {                                                   \
-        wk_status st_ = wk__cuda_enter((op), d);           \
-        if (st_ != WK_OK) return st_;                      \
-    } while (0)
+#include "cuda/runtime/cuda_view.h"
+#include "cuda/gemm/cuda_mm_plan.h"
+#include "cuda/random/kernels_rand.h"
+#include "cuda/conv/kernels_pool.h"
+#include "cuda/conv/cuda_conv.h"
+#include "cuda/reduce/kernels_sort.h"
+#include "cuda/quantized/cuda_quant.h"
+#include "cuda/nn/cuda_nn.h"
+#include "cuda/nn/cuda_grad.h"
 
 /* ---- memory ---- */
 
 static wk_status cu_alloc(wk_device *dev, size_t nbytes, void **buf) {
     const char *op = "alloc";
     *buf = NULL;
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     if (wk__cupool_alloc(d->pool, nbytes, buf) == WK_OK) return WK_OK;
     wk_cupool_stats s;
     wk__cupool_stats(d->pool, &s);
@@ -82,7 +75,7 @@ static void cu_free(wk_device *dev, void *buf, size_t nbytes) {
 
 static wk_status cu_from_host(wk_device *dev, void *buf, size_t off, const void *src, size_t nbytes) {
     const char *op = "from_host";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     /* through pinned staging: returns without waiting for the device */
     return wk__cuda_upload(op, d, (char *)buf + off, src, nbytes);
 }
@@ -116,7 +109,7 @@ static wk_status gather(const char *op, wk_cuda_dev *d, const void *src, const w
 
 static wk_status cu_to_host(wk_device *dev, const void *src, const wk_layout *l, wk_dtype dt, void *dst) {
     const char *op = "to_host";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     wk_layout words; /* block rows move as raw words */
     wk_status qs = wk__cuq_word_layout(op, dt, l, &words, &dt);
     if (qs != WK_OK) return qs;
@@ -189,7 +182,7 @@ wk_status wk__cuda_copy_between(wk_device *sdev, const void *src, const wk_layou
 
 static wk_status cu_copy_strided(wk_device *dev, const void *src, const wk_layout *ls, void *dst, const wk_layout *ld,
                                  wk_dtype dt) {
-    ENTER("copy_strided");
+    WK__CUDA_ENTER("copy_strided");
     wk_layout ws, wd; /* block rows move as raw words */
     wk_dtype wdt = dt;
     wk_status qs = wk__cuq_word_layout("copy_strided", dt, ls, &ws, &wdt);
@@ -199,46 +192,46 @@ static wk_status cu_copy_strided(wk_device *dev, const void *src, const wk_layou
 }
 
 static wk_status cu_fill(wk_device *dev, void *dst, const wk_layout *ld, wk_dtype dt, double value) {
-    ENTER("fill");
+    WK__CUDA_ENTER("fill");
     return wk__cuda_launched("fill", d, wk__cu_fill(d->stream, dst, wk__cu_view(ld), dt, value));
 }
 
 static wk_status cu_cast(wk_device *dev, const void *src, const wk_layout *ls, wk_dtype sdt, void *dst, wk_dtype ddt) {
-    ENTER("cast");
+    WK__CUDA_ENTER("cast");
     return wk__cuda_launched("cast", d, wk__cu_cast(d->stream, src, wk__cu_view(ls), sdt, dst, ddt));
 }
 
 static wk_status cu_unary(wk_device *dev, wk_unary_op op, const void *src, const wk_layout *ls, void *dst,
                           wk_dtype dt) {
-    ENTER("unary");
+    WK__CUDA_ENTER("unary");
     return wk__cuda_launched("unary", d, wk__cu_unary(d->stream, op, src, wk__cu_view(ls), dst, dt));
 }
 
 static wk_status cu_affine(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double mul,
                            double add) {
-    ENTER("affine");
+    WK__CUDA_ENTER("affine");
     return wk__cuda_launched("affine", d, wk__cu_affine(d->stream, src, wk__cu_view(ls), dst, dt, mul, add));
 }
 
 static wk_status cu_powf(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double e) {
-    ENTER("powf");
+    WK__CUDA_ENTER("powf");
     return wk__cuda_launched("powf", d, wk__cu_powf(d->stream, src, wk__cu_view(ls), dst, dt, e));
 }
 
 static wk_status cu_elu(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double alpha) {
-    ENTER("elu");
+    WK__CUDA_ENTER("elu");
     return wk__cuda_launched("elu", d, wk__cu_elu(d->stream, src, wk__cu_view(ls), dst, dt, alpha));
 }
 
 static wk_status cu_clamp(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, double lo,
                           double hi) {
-    ENTER("clamp");
+    WK__CUDA_ENTER("clamp");
     return wk__cuda_launched("clamp", d, wk__cu_clamp(d->stream, src, wk__cu_view(ls), dst, dt, lo, hi));
 }
 
 static wk_status cu_binary(wk_device *dev, wk_binary_op op, const void *a, const wk_layout *la, const void *b,
                            const wk_layout *lb, void *dst, wk_dtype dt) {
-    ENTER("binary");
+    WK__CUDA_ENTER("binary");
     /* integer division by zero lands in the device's flag; reported at the next wait */
     return wk__cuda_launched("binary", d,
                     wk__cu_binary(d->stream, op, a, wk__cu_view(la), b, wk__cu_view(lb), dst, dt, d->flag_dev));
@@ -246,13 +239,13 @@ static wk_status cu_binary(wk_device *dev, wk_binary_op op, const void *a, const
 
 static wk_status cu_cmp(wk_device *dev, wk_cmp_op op, const void *a, const wk_layout *la, const void *b,
                         const wk_layout *lb, void *dst, wk_dtype dt) {
-    ENTER("cmp");
+    WK__CUDA_ENTER("cmp");
     return wk__cuda_launched("cmp", d, wk__cu_cmp(d->stream, op, a, wk__cu_view(la), b, wk__cu_view(lb), dst, dt));
 }
 
 static wk_status cu_where(wk_device *dev, const void *cond, const wk_layout *lc, wk_dtype cdt, const void *a,
                           const wk_layout *la, const void *b, const wk_layout *lb, void *dst, wk_dtype dt) {
-    ENTER("where");
+    WK__CUDA_ENTER("where");
     return wk__cuda_launched("where", d,
                     wk__cu_where(d->stream, cond, wk__cu_view(lc), cdt, a, wk__cu_view(la), b, wk__cu_view(lb), dst, dt));
 }
@@ -328,7 +321,7 @@ static wk_status mm_widened(wk_device *dev, wk_cuda_dev *d, const void *a, const
 static wk_status cu_matmul(wk_device *dev, const void *a, const wk_layout *la, const void *b, const wk_layout *lb,
                            void *dst, wk_dtype dt) {
     const char *op = "matmul";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     if (dt == WK_F8E4M3) return mm_widened(dev, d, a, la, b, lb, dst, dt);
     cudaDataType_t ct;
     cublasComputeType_t comp = CUBLAS_COMPUTE_32F;
@@ -393,7 +386,7 @@ static wk_status cu_matmul(wk_device *dev, const void *a, const wk_layout *la, c
 
 static wk_status cu_reduce(wk_device *dev, wk_reduce_op op, const void *src, const wk_layout *ls, wk_dtype dt,
                            const bool *mask, void *dst) {
-    ENTER("reduce");
+    WK__CUDA_ENTER("reduce");
     return wk__cuda_launched("reduce", d, wk__cu_reduce(d->stream, op, src, wk__cu_view(ls), dt, mask, dst));
 }
 /* ---- indexing (kernels_index.cu) ----
@@ -448,7 +441,7 @@ static wk_status queue_check(const char *op, wk_cuda_dev *d, const void *ids, co
 static wk_status cu_index_select(wk_device *dev, const void *src, const wk_layout *ls, const void *ids,
                                  const wk_layout *lids, wk_dtype idt, int dim, void *dst, wk_dtype dt) {
     const char *op = "wk_index_select";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     /* block rows (any dim but the last) are gathered as raw words */
     if (wk_dtype_is_quantized(dt) && dim == ls->rank - 1)
         return wk__err(WK_ERR_DTYPE, op, "selects whole rows of %s, not elements of the last dim", wk_dtype_name(dt));
@@ -465,7 +458,7 @@ static wk_status cu_index_select(wk_device *dev, const void *src, const wk_layou
 static wk_status cu_gather(wk_device *dev, const void *src, const wk_layout *ls, const void *ids, const wk_layout *lids,
                            wk_dtype idt, int dim, void *dst, wk_dtype dt) {
     const char *op = "wk_gather";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     wk_cu_ixflag f;
     wk_status st = ix_flag(op, d, idt, &f);
     if (st != WK_OK) return st;
@@ -525,7 +518,7 @@ static wk_status scatter_write(const char *op, wk_cuda_dev *d, void *dst, const 
 static wk_status cu_scatter(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
                             wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt, bool add) {
     const char *op = add ? "wk_scatter_add" : "wk_scatter";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     /* src / ids never share dst's storage here: the dispatcher
      * (core/indexing.c) copies an aliasing input out first, since the
      * kernel's work items run concurrently */
@@ -560,7 +553,7 @@ static wk_status index_add_write(const char *op, wk_cuda_dev *d, void *dst, cons
 static wk_status cu_index_add(wk_device *dev, void *dst, const wk_layout *ld, const void *ids, const wk_layout *lids,
                               wk_dtype idt, const void *src, const wk_layout *lsrc, int dim, wk_dtype dt) {
     const char *op = "wk_index_add";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     wk_status st = serial_bound(op, d, ld, lids, dim, true);
     if (st != WK_OK) return st;
     wk_cu_ixflag f;
@@ -573,13 +566,13 @@ static wk_status cu_index_add(wk_device *dev, void *dst, const wk_layout *ld, co
 static wk_status cu_pool2d(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
                            wk_dtype dt, const wk_pool_params *p) {
     const char *op = p->is_max ? "max_pool2d" : "avg_pool2d";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     return wk__cuda_launched(op, d, wk__cu_pool2d(d->stream, x, wk__cu_view(lx), dst, wk__cu_contig_view(ld), dt, p));
 }
 static wk_status cu_upsample2d(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
                                wk_dtype dt, bool bilinear, bool align_corners) {
     const char *op = bilinear ? "upsample_bilinear2d" : "upsample_nearest2d";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     return wk__cuda_launched(op, d,
                     wk__cu_upsample2d(d->stream, x, wk__cu_view(lx), dst, wk__cu_contig_view(ld), dt, bilinear, align_corners));
 }
@@ -595,7 +588,7 @@ static wk_status with_workspace(const char *op, wk_cuda_dev *d, size_t bytes, vo
 static wk_status cu_scan(wk_device *dev, const void *src, const wk_layout *ls, void *dst, wk_dtype dt, int dim,
                          bool prod) {
     const char *op = prod ? "wk_cumprod" : "wk_cumsum";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     wk_cu_view v = wk__cu_view(ls);
     size_t wsb = wk__cu_scan_workspace(v, dim, dt);
     void *ws;
@@ -609,7 +602,7 @@ static wk_status cu_scan(wk_device *dev, const void *src, const wk_layout *ls, v
  * `first` = largest) share the bitonic sort and its workspace */
 static wk_status order_op(const char *op, wk_device *dev, const void *src, const wk_layout *ls, wk_dtype dt, int dim,
                           int64_t k, bool first, void *values, void *indices) {
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     wk_cu_view v = wk__cu_view(ls);
     size_t wsb = wk__cu_sort_workspace(v, dim, dt);
     void *ws;
@@ -634,7 +627,7 @@ static wk_status cu_topk(wk_device *dev, const void *src, const wk_layout *ls, w
  * seed and the order of the calls (never on the grid). */
 static wk_status cu_rand(wk_device *dev, void *dst, int64_t n, wk_dtype dt, double a, double b, bool normal) {
     const char *op = normal ? "wk_randn" : "wk_rand";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     if (n <= 0) return WK_OK;
     while (atomic_flag_test_and_set_explicit(&d->rng_lock, memory_order_acquire)) {
     }
@@ -668,7 +661,7 @@ static wk_status cu_set_seed(wk_device *dev, uint64_t seed) {
 
 static wk_status cu_synchronize(wk_device *dev) {
     const char *op = "wk_device_synchronize";
-    ENTER(op);
+    WK__CUDA_ENTER(op);
     wk_status st = wk__cuda_check(op, d, cudaStreamSynchronize(d->stream));
     if (st != WK_OK) return st;
     return wk__cuda_take_flag(op, d);

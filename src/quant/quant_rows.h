@@ -5,10 +5,10 @@
  * fast one (SSE2, the x86-64 baseline); wk__quantize_row_<t>_ref below is
  * ggml's reference loop, kept as the definition of the bytes.
  *
- * Dequantizers (dequant_rows.c): wk__dequant_row_<t> picks the AVX2 kernel
- * (dequant_rows_avx2.c) when the vmath level is AVX2 or higher, else loops
- * the per-block reference of dequant_block.h, which wk__dequant_row_<t>_ref
- * always does. n is whole blocks. */
+ * Dequantizers (dequant_rows.c): wk__dequant_row_<t>_ref loops the
+ * per-block reference of dequant_block.h; it is the traits table's to_f32.
+ * The CPU backend's SIMD rows (cpu/quantized/dequant_rows.h) give the same
+ * bits. n is whole blocks. */
 #ifndef WICK_QUANT_QUANT_ROWS_H
 #define WICK_QUANT_QUANT_ROWS_H
 #include <stdint.h>
@@ -22,9 +22,7 @@ void wk__quantize_row_q8_1_ref(const float *x, void *y, int64_t n);
 void wk__quantize_row_iq4_nl_ref(const float *x, void *y, int64_t n);
 
 #define WK__DQ_ROWS_DECLARE(t)                                                  \
-    void wk__dequant_row_##t(const void *src, float *dst, int64_t n);           \
-    void wk__dequant_row_##t##_ref(const void *src, float *dst, int64_t n);     \
-    void wk__dequant_row_##t##_avx2(const void *src, float *dst, int64_t n);
+    void wk__dequant_row_##t##_ref(const void *src, float *dst, int64_t n);
 WK__DQ_ROWS_DECLARE(q4_0)
 WK__DQ_ROWS_DECLARE(q4_1)
 WK__DQ_ROWS_DECLARE(q5_0)

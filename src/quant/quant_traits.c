@@ -1,7 +1,7 @@
 /* The block-dtype traits table: dequantizers loop the scalar per-block
- * reference of dequant_block.h (shared with CUDA, bit-exact with gguf-py),
- * or for the common weight types the vectorized rows of dequant_rows.c
- * (the same bits);
+ * reference of dequant_block.h (shared with CUDA, bit-exact with gguf-py;
+ * the common weight types' loops are dequant_rows.c's _ref rows; the CPU
+ * backend swaps in its SIMD rows, cpu/quantized/dequant_rows.h);
  * quantizers live in quantize_simple.c (32-element types) and quantize_k.c
  * (K types, IQ4_XS). */
 #include "quant/quant.h"
@@ -22,20 +22,20 @@
         const wk_block_##name *b = (const wk_block_##name *)src;              \
         for (int64_t i = 0; i < n / (qk); i++) wk__dq_##name(b + i, dst + i * (qk)); \
     }
-/* The vectorized rows (dequant_rows.c), under the same names. */
-#define WK__DQ_FAST(name)                                                     \
-    static void dq_row_##name(const void *src, float *dst, int64_t n) { wk__dequant_row_##name(src, dst, n); }
-WK__DQ_FAST(q4_0)
-WK__DQ_FAST(q4_1)
-WK__DQ_FAST(q5_0)
-WK__DQ_FAST(q5_1)
-WK__DQ_FAST(q8_0)
+/* The reference rows of dequant_rows.c, under the same names. */
+#define WK__DQ_REF(name)                                                     \
+    static void dq_row_##name(const void *src, float *dst, int64_t n) { wk__dequant_row_##name##_ref(src, dst, n); }
+WK__DQ_REF(q4_0)
+WK__DQ_REF(q4_1)
+WK__DQ_REF(q5_0)
+WK__DQ_REF(q5_1)
+WK__DQ_REF(q8_0)
 WK__DQ_ROW(q8_1, WK_QK)
 WK__DQ_ROW(q2_K, WK_QK_K)
 WK__DQ_ROW(q3_K, WK_QK_K)
-WK__DQ_FAST(q4_K)
-WK__DQ_FAST(q5_K)
-WK__DQ_FAST(q6_K)
+WK__DQ_REF(q4_K)
+WK__DQ_REF(q5_K)
+WK__DQ_REF(q6_K)
 WK__DQ_ROW(q8_K, WK_QK_K)
 WK__DQ_ROW(iq4_nl, WK_QK)
 WK__DQ_ROW(iq4_xs, WK_QK_K)

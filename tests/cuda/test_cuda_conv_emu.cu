@@ -1,4 +1,4 @@
-// The CUDA convolutions (src/cuda/cuda_conv.c's algorithm) against the CPU
+// The CUDA convolutions (src/cuda/conv/cuda_conv.c's algorithm) against the CPU
 // backend's wk__cpu_conv*, without a GPU: the conv kernels (im2col, col2im,
 // pack) run in host emulation (WKC_HOST_EMULATION: the per-thread code over
 // a fake grid of 7 threads), the GEMMs run as wk__cpu_matmul with EXACTLY the
@@ -24,13 +24,13 @@
 #ifndef GPU_MODE
 #define WKC_HOST_EMULATION 1
 #endif
-#include "cuda/kernels_conv.cu"
+#include "cuda/conv/kernels_conv.cu"
 #include "emu_harness.cuh"
 #include <math.h>
 
 extern "C" {
-#include "cuda/cuda_conv_plan.c" /* compiled in: the reference library may predate it */
-#include "cuda/cuda_mm_plan.h"     /* wk__cumm_plan: from libwick */
+#include "cuda/conv/cuda_conv_plan.c" /* compiled in: the reference library may predate it */
+#include "cuda/gemm/cuda_mm_plan.h"     /* wk__cumm_plan: from libwick */
 }
 
 /* f32 buffers the kernels read or write: managed memory in GPU_MODE */

@@ -31,8 +31,8 @@
 #ifndef GPU_MODE
 #define WKC_HOST_EMULATION 1
 #endif
-#include "cuda/kernels_index.cu"
-#include "cuda/kernels_sort.cu"
+#include "cuda/indexing/kernels_index.cu"
+#include "cuda/reduce/kernels_sort.cu"
 #include <math.h>
 #define EMU_RND_SEED 0x2545F4914F6CDD1Dull
 #include "emu_harness.cuh"

@@ -26,8 +26,8 @@
 #ifndef GPU_MODE
 #define WKC_HOST_EMULATION 1
 #endif
-#include "cuda/kernels_index.cu"
-#include "cuda/kernels_sort.cu"
+#include "cuda/indexing/kernels_index.cu"
+#include "cuda/reduce/kernels_sort.cu"
 #define EMU_RND_SEED 0x6A09E667F3BCC909ull
 #include "emu_harness.cuh"
 

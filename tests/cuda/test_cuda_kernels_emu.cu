@@ -9,16 +9,16 @@
 #ifndef GPU_MODE
 #define WKC_HOST_EMULATION 1
 #endif
-#include "cuda/kernels_copy.cu"
-#include "cuda/kernels_elementwise.cu"
-#include "cuda/kernels_reduce.cu"
-#include "cuda/kernels_index.cu"
+#include "cuda/memory/kernels_copy.cu"
+#include "cuda/elementwise/kernels_elementwise.cu"
+#include "cuda/reduce/kernels_reduce.cu"
+#include "cuda/indexing/kernels_index.cu"
 #define EMU_RND_SEED 88172645463325252ull
 #include "emu_harness.cuh"
 #include <string>
 
 extern "C" {
-#include "cpu/cpu_convert.h"
+#include "cpu/elementwise/cpu_convert.h"
 }
 
 #ifdef GPU_MODE

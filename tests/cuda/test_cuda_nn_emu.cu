@@ -1,4 +1,4 @@
-// The fused nn kernels (src/cuda/kernels_nn.cu) in host emulation, each
+// The fused nn kernels (src/cuda/nn/kernels_nn.cu) in host emulation, each
 // against a plain f64 reference written here: softmax / log_softmax along
 // every dim (rows shorter and longer than a warp, -inf, all -inf and NaN
 // rows), rms_norm / layer_norm with and without weight / bias (strided),
@@ -17,7 +17,7 @@
 #ifndef GPU_MODE
 #define WKC_HOST_EMULATION 1
 #endif
-#include "cuda/kernels_nn.cu"
+#include "cuda/nn/kernels_nn.cu"
 #define EMU_RND_SEED 0x6A09E667F3BCC909ull
 #include "emu_harness.cuh"
 

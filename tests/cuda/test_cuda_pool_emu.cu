@@ -1,4 +1,4 @@
-// The CUDA pooling / resampling kernels (src/cuda/kernels_pool.cu) against
+// The CUDA pooling / resampling kernels (src/cuda/conv/kernels_pool.cu) against
 // the CPU backend (wk__cpu_pool2d, wk__cpu_upsample2d), in host emulation:
 // kernels_pool.cu is #included with WKC_HOST_EMULATION, so its per-thread
 // code, unravelling and grid-stride loop run on the host over a fake grid
@@ -22,7 +22,7 @@
 #ifndef GPU_MODE
 #define WKC_HOST_EMULATION 1
 #endif
-#include "cuda/kernels_pool.cu"
+#include "cuda/conv/kernels_pool.cu"
 #include "emu_harness.cuh"
 
 static bool is_float_dt(int dt) { return !wkc_is_int(dt); }

@@ -12,14 +12,14 @@
 #ifndef GPU_MODE
 #define WKC_HOST_EMULATION 1
 #endif
-#include "cuda/kernels_copy.cu"
-#include "cuda/kernels_index.cu"
-#include "cuda/kernels_quant.cu"
+#include "cuda/memory/kernels_copy.cu"
+#include "cuda/indexing/kernels_index.cu"
+#include "cuda/quantized/kernels_quant.cu"
 #define EMU_RND_SEED 0x2545F4914F6CDD1Dull
 #include "emu_harness.cuh"
 
 extern "C" {
-#include "cuda/cuda_quant_words.h"
+#include "cuda/quantized/cuda_quant_words.h"
 }
 
 static const wk_dtype QT[] = {WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0,   WK_Q8_1,   WK_Q2_K,

@@ -1,4 +1,4 @@
-// The CUDA random-number kernels (src/cuda/kernels_rand.cu) in host
+// The CUDA random-number kernels (src/cuda/random/kernels_rand.cu) in host
 // emulation: the launchers run the kernels' per-thread bodies on the CPU over
 // a fake grid, so the generator, the value mapping, the stores and the
 // grid-stride loop are checked without a GPU. Built by ctest like every
@@ -29,7 +29,7 @@
 #ifndef GPU_MODE
 #define WKC_HOST_EMULATION 1
 #endif
-#include "cuda/kernels_rand.cu"
+#include "cuda/random/kernels_rand.cu"
 #define EMU_OWN_BUF 1 /* Buf below: a raw, 64-byte aligned, poisoned allocation */
 #include "emu_harness.cuh"
 #include <float.h>
@@ -37,7 +37,7 @@
 #include <cmath>
 
 extern "C" {
-#include "cpu/cpu_convert.h"
+#include "cpu/elementwise/cpu_convert.h"
 }
 
 /* ---------------- buffers ---------------- */

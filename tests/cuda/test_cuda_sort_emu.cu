@@ -31,8 +31,8 @@
 #ifndef GPU_MODE
 #define WKC_HOST_EMULATION 1
 #endif
-#include "cuda/kernels_scan.cu"
-#include "cuda/kernels_sort.cu"
+#include "cuda/reduce/kernels_scan.cu"
+#include "cuda/reduce/kernels_sort.cu"
 #include <math.h>
 #include "emu_harness.cuh"
 

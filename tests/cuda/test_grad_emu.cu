@@ -1,4 +1,5 @@
-// The autograd kernels (src/cuda/kernels_grad.cu) in host emulation, each
+// The autograd kernels (src/cuda/nn/kernels_grad.cu, the pooling ones in
+// src/cuda/conv/kernels_pool_backward.cu) in host emulation, each
 // against a plain f64 reference written here: softmax / log_softmax
 // backward along every dim of strided views (the contract's formula);
 // rms / layer norm backward with and without weight (and bias), dx, dw, db
@@ -23,8 +24,9 @@
 // weight lost where both taps hit one cell, a pooling window's last output
 // missed, the avg divisor rule inverted, the online sum scaled by 1.001.
 #define WKC_HOST_EMULATION 1
-#include "cuda/kernels_grad.cu"
-#include "cuda/kernels_pool.cu"
+#include "cuda/nn/kernels_grad.cu"
+#include "cuda/conv/kernels_pool.cu"
+#include "cuda/conv/kernels_pool_backward.cu"
 #define EMU_RND_SEED 0xBB67AE8584CAA73Bull
 #include "emu_harness.cuh"
 #include <algorithm>
