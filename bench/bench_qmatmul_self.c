@@ -7,7 +7,7 @@
  * (on a machine shared with other jobs: the time this process computed,
  * which for 2 threads is the sum over both). */
 #include "peer.h"
-#include "quant/blocks.h"
+#include "base/blocks.h"
 #include "wick/nn.h"
 #include "wick/wick.h"
 #include <stdio.h>

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "wick/gguf.h"
 
 static void expect_clean_error(const char *what, bool dtype_ok) {

@@ -1,4 +1,4 @@
-/* The backend contract (src/backend.h) and the registry:
+/* The backend contract (src/tensor/backend.h) and the registry:
  *  - every required entry of the CPU table (and of the CUDA table when it is
  *    compiled in) is set; the table is walked as an array of function
  *    pointers after `name`, so an entry added later is checked without
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
 
 typedef void (*any_fn)(void);

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cuda/runtime/cuda_device.h"
 #include "cuda/gemm/cuda_mm_plan.h"
 #include "cuda/conv/cuda_pool.h"

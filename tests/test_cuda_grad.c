@@ -19,7 +19,7 @@
 
 #include "wick/autograd.h"
 #include "wick/nn.h"
-#include "core/tensor.h" /* the device's backend entries, for the direct checks */
+#include "tensor/tensor.h" /* the device's backend entries, for the direct checks */
 
 static wk_device *g_dev;
 

@@ -16,7 +16,7 @@
  * index_add / scatter over long id lists) are backend cases of the op table
  * now (tests/oracle/op_table.def), run by tests/test_backend_ops.c. */
 #include "testutil.h"
-#include "core/tensor.h" /* wk__scatter_alias_copies */
+#include "tensor/tensor.h" /* wk__scatter_alias_copies */
 
 #include <math.h>
 #include <pthread.h>

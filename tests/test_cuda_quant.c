@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "quant/dequant_block.h"
 
 static const wk_dtype QT[] = {WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0,   WK_Q8_1,   WK_Q2_K,

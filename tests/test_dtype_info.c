@@ -2,7 +2,7 @@
  * helpers that use its block geometry, including a synthetic GGML-like
  * block of 32 elements in 18 bytes (no such dtype exists yet). */
 #include "testutil.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include <string.h>
 
 static void test_table(void **state) {

@@ -1,4 +1,4 @@
-/* WICK_* environment variables (core/env.c): one parser for all of them.
+/* WICK_* environment variables (base/env.c): one parser for all of them.
  * Each case runs this binary again (--probe) with some variables set and
  * reads back what it printed: the value each variable resolved to, what the
  * library then did (SIMD level, threads, cache limit, GEMM blocking), and
@@ -6,7 +6,7 @@
  * read once (changing it later has no effect until wk__env_reload). */
 #include "testutil.h"
 
-#include "core/env.h"
+#include "base/env.h"
 #include "cpu/memory/cpu_cache.h"
 
 #include <stdio.h>

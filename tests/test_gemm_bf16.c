@@ -9,7 +9,7 @@
  * AVX512-BF16. */
 #include "testutil.h"
 
-#include "core/env.h"
+#include "base/env.h"
 #include "cpu/gemm/gemm.h"
 
 #include <math.h>

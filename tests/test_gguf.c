@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "io/gguf_internal.h"
 #include "test_gguf_image.h"
 #include "wick/gguf.h"

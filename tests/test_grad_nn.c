@@ -7,7 +7,7 @@
  * f64; 1 vs 2 threads bit-identical; every SIMD level this CPU has. */
 #include "testutil.h"
 #include "gradcheck.h"
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/vmath/vmath.h"
 #include "wick/autograd.h"

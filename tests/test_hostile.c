@@ -8,7 +8,7 @@
  * write past a buffer (the cat case did that in Release before the fix). */
 #include "testutil.h"
 
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 
 #include <float.h>
 #include <math.h>

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "io/map_file.h"
-#include "quant/blocks.h"
+#include "base/blocks.h"
 
 static char g_path[256];
 

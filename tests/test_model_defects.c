@@ -17,7 +17,7 @@
 #include "wick/gguf.h"
 #include "wick/tokenizer.h"
 #include "wick/llama.h"
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "model/llama_internal.h"
 #include "wick/bert.h"
 #include "wick/safetensors.h"

@@ -1,8 +1,8 @@
 /* The op lists (include/wick/wick_ops.h) and what is generated from them:
  * names, one-op wrappers, the backward-rule tables, the integer rules, and
- * the shared integer math's division paths (core/op_math.h). */
+ * the shared integer math's division paths (base/op_math.h). */
 #include "testutil.h"
-#include "ops.h"
+#include "tensor/op_lists.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -16,7 +16,7 @@
 #include "testutil.h"
 #include "oracle_util.h"
 #include "op_table.h"
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/vmath/vmath.h"
 
 #include <math.h>

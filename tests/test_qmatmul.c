@@ -6,7 +6,7 @@
  * N not a multiple of any tile or panel, batch dims, f16/bf16 and strided x,
  * row-strided w; SIMD == portable bit for bit on data whose float sums are
  * exact; f16/bf16 weights; the argument errors. */
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/gemm/gemm.h"
 #include "cpu/quantized/qdot.h"
 #include "cpu/vmath/vmath.h"

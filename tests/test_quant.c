@@ -6,9 +6,9 @@
  * does not, a walk of the whole op table with block inputs, threads. */
 #include "testutil.h"
 #include "op_table.h"
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
-#include "quant/blocks.h"
+#include "base/blocks.h"
 #include "quant/quant.h"
 #include "wick/nn.h"
 

@@ -20,7 +20,7 @@
 
 #include "cpu/vmath/vmath.h"
 #include "cpu/quantized/dequant_rows.h"
-#include "quant/blocks.h"
+#include "base/blocks.h"
 #include "quant/quant.h"
 #include "quant/quant_rows.h"
 

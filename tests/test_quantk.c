@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant/blocks.h"
+#include "base/blocks.h"
 #include "quant/dequant_block.h"
 #include "quant/quant.h"
 #include "quant/quantize_k.h"

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "io/map_file.h"
 #include "io/safetensors_internal.h"
 #include "wick/safetensors.h"

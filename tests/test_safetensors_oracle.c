@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "io/safetensors_internal.h"
 #include "wick/safetensors.h"
 

@@ -5,7 +5,7 @@
  * narrow floats exhaustively for f8e4m3 and on the special values of f16 /
  * bf16; 1 and 2 threads bit-identical; masked_fill and tril on top. */
 #include "testutil.h"
-#include "core/dtype_cases.h"
+#include "base/dtype_cases.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * 4): zero copy, the release callback's exactly-once rule, read-only
  * storage, argument errors; and the -1 dim of wk_from_host. */
 #include "testutil.h"
-#include "core/tensor.h" /* wk__from_device_blob, storage->buf */
+#include "tensor/tensor.h" /* wk__from_device_blob, storage->buf */
 #include <stdlib.h>
 #include <string.h>
 

@@ -6,7 +6,7 @@
  * the dispatcher (forced levels, WICK_ISA). */
 #include "testutil.h"
 
-#include "core/env.h"
+#include "base/env.h"
 #include "cpu/vmath/vmath.h"
 
 #include <float.h>

@@ -2,7 +2,7 @@
  * errors naming the op (issue 10: before it, copy_/fill_ into
  * broadcast_as((1,3) -> (4,3)) succeeded and the last row won). */
 #include "testutil.h"
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include <stdio.h>
 #include <string.h>
 

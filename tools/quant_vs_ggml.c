@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant/blocks.h"
+#include "base/blocks.h"
 #include "quant/quant.h"
 #include "wick/wick.h"
 

@@ -1,5 +1,5 @@
 /* Fused neural-network ops (included from wick.h). Each runs as one backend
- * kernel where the backend has the optional entry (src/backend.h), else as
+ * kernel where the backend has the optional entry (src/tensor/backend.h), else as
  * a composite of the required entries with the same results up to rounding;
  * f16 / bf16 / f8 inputs compute through f32 either way. Float dtypes only;
  * errors as everywhere (NULL + wk_last_error). */

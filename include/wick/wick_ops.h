@@ -22,7 +22,7 @@
  *             INT_ID: the identity on integers;
  *             INT_DEF: a defined integer meaning, wrapping like C unsigned
  *             arithmetic (abs/neg of the minimum value give the minimum)
- *   backward  the derivative rule autograd keys on (BW_* in src/ops.h)
+ *   backward  the derivative rule autograd keys on (BW_* in src/tensor/op_lists.h)
  *   exact     EXACT: exactly rounded, bit-identical on every backend;
  *             LIBM: libm-class math, a few ulp apart between backends
  *   cpu_f32   VMATH: the CPU's f32 runs the SIMD kernel wk__v<name>_f32;

@@ -19,7 +19,7 @@
  * references to their parameters). A leaf that dies before a backward
  * reaches it is swept later (maybe_prune_locked). */
 #include "wkpy.h"
-#include "core/tensor.h" /* refs, for the dealloc hook */
+#include "tensor/tensor.h" /* refs, for the dealloc hook */
 #include "pythread.h"
 #include <stdatomic.h>
 #include <string.h>

@@ -10,7 +10,7 @@
  * the last wick view of that memory is freed. */
 #include "wkpy.h"
 #include "dlpack.h"
-#include "core/tensor.h" /* storage->buf, dev->ordinal, wk__from_device_blob */
+#include "tensor/tensor.h" /* storage->buf, dev->ordinal, wk__from_device_blob */
 #include <stdlib.h>
 #include <string.h>
 

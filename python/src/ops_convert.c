@@ -10,7 +10,7 @@
  * are separate slots from float(t) / int(t) (nb_float, nb_int): neither
  * shadows the other. */
 #include "wkpy.h"
-#include "core/tensor.h" /* storage->buf for data_ptr */
+#include "tensor/tensor.h" /* storage->buf for data_ptr */
 #include <string.h>
 
 #define FAST(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS

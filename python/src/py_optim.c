@@ -3,7 +3,7 @@
  * They read and write the gradients of autograd.c's store (wkpy_grads),
  * under its lock; a step runs with the GIL released. */
 #include "wkpy.h"
-#include "core/tensor.h" /* ->node: a parameter's identity, whatever its Python wrapper */
+#include "tensor/tensor.h" /* ->node: a parameter's identity, whatever its Python wrapper */
 #include "wick/train.h"
 #include <math.h>
 #include <stdarg.h>

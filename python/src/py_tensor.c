@@ -6,8 +6,8 @@
  * the other parts. Nothing but module.c names this file. */
 #include "wkpy.h"
 #include "parts.h"
-#include "core/tensor.h" /* storage->buf: wick has no public data pointer (the rest goes through wick.h) */
-#include "core/dtype_cases.h" /* WK__CASE_BLOCK_DTYPES: the switches below name every dtype */
+#include "tensor/tensor.h" /* storage->buf: wick has no public data pointer (the rest goes through wick.h) */
+#include "base/dtype_cases.h" /* WK__CASE_BLOCK_DTYPES: the switches below name every dtype */
 
 /* ---- properties ---- */
 

@@ -1,7 +1,7 @@
 /* Elementwise ops made of the recorded public ones (their parts record):
  * the one-op wrappers wick.h declares and wk_binary_scalar. */
 #include "autograd/node.h"
-#include "core/prim_elementwise.h"
+#include "ops/prim_elementwise.h"
 
 /* wk_exp(t), ...: one per list line, as declared by wick.h */
 #define UNARY_FN(e, n, ...) \

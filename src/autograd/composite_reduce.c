@@ -1,6 +1,7 @@
 /* The one-op reduction wrappers wick.h declares (their part records). */
 #include "autograd/node.h"
-#include "core/prim_reduce.h"
+#include "ops/prim_reduce.h"
+#include "tensor/op_lists.h"
 
 static wk_tensor *reduce_all(const wk_tensor *t, wk_reduce_op op) {
     if (!wk__check_in(wk__reduce_name(op), t)) return NULL;

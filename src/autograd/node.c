@@ -6,7 +6,7 @@
 
 _Thread_local int wk__tl_nograd;
 
-/* What the tensor floor calls for a tracked tensor (core/tensor.h). */
+/* What the tensor floor calls for a tracked tensor (tensor/tensor.h). */
 static const wk__graph_ops k_graph_ops = {.release = wk__node_release, .check_inplace = wk__ag_check_inplace};
 
 void wk_no_grad_begin(void) { wk__tl_nograd++; }
@@ -77,7 +77,7 @@ void wk__node_release_saved(wk__node *n) {
 
 static wk__node *node_alloc(const char *name, wk__bw_fn fn, int nin) {
     /* every node is made here, before any tensor can hold it: from now on
-     * the tensor floor may call the table (core/tensor.h) */
+     * the tensor floor may call the table (tensor/tensor.h) */
     if (!atomic_load_explicit(&wk__graph, memory_order_relaxed))
         atomic_store_explicit(&wk__graph, &k_graph_ops, memory_order_release);
     wk__node *n = calloc(1, sizeof *n + (size_t)nin * sizeof(wk__edge));

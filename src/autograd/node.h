@@ -23,7 +23,7 @@
 #ifndef WICK_AUTOGRAD_NODE_H
 #define WICK_AUTOGRAD_NODE_H
 #include <stdatomic.h>
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "wick/autograd.h"
 
 typedef struct wk__node wk__node;

@@ -6,7 +6,7 @@
 #ifndef WICK_AUTOGRAD_RECORD_H
 #define WICK_AUTOGRAD_RECORD_H
 #include "autograd/node.h"
-#include "core/prim_slice_assign.h"
+#include "ops/prim_slice_assign.h"
 
 /* rules_elementwise.c */
 wk_tensor *wk__ag_unary(wk_tensor *r, const wk_tensor *x, wk_unary_op op);
@@ -73,7 +73,7 @@ wk_tensor *wk__ag_var(wk_tensor *r, const wk_tensor *x, const bool *mask, bool k
 /* p: the normalized parameters (stride / dilation / groups >= 1). */
 wk_tensor *wk__ag_conv(wk_tensor *r, const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p, int spatial,
                        bool transposed, const char *op);
-/* pool2d (src/core/pool.c): p as the backend got it. */
+/* pool2d (src/ops/pool.c): p as the backend got it. */
 wk_tensor *wk__ag_pool2d(wk_tensor *r, const wk_tensor *x, const wk_pool_params *p, const char *op);
 /* upsample (pool.c): rank 3 (1-d, H = 1) or 4. */
 wk_tensor *wk__ag_upsample(wk_tensor *r, const wk_tensor *x, int rank, bool bilinear, bool align_corners,
@@ -105,7 +105,7 @@ wk_tensor *wk__ag_slice_scatter(wk_tensor *r, const wk_tensor *t, const wk_tenso
 wk__node  *wk__ag_slice_set_node(const wk_tensor *dst, const wk_tensor *src, int dim, int64_t offset);
 /* wk_copy_ (a whole overwrite: dst's old value gets a zero gradient) */
 wk__node  *wk__ag_copy_node(const wk_tensor *dst, const wk_tensor *src);
-/* slice_assign: sp the slice normalised (wk__slice_spec: core/prim_slice_assign.h) */
+/* slice_assign: sp the slice normalised (wk__slice_spec: ops/prim_slice_assign.h) */
 wk_tensor *wk__ag_slice_assign(wk_tensor *r, const wk_tensor *t, const wk__slice_spec *sp, const wk_tensor *src);
 wk__node  *wk__ag_slice_assign_node(const wk_tensor *dst, const wk__slice_spec *sp, const wk_tensor *src);
 /* rules_index.c (ids: the integer index tensor, saved) */

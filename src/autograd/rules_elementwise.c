@@ -1,8 +1,8 @@
 /* Backward rules of the unary and binary op lists (keyed by their backward
- * column, src/ops.h) and of affine. Written with public ops, so that under
+ * column, src/tensor/op_lists.h) and of affine. Written with public ops, so that under
  * create_graph the gradients are recorded and can be differentiated again. */
 #include "autograd/record.h"
-#include "ops.h"
+#include "tensor/op_lists.h"
 #include <math.h>
 
 /* What each unary rule reads: the input x, the output y, or nothing. */

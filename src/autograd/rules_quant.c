@@ -1,4 +1,4 @@
-/* Backward rules of the quantized-weight ops (src/core/qmatmul.c,
+/* Backward rules of the quantized-weight ops (src/ops/qmatmul.c,
  * quantize.c). Block-quantized values are frozen: no gradient is computed
  * for them; what flows is the gradient of the float values around them. */
 #include "autograd/record.h"

@@ -1,8 +1,8 @@
-/* The public convolutions: the untracked op (src/core/conv.c), recorded when
+/* The public convolutions: the untracked op (src/ops/conv.c), recorded when
  * x or w is tracked (src/autograd/rules_conv.c); the body makes its output
  * with one backend call and records nothing itself. */
 #include "autograd/record.h"
-#include "core/prim_conv.h"
+#include "ops/prim_conv.h"
 
 static wk_tensor *conv_run(const char *op, const wk_tensor *x, const wk_tensor *w, const wk_conv_params *pin, int sp,
                            bool transposed) {

@@ -1,9 +1,9 @@
 /* The public out-of-place custom ops: the untracked run
- * (wk__prim_custom_op, core/custom_op.c) and, when an input is tracked, one
+ * (wk__prim_custom_op, ops/custom_op.c) and, when an input is tracked, one
  * node whose rule is the op's stored backward callback (rules_custom.c).
  * The in-place forms record nothing and stay in core. */
 #include "autograd/record.h"
-#include "core/prim_custom_op.h"
+#include "ops/prim_custom_op.h"
 
 static wk_tensor *tracked(const char *fn, const wk_custom_op *op, int nin, const wk_tensor *const *in) {
     wk_tensor *out = wk__prim_custom_op(fn, op, nin, in);

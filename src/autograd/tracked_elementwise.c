@@ -1,7 +1,7 @@
 /* The public elementwise ops that record (their untracked bodies:
- * src/core/elementwise.c, core/prim_elementwise.h). */
+ * src/ops/elementwise.c, ops/prim_elementwise.h). */
 #include "autograd/record.h"
-#include "core/prim_elementwise.h"
+#include "ops/prim_elementwise.h"
 
 wk_tensor *wk_unary(const wk_tensor *t, wk_unary_op op) {
     if (!wk__ag_on1(t)) return wk__prim_unary(t, op);

@@ -1,12 +1,12 @@
 /* The public indexing ops. index_select, gather, scatter (out of place and
  * in place), index_add, slice_scatter, repeat and pad_with_zeros are the
- * untracked ops of src/core/indexing.c with one node each when an input is
+ * untracked ops of src/ops/indexing.c with one node each when an input is
  * tracked (src/autograd/rules_index.c, rules_join.c). embedding, flip,
  * roll, pad_with_same and masked_fill are composites that record through
  * their parts (reshape and index_select; copy and index_select; narrow and
  * cat; narrow, broadcast and cat; where). */
 #include "autograd/record.h"
-#include "core/prim_indexing.h"
+#include "ops/prim_indexing.h"
 #include <inttypes.h>
 #include <stdlib.h>
 

@@ -1,8 +1,8 @@
-/* The public joins: wk_cat is the untracked cat (src/core/join.c) with one
+/* The public joins: wk_cat is the untracked cat (src/ops/join.c) with one
  * node when an input is tracked (src/autograd/rules_join.c); wk_stack is a
  * composite of unsqueeze and cat and records through them. */
 #include "autograd/record.h"
-#include "core/prim_join.h"
+#include "ops/prim_join.h"
 
 wk_tensor *wk_cat(wk_tensor *const *ts, int n, int dim) {
     if (n < 1 || !wk__ag_onn(ts, n)) return wk__prim_cat(ts, n, dim);

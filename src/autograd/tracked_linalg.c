@@ -1,8 +1,8 @@
 /* The public vector products and norms: dot, mv and norm have their own
- * backward rules (rules_linalg.c): each body (src/core/linalg.c) runs with
+ * backward rules (rules_linalg.c): each body (src/ops/linalg.c) runs with
  * recording suspended and the result gets one node. */
 #include "autograd/record.h"
-#include "core/prim_linalg.h"
+#include "ops/prim_linalg.h"
 
 wk_tensor *wk_dot(const wk_tensor *a, const wk_tensor *b) {
     if (!wk__ag_on2(a, b)) return wk__prim_dot(a, b);

@@ -1,7 +1,7 @@
 /* The public matrix products that record (their untracked bodies:
- * src/core/matmul.c). */
+ * src/ops/matmul.c). */
 #include "autograd/record.h"
-#include "core/prim_matmul.h"
+#include "ops/prim_matmul.h"
 
 wk_tensor *wk_matmul(const wk_tensor *a, const wk_tensor *b) {
     if (!wk__ag_on2(a, b)) return wk__prim_matmul(a, b);

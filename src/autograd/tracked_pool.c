@@ -1,8 +1,8 @@
-/* The public pooling and resampling ops: the untracked op (src/core/pool.c),
+/* The public pooling and resampling ops: the untracked op (src/ops/pool.c),
  * recorded when x is tracked (src/autograd/rules_pool.c), an empty result
  * included. The pool parameters are recorded as the backend got them. */
 #include "autograd/record.h"
-#include "core/prim_pool.h"
+#include "ops/prim_pool.h"
 
 wk_tensor *wk_avg_pool2d(const wk_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
                          bool count_include_pad) {

@@ -1,6 +1,6 @@
-/* The public block conversions (their bodies: src/core/quantize.c). */
+/* The public block conversions (their bodies: src/ops/quantize.c). */
 #include "autograd/record.h"
-#include "core/prim_quantize.h"
+#include "ops/prim_quantize.h"
 
 /* Quantizing has no gradient (the block values are frozen): a tensor that
  * requires grad in grad mode is refused rather than silently dropped. */

@@ -1,6 +1,6 @@
-/* The public reduction that records (its untracked body: src/core/reduce.c). */
+/* The public reduction that records (its untracked body: src/ops/reduce.c). */
 #include "autograd/record.h"
-#include "core/prim_reduce.h"
+#include "ops/prim_reduce.h"
 
 wk_tensor *wk_reduce(const wk_tensor *t, wk_reduce_op op, const int *dims, int ndims, bool keepdim) {
     if (!wk__ag_on1(t)) return wk__prim_reduce(t, op, dims, ndims, keepdim);

@@ -1,8 +1,8 @@
 /* The public scans, sorts and composite reductions that record (their
- * untracked bodies: src/core/scan.c). Each prim validated its arguments, so
+ * untracked bodies: src/ops/scan.c). Each prim validated its arguments, so
  * a result means the dims normalise without further checks. */
 #include "autograd/record.h"
-#include "core/prim_scan.h"
+#include "ops/prim_scan.h"
 
 /* The dim the scans and sorts work along (a rank-0 tensor: one line, dim 0). */
 static int line_dim(const wk_tensor *t, int dim) { return t->layout.rank == 0 ? 0 : dim < 0 ? dim + t->layout.rank : dim; }

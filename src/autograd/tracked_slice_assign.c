@@ -1,4 +1,4 @@
-/* The public slice assignments: the untracked op (src/core/slice_assign.c)
+/* The public slice assignments: the untracked op (src/ops/slice_assign.c)
  * and one node (rules_join.c). The in-place form makes the node first (an
  * allocation failure writes nothing), writes with recording suspended, then
  * rebases dst onto the node. */

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 
 #include "autograd/record.h"
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 
 /* floor(in * scale) as the output size; false (error recorded) when the
  * scale or the resulting size is unusable. */

@@ -1,8 +1,8 @@
-/* The public views that record (their untracked bodies: src/core/views.c).
+/* The public views that record (their untracked bodies: src/tensor/views.c).
  * Each prim validated its arguments, so a non-NULL result means the dims
  * and indices the rules take normalise without further checks. */
 #include "autograd/record.h"
-#include "core/prim_views.h"
+#include "tensor/prim_views.h"
 
 wk_tensor *wk_reshape(const wk_tensor *t, const int64_t *shape, int rank) {
     if (!wk__ag_on1(t)) return wk__prim_reshape(t, shape, rank);

@@ -1,6 +1,6 @@
 /* The CPU backend table, memory entries and the seedable generator (its
  * state is the CPU device's private state, see cpu_device.c). */
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/memory/cpu_alloc.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/runtime/cpu_rng.h"

@@ -1,7 +1,7 @@
 /* The CPU backend's entries (assembled into wk__cpu_backend in cpu_backend.c). */
 #ifndef WICK_CPU_BACKEND_H
 #define WICK_CPU_BACKEND_H
-#include "backend.h"
+#include "tensor/backend.h"
 
 extern const wk_backend wk__cpu_backend;
 extern const wk_backend_desc wk__cpu_backend_desc; /* cpu_device.c */
@@ -95,7 +95,7 @@ wk_status wk__cpu_rope(wk_device *dev, const void *x, const wk_layout *lx, const
 wk_status wk__cpu_attention(wk_device *dev, const void *q, const wk_layout *lq, const void *k, const wk_layout *lk,
                             const void *v, const wk_layout *lv, const void *mask, const wk_layout *lm, wk_dtype dt,
                             const wk_attention_args *a, void *dst);
-/* cpu_nn_backward.c, cpu_attention_backward.c (autograd; src/backend.h) */
+/* cpu_nn_backward.c, cpu_attention_backward.c (autograd; src/tensor/backend.h) */
 wk_status wk__cpu_softmax_backward(wk_device *dev, const void *y, const wk_layout *ly, const void *g,
                                    const wk_layout *lg, wk_dtype dt, int dim, bool logp, void *dx);
 wk_status wk__cpu_norm_backward(wk_device *dev, const void *x, const wk_layout *lx, const void *w,

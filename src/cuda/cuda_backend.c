@@ -1,4 +1,4 @@
-/* The CUDA backend table (src/backend.h) - first stage.
+/* The CUDA backend table (src/tensor/backend.h) - first stage.
  *
  * Every op allocates from the device's pool, queues its kernel on the
  * device's one non-blocking stream and returns at once; kernels are built
@@ -520,7 +520,7 @@ static wk_status cu_scatter(wk_device *dev, void *dst, const wk_layout *ld, cons
     const char *op = add ? "wk_scatter_add" : "wk_scatter";
     WK__CUDA_ENTER(op);
     /* src / ids never share dst's storage here: the dispatcher
-     * (core/indexing.c) copies an aliasing input out first, since the
+     * (ops/indexing.c) copies an aliasing input out first, since the
      * kernel's work items run concurrently */
     /* checked on the device, the writes gated on it: never a half-written dst, no wait */
     wk_status st = serial_bound(op, d, ld, lids, dim, false);

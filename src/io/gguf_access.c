@@ -2,7 +2,7 @@
  * tensor views, all answered from the parsed index over the map. */
 #include <string.h>
 #include "wick/gguf.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "io/gguf_internal.h"
 
 uint32_t wk_gguf_version(const wk_gguf *g) { return g ? g->version : 0; }

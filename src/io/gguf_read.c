@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/checked.h"
-#include "core/error.h"
+#include "base/checked.h"
+#include "base/error.h"
 #include "io/gguf_internal.h"
 
 static const char *const OP = "wk_gguf_open";

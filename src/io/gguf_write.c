@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "io/gguf_internal.h"
 
 #define GGML_MAX_NAME 64 /* ggml reads names shorter than this */

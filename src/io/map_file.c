@@ -9,11 +9,11 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "core/checked.h"
-#include "core/dtype.h"
-#include "core/error.h"
-#include "core/layout.h"
-#include "core/tensor.h"
+#include "base/checked.h"
+#include "base/dtype.h"
+#include "base/error.h"
+#include "tensor/layout.h"
+#include "tensor/tensor.h"
 
 struct wk__map {
     atomic_int refs;

@@ -21,8 +21,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "core/dtype.h"
-#include "core/error.h"
+#include "base/dtype.h"
+#include "base/error.h"
 
 #define SIG_LOCAL   0x04034b50u
 #define SIG_CENTRAL 0x02014b50u

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "core/error.h"
+#include "base/error.h"
 #include "io/json.h"
 #include "io/safetensors_internal.h"
 

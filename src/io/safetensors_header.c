@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include "wick/safetensors.h"
 #include <string.h>
-#include "core/checked.h"
-#include "core/dtype_cases.h"
-#include "core/error.h"
+#include "base/checked.h"
+#include "base/dtype_cases.h"
+#include "base/error.h"
 #include "io/json.h"
 #include "io/safetensors_internal.h"
 

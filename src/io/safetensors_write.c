@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/dtype.h"
-#include "core/error.h"
-#include "core/tensor.h"
+#include "base/dtype.h"
+#include "base/error.h"
+#include "tensor/tensor.h"
 #include "io/json.h"
 #include "io/safetensors_internal.h"
 

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/error.h"
-#include "core/tensor.h"
+#include "base/error.h"
+#include "tensor/tensor.h"
 #include "model/bert_internal.h"
 
 #define OP "wk_bert_load"

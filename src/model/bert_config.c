@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "core/error.h"
+#include "base/error.h"
 #include "io/json.h"
 #include "io/map_file.h"
 #include "model/bert_internal.h"

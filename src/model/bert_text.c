@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "core/error.h"
+#include "base/error.h"
 #include "model/bert_internal.h"
 
 #define OP "wk_bert_load"

@@ -12,7 +12,7 @@
  * refused with -1 rather than rendered wrongly. */
 #include <stdbool.h>
 #include <string.h>
-#include "core/error.h"
+#include "base/error.h"
 #include "wick/generate.h"
 
 static const char IM_START[] = "<|im_start|>", IM_END[] = "<|im_end|>";

@@ -19,7 +19,7 @@
 #include "wick/llama.h"
 #include <string.h>
 #include <time.h>
-#include "core/error.h"
+#include "base/error.h"
 #include "model/stop_text.h"
 #include "wick/generate.h"
 

@@ -3,7 +3,7 @@
  * place and attention reads a narrow of the filled part. */
 #include "model/llama_internal.h"
 #include "wick/llama.h"
-#include "core/error.h"
+#include "base/error.h"
 #include <stdlib.h>
 
 wk_kv_cache *wk_kv_cache_new(const wk_llama *m, int64_t max_tokens) {

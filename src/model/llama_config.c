@@ -3,7 +3,7 @@
 #include "model/llama_internal.h"
 #include "wick/gguf.h"
 #include "wick/llama.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "io/json.h"
 #include <math.h>
 #include <stdio.h>

@@ -3,8 +3,8 @@
  * wk_qmatmul (blocks, f16, bf16) or wk_matmul (f32, a transposed view). */
 #include "model/llama_internal.h"
 #include "wick/llama.h"
-#include "core/error.h"
-#include "core/tensor.h"
+#include "base/error.h"
+#include "tensor/tensor.h"
 #include <stdlib.h>
 #include <string.h>
 

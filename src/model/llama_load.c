@@ -7,7 +7,7 @@
 #include "wick/safetensors.h"
 #include "wick/tokenizer.h"
 #include "wick/llama.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "io/json.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
 #include "wick/generate.h"
 #include <stdlib.h>
 #include <string.h>
-#include "core/error.h"
+#include "base/error.h"
 #include "model/sampler.h"
 
 typedef struct {

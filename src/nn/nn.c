@@ -1,5 +1,5 @@
 /* Fused neural-network ops (include/wick/nn.h), the public, tracked
- * entry points: the untracked prim (src/core/nn.c: argument checks, the
+ * entry points: the untracked prim (src/ops/nn.c: argument checks, the
  * backend's optional fused entry) or, where the backend has no entry, a
  * composite of public ops (that is, of required entries only), so every
  * backend runs them. The composites compute f16 / bf16 / f8 through f32, as

@@ -2,11 +2,11 @@
  * rules_nn.c) and the composites' helpers that nn.c and rules_nn.c share.
  * The floor sits above autograd (it records with autograd's node API and
  * calls public, recorded ops) and above core's untracked prims
- * (core/prim_nn.h). */
+ * (ops/prim_nn.h). */
 #ifndef WICK_NN_INTERNAL_H
 #define WICK_NN_INTERNAL_H
 #include "autograd/node.h"
-#include "core/prim_nn.h"
+#include "ops/prim_nn.h"
 #include "wick/nn.h"
 
 /* rules_nn.c: each takes the op's fresh result r (NULL passes through) and

@@ -2,7 +2,7 @@
  * log_softmax, rms_norm / layer_norm, rope / rope_thd, swiglu, attention.
  *
  * Each rule has two paths. The fused one calls the backend's optional
- * backward entry (src/backend.h: softmax_backward, norm_backward,
+ * backward entry (src/tensor/backend.h: softmax_backward, norm_backward,
  * attention_backward) into fresh buffers: one pass, nothing recorded. The
  * composite one is written with public ops, so it runs on every backend and,
  * under create_graph, is itself recorded (second order). The composite is
@@ -19,7 +19,7 @@
 /* ---- helpers ---- */
 
 /* to_work (wk__nn_to_work) and repeat_kv (wk__nn_repeat_kv): src/nn/nn.c;
- * the causal mask: wk__prim_causal_mask (src/core/nn.c) */
+ * the causal mask: wk__prim_causal_mask (src/ops/nn.c) */
 /* t cast to edge i's dtype and set as its gradient (scope-owned temporaries). */
 static wk_status set_as(wk__bw_ctx *c, int i, const wk_tensor *t) {
     return wk__bw_set(c, i, t ? wk_to_dtype(t, c->n->in[i].dtype) : NULL);

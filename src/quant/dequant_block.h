@@ -1,6 +1,6 @@
 /* Dequantize one GGML block to f32, for every block dtype: the scalar
  * reference, written once for the CPU (src/quant) and the CUDA kernels (the
- * same WK_HD trick as core/op_math.h). Values are computed in the order ggml
+ * same WK_HD trick as base/op_math.h). Values are computed in the order ggml
  * and gguf-py use (scale products first, then times the integer), so a file
  * compiled without FMA contraction gives gguf-py's float32 values bit for
  * bit; nvcc contracts a*b+c by default, so device results may differ in the
@@ -10,7 +10,7 @@
 #define WICK_QUANT_DEQUANT_BLOCK_H
 #include <stdint.h>
 #include <string.h>
-#include "quant/blocks.h"
+#include "base/blocks.h"
 
 #ifndef WK_HD
 #ifdef __CUDACC__

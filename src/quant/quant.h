@@ -8,7 +8,7 @@
 #ifndef WICK_QUANT_QUANT_H
 #define WICK_QUANT_QUANT_H
 #include <stdint.h>
-#include "core/error.h"
+#include "base/error.h"
 
 typedef void (*wk__q_to_f32_fn)(const void *src, float *dst, int64_t n);
 typedef void (*wk__q_from_f32_fn)(const float *src, void *dst, int64_t n);

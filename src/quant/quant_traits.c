@@ -8,7 +8,7 @@
 #include "quant/dequant_block.h"
 #include "quant/quantize_k.h"
 #include "quant/quant_rows.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 /* ggml's rounding order: no a*b+c contraction into an FMA (clang contracts
  * by default when the target has FMA; GCC in ISO C mode does not). */

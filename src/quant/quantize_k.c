@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "quant/blocks.h"
+#include "base/blocks.h"
 #include "quant/dequant_block.h"
 #include "wick/wick.h"
 

@@ -1,6 +1,6 @@
 /* Row quantizers f32 -> GGML blocks for the 256-element super-block types
  * (q2_K q3_K q4_K q5_K q6_K q8_K iq4_xs). Each writes n / 256 blocks of the
- * dtype's struct (quant/blocks.h) to y; n must be a positive multiple of 256
+ * dtype's struct (base/blocks.h) to y; n must be a positive multiple of 256
  * (the callers, wk_quantize and the traits table, check shapes first).
  *
  * They follow ggml's reference quantizers (what ggml_quantize_chunk runs

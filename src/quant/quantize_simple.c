@@ -8,7 +8,7 @@
 #include <math.h>
 #include <string.h>
 #include "quant/quant.h"
-#include "quant/blocks.h"
+#include "base/blocks.h"
 #include "quant/quant_rows.h"
 #include "wick/wick.h"
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include "wick/tokenizer.h"
 #include <string.h>
-#include "core/error.h"
+#include "base/error.h"
 #include "io/map_file.h"
 #include "text/tok_internal.h"
 

@@ -13,7 +13,7 @@
 #include "wick/tokenizer.h"
 #include <stdlib.h>
 #include <string.h>
-#include "core/error.h"
+#include "base/error.h"
 #include "io/json.h"
 #include "io/map_file.h"
 #include "text/tok_internal.h"

@@ -3,7 +3,7 @@
  * and the composite optimizer step used when a backend has no optim_step. */
 #ifndef WICK_TRAIN_INTERNAL_H
 #define WICK_TRAIN_INTERNAL_H
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "wick/train.h"
 
 struct wk_optimizer {

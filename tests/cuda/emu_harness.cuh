@@ -50,7 +50,7 @@
 #include <vector>
 
 extern "C" {
-#include "core/layout.h"
+#include "tensor/layout.h"
 #include "cpu/cpu_backend.h" /* the reference: every wk__cpu_* entry */
 }
 

@@ -3,9 +3,9 @@
 // kernels_pool.cu is #included with WKC_HOST_EMULATION, so its per-thread
 // code, unravelling and grid-stride loop run on the host over a fake grid
 // of 7 threads. Every dtype the CPU defines per op, kernel 1..3, stride
-// 1..3, padding 0..1 (<= k/2, as core/pool.c allows), count_include_pad
+// 1..3, padding 0..1 (<= k/2, as ops/pool.c allows), count_include_pad
 // both ways, NaN / inf / +-0 inputs, H = 1 (1-d, with the 0 H-stride
-// core/pool.c passes), x contiguous, offset, NHWC-permuted, narrowed inside
+// ops/pool.c passes), x contiguous, offset, NHWC-permuted, narrowed inside
 // a bigger tensor, H/W-transposed, broadcast over C, stepped W; upsample up
 // and down by non-integer factors, the exact 1x / 2x cases, align_corners
 // both ways, 1x1 inputs and outputs, empty outputs (nothing written) and
@@ -75,7 +75,7 @@ static std::vector<Lay> x_layouts(const int64_t s[4]) {
     v.push_back({"hw-transposed", mk4(s, C * H * W, H * W, 1, H, 0)});
     v.push_back({"bcast-c", mk4(s, H * W, 0, W, 1, 2)});
     v.push_back({"step-w", mk4(s, 2 * C * H * W, 2 * H * W, 2 * W, 2, 1)});
-    if (H == 1) v.push_back({"1d-h0", mk4(s, C * W, W, 0, 1, 4)}); /* as core/pool.c's 1-d view */
+    if (H == 1) v.push_back({"1d-h0", mk4(s, C * W, W, 0, 1, 4)}); /* as ops/pool.c's 1-d view */
     (void)N;
     return v;
 }
@@ -99,7 +99,7 @@ static int compare(const Buf &cpu, const Buf &emu, int dt, int64_t n, bool arith
     return bad;
 }
 
-/* core/pool.c's output length (floor mode), or -1 where it rejects */
+/* ops/pool.c's output length (floor mode), or -1 where it rejects */
 static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p) {
     if (p > k / 2) return -1;
     int64_t num = in - (k - 2 * p);

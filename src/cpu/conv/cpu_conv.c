@@ -19,7 +19,7 @@
  * output in the same order (k blocks from 0) whatever the block or thread
  * split, so results do not depend on the thread count.
  * 1-d convs are 2-d convs with a height of 1 (no padding / stride on it). */
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/memory/cpu_alloc.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise/cpu_convert.h"

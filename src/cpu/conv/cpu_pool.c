@@ -20,7 +20,7 @@
  *    intermediates in bf16 and is less accurate; it has no f16 kernels). */
 #include <stdlib.h>
 
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise/cpu_convert.h"
 #include "cpu/runtime/threadpool.h"

@@ -1,5 +1,5 @@
 /* CPU backward of pooling and resampling (the optional pool2d_backward /
- * upsample2d_backward entries of src/backend.h), NCHW, 1-d ops with H = 1.
+ * upsample2d_backward entries of src/tensor/backend.h), NCHW, 1-d ops with H = 1.
  *
  * Work is split over the N*C planes like the forward (cpu_pool.c): one plane
  * is written by one thread only, so scattering each output's gradient into
@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/dtype_cases.h"
-#include "core/tensor.h"
+#include "base/dtype_cases.h"
+#include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise/cpu_convert.h"
 #include "cpu/runtime/threadpool.h"

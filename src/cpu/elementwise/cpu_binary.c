@@ -1,7 +1,7 @@
 /* CPU binary ops, comparisons and where. Inputs arrive broadcast to the
  * output shape (stride 0 on stretched dims). */
-#include "core/tensor.h"
-#include "core/op_math.h"
+#include "tensor/tensor.h"
+#include "base/op_math.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise/cpu_convert.h"
 #include "cpu/runtime/cpu_iter.h"

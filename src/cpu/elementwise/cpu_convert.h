@@ -1,6 +1,6 @@
 /* Element load/store helpers for every dtype, with defined results for every
  * input (no C undefined behaviour); the rules are at the top of
- * core/dtype_convert.inc, the one copy the CUDA kernels instantiate too:
+ * base/dtype_convert.inc, the one copy the CUDA kernels instantiate too:
  *  - float -> integer: truncates toward zero, saturates at the type's range,
  *    NaN -> 0 (Rust `as`, which candle inherits).
  *  - integer -> integer: wraps modulo 2^bits (numpy's astype).
@@ -24,7 +24,7 @@ static inline float wk__bits_f32(uint32_t u) {
 }
 
 /* wk__sat, wk__load_f64, wk__load_i64, wk__store_i64, wk__f64_to_f32_odd,
- * wk__store_f64: the one copy in core/dtype_convert.inc (shared with CUDA). */
+ * wk__store_f64: the one copy in base/dtype_convert.inc (shared with CUDA). */
 #define WKCV(name) wk__##name
 #define WKCV_HD static inline
 #define WKCV_DT wk_dtype
@@ -36,7 +36,7 @@ static inline float wk__bits_f32(uint32_t u) {
 #define WKCV_F32_TO_F16 wk_f32_to_f16
 #define WKCV_F8_TO_F32 wk_f8e4m3_to_f32
 #define WKCV_F32_TO_F8 wk_f32_to_f8e4m3
-#include "core/dtype_convert.inc" /* #undefs the WKCV* parameters */
+#include "base/dtype_convert.inc" /* #undefs the WKCV* parameters */
 
 /* Narrow float dtypes computed through f32 blocks. */
 static inline bool wk__is_narrow_float(wk_dtype dt) { return dt == WK_BF16 || dt == WK_F16 || dt == WK_F8E4M3; }

@@ -1,14 +1,14 @@
 /* CPU unary kernels, affine, powf, elu and clamp. f32 runs on the vectorized
  * math of vmath.c; bf16/f16/f8e4m3 go through f32 in blocks; f64 uses libm;
  * integers have the meanings of the op list (include/wick/wick_ops.h); the
- * scalar math is src/core/op_math.h, shared with the CUDA kernels. */
-#include "core/tensor.h"
-#include "core/op_math.h"
+ * scalar math is src/base/op_math.h, shared with the CUDA kernels. */
+#include "tensor/tensor.h"
+#include "base/op_math.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise/cpu_convert.h"
 #include "cpu/runtime/cpu_iter.h"
 #include "cpu/vmath/vmath.h"
-#include "ops.h"
+#include "tensor/op_lists.h"
 
 #define BLOCK 256
 

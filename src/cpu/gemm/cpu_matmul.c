@@ -6,7 +6,7 @@
  * their own packers (widened to f32 strip by strip; bf16 on vdpbf16ps where
  * the CPU has AVX512-BF16), f8 through f32 copies, each result rounded once.
  * m == 1 / n == 1 take the GEMV path. */
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/memory/cpu_alloc.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise/cpu_convert.h"

@@ -24,7 +24,7 @@
  * Products of two bf16 are exact in f32, so the only error is the f32
  * summation; the dp path also treats denormal bf16 inputs as zero and flushes
  * denormal results (vdpbf16ps is DAZ/FTZ). */
-#include "core/env.h"
+#include "base/env.h"
 #include "cpu/gemm/gemm.h"
 #include "cpu/runtime/threadpool.h"
 #include "wick/wick.h"

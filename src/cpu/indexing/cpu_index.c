@@ -12,7 +12,7 @@
  * handled by the same thread in that order, so duplicate indices give the
  * same result for any thread count (the last write in row-major order of the
  * ids wins; additions accumulate in that order). */
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise/cpu_convert.h"
 #include "cpu/runtime/cpu_iter.h"

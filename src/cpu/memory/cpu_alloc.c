@@ -35,7 +35,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT, pthread_setname_np, MADV_HUGEPAGE */
 #endif
 #include "cpu/memory/cpu_alloc.h"
-#include "core/env.h"
+#include "base/env.h"
 
 #include "wick/wick.h"
 
@@ -81,7 +81,7 @@ static _Atomic(wk__cpu_alloc_fail_fn) g_fail_hook;
 
 static void init_limit(void) {
     size_t limit = (size_t)DEFAULT_LIMIT_MB << 20;
-    int64_t mb; /* parsed and range-checked ([0, 2^40]) by core/env.c */
+    int64_t mb; /* parsed and range-checked ([0, 2^40]) by base/env.c */
     if (wk__env_get(WK_ENV_CPU_CACHE_MB, &mb) && (uint64_t)mb <= (uint64_t)(SIZE_MAX >> 20)) limit = (size_t)mb << 20;
     g_limit = limit;
 }

@@ -1,7 +1,7 @@
 /* Cache sizes from the C library (glibc reads cpuid leaf 4 / 0x8000001D) and
  * GEMM block sizes derived from them. */
 #include "cpu/memory/cpu_cache.h"
-#include "core/env.h"
+#include "base/env.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>

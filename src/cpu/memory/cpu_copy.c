@@ -1,6 +1,6 @@
 /* CPU copies, fills and casts. Copies move raw elements by size, so one
  * kernel serves every dtype. */
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise/cpu_convert.h"
 #include "cpu/runtime/cpu_iter.h"

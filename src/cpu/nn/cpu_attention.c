@@ -17,7 +17,7 @@
  *
  * Edge cases, as torch: a row whose keys are all masked is NaN (0 / 0 at
  * the end); Lk = 0 gives zeros (an empty sum, as q k^T @ v does). */
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/nn/cpu_attention.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/nn/cpu_rowio.h"

@@ -1,4 +1,4 @@
-/* The CPU backend's attention backward (src/backend.h: attention_backward),
+/* The CPU backend's attention backward (src/tensor/backend.h: attention_backward),
  * flash style: nothing of Lq x Lk is ever kept. Work items are (batch, kv
  * head); an item walks the rows of its query group (group heads x Lq) in
  * tiles of AB_QT rows, and for each tile
@@ -18,7 +18,7 @@
  * sizes depend on shapes only, so results are bit-identical across thread
  * counts. f32 / f64 compute in their own type (operands read in place
  * through their strides); f16 / bf16 / f8 in f32 through widened tiles. */
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/nn/cpu_rowio.h"
 #include "cpu/gemm/gemm.h"

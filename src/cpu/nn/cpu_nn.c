@@ -7,13 +7,13 @@
  * f64 computes in f64 (scalar, double sums); f32 rows use the vectorized
  * kernels of vmath.h (fixed-order float sums, so results do not depend on
  * the thread count). The dispatcher
- * (src/core/nn.c) has checked dtypes and shapes; a NULL entry there means
+ * (src/ops/nn.c) has checked dtypes and shapes; a NULL entry there means
  * the composite of required entries, which these must match. */
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise/cpu_convert.h"
 #include "cpu/nn/cpu_rowio.h"
-#include "core/op_math.h"
+#include "base/op_math.h"
 #include "cpu/runtime/threadpool.h"
 #include "cpu/vmath/vmath.h"
 #include <math.h>

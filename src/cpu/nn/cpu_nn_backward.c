@@ -1,5 +1,5 @@
 /* The CPU backend's fused backward entries of softmax / log_softmax and of
- * rms_norm / layer_norm (src/backend.h: softmax_backward, norm_backward).
+ * rms_norm / layer_norm (src/tensor/backend.h: softmax_backward, norm_backward).
  *
  * softmax: one pass per row over y and g (gathered from their strides, g
  * often a broadcast view with stride 0): dx = y (g - sum(g y)), log_softmax
@@ -11,7 +11,7 @@
  * the thread count (every row and every column is computed by one thread).
  * f32 rows use vmath's kernels (fixed-order sums), f64 is scalar double,
  * f16 / bf16 / f8 go through f32 rows. */
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/nn/cpu_rowio.h"
 #include "cpu/runtime/threadpool.h"

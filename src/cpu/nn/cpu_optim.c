@@ -7,7 +7,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise/cpu_convert.h"
 #include "cpu/runtime/threadpool.h"
-#include "core/error.h"
+#include "base/error.h"
 #include <math.h>
 
 /* sqrt of v (never negative) needs no errno: without it GCC vectorizes the

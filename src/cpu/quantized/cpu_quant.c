@@ -7,7 +7,7 @@
  * each run goes through a small f32 buffer when the other side is not
  * contiguous f32. */
 #include "cpu/quantized/cpu_quant.h"
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/runtime/threadpool.h"
 #include "cpu/quantized/dequant_rows.h"
 #include "cpu/vmath/vmath.h"

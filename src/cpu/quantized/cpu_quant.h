@@ -1,7 +1,7 @@
 /* The CPU backend's block-dtype entries (cpu_quant.c). */
 #ifndef WICK_CPU_QUANT_H
 #define WICK_CPU_QUANT_H
-#include "backend.h"
+#include "tensor/backend.h"
 
 /* w (wdt, a valid block layout) -> dst contiguous in ddt (f32, f16, bf16). */
 wk_status wk__cpu_dequantize(wk_device *dev, const void *w, const wk_layout *lw, wk_dtype wdt, void *dst,

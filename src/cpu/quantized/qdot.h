@@ -14,8 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "backend.h"
-#include "quant/blocks.h"
+#include "tensor/backend.h"
+#include "base/blocks.h"
 #include "wick/wick.h"
 
 #define WK_QDOT_MR 8

@@ -21,7 +21,7 @@
  * prefill widens panels of QM_HNC weight rows to f32 and runs wick's f32 GEMM (its packing, micro-kernels and threads) on them, except
  * bf16 weights on AVX512-BF16, where x is rounded to bf16 (as ggml does)
  * and the bf16 GEMM reads the weights as they are (twice the speed). */
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/gemm/gemm.h"
 #include "cpu/quantized/qdot.h"

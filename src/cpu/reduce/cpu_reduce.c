@@ -4,7 +4,7 @@
  * into per-thread partials that are combined in order (so argmax ties still
  * pick the first index). f16/bf16 accumulate in f32 or wider, f32 in f32
  * lanes folded into f64 per run, integers in 64 bits (wrapping). */
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise/cpu_convert.h"
 #include "cpu/runtime/threadpool.h"

@@ -19,7 +19,7 @@
  * for short ones. Top-k with small k keeps a heap of the k best pairs (O(n
  * log k)); large k sorts the line. Values are copied from the source by
  * index, so they keep their exact bits. */
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise/cpu_convert.h"
 #include "cpu/runtime/threadpool.h"

@@ -1,7 +1,7 @@
 /* The CPU device (one static instance) and the CPU backend's registry
  * descriptor: opening the device, its memory counters (cpu_alloc.c's cache)
  * and cache release. The device's private state is its generator. */
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/runtime/cpu_rng.h"
 #include <pthread.h>

@@ -3,7 +3,7 @@
  * maximal runs along the innermost dim. */
 #ifndef WICK_CPU_ITER_H
 #define WICK_CPU_ITER_H
-#include "core/layout.h"
+#include "tensor/layout.h"
 #include "cpu/runtime/threadpool.h"
 
 /* n elements starting at element offsets offs[k], stepping by strides[k]. */

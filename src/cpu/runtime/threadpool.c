@@ -39,8 +39,8 @@
 #endif
 #include "cpu/runtime/threadpool.h"
 
-#include "core/env.h"
-#include "core/error.h"
+#include "base/env.h"
+#include "base/error.h"
 #include "wick/wick.h"
 
 #include <errno.h>

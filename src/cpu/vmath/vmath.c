@@ -3,7 +3,7 @@
  * Dispatch: the first call resolves the best level this CPU (and OS) supports
  * -- avx512 (F+BW+DQ+VL), avx2 (AVX2+FMA+F16C) or scalar -- lowered by the
  * WICK_ISA environment variable ("avx2" or "scalar"; "avx512"/"auto" mean
- * "the best available"; core/env.c reports any other value on stderr and it
+ * "the best available"; base/env.c reports any other value on stderr and it
  * is ignored). The choice is published
  * through an atomic pointer to a kernel table, so concurrent first calls are
  * harmless (they compute the same answer) and later calls cost one load.
@@ -15,7 +15,7 @@
  * described there.
  */
 #include "cpu/vmath/vmath.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "wick/wick.h"
 
 #include <math.h>
@@ -131,7 +131,7 @@ static void s_vbinary_scalar(int op, float *y, const float *a, float s, int64_t 
     }
 }
 
-/* f16/bf16 <-> f32: wick's scalar conversions themselves (src/core/dtype.c),
+/* f16/bf16 <-> f32: wick's scalar conversions themselves (src/base/dtype.c),
  * the definition the SIMD levels reproduce bit for bit. */
 static void s_vcvt_f16_to_f32(float *y, const uint16_t *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = wk_f16_to_f32(x[i]);

@@ -37,7 +37,7 @@ float wk__vmaxmin_f32(const float *x, int64_t n, int want_min);
 /* f16 / bf16 (as uint16_t bit patterns) <-> f32 over contiguous arrays.
  * Every level gives results bit-identical to wick's scalar conversions
  * wk_f16_to_f32, wk_bf16_to_f32, wk_f32_to_f16 and wk_f32_to_bf16
- * (src/core/dtype.c) for every input: widening is exact (NaN payloads kept
+ * (src/base/dtype.c) for every input: widening is exact (NaN payloads kept
  * as they are, signaling ones included); narrowing rounds to nearest even
  * whatever the FPU rounding mode, overflows to +-inf, keeps +-inf, and
  * turns NaN into a quiet NaN with the sign and top payload bits kept.
@@ -48,7 +48,7 @@ void wk__vcvt_f32_to_f16(uint16_t *y, const float *x, int64_t n);
 void wk__vcvt_f32_to_bf16(uint16_t *y, const float *x, int64_t n);
 
 /* "avx512", "avx2" or "scalar": what the dispatcher chose (WICK_ISA env
- * may force a lower level: "avx2" or "scalar"; read once, core/env.h). */
+ * may force a lower level: "avx2" or "scalar"; read once, base/env.h). */
 const char *wk__vmath_isa(void);
 
 /* ---- levels (tests and benchmarks) ---- */

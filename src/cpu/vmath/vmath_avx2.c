@@ -317,7 +317,7 @@ float wk__vmaxmin_f32_avx2(const float *x, int64_t n, int want_min) {
 
 /* ---- f16 / bf16 <-> f32 conversions, bit-identical to wick's scalar
  * wk_f16_to_f32, wk_bf16_to_f32, wk_f32_to_f16 and wk_f32_to_bf16
- * (src/core/dtype.c) for every input.
+ * (src/base/dtype.c) for every input.
  *  - f16 -> f32: VCVTPH2PS (exact), except that it quiets a signaling NaN
  *    (sets bit 22) while the scalar code keeps the payload bits as they are:
  *    NaN lanes get bit 22 = f16 bit 9.

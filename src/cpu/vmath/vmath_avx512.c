@@ -254,7 +254,7 @@ float wk__vmaxmin_f32_avx512(const float *x, int64_t n, int want_min) {
 
 /* ---- f16 / bf16 <-> f32 conversions, bit-identical to wick's scalar
  * wk_f16_to_f32, wk_bf16_to_f32, wk_f32_to_f16 and wk_f32_to_bf16
- * (src/core/dtype.c) for every input; the same method as vmath_avx2.c
+ * (src/base/dtype.c) for every input; the same method as vmath_avx2.c
  * (VCVTPH2PS with the signaling-NaN bit restored, VCVTPS2PH with RNE in the
  * immediate, bf16 by integer shifts with the RNE bias and a NaN fixup; no
  * AVX512-BF16 needed). Tails use masked loads and stores. */

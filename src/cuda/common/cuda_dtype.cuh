@@ -1,15 +1,15 @@
 /* Element conversions for the CUDA kernels: the same rules as the CPU.
- * The narrow-float conversions of src/core/dtype.c are ported line by line
+ * The narrow-float conversions of src/base/dtype.c are ported line by line
  * as __host__ __device__ functions (the host checks them against the C
  * originals); the runtime-dtype loads and stores are the CPU's own code,
- * core/dtype_convert.inc, instantiated here over those conversions:
+ * base/dtype_convert.inc, instantiated here over those conversions:
  *  - into f16/bf16: round to nearest even in integer arithmetic (NaN stays
  *    NaN with wick's payload rule); into f8e4m3: saturating to +-448;
  *  - f64 into a narrow float: first to f32 rounded to odd, then RNE;
  *  - float -> integer: truncate, saturate, NaN -> 0;
  *  - integer -> integer: wrap modulo 2^bits.
  * Checked: compiled (nvcc, host and sm_80..sm_90 device code) and run on the
- * host against src/core/dtype.c; not run on a GPU. */
+ * host against src/base/dtype.c; not run on a GPU. */
 #ifndef WICK_CUDA_DTYPE_CUH
 #define WICK_CUDA_DTYPE_CUH
 #include <math.h>
@@ -118,7 +118,7 @@ WKC_HD float wkc_f8e4m3_to_f32(uint8_t v) {
 /* ---- cpu_convert.h ---- */
 
 /* wkc_sat, wkc_load_f64, wkc_load_i64, wkc_store_i64, wkc_f64_to_f32_odd,
- * wkc_store_f64: the CPU's own code (core/dtype_convert.inc) over the
+ * wkc_store_f64: the CPU's own code (base/dtype_convert.inc) over the
  * conversions above, instantiated for the device. */
 #define WKCV(name) wkc_##name
 #define WKCV_HD WKC_HD
@@ -131,7 +131,7 @@ WKC_HD float wkc_f8e4m3_to_f32(uint8_t v) {
 #define WKCV_F32_TO_F16 wkc_f32_to_f16
 #define WKCV_F8_TO_F32 wkc_f8e4m3_to_f32
 #define WKCV_F32_TO_F8 wkc_f32_to_f8e4m3
-#include "core/dtype_convert.inc" /* #undefs the WKCV* parameters */
+#include "base/dtype_convert.inc" /* #undefs the WKCV* parameters */
 
 WKC_HD bool wkc_is_int(int dt) { return dt == WK_U8 || dt == WK_U32 || dt == WK_I16 || dt == WK_I32 || dt == WK_I64; }
 

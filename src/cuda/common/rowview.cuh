@@ -17,7 +17,7 @@
 #include <cuda_fp16.h>
 #include <string.h>
 #include "cuda/common/cuda_index.cuh"
-#include "core/dtype_cases.h"
+#include "base/dtype_cases.h"
 
 #define WKC_ROW_LANES 32
 #define WKC_ROW_WARPS 4 /* warps per block */

@@ -3,7 +3,7 @@
  * tests/cuda/test_cuda_conv_emu.cu (wk__cpu_matmul run with these exact
  * layouts against wk__cpu_conv*). */
 #include "cuda/conv/cuda_conv_plan.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include <string.h>
 
 void wk__cuconv_as4d(const wk_layout *l, wk_layout *out) {

@@ -28,7 +28,7 @@
  * least one image per chunk, whatever its size). */
 #ifndef WICK_CUDA_CONV_PLAN_H
 #define WICK_CUDA_CONV_PLAN_H
-#include "core/layout.h"
+#include "tensor/layout.h"
 
 #define WK_CUCONV_COL_LIMIT ((size_t)256 << 20) /* default bytes of temporaries per chunk */
 

@@ -235,7 +235,7 @@ static int pk_geo(PkGeo *g, const void *x, const wk_cu_view &lx, void *dst, cons
 }
 
 /* Every window of `out` outputs over an input of `in` is non-empty and
- * in bounds (true for what core/pool.c validates: p <= k/2, floor mode). */
+ * in bounds (true for what ops/pool.c validates: p <= k/2, floor mode). */
 static bool pk_windows_ok(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p) {
     if (k < 1 || s < 1 || p < 0 || p >= k || p > INT64_MAX - in) return false;
     return out - 1 <= (in - 1 + p) / s; /* the last window starts inside */

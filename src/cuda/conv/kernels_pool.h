@@ -11,7 +11,7 @@
  * give cudaErrorInvalidValue and queue nothing. */
 #ifndef WICK_CUDA_KERNELS_POOL_H
 #define WICK_CUDA_KERNELS_POOL_H
-#include "backend.h"
+#include "tensor/backend.h"
 #include "cuda/cuda_kernels.h"
 
 #ifdef __cplusplus

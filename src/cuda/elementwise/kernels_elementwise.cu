@@ -12,7 +12,7 @@
  *    gelu (tanh form, as x*sigmoid(2u)) through exp(-|x|), gelu_erf as
  *    0.5x*erfc(-x/sqrt2), silu/gelu/gelu_erf(-inf) = -0; f64 uses the
  *    textbook formulas (0.5x(1+tanh u) etc.): all of it the one copy in
- *    core/op_math.h that the CPU kernels include too;
+ *    base/op_math.h that the CPU kernels include too;
  *    round is half away from zero (C round). Exact ops (abs neg sqr relu
  *    sign ceil floor round recip sqrt, + - * /, max/min, affine, clamp,
  *    comparisons, where, every integer op) are bit-identical to the CPU;
@@ -38,13 +38,13 @@
  * layout kind (contiguous, offset, transposed, narrowed, stepped,
  * broadcast, rank 0, rank 8, empty). Never run on a GPU. */
 #include "cuda/common/cuda_index.cuh"
-#include "core/op_math.h"
+#include "base/op_math.h"
 
 namespace {
 
 /* ---------------------------------------------------------------- unary */
 
-/* The scalar math is core/op_math.h, shared with the CPU. The list's exact
+/* The scalar math is base/op_math.h, shared with the CPU. The list's exact
  * column decides what inlines: the exact ops (abs, neg, ..., sqrt) inline;
  * the libm-class ones run out of line, one copy of the f32 (f64) math per
  * file instead of one per dtype and unrolled element (compile time and code

@@ -8,7 +8,7 @@
  * m is wick's n and its n wick's m; ldc = wick's n, and C is contiguous. */
 #ifndef WICK_CUDA_MM_PLAN_H
 #define WICK_CUDA_MM_PLAN_H
-#include "core/layout.h"
+#include "tensor/layout.h"
 
 typedef struct wk_cumm_call {
     bool copy_a, copy_b;        /* wick operand needs a contiguous copy first */

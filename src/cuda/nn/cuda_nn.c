@@ -1,6 +1,6 @@
 /* Fused nn entries of the CUDA backend: argument plumbing from the backend
  * contract (layouts, wk_attention_args) to the launchers of kernels_nn.cu.
- * The dispatcher (src/core/nn.c) has checked shapes and dtypes; each entry
+ * The dispatcher (src/ops/nn.c) has checked shapes and dtypes; each entry
  * queues its kernel on the device's stream and returns at once. Attention
  * over few query rows and many keys (decode) splits each row's keys over
  * several warps: the partial results go to a pooled workspace, freed

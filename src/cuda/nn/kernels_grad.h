@@ -1,7 +1,7 @@
 /* The C ABI of the CUDA autograd kernels (kernels_grad.cu; pooling's are
  * in conv/kernels_pool.h), called by
  * cuda_grad.c: the optional backward / optimizer entries at the end of
- * src/backend.h. Same rules as cuda_kernels.h / kernels_nn.h: every
+ * src/tensor/backend.h. Same rules as cuda_kernels.h / kernels_nn.h: every
  * launcher queues its work on `s` and returns at once, 0 or the cudaError_t
  * of the launch as int (cudaErrorInvalidValue for a malformed call or a
  * dtype that is not f32 / f64 / f16 / bf16 / f8e4m3); nothing to do queues
@@ -11,7 +11,7 @@
  * depend on timing or on the grid. */
 #ifndef WICK_CUDA_KERNELS_GRAD_H
 #define WICK_CUDA_KERNELS_GRAD_H
-#include "backend.h"
+#include "tensor/backend.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda/nn/kernels_nn.h"
 

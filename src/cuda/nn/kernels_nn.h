@@ -35,7 +35,7 @@ int wk__cu_rope(wk_cu_stream s, const void *x, wk_cu_view lx, const void *cs, wk
 /* silu(x[..., :h]) * x[..., h:] with h = last / 2 -> dst (..., h) contiguous. */
 int wk__cu_swiglu(wk_cu_stream s, const void *x, wk_cu_view lx, wk_dtype dt, void *dst);
 
-/* Attention (src/backend.h's wk_attention_args, as plain data). */
+/* Attention (src/tensor/backend.h's wk_attention_args, as plain data). */
 typedef struct wk_cu_attn_args {
     double scale;
     int32_t causal;   /* query i sees key j iff j <= i + q_offset */

@@ -12,8 +12,8 @@
  * op) when l is not whole blocks per contiguous row. */
 #ifndef WICK_CUDA_QUANT_WORDS_H
 #define WICK_CUDA_QUANT_WORDS_H
-#include "core/error.h"
-#include "core/layout.h"
+#include "base/error.h"
+#include "tensor/layout.h"
 
 static inline wk_status wk__cuq_word_layout(const char *op, wk_dtype dt, const wk_layout *l, wk_layout *out,
                                             wk_dtype *word) {

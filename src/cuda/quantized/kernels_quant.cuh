@@ -17,7 +17,7 @@
 #if defined(__cplusplus) && !defined(_Static_assert)
 #define _Static_assert static_assert
 #endif
-#include "quant/blocks.h"
+#include "base/blocks.h"
 
 /* wk_iq4nl_values[i & 15]: the table's bytes, four per word, low byte first */
 WKC_HD int wkc_iq4nl(int i) {

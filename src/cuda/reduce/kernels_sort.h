@@ -1,6 +1,6 @@
 /* C ABI of the CUDA scans (kernels_scan.cu) and sort / top-k
  * (kernels_sort.cu): the backend entries scan, sort and topk of
- * src/backend.h, mirroring src/cpu/reduce/cpu_scan.c bit for bit (see each .cu).
+ * src/tensor/backend.h, mirroring src/cpu/reduce/cpu_scan.c bit for bit (see each .cu).
  *
  * Like every launcher (cuda_kernels.h): src is a view of any strides
  * (0-strides included) passed by value, dim in [0, ls.rank), outputs

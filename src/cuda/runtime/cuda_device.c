@@ -1,7 +1,7 @@
 /* CUDA device objects (see cuda_device.h). Without WICK_HAVE_CUDA this file
  * only gives the "not compiled in" answers of its entry points. */
 #include "cuda/runtime/cuda_device.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "cuda/cuda_kernels.h"
 #include <stddef.h>
 

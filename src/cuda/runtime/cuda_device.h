@@ -7,7 +7,7 @@
  * reaches all of it through wk__cuda_backend_desc (registry) and the table. */
 #ifndef WICK_CUDA_DEVICE_H
 #define WICK_CUDA_DEVICE_H
-#include "core/tensor.h"
+#include "tensor/tensor.h"
 #include "cuda/conv/cuda_pool.h"
 
 #ifdef WICK_HAVE_CUDA

@@ -4,7 +4,7 @@
 #ifndef WICK_CUDA_VIEW_H
 #define WICK_CUDA_VIEW_H
 #include <string.h>
-#include "core/layout.h"
+#include "tensor/layout.h"
 #include "cuda/cuda_kernels.h"
 
 static inline wk_cu_view wk__cu_view(const wk_layout *l) {
