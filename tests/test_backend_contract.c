@@ -200,6 +200,22 @@ static wk_device *req_dev(void) {
     return dev;
 }
 
+/* The DLPack stream comes from the device's backend descriptor (the tensor
+ * floor names no backend): 0 without a stream entry, the entry's value
+ * with one. */
+static uintptr_t fake_stream(const wk_device *dev) { return dev->instance == 1000 ? 0x5eed : 0; }
+
+static void test_device_stream_through_desc(void **state) {
+    (void)state;
+    assert_int_equal(wk__device_stream(NULL), 0);
+    assert_int_equal(wk__device_stream(wk_cpu()), 0);
+    wk_device *dev = req_dev();
+    assert_int_equal(wk__device_stream(dev), 0);
+    g_req_desc.stream = fake_stream;
+    assert_int_equal(wk__device_stream(dev), 0x5eed);
+    g_req_desc.stream = NULL;
+}
+
 static void test_register_rejects(void **state) {
     (void)state;
     register_required_only();
@@ -408,6 +424,7 @@ int main(void) {
         cmocka_unit_test(test_cpu_device_uses_the_table),
         cmocka_unit_test(test_registry_builtins),
         cmocka_unit_test(test_register_rejects),
+        cmocka_unit_test(test_device_stream_through_desc),
         cmocka_unit_test(test_composites_match_fused),
         cmocka_unit_test(test_softmax_values),
         cmocka_unit_test(test_required_only_runs_everything),

@@ -262,6 +262,10 @@ typedef struct wk_backend_desc {
     /* optional (NULL: "no counters" / "no cache" errors) */
     wk_status (*memory_stats)(wk_device *dev, wk_memory_stats *out);
     wk_status (*release_cache)(wk_device *dev, size_t *released);
+    /* optional: the queue a device's work runs on, as an integer (CUDA: its
+     * cudaStream_t), for a producer that must order its own writes before
+     * wick's reads (the DLPack stream protocol); NULL: 0, no queue */
+    uintptr_t (*stream)(const wk_device *dev);
 } wk_backend_desc;
 
 /* Add a backend (built-ins are added on first use). WK_ERR_ARG if the

@@ -68,6 +68,10 @@ wk_status wk_device_memory_stats(wk_device *dev, wk_memory_stats *out) {
     return dev->desc->memory_stats(dev, out);
 }
 
+uintptr_t wk__device_stream(const wk_device *dev) {
+    return dev && dev->desc && dev->desc->stream ? dev->desc->stream(dev) : 0;
+}
+
 wk_status wk_device_release_cache(wk_device *dev, size_t *released) {
     const char *op = "wk_device_release_cache";
     if (released) *released = 0;

@@ -102,10 +102,10 @@ wk_storage *wk__storage_wrap(const char *op, wk_device *dev, wk_dtype dt, void *
  * binding's DLPack import. */
 wk_tensor *wk__from_device_blob(void *data, size_t nbytes, const int64_t *shape, int rank, const int64_t *strides,
                                 wk_dtype dt, wk_device *dev, wk_release_fn release, void *ctx, unsigned flags);
-/* cuda/cuda_device.c: the stream a CUDA device's work is queued on (its
- * cudaStream_t as an integer), for a producer that must order its own
- * writes before wick's reads (the DLPack stream protocol); 0 for any other
- * device and without the CUDA backend. */
+/* device.c: the queue dev's work runs on, as an integer (its backend's
+ * optional desc->stream; CUDA: the cudaStream_t), for a producer that must
+ * order its own writes before wick's reads (the DLPack stream protocol);
+ * 0 for a backend without one. */
 uintptr_t wk__device_stream(const wk_device *dev);
 /* The in-place write check (write_check.c): the view l of t's storage may be
  * written by op. Errors (naming op): read-only storage (WK_ERR_ARG); a layout

@@ -329,6 +329,11 @@ static wk_status cuda_memory_stats(wk_device *dev, wk_memory_stats *out) {
     return WK_OK;
 }
 
+/* the desc's stream entry: the cudaStream_t every op of dev is queued on */
+static uintptr_t cuda_stream_of(const wk_device *dev) {
+    return dev->kind == WK_DEVICE_CUDA ? (uintptr_t)((const wk_cuda_dev *)dev)->stream : 0;
+}
+
 const wk_backend_desc wk__cuda_backend_desc = {
     .name = "cuda",
     .kind = WK_DEVICE_CUDA,
@@ -337,12 +342,8 @@ const wk_backend_desc wk__cuda_backend_desc = {
     .device_count = wk__cuda_device_count,
     .memory_stats = cuda_memory_stats,
     .release_cache = wk__cuda_cache_release,
+    .stream = cuda_stream_of,
 };
-
-uintptr_t wk__device_stream(const wk_device *dev) {
-    if (!dev || dev->kind != WK_DEVICE_CUDA) return 0;
-    return (uintptr_t)((const wk_cuda_dev *)dev)->stream;
-}
 
 /* ---- queued index checks (issue 15; see cuda_device.h) ----
  * Kept beside the device object rather than in it, one slot per ordinal
@@ -416,11 +417,6 @@ static wk_status wk__cuda_ixrec_take(const char *op, wk_cuda_dev *d, wk_cu_ixrec
 }
 
 #else /* !WICK_HAVE_CUDA */
-
-uintptr_t wk__device_stream(const wk_device *dev) {
-    (void)dev;
-    return 0;
-}
 
 wk_device *wk__cuda_open(int ordinal) {
     wk__err(WK_ERR_NOT_COMPILED, "wk_cuda", "device cuda:%d requested, but wick was built without the CUDA backend",
