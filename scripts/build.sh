@@ -3,5 +3,7 @@
 # -DWICK_BLAS=openblas (or blis) to run f32/f64 matmul on a system BLAS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+# shellcheck source=scripts/ccache-env.sh
+. scripts/ccache-env.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${WICK_CCACHE_ARGS[@]}" "$@" >/dev/null
 cmake --build build -j"$(nproc)"

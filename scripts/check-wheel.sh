@@ -38,6 +38,9 @@ now() { date +%s; }
 # well so that a changed default there cannot slip a CUDA wheel through).
 CFG=(--config-settings=cmake.define.WICK_CUDA=OFF)
 if [[ "${WICK_WHEEL_CCACHE:-1}" != 0 ]] && command -v ccache >/dev/null; then
+  # paths relative to /: the sdist's unpacked copy hits what the wheel's
+  # build (and build/, same flags) compiled (scripts/ccache-env.sh)
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-/}"
   CFG+=(--config-settings=cmake.define.CMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
 

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Build and run every test. `--sanitize` builds into build-asan with
-# AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer included).
+# AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer included),
+# the libFuzzer targets too, and runs every test but the model-level ones
+# (label `model`: the real SmolLM2 / MiniLM end to end), which the plain
+# run covers: CI runs both, so each test runs once where it tells most.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/ccache-env.sh
+. scripts/ccache-env.sh
 dir=build
-args=(-DCMAKE_BUILD_TYPE=Release)
+ctest_args=()
+args=(-DCMAKE_BUILD_TYPE=Release "${WICK_CCACHE_ARGS[@]}")
 if [ "${1:-}" = "--sanitize" ]; then
   dir=build-asan
   # -O1, as the sanitizers' docs advise: -O0 made the real-model tests
@@ -13,7 +19,11 @@ if [ "${1:-}" = "--sanitize" ]; then
   # in), and nvcc compiling every kernel a second time cost CI minutes
   # the Python package too: its tests preload clang's shared ASan runtime into
   # the interpreter (python/CMakeLists.txt)
-  args=(-DCMAKE_BUILD_TYPE=Debug -DWICK_SANITIZE=ON -DCMAKE_C_COMPILER=clang "-DCMAKE_C_FLAGS_DEBUG=-g -O1" -DWICK_CUDA=OFF)
+  # the fuzz targets (fuzz/) link this build's library: no second
+  # sanitized build of wick just for them
+  args=(-DCMAKE_BUILD_TYPE=Debug -DWICK_SANITIZE=ON -DCMAKE_C_COMPILER=clang "-DCMAKE_C_FLAGS_DEBUG=-g -O1" -DWICK_CUDA=OFF
+        -DWICK_FUZZ=ON "${WICK_CCACHE_ARGS[@]}")
+  ctest_args=(-LE '^model$')
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
@@ -22,4 +32,4 @@ fi
 cmake -S . -B "$dir" "${args[@]}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 cd "$dir"
-ctest --output-on-failure -j2
+ctest --output-on-failure -j2 "${ctest_args[@]}"
