@@ -1,6 +1,7 @@
 /* The scalar math of every elementwise op, once, for every backend: the
- * CPU kernels (src/cpu/cpu_unary.c, cpu_binary.c) and the CUDA kernels
- * (src/cuda/kernels_elementwise.cu, under nvcc as __host__ __device__)
+ * CPU kernels (src/cpu/elementwise/cpu_unary.c, cpu_binary.c) and the CUDA
+ * kernels (src/cuda/elementwise/kernels_elementwise.cu, under nvcc as
+ * __host__ __device__)
  * include this header, so an op's meaning cannot differ between them.
  *
  * Per op of the lists in include/wick/wick_ops.h:

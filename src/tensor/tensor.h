@@ -102,7 +102,7 @@ wk_storage *wk__storage_wrap(const char *op, wk_device *dev, wk_dtype dt, void *
  * binding's DLPack import. */
 wk_tensor *wk__from_device_blob(void *data, size_t nbytes, const int64_t *shape, int rank, const int64_t *strides,
                                 wk_dtype dt, wk_device *dev, wk_release_fn release, void *ctx, unsigned flags);
-/* cuda/cuda_device.c: the stream a CUDA device's work is queued on (its
+/* cuda/runtime/cuda_device.c: the stream a CUDA device's work is queued on (its
  * cudaStream_t as an integer), for a producer that must order its own
  * writes before wick's reads (the DLPack stream protocol); 0 for any other
  * device and without the CUDA backend. */
