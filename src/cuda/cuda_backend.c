@@ -2,8 +2,9 @@
  *
  * Every op allocates from the device's pool, queues its kernel on the
  * device's one non-blocking stream and returns at once; kernels are built
- * ahead of time by nvcc (the .cu files of src/cuda, declared in cuda_kernels.h) and
- * receive their views by value, so a strided launch uploads nothing.
+ * ahead of time by nvcc (the .cu files of src/cuda, declared in
+ * cuda_kernels.h and the kernels_*.h headers beside them) and receive their
+ * views by value, so a strided launch uploads nothing.
  *
  * Readback (to_host) copies ONLY the bytes of the view: a contiguous view is
  * one cudaMemcpyAsync of exactly its bytes (a one-element read of a

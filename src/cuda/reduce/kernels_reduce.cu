@@ -1,7 +1,6 @@
 /* CUDA reductions (launcher wk__cu_reduce, declared in cuda_kernels.h): the
- * backend's `reduce` entry, mirroring src/cpu/reduce/cpu_reduce.c. (Not yet wired
- * into cuda_backend.c: tests/test_cuda.c still expects "reduce: not
- * implemented"; the two must change together.)
+ * backend's `reduce` entry (cu_reduce in cuda_backend.c), mirroring
+ * src/cpu/reduce/cpu_reduce.c.
  *
  * Plan (host): the view is split into kept dims (output order) and reduced
  * dims (size-1 dims dropped, adjacent reduced dims merged where contiguous),
