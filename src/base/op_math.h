@@ -115,8 +115,9 @@ WK_HD float wk__op_sigmoid_f32(float x) {
 }
 
 /* The integers column picks the integer math: INT_DEF ops have their own,
- * INT_ID ops are the identity, INT_NONE ops never reach a kernel (the core
- * rejects integer inputs first), so the identity stands in. */
+ * INT_ID ops are the identity, INT_NONE ops never reach a kernel
+ * (src/ops/elementwise.c rejects integer inputs first), so the identity
+ * stands in. */
 #define WK__INT_INT_DEF(n, v) wk__op_##n##_int(v)
 #define WK__INT_INT_ID(n, v) (v)
 #define WK__INT_INT_NONE(n, v) (v)
