@@ -12,7 +12,7 @@
  *   rms_norm on (128, 576) and (1, 576); swiglu on (128, 3072)
  * Columns: "fused" is the CPU backend's entry (wk_attention, wk_rope_thd, ...
  * as a user calls them: result allocated and freed each call); "composite"
- * the same call with the entry removed from the backend table (src/ops/nn.c's
+ * the same call with the entry removed from the backend table (src/nn/nn.c's
  * fallback of required ops); torch is PyTorch 1.13 (/usr/bin/python3) doing
  * it by hand, as models do: k / v repeat_interleave'd to the query heads,
  * softmax(q k^T * scale + mask) v with a precomputed causal mask (prefill),

@@ -3,7 +3,7 @@
  *    compiled in) is set; the table is walked as an array of function
  *    pointers after `name`, so an entry added later is checked without
  *    touching this test;
- *  - the built-in backends are registered and the core reaches them only
+ *  - the built-in backends are registered and the library reaches them only
  *    through descriptors (wk_cpu, wk_backends, memory counters);
  *  - a backend with the required entries only (a copy of the CPU table with
  *    every optional entry cleared, registered as "cpu-required") runs

@@ -1,4 +1,4 @@
-/* The CPU's fused nn entries against the composites of src/ops/nn.c (the
+/* The CPU's fused nn entries against the composites of src/nn/nn.c (the
  * same calls with the entries removed from the backend table), on shapes
  * the oracle suite keeps small: SmolLM2's decode step on a 1000-key cache,
  * a chunked prefill with a mask and permuted q, softmax rows whose max or

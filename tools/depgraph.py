@@ -33,7 +33,7 @@ so it is not an edge between folders.
 
 --files DIR: the same graph with the files of DIR as nodes (python/src,
 say). An include edge a.c -> b.h: a.c includes b.h of DIR (headers outside
-DIR -- wick/..., core/... -- are listed per file instead); a call edge a.c
+DIR -- wick/..., tensor/... -- are listed per file instead); a call edge a.c
 -> b.c: a.c names a function or object (any name) that only b.c of DIR
 defines without `static` (file-scope objects with or without an
 initializer, function pointers too). Only .c files make call edges: a

@@ -1,7 +1,7 @@
 /* The wick command-line tool: `wick info`, `wick demo` (the seeds'
- * experiments replayed on this machine), `wick inspect`, `wick quantize` and
- * `wick generate` (tools/wick_inspect.c, tools/wick_quantize.c,
- * tools/wick_generate.c). */
+ * experiments replayed on this machine), `wick inspect`, `wick quantize`,
+ * `wick generate` and `wick embed` (tools/wick_inspect.c,
+ * tools/wick_quantize.c, tools/wick_generate.c, tools/wick_embed.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

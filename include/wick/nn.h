@@ -26,7 +26,7 @@ wk_tensor *wk_layer_norm(const wk_tensor *x, const wk_tensor *weight, const wk_t
  * cos and sin (T, D/2). Not interleaved (rope, GPT-NeoX style): the pair
  * (x[i], x[i + D/2]) rotates by angle (t, i); interleaved (rope_i, GPT-J
  * style): the pair (x[2i], x[2i+1]). out = (a cos - b sin, a sin + b cos).
- * For candle's rope_thd (B, T, H, D) layout, transpose dims 1 and 2 first. */
+ * For candle's rope_thd (B, T, H, D) layout, wk_rope_thd below. */
 wk_tensor *wk_rope(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, bool interleaved);
 
 /* softmax(q k^T * scale + mask) v over the last two dims, as
@@ -68,9 +68,12 @@ wk_tensor *wk_swiglu(const wk_tensor *x);
 
 /* Quantized matmul y = x @ w^T: x (..., K) f32/f16/bf16 with any batch dims
  * and strides, w (N, K) of a GGML block dtype or f16/bf16, rows contiguous
- * (any row stride), same device. y (..., N) in x's dtype. As ggml does, the
- * rows of x are quantized once to w's partner block type (q8_0 / q8_1 / q8_K)
- * and dotted in integers; f16/bf16 weights are widened, x stays f32.
+ * (any row stride), same device. y (..., N) in x's dtype. On the CPU, as
+ * ggml does, the rows of x are quantized once to w's partner block type
+ * (q8_0 / q8_1 / q8_K) and dotted in integers; f16/bf16 weights are widened
+ * and x stays f32 (except bf16 prefill on AVX512-BF16, where x is rounded to
+ * bf16). On CUDA, decode dots f32 x with the dequantized weights and
+ * prefill dequantizes to f16 / bf16 for cuBLAS (an f32 x rounded to f16).
  * Errors: WK_ERR_DTYPE (x not float, w neither blocks nor f16/bf16),
  * WK_ERR_SHAPE (w not 2-D, K differs, w rows not contiguous),
  * WK_ERR_DEVICE, WK_ERR_NOT_COMPILED (a backend without the entry). */
@@ -83,8 +86,8 @@ wk_tensor *wk_dequantize(const wk_tensor *w, wk_dtype dt);
  * multiple of qdt's block) into a new contiguous tensor of the block dtype
  * qdt, same shape and device (a device without a quantize entry goes
  * through the host). ggml's reference quantizers, byte-exact with gguf-py
- * 0.19.0 for q4_0 q4_1 q5_0 q5_1 q8_0. A block-dtype t is requantized
- * through f32. WK_ERR_NOT_COMPILED for a type with no quantizer yet. */
+ * 0.19.0 for q4_0 q4_1 q5_0 q5_1 q8_0 (the others follow ggml's reference
+ * quantizers the same way). A block-dtype t is requantized through f32. */
 wk_tensor *wk_quantize(const wk_tensor *t, wk_dtype qdt);
 
 #ifdef __cplusplus

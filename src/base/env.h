@@ -4,8 +4,8 @@
  * a bad value is reported once on stderr ("wick: WICK_GEMM_KC=-5 ignored:
  * must be an integer in [1, 1048576]") and the query then says "unset", so
  * the caller's default applies. An empty value counts as unset (how a shell
- * user clears one: WICK_ISA= prog). Lives in core so that every backend
- * (cpu, cuda) includes it, never the other way round. */
+ * user clears one: WICK_ISA= prog). Lives in the base floor so that every
+ * backend (cpu, cuda) can include it. */
 #ifndef WICK_CORE_ENV_H
 #define WICK_CORE_ENV_H
 #include <stdbool.h>

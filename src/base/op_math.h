@@ -1,6 +1,7 @@
 /* The scalar math of every elementwise op, once, for every backend: the
- * CPU kernels (src/cpu/cpu_unary.c, cpu_binary.c) and the CUDA kernels
- * (src/cuda/kernels_elementwise.cu, under nvcc as __host__ __device__)
+ * CPU kernels (src/cpu/elementwise/cpu_unary.c, cpu_binary.c) and the CUDA
+ * kernels (src/cuda/elementwise/kernels_elementwise.cu, under nvcc as
+ * __host__ __device__)
  * include this header, so an op's meaning cannot differ between them.
  *
  * Per op of the lists in include/wick/wick_ops.h:
@@ -114,8 +115,9 @@ WK_HD float wk__op_sigmoid_f32(float x) {
 }
 
 /* The integers column picks the integer math: INT_DEF ops have their own,
- * INT_ID ops are the identity, INT_NONE ops never reach a kernel (the core
- * rejects integer inputs first), so the identity stands in. */
+ * INT_ID ops are the identity, INT_NONE ops never reach a kernel
+ * (src/ops/elementwise.c rejects integer inputs first), so the identity
+ * stands in. */
 #define WK__INT_INT_DEF(n, v) wk__op_##n##_int(v)
 #define WK__INT_INT_ID(n, v) (v)
 #define WK__INT_INT_NONE(n, v) (v)

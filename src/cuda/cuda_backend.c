@@ -2,8 +2,9 @@
  *
  * Every op allocates from the device's pool, queues its kernel on the
  * device's one non-blocking stream and returns at once; kernels are built
- * ahead of time by nvcc (the .cu files of src/cuda, declared in cuda_kernels.h) and
- * receive their views by value, so a strided launch uploads nothing.
+ * ahead of time by nvcc (the .cu files of src/cuda, declared in
+ * cuda_kernels.h and the kernels_*.h headers beside them) and receive their
+ * views by value, so a strided launch uploads nothing.
  *
  * Readback (to_host) copies ONLY the bytes of the view: a contiguous view is
  * one cudaMemcpyAsync of exactly its bytes (a one-element read of a
@@ -32,7 +33,22 @@
  * section below).
  *
  * Convolutions live in cuda_conv.c (im2col / col2im + this matmul), uploads
- * in cuda_staging.c; the kernels of every other entry in kernels_*.cu. */
+ * in cuda_staging.c; the kernels of every other entry in kernels_*.cu.
+ *
+ * What has been checked, for the whole backend (the other files' headers
+ * say which test covers them, not this again): every file compiles (nvcc
+ * for the .cu files, the host compiler for the .c files); the kernels'
+ * per-item code, packing and launch loops run on the host against the CPU
+ * backend (host emulation, WKC_HOST_EMULATION: the programs
+ * tests/cuda/test_<name>_emu.cu, one ctest each, need nvcc but no GPU);
+ * the GPU tests' own logic runs with
+ * the CPU standing in for the GPU (the dry runs test_backend_ops_dry,
+ * test_cuda_ops_dry, test_cuda_grad_dry), and scripts/device-check.sh's
+ * stages through its --dry-run (device_check_dry). Not checked: nothing in
+ * src/cuda has run on a GPU yet. scripts/device-check.sh (the GPU tests, the
+ * emulation tests rebuilt with -DGPU_MODE, bench/bench_gpu) has never been
+ * run on one, so device arithmetic, shared memory and barriers, the cuBLAS
+ * calls and speed are all unmeasured. */
 #include "cuda/runtime/cuda_device.h"
 
 #ifdef WICK_HAVE_CUDA

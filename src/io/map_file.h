@@ -1,9 +1,10 @@
 /* A model file mapped read-only into memory, shared by the tensors made from
- * it (safetensors.c, gguf.c). The map is reference counted: the loader holds
- * one reference, every tensor made by wk__map_tensor holds one through its
- * storage's release callback, so the map lives exactly as long as anything
- * uses it and a loader can be closed while its tensors are still in use.
- * Pages are only read when touched: mapping costs no resident memory. */
+ * it (safetensors.c, gguf_read.c / gguf_access.c). The map is reference
+ * counted: the loader holds one reference, every tensor made by
+ * wk__map_tensor holds one through its storage's release callback, so the
+ * map lives exactly as long as anything uses it and a loader can be closed
+ * while its tensors are still in use. Pages are only read when touched:
+ * mapping costs no resident memory. */
 #ifndef WICK_IO_MAP_FILE_H
 #define WICK_IO_MAP_FILE_H
 #include <stddef.h>

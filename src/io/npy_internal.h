@@ -15,7 +15,7 @@
 #define WK_NPY_MAX_HEADER (1u << 20)
 
 /* Most elements an array may have (the product of its non-zero dims), the
- * same bound the core puts on shapes. */
+ * same bound base/checked.h puts on shapes (WK__MAX_NUMEL). */
 #define WK_NPY_MAX_ELEMS ((uint64_t)1 << 56)
 
 /* What a .npy preamble says about the array that follows it. */

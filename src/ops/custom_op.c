@@ -1,6 +1,6 @@
 /* Custom ops (include/wick/custom_op.h): checks, the callback of the
  * device's backend kind, and the output allocation. The callbacks are the
- * user's; the core only hands them views of the tensors. */
+ * user's; wick only hands them views of the tensors. */
 #include "tensor/tensor.h"
 #include "ops/prim_custom_op.h"
 #include "ops/prim_copy.h"

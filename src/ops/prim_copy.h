@@ -1,5 +1,5 @@
-/* The untracked copies (src/tensor/copy.c), casts and moves (convert.c)
- * and in-place copies (inplace.c): the public ops' bodies, argument checks
+/* The untracked copies (declared in tensor/copy.h, included here), casts
+ * and moves (convert.c) and in-place copies (inplace.c): the public ops' bodies, argument checks
  * included, without recording. The public tracked forms are
  * src/autograd/tracked_copy.c. */
 #ifndef WICK_OPS_PRIM_COPY_H

@@ -1,7 +1,7 @@
 /* The untracked elementwise ops (src/ops/elementwise.c): the public ops'
  * bodies, argument checks included, without recording. The public tracked
- * ops are src/autograd/tracked_elementwise.c; core code that needs one of
- * these values untracked calls the prim. */
+ * ops are src/autograd/tracked_elementwise.c; library code that needs one
+ * of these values untracked calls the prim. */
 #ifndef WICK_CORE_PRIM_ELEMENTWISE_H
 #define WICK_CORE_PRIM_ELEMENTWISE_H
 #include "tensor/tensor.h"

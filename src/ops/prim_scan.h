@@ -1,4 +1,5 @@
-/* The untracked scans, sorts and composite reductions (src/ops/scan.c): the
+/* The untracked scans and sorts (src/ops/scan.c) and the statistics built
+ * from reductions, var / std / log_sum_exp (src/ops/stats.c): the
  * public ops' bodies, argument checks included, without recording. The
  * public tracked ones are src/autograd/tracked_scan.c. */
 #ifndef WICK_CORE_PRIM_SCAN_H

@@ -1,6 +1,6 @@
 /* wk_qmatmul (include/wick/nn.h): y = x . w^T with w a block-quantized or
  * f16/bf16 (N, K) weight and x (..., K) f32/f16/bf16. Checks only; the
- * backend's qmatmul entry computes (CPU: cpu/qmatmul.c). Untracked
+ * backend's qmatmul entry computes (CPU: cpu/quantized/qmatmul.c). Untracked
  * (ops/prim_qmatmul.h); the public op records in src/autograd/tracked_qmatmul.c. */
 #include "ops/prim_qmatmul.h"
 #include <string.h>

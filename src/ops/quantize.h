@@ -1,4 +1,4 @@
-/* Block-dtype conversions inside the tensor layer (quantize.c). */
+/* Block-dtype conversions of wk_to_dtype (quantize.c; convert.c calls it). */
 #ifndef WICK_CORE_QUANTIZE_H
 #define WICK_CORE_QUANTIZE_H
 #include "tensor/tensor.h"

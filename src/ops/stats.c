@@ -1,8 +1,7 @@
 /* Statistics built from existing entries, so every backend has them:
  * var/std (one pass for the mean, one for the squares) and log_sum_exp.
  * The untracked ops (wk__prim_var / _std / _log_sum_exp, ops/prim_scan.h);
- * the public tracked ones are src/autograd/tracked_scan.c (wk_prod:
- * composite_scan.c). */
+ * the public tracked ones are in src/autograd/tracked_scan.c. */
 #include "tensor/tensor.h"
 #include "ops/prim_elementwise.h"
 #include "ops/prim_copy.h"

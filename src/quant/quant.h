@@ -1,7 +1,10 @@
-/* Per-block-dtype traits: the row converters between f32 and a GGML block
- * dtype, and the partner dtype a quantized dot product pairs it with (the
- * activations are quantized to that type once, as ggml does). One table
- * (quant_traits.c) for the tensor layer, the CPU backend and qmatmul.
+/* Per-block-dtype traits: the portable reference row converters between f32
+ * and a GGML block dtype, and the partner dtype a quantized dot product pairs
+ * it with (ggml's vec_dot_type; the CPU's qmatmul picks the same partners in
+ * cpu/quantized/qact.c). One table (quant_traits.c), read by the untracked
+ * quantize ops (src/ops/quantize.c) and the CPU backend (cpu/quantized/:
+ * cpu_quant.c quantizes through from_f32, dequant_rows.c swaps SIMD rows in
+ * for to_f32).
  *
  * A "row" here is n consecutive elements, n a multiple of the dtype's
  * block_elems: n / block_elems blocks of block_bytes each, packed. */
@@ -17,7 +20,7 @@ typedef struct {
     wk_dtype dtype;
     uint32_t block_elems, block_bytes;
     wk__q_to_f32_fn to_f32;     /* never NULL for a block dtype */
-    wk__q_from_f32_fn from_f32; /* NULL while no quantizer is written */
+    wk__q_from_f32_fn from_f32; /* every block dtype has one; callers still check NULL */
     wk_dtype vec_dot_type;      /* the activations' block dtype in a dot product */
 } wk__quant_traits;
 
@@ -40,7 +43,6 @@ void wk__quantize_row_q8_0(const float *x, void *y, int64_t n);
 void wk__quantize_row_q8_1(const float *x, void *y, int64_t n);
 void wk__quantize_row_iq4_nl(const float *x, void *y, int64_t n);
 
-/* Row quantizers of the 256-element types (quantize_k.c, branch wip/quantk):
- * declared there / here as they land. */
+/* Row quantizers of the 256-element types and IQ4_XS: quantize_k.h. */
 
 #endif

@@ -54,7 +54,7 @@ static const wk__quant_traits traits[] = {
     TRAITS(WK_Q8_1, q8_1, WK_QK, wk__quantize_row_q8_1, WK_Q8_1),
     TRAITS(WK_IQ4_NL, iq4_nl, WK_QK, wk__quantize_row_iq4_nl, WK_Q8_0),
 
-    /* K types and IQ4_XS: quantizers from quantize_k.c (wip/quantk) */
+    /* K types and IQ4_XS: quantizers from quantize_k.c */
     TRAITS(WK_Q2_K, q2_K, WK_QK_K, wk__quantize_row_q2_K, WK_Q8_K),
     TRAITS(WK_Q3_K, q3_K, WK_QK_K, wk__quantize_row_q3_K, WK_Q8_K),
     TRAITS(WK_Q4_K, q4_K, WK_QK_K, wk__quantize_row_q4_K, WK_Q8_K),

@@ -2,7 +2,7 @@
  * (include/wick/wick_ops.h: wick.h generates the enums and the one-op
  * functions from them, so they must be visible to users); this header
  * gives meaning to the columns only the library reads, and declares the
- * tables src/ops/elementwise.c and reduce.c generate from them. One list
+ * tables tensor/op_lists.c generates from them. One list
  * line per op, not a public list plus a private one, so that the columns
  * cannot drift apart and a new op is one line. */
 #ifndef WICK_OPS_H
@@ -16,8 +16,8 @@ extern const int wk__unary_int_rule[];
 
 /* The derivative rules, keyed by the lists' backward column (x: input,
  * y: output, g: the incoming gradient; binary: the gradients of a and b).
- * Autograd (a later issue) implements one rule per line; an op whose line
- * names a rule not listed here does not compile. */
+ * src/autograd/rules_elementwise.c implements one case per rule; an op
+ * whose line names a rule not listed here does not compile. */
 #define WK_BACKWARD_RULES(X)                                              \
     X(BW_ZERO, "0 (piecewise constant)")                                  \
     X(BW_EXP, "g * y")                                                    \
@@ -48,10 +48,10 @@ extern const int wk__unary_int_rule[];
 typedef enum wk__backward_rule { WK_BACKWARD_RULES(WK__BW_ENUM) WK__BW_COUNT } wk__backward_rule;
 #undef WK__BW_ENUM
 
-/* Per op: its rule (elementwise.c; sizes checked there against the lists). */
+/* Per op: its rule (op_lists.c; sizes checked there against the lists). */
 extern const wk__backward_rule wk__unary_backward[WK_UNARY_COUNT];
 extern const wk__backward_rule wk__binary_backward[WK_BINARY_COUNT];
-/* Per rule: the formula above, for messages and docs. */
+/* Per rule: the formula above, as text (tests/test_op_lists.c reads it). */
 extern const char *const wk__backward_formula[WK__BW_COUNT];
 
 /* The name of a reduce op for errors ("wk_sum", ...; op_lists.c). */

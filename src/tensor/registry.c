@@ -1,4 +1,4 @@
-/* The backend registry: the only way the core reaches a backend's devices.
+/* The backend registry: the only way the library reaches a backend's devices.
  * Built-in backends are listed in wk__builtin_backends, a NULL-terminated
  * table that CMake generates into the build tree (wick_backends.c) from the
  * backends in the build; the first lookup registers them. Referencing the

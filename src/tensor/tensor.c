@@ -1,4 +1,6 @@
-/* Tensor objects: reference counting, metadata queries and scopes. */
+/* Tensor objects: reference counting, metadata queries, scopes, the input
+ * checks every op makes (wk__check_in*, block layouts) and the autograd
+ * floor's graph hook (wk__graph). */
 #include "tensor/tensor.h"
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* The tokenizer object shared by the loaders (tok_json.c, tok_gguf.c,
- * tok_vocab_txt.c), the models (bpe.c, wordpiece.c) and the public entry
+ * tok_files.c), the models (bpe.c, wordpiece.c) and the public entry
  * points (tokenizer.c). Built once by a loader, then read-only. */
 #ifndef WICK_TEXT_TOK_INTERNAL_H
 #define WICK_TEXT_TOK_INTERNAL_H

@@ -34,7 +34,7 @@ round_to's expectation models wick's documented arithmetic exactly
 (candle's round(x * 10^d) * (1 / 10^d) in the dtype, round half away from
 zero); the scale-factor upsampling comes from torch 1.13's
 F.interpolate(scale_factor=..., recompute_scale_factor=None) run with
-C = 3 channels (its general kernels; see src/core/upsample_scale.c).
+C = 3 channels (its general kernels; see src/autograd/tracked_upsample_scale.c).
 """
 import math
 import os

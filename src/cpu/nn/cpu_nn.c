@@ -7,8 +7,8 @@
  * f64 computes in f64 (scalar, double sums); f32 rows use the vectorized
  * kernels of vmath.h (fixed-order float sums, so results do not depend on
  * the thread count). The dispatcher
- * (src/ops/nn.c) has checked dtypes and shapes; a NULL entry there means
- * the composite of required entries, which these must match. */
+ * (src/ops/nn.c) has checked dtypes and shapes; without these entries the
+ * public ops run the composites of src/nn/nn.c, which these must match. */
 #include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise/cpu_convert.h"

@@ -5,7 +5,7 @@
  * rotated pair by pair and written to its place in the contiguous dst.
  * f32 / f64 compute in their own type, f16 / bf16 / f8 in f32. The
  * products are rounded one by one (a cos, then b sin, then the difference),
- * as the composite of src/ops/nn.c computes them. */
+ * as the composite of src/nn/nn.c computes them. */
 #include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/nn/cpu_rowio.h"

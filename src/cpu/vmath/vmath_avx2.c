@@ -1,5 +1,8 @@
-/* AVX2+FMA f32 math kernels. Compiled with -mavx2 -mfma -mf16c; only called
- * through vmath.c after a run-time cpuid check.
+/* AVX2+FMA level of vmath: the f32 math kernels and binary ops, the
+ * contiguous sum and max/min, and the f16 / bf16 <-> f32 conversions.
+ * Compiled with -mavx2 -mfma -mf16c; called only after a run-time cpuid
+ * check: through vmath.c's table, and the conversions also directly from
+ * gemm_avx2.c.
  *
  * Same algorithms and coefficients as vmath_avx512.c (see the comment there);
  * the coefficients, polynomials and loops are written once for both levels

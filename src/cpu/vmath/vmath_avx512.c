@@ -1,5 +1,8 @@
-/* AVX-512 (F/BW/DQ/VL) f32 math kernels. Compiled with -mavx512*; only called
- * through vmath.c after a run-time cpuid check.
+/* AVX-512 (F/BW/DQ/VL) level of vmath: the f32 math kernels and binary ops,
+ * the contiguous sum and max/min, and the f16 / bf16 <-> f32 conversions.
+ * Compiled with -mavx512f/bw/dq/vl -mavx2 -mfma -mf16c (CMakeLists.txt, every
+ * *_avx512.c); called only after a run-time cpuid check: through vmath.c's
+ * table, and the conversions also directly from gemm_avx512.c.
  *
  * Algorithms (shared with vmath_avx2.c; the coefficients, polynomials and
  * loops are written once in vmath_poly.inc and vmath_loops.inc). The
@@ -213,7 +216,8 @@ static inline vf b_min(vf a, vf b) {
 #include "cpu/vmath/vmath_loops.inc"
 
 #else
-/* Not an x86 compiler that accepted the AVX-512 flags: nothing to build. */
+/* Without the AVX-512 flags the kernels above are left out; the reductions
+ * and conversions below still need them (CMake always passes them). */
 typedef int wk_vmath_avx512_unused;
 #endif
 

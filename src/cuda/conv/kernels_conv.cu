@@ -21,7 +21,7 @@
  * code on the host over a fake grid of 7 threads; tests/cuda/
  * test_cuda_conv_emu.cu checks the whole conv (these kernels + matmul with
  * the planned layouts) against wk__cpu_conv*. Checked: compiled for sm_80
- * and sm_90, host emulation. Not checked: never run on a GPU. */
+ * and sm_90, host emulation. */
 #include "cuda/common/cuda_index.cuh"
 #include "cuda/conv/kernels_conv.h"
 

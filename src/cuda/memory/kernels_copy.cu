@@ -14,7 +14,7 @@
  * the element code, packing and grid loop run on the host
  * (WKC_HOST_EMULATION) against the CPU backend: fill (9 values), copy
  * between every pair of layouts, cast for all 100 dtype pairs, every dtype
- * and layout kind. Never run on a GPU. */
+ * and layout kind. */
 #include "cuda/common/cuda_index.cuh"
 
 namespace {

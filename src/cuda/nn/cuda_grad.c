@@ -10,7 +10,7 @@
  *
  * Checked: compiled; the kernels in host emulation
  * (tests/cuda/test_grad_emu.cu); this file only by tests/test_cuda_grad.c,
- * which needs a GPU. Never run on a GPU. */
+ * which needs a GPU. */
 #include "cuda/nn/cuda_grad.h"
 
 #ifdef WICK_HAVE_CUDA

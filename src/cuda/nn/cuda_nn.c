@@ -8,7 +8,7 @@
  *
  * Checked: compiled; the kernels in host emulation
  * (tests/cuda/test_cuda_nn_emu.cu); this file only by tests/test_cuda_ops.c
- * (fused CUDA against the CPU), which needs a GPU. Never run on a GPU. */
+ * (fused CUDA against the CPU), which needs a GPU. */
 #include "cuda/nn/cuda_nn.h"
 
 #ifdef WICK_HAVE_CUDA

@@ -29,9 +29,7 @@
  * lane by lane in the kernels' order, with arrays standing in for shared
  * memory. Checked: nvcc compile (sm_80..90, warnings as errors); host
  * emulation against f64 references (finite differences for the norms and
- * attention), with deliberate mutations caught (test_grad_emu.cu's list).
- * Never run on a GPU: device speed and the device-side arithmetic are
- * unmeasured. */
+ * attention), with deliberate mutations caught (test_grad_emu.cu's list). */
 #include "cuda/common/rowview.cuh"
 #include "cuda/nn/kernels_grad.h"
 

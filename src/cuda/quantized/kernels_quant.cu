@@ -22,7 +22,7 @@
  * Checked: nvcc compile for sm_80/86/89/90 with warnings as errors; the
  * per-item / per-lane code, the butterfly and the launch loops run on the
  * host (WKC_HOST_EMULATION, tests/cuda/test_cuda_quant_emu.cu) against
- * dequant_block.h and an f64 reference for all 14 types. Never run on a GPU. */
+ * dequant_block.h and an f64 reference for all 14 types. */
 #include "cuda/common/cuda_index.cuh"
 #include "cuda/quantized/kernels_quant.cuh"
 #include "cuda/quantized/kernels_quant.h"

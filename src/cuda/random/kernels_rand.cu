@@ -45,8 +45,7 @@
  * Checked: compiled for sm_80 and sm_90 (warnings as errors); host
  * emulation (tests/cuda/test_cuda_rand_emu.cu: Philox known-answer vectors,
  * ranges, moments and histograms against wk__cpu_rand_*, stream continuity,
- * grid independence). Never run on a GPU: device speed, the real launch
- * shape and CUDA's logf/sincospif results are unmeasured there. */
+ * grid independence). */
 #include "cuda/common/cuda_index.cuh"
 #include "cuda/random/kernels_rand.h"
 #include <float.h>

@@ -12,8 +12,7 @@
  *
  * Checked: compiled into kernels_scan.cu / kernels_sort.cu (sm_80, sm_90,
  * warnings as errors) and their host emulation against wk__cpu_scan /
- * wk__cpu_sort / wk__cpu_topk (tests/cuda/test_cuda_sort_emu.cu). Never run
- * on a GPU. */
+ * wk__cpu_sort / wk__cpu_topk (tests/cuda/test_cuda_sort_emu.cu). */
 #ifndef WICK_CUDA_LINES_CUH
 #define WICK_CUDA_LINES_CUH
 #include "cuda/common/cuda_index.cuh"

@@ -1,7 +1,6 @@
 /* CUDA reductions (launcher wk__cu_reduce, declared in cuda_kernels.h): the
- * backend's `reduce` entry, mirroring src/cpu/reduce/cpu_reduce.c. (Not yet wired
- * into cuda_backend.c: tests/test_cuda.c still expects "reduce: not
- * implemented"; the two must change together.)
+ * backend's `reduce` entry (cu_reduce in cuda_backend.c), mirroring
+ * src/cpu/reduce/cpu_reduce.c.
  *
  * Plan (host): the view is split into kept dims (output order) and reduced
  * dims (size-1 dims dropped, adjacent reduced dims merged where contiguous),
@@ -39,7 +38,7 @@
  * element's offset is a 64-bit unravel; short reductions still take a block
  * each (no warp-per-output path yet).
  * Checked: nvcc compile warning-free; host emulation against
- * wk__cpu_reduce (tests/cuda/test_cuda_kernels_emu.cu). Never run on a GPU. */
+ * wk__cpu_reduce (tests/cuda/test_cuda_kernels_emu.cu). */
 #include "cuda/common/cuda_index.cuh"
 
 namespace {

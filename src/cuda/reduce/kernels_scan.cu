@@ -39,8 +39,7 @@
  * Host emulation (WKC_HOST_EMULATION): launches run the per-item code on the
  * host over a fake grid of 7 threads, grid-stride.
  * Checked: nvcc compile (sm_80, sm_90, warnings as errors); host emulation
- * against wk__cpu_scan (tests/cuda/test_cuda_sort_emu.cu). Never run on a
- * GPU. */
+ * against wk__cpu_scan (tests/cuda/test_cuda_sort_emu.cu). */
 #include "cuda/common/cuda_index.cuh"
 #include "cuda/reduce/cuda_lines.cuh"
 #include "cuda/reduce/kernels_sort.h"

@@ -43,8 +43,7 @@
  * on the host over a fake grid of 7 threads, grid-stride; tile launches as
  * described above (the real shared memory and barriers are not exercised).
  * Checked: nvcc compile (sm_80, sm_90, warnings as errors); host emulation
- * against wk__cpu_sort / wk__cpu_topk (tests/cuda/test_cuda_sort_emu.cu).
- * Never run on a GPU. */
+ * against wk__cpu_sort / wk__cpu_topk (tests/cuda/test_cuda_sort_emu.cu). */
 #include "cuda/common/cuda_index.cuh"
 #include "cuda/reduce/cuda_lines.cuh"
 #include "cuda/reduce/kernels_sort.h"

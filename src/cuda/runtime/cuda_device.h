@@ -3,8 +3,10 @@
  * Each holds its own non-blocking stream (every op of the device queues on
  * it, from any host thread), a buffer pool, a cuBLAS handle (plus a cuBLASLt
  * handle), an error flag the kernels set (integer division by zero) and the
- * seed of its random generator. Only built with WICK_HAVE_CUDA. The core
- * reaches all of it through wk__cuda_backend_desc (registry) and the table. */
+ * seed of its random generator. The device structure exists only with
+ * WICK_HAVE_CUDA; the entry points below also answer without it. The
+ * library reaches all of it through wk__cuda_backend_desc (registry) and
+ * the table. */
 #ifndef WICK_CUDA_DEVICE_H
 #define WICK_CUDA_DEVICE_H
 #include "tensor/tensor.h"
