@@ -23,6 +23,7 @@
 #ifndef WICK_AUTOGRAD_NODE_H
 #define WICK_AUTOGRAD_NODE_H
 #include <stdatomic.h>
+#include "autograd/node_args.h"
 #include "tensor/tensor.h"
 #include "wick/autograd.h"
 
@@ -53,6 +54,7 @@ typedef struct wk__saved {
 
 struct wk__node {
     atomic_int refs;        /* the output tensor, nodes whose edge is this one, stores */
+    wk__op_id op;           /* the op family (node_args.h): what code compares */
     const char *name;       /* the op, for errors: "wk_mul" */
     wk__bw_fn backward;     /* NULL: a leaf */
     bool retain;            /* stores keep this non-leaf's gradient */
@@ -65,6 +67,7 @@ struct wk__node {
     /* what the rule reads */
     wk__saved saved[WK__MAX_SAVED];
     int nsaved;
+    wk__node_args args;     /* the family's typed arguments (args.<family>, node_args.h) */
     int64_t ai[24];         /* op arguments: dims, sizes, flags */
     double ad[8];
     void *extra;            /* malloc'd op arguments that do not fit (freed with the node) */
@@ -96,7 +99,7 @@ static inline void wk__ag_resume(void) { wk__tl_nograd--; }
 /* ---- recording (node.c) ---- */
 /* A node for an op with nin inputs (NULL entries allowed: no edge). Edges
  * point at the tracked float inputs' nodes. NULL with WK_ERR_OOM recorded. */
-wk__node *wk__node_new(const char *name, wk__bw_fn fn, int nin, const wk_tensor *const *in);
+wk__node *wk__node_new(wk__op_id op, const char *name, wk__bw_fn fn, int nin, const wk_tensor *const *in);
 /* Save an input value the rule reads (the next saved index; t NULL: an
  * empty slot, for a value only some gradients need: saving less is what
  * keeps a graph's memory down). No-op when n is NULL. Returns n. */

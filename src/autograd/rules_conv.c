@@ -166,7 +166,7 @@ wk_tensor *wk__ag_conv(wk_tensor *r, const wk_tensor *x, const wk_tensor *w, con
                        bool transposed, const char *op) {
     if (!r) return NULL;
     const wk_tensor *in[2] = {x, w};
-    wk__node *n = wk__node_new(op, conv_backward, 2, in);
+    wk__node *n = wk__node_new(WK__OP_CONV, op, conv_backward, 2, in);
     if (n) {
         n->ai[0] = p->padding;
         n->ai[1] = p->stride;

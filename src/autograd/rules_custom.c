@@ -56,7 +56,7 @@ static wk_status custom_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_custom(wk_tensor *r, const wk_custom_op *op, int nin, const wk_tensor *const *in) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new(wk_custom_op_name(op), custom_backward, nin, in);
+    wk__node *n = wk__node_new(WK__OP_CUSTOM, wk_custom_op_name(op), custom_backward, nin, in);
     if (n) {
         /* the node's own reference: the op lives as long as the graph */
         wk__custom_op_retain(op);

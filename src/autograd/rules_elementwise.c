@@ -85,7 +85,7 @@ static wk_status unary_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_unary(wk_tensor *r, const wk_tensor *x, wk_unary_op op) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new(wk_unary_name(op), unary_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_UNARY, wk_unary_name(op), unary_backward, 1, &x);
     if (n) {
         n->ai[0] = op;
         int s = unary_saves(wk__unary_backward[op]);
@@ -161,7 +161,7 @@ static wk_status binary_backward(wk__bw_ctx *c) {
 wk_tensor *wk__ag_binary(wk_tensor *r, const wk_tensor *a, const wk_tensor *b, wk_binary_op op) {
     if (!r) return NULL;
     const wk_tensor *in[2] = {a, b};
-    wk__node *n = wk__node_new(wk_binary_name(op), binary_backward, 2, in);
+    wk__node *n = wk__node_new(WK__OP_BINARY, wk_binary_name(op), binary_backward, 2, in);
     if (n) {
         n->ai[0] = op;
         wk__backward_rule rule = wk__binary_backward[op];
@@ -184,7 +184,7 @@ static wk_status affine_backward(wk__bw_ctx *c) { return wk__bw_set(c, 0, wk_aff
 
 wk_tensor *wk__ag_affine(wk_tensor *r, const wk_tensor *x, double mul) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_affine", affine_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_AFFINE, "wk_affine", affine_backward, 1, &x);
     if (n) n->ad[0] = mul;
     return wk__node_attach(n, r);
 }
@@ -203,7 +203,7 @@ static wk_status where_backward(wk__bw_ctx *c) {
 wk_tensor *wk__ag_where(wk_tensor *r, const wk_tensor *cond, const wk_tensor *a, const wk_tensor *b) {
     if (!r) return NULL;
     const wk_tensor *in[3] = {NULL, a, b}; /* the condition is an integer: no edge */
-    wk__node *n = wk__node_new("wk_where", where_backward, 3, in);
+    wk__node *n = wk__node_new(WK__OP_WHERE, "wk_where", where_backward, 3, in);
     wk__node_save(n, cond);
     return wk__node_attach(n, r);
 }
@@ -223,7 +223,7 @@ static wk_status powf_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_powf(wk_tensor *r, const wk_tensor *x, double e) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_powf", powf_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_POWF, "wk_powf", powf_backward, 1, &x);
     if (n) {
         n->ad[0] = e;
         if (e != 0.0 && e != 1.0) wk__node_save(n, x);
@@ -246,7 +246,7 @@ static wk_status elu_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_elu(wk_tensor *r, const wk_tensor *x, double alpha) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_elu", elu_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_ELU, "wk_elu", elu_backward, 1, &x);
     if (n) n->ad[0] = alpha;
     wk__node_save(n, x);
     return wk__node_attach(n, r);
@@ -263,7 +263,7 @@ static wk_status clamp_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_clamp(wk_tensor *r, const wk_tensor *x, double lo, double hi) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_clamp", clamp_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_CLAMP, "wk_clamp", clamp_backward, 1, &x);
     if (n) {
         n->ad[0] = lo;
         n->ad[1] = hi;

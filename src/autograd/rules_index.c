@@ -30,7 +30,7 @@ static wk_status index_select_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_index_select(wk_tensor *r, const wk_tensor *t, const wk_tensor *ids, int dim) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_index_select", index_select_backward, 1, &t);
+    wk__node *n = wk__node_new(WK__OP_INDEX_SELECT, "wk_index_select", index_select_backward, 1, &t);
     if (n) n->ai[0] = dim;
     wk__node_save(n, ids);
     return wk__node_attach(n, r);
@@ -46,7 +46,7 @@ static wk_status gather_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_gather(wk_tensor *r, const wk_tensor *t, const wk_tensor *ids, int dim) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_gather", gather_backward, 1, &t);
+    wk__node *n = wk__node_new(WK__OP_GATHER, "wk_gather", gather_backward, 1, &t);
     if (n) n->ai[0] = dim;
     wk__node_save(n, ids);
     return wk__node_attach(n, r);
@@ -67,7 +67,7 @@ static wk_status index_add_backward(wk__bw_ctx *c) {
 wk_tensor *wk__ag_index_add(wk_tensor *r, const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
     if (!r) return NULL;
     const wk_tensor *in[2] = {t, src};
-    wk__node *n = wk__node_new("wk_index_add", index_add_backward, 2, in);
+    wk__node *n = wk__node_new(WK__OP_INDEX_ADD, "wk_index_add", index_add_backward, 2, in);
     if (n) n->ai[0] = dim;
     wk__node_save(n, n && n->in[1].node ? ids : NULL); /* only src's gradient reads ids */
     return wk__node_attach(n, r);
@@ -97,7 +97,7 @@ static wk_status scatter_backward(wk__bw_ctx *c) {
 static wk__node *scatter_node(const char *name, const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src,
                               int dim, bool add) {
     const wk_tensor *in[2] = {t, src};
-    wk__node *n = wk__node_new(name, scatter_backward, 2, in);
+    wk__node *n = wk__node_new(WK__OP_SCATTER, name, scatter_backward, 2, in);
     if (!n) return NULL;
     n->ai[0] = dim;
     n->ai[1] = add;

@@ -49,7 +49,7 @@ static wk_status cat_backward(wk__bw_ctx *c) {
 wk_tensor *wk__ag_cat(wk_tensor *r, wk_tensor *const *ts, int n, int dim) {
     if (!r) return NULL;
     /* the offsets of the inputs are their sizes along dim, kept in the edges */
-    wk__node *nd = wk__node_new("wk_cat", cat_backward, n, (const wk_tensor *const *)ts);
+    wk__node *nd = wk__node_new(WK__OP_CAT, "wk_cat", cat_backward, n, (const wk_tensor *const *)ts);
     if (nd) nd->ai[0] = norm_dim(dim, r->layout.rank);
     return wk__node_attach(nd, r);
 }
@@ -63,7 +63,7 @@ static wk_status pad_zeros_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_pad_zeros(wk_tensor *r, const wk_tensor *x, int dim, int64_t left) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_pad_with_zeros", pad_zeros_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_PAD_ZEROS, "wk_pad_with_zeros", pad_zeros_backward, 1, &x);
     if (n) {
         n->ai[0] = norm_dim(dim, x->layout.rank);
         n->ai[1] = left;
@@ -100,7 +100,7 @@ static wk_status repeat_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_repeat(wk_tensor *r, const wk_tensor *x, const int64_t *reps, int nreps) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_repeat", repeat_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_REPEAT, "wk_repeat", repeat_backward, 1, &x);
     if (n) {
         n->ai[0] = nreps;
         for (int i = 0; i < nreps; i++) n->ai[1 + i] = reps[i];
@@ -128,7 +128,7 @@ static wk_status slice_scatter_backward(wk__bw_ctx *c) {
 
 static wk__node *slice_node(const char *name, const wk_tensor *t, const wk_tensor *src, int dim, int64_t start) {
     const wk_tensor *in[2] = {t, src};
-    wk__node *n = wk__node_new(name, slice_scatter_backward, 2, in);
+    wk__node *n = wk__node_new(WK__OP_SLICE_SCATTER, name, slice_scatter_backward, 2, in);
     if (n) {
         n->ai[0] = norm_dim(dim, t->layout.rank);
         n->ai[1] = start;
@@ -158,7 +158,7 @@ static wk_status copy_backward(wk__bw_ctx *c) {
 
 wk__node *wk__ag_copy_node(const wk_tensor *dst, const wk_tensor *src) {
     const wk_tensor *in[2] = {dst, src};
-    return wk__node_new("wk_copy_", copy_backward, 2, in);
+    return wk__node_new(WK__OP_COPY, "wk_copy_", copy_backward, 2, in);
 }
 
 /* -------------------------------------------------------- slice_assign */
@@ -199,7 +199,7 @@ static wk_status slice_assign_backward(wk__bw_ctx *c) {
 static wk__node *slice_assign_node(const char *name, const wk_tensor *t, const wk__slice_spec *sp,
                                    const wk_tensor *src) {
     const wk_tensor *in[2] = {t, src};
-    wk__node *n = wk__node_new(name, slice_assign_backward, 2, in);
+    wk__node *n = wk__node_new(WK__OP_SLICE_ASSIGN, name, slice_assign_backward, 2, in);
     if (!n) return NULL;
     if (!(n->extra = malloc(sizeof *sp))) {
         wk__node_release(n);

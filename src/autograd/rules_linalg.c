@@ -27,7 +27,7 @@ static wk_status dot_backward(wk__bw_ctx *c) {
 wk_tensor *wk__ag_dot(wk_tensor *r, const wk_tensor *a, const wk_tensor *b) {
     if (!r) return NULL;
     const wk_tensor *in[2] = {a, b};
-    wk__node *n = wk__node_new("wk_dot", dot_backward, 2, in);
+    wk__node *n = wk__node_new(WK__OP_DOT, "wk_dot", dot_backward, 2, in);
     if (n) { /* each side's gradient reads the other side only */
         wk__node_save(n, n->in[1].node ? a : NULL);
         wk__node_save(n, n->in[0].node ? b : NULL);
@@ -52,7 +52,7 @@ static wk_status mv_backward(wk__bw_ctx *c) {
 wk_tensor *wk__ag_mv(wk_tensor *r, const wk_tensor *m, const wk_tensor *v) {
     if (!r) return NULL;
     const wk_tensor *in[2] = {m, v};
-    wk__node *n = wk__node_new("wk_mv", mv_backward, 2, in);
+    wk__node *n = wk__node_new(WK__OP_MV, "wk_mv", mv_backward, 2, in);
     if (n) {
         wk__node_save(n, n->in[1].node ? m : NULL);
         wk__node_save(n, n->in[0].node ? v : NULL);
@@ -120,7 +120,7 @@ static wk_status norm_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_norm(wk_tensor *r, const wk_tensor *x, double p, const bool *mask, bool keepdim) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_norm", norm_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_NORM, "wk_norm", norm_backward, 1, &x);
     if (n) {
         n->ad[0] = p;
         set_reduced(n, x, mask, keepdim);
@@ -145,7 +145,7 @@ static wk_status lse_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_log_sum_exp(wk_tensor *r, const wk_tensor *x, const bool *mask, bool keepdim) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_log_sum_exp", lse_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_LOG_SUM_EXP, "wk_log_sum_exp", lse_backward, 1, &x);
     if (n) set_reduced(n, x, mask, keepdim);
     wk__node_save(n, x);
     wk__node_save_out(n, r);
@@ -182,7 +182,7 @@ static wk_status var_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_var(wk_tensor *r, const wk_tensor *x, const bool *mask, bool keepdim, double den, bool take_sqrt) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new(take_sqrt ? "wk_std" : "wk_var", var_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_VAR, take_sqrt ? "wk_std" : "wk_var", var_backward, 1, &x);
     if (n) {
         set_reduced(n, x, mask, keepdim);
         n->ai[3] = take_sqrt;

@@ -63,7 +63,7 @@ static wk_tensor *pool_grad(const char *op, const wk_tensor *x, const wk__edge *
     }
     if (!wk__ag_on1(g)) return dx;
     /* create_graph: dx is a linear op of g */
-    wk__node *n = wk__node_new(p->is_max ? "wk_max_pool2d_backward" : "wk_avg_pool2d_backward",
+    wk__node *n = wk__node_new(WK__OP_POOL2D_BACKWARD, p->is_max ? "wk_max_pool2d_backward" : "wk_avg_pool2d_backward",
                                p->is_max ? max_pool_bw_backward : avg_pool_bw_backward, 1, &g);
     if (n) store_pool_params(n, p);
     return wk__node_attach(n, dx);
@@ -79,7 +79,7 @@ static wk_status pool_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_pool2d(wk_tensor *r, const wk_tensor *x, const wk_pool_params *p, const char *op) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new(op, pool_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_POOL2D, op, pool_backward, 1, &x);
     if (n) {
         store_pool_params(n, p);
         if (p->is_max) wk__node_save(n, x); /* the windows' maxima are found again; avg needs only shapes */
@@ -133,7 +133,7 @@ static wk_tensor *upsample_grad(const char *op, const wk__edge *e, const wk_tens
         }
     }
     if (!wk__ag_on1(g)) return dx;
-    wk__node *n = wk__node_new(bilinear ? "wk_upsample_bilinear2d_backward" : "wk_upsample_nearest_backward",
+    wk__node *n = wk__node_new(WK__OP_UPSAMPLE_BACKWARD, bilinear ? "wk_upsample_bilinear2d_backward" : "wk_upsample_nearest_backward",
                                upsample_bw_backward, 1, &g);
     if (n) {
         n->ai[0] = rank;
@@ -151,7 +151,7 @@ static wk_status upsample_backward(wk__bw_ctx *c) {
 wk_tensor *wk__ag_upsample(wk_tensor *r, const wk_tensor *x, int rank, bool bilinear, bool align_corners,
                            const char *op) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new(op, upsample_backward, 1, &x); /* linear: nothing saved */
+    wk__node *n = wk__node_new(WK__OP_UPSAMPLE, op, upsample_backward, 1, &x); /* linear: nothing saved */
     if (n) {
         n->ai[0] = rank;
         n->ai[1] = bilinear;

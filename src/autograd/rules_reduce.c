@@ -118,7 +118,7 @@ wk_tensor *wk__ag_reduce(wk_tensor *r, const wk_tensor *x, wk_reduce_op op, cons
     case WK_REDUCE_ARGMAX: case WK_REDUCE_ARGMIN: case WK_REDUCE_ANY: case WK_REDUCE_ALL:
     case WK_REDUCE_COUNT: return r; /* integer results: never tracked */
     }
-    wk__node *n = wk__node_new(k_names[op], fn, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_REDUCE, k_names[op], fn, 1, &x);
     if (n) {
         n->ai[0] = op;
         n->ai[1] = keepdim;

@@ -25,7 +25,7 @@ static wk_tensor *rev_cumsum(const wk_tensor *v, int dim) {
     wk_tensor_free(s);
     if (ag) wk__ag_resume();
     if (!ag || !r) return r;
-    wk__node *n = wk__node_new("wk_cumsum_reverse", rev_cumsum_backward, 1, &v);
+    wk__node *n = wk__node_new(WK__OP_CUMSUM_REVERSE, "wk_cumsum_reverse", rev_cumsum_backward, 1, &v);
     if (n) n->ai[0] = dim;
     return wk__node_attach(n, r);
 }
@@ -39,7 +39,7 @@ static wk_status cumsum_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_cumsum(wk_tensor *r, const wk_tensor *x, int dim) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_cumsum", cumsum_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_CUMSUM, "wk_cumsum", cumsum_backward, 1, &x);
     if (n) n->ai[0] = dim;
     return wk__node_attach(n, r);
 }
@@ -83,7 +83,7 @@ static wk_status cumprod_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_cumprod(wk_tensor *r, const wk_tensor *x, int dim) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_cumprod", cumprod_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_CUMPROD, "wk_cumprod", cumprod_backward, 1, &x);
     if (n) n->ai[0] = dim;
     wk__node_save(n, x);
     wk__node_save_out(n, r);

@@ -18,7 +18,7 @@ static wk_status order_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_order(wk_tensor *values, const wk_tensor *x, const wk_tensor *ix, int dim, const char *op) {
     if (!values) return NULL;
-    wk__node *n = wk__node_new(op, order_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_ORDER, op, order_backward, 1, &x);
     if (n) n->ai[0] = dim;
     wk__node_save(n, ix);
     return wk__node_attach(n, values);

@@ -11,14 +11,14 @@ static wk_status reshape_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_reshape(wk_tensor *r, const wk_tensor *x) {
     if (!r) return NULL;
-    return wk__node_attach(wk__node_new("wk_reshape", reshape_backward, 1, &x), r);
+    return wk__node_attach(wk__node_new(WK__OP_RESHAPE, "wk_reshape", reshape_backward, 1, &x), r);
 }
 
 static wk_status identity_backward(wk__bw_ctx *c) { return wk__bw_set(c, 0, c->g); }
 
 wk_tensor *wk__ag_identity(wk_tensor *r, const wk_tensor *x, const char *op) {
     if (!r) return NULL;
-    return wk__node_attach(wk__node_new(op, identity_backward, 1, &x), r);
+    return wk__node_attach(wk__node_new(WK__OP_IDENTITY, op, identity_backward, 1, &x), r);
 }
 
 static wk_status narrow_backward(wk__bw_ctx *c) {
@@ -31,7 +31,7 @@ static wk_status narrow_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_narrow(wk_tensor *r, const wk_tensor *x, int dim, int64_t start, int64_t len) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_narrow", narrow_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_NARROW, "wk_narrow", narrow_backward, 1, &x);
     if (n) {
         n->ai[0] = dim;
         n->ai[1] = start;
@@ -43,7 +43,7 @@ wk_tensor *wk__ag_narrow(wk_tensor *r, const wk_tensor *x, int dim, int64_t star
 
 wk_tensor *wk__ag_select(wk_tensor *r, const wk_tensor *x, int dim, int64_t index) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_select", narrow_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_NARROW, "wk_select", narrow_backward, 1, &x);
     if (n) {
         n->ai[0] = dim;
         n->ai[1] = index;
@@ -61,7 +61,7 @@ static wk_status permute_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_permute(wk_tensor *r, const wk_tensor *x, const int *dims) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_permute", permute_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_PERMUTE, "wk_permute", permute_backward, 1, &x);
     if (n)
         for (int i = 0; i < x->layout.rank; i++) n->ai[i] = dims[i];
     return wk__node_attach(n, r);
@@ -71,5 +71,5 @@ static wk_status broadcast_backward(wk__bw_ctx *c) { return wk__bw_set_sum(c, 0,
 
 wk_tensor *wk__ag_broadcast(wk_tensor *r, const wk_tensor *x) {
     if (!r) return NULL;
-    return wk__node_attach(wk__node_new("wk_broadcast_as", broadcast_backward, 1, &x), r);
+    return wk__node_attach(wk__node_new(WK__OP_BROADCAST, "wk_broadcast_as", broadcast_backward, 1, &x), r);
 }

@@ -76,7 +76,7 @@ static wk_status softmax_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_softmax(wk_tensor *r, const wk_tensor *x, int dim, bool logp) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new(logp ? "wk_log_softmax" : "wk_softmax", softmax_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_SOFTMAX, logp ? "wk_log_softmax" : "wk_softmax", softmax_backward, 1, &x);
     if (n) {
         n->ai[0] = dim;
         n->ai[1] = logp;
@@ -136,7 +136,7 @@ wk_tensor *wk__ag_nn_norm(wk_tensor *r, const wk_tensor *x, const wk_tensor *w, 
                        bool rms) {
     if (!r) return NULL;
     const wk_tensor *in[3] = {x, w, b};
-    wk__node *n = wk__node_new(rms ? "wk_rms_norm" : "wk_layer_norm", norm_backward, 3, in);
+    wk__node *n = wk__node_new(WK__OP_NN_NORM, rms ? "wk_rms_norm" : "wk_layer_norm", norm_backward, 3, in);
     if (n) {
         n->ai[0] = rms;
         n->ai[1] = w != NULL;
@@ -192,7 +192,7 @@ wk_tensor *wk__ag_rope(wk_tensor *r, const wk_tensor *x, const wk_tensor *cos, c
                        bool thd) {
     if (!r) return NULL;
     const wk_tensor *in[3] = {x, cos, sin};
-    wk__node *n = wk__node_new(thd ? "wk_rope_thd" : "wk_rope", rope_backward, 3, in);
+    wk__node *n = wk__node_new(WK__OP_ROPE, thd ? "wk_rope_thd" : "wk_rope", rope_backward, 3, in);
     if (n) {
         n->ai[0] = interleaved;
         n->ai[1] = thd;
@@ -240,7 +240,7 @@ static wk_status swiglu_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_swiglu(wk_tensor *r, const wk_tensor *x) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_swiglu", swiglu_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_SWIGLU, "wk_swiglu", swiglu_backward, 1, &x);
     wk__node_save(n, x);
     return wk__node_attach(n, r);
 }
@@ -332,7 +332,7 @@ wk_tensor *wk__ag_attention(wk_tensor *r, const wk_tensor *q, const wk_tensor *k
                             const wk_tensor *mask, const wk_attention_args *a, const char *op) {
     if (!r) return NULL;
     const wk_tensor *in[4] = {q, k, v, mask};
-    wk__node *n = wk__node_new(op, attention_backward, 4, in);
+    wk__node *n = wk__node_new(WK__OP_ATTENTION, op, attention_backward, 4, in);
     if (n) {
         n->ad[0] = a->scale;
         n->ai[0] = a->causal;

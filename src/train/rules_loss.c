@@ -33,7 +33,7 @@ static wk_status class_loss_backward(wk__bw_ctx *c) {
 wk_tensor *wk__ag_class_loss(wk_tensor *r, const wk_tensor *x, const wk_tensor *ids, const wk_tensor *mask, bool ce,
                              double eps, double scale, bool none) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new(ce ? "wk_cross_entropy" : "wk_nll_loss", class_loss_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_CLASS_LOSS, ce ? "wk_cross_entropy" : "wk_nll_loss", class_loss_backward, 1, &x);
     if (n) {
         n->ai[0] = ce;
         n->ai[1] = none;
