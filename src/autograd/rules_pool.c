@@ -133,7 +133,8 @@ static wk_tensor *upsample_grad(const char *op, const wk__edge *e, const wk_tens
         }
     }
     if (!wk__ag_on1(g)) return dx;
-    wk__node *n = wk__node_new(WK__OP_UPSAMPLE_BACKWARD, bilinear ? "wk_upsample_bilinear2d_backward" : "wk_upsample_nearest_backward",
+    wk__node *n = wk__node_new(WK__OP_UPSAMPLE_BACKWARD,
+                               bilinear ? "wk_upsample_bilinear2d_backward" : "wk_upsample_nearest_backward",
                                upsample_bw_backward, 1, &g);
     if (n) {
         n->ai[0] = rank;

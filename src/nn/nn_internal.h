@@ -33,7 +33,8 @@ typedef union wk__nn_args {
     wk__args_attention attention;
 } wk__nn_args;
 _Static_assert(sizeof(wk__nn_args) <= WK__ARGS_UPPER_BYTES, "the nn args outgrow the node's upper block");
-_Static_assert(_Alignof(wk__nn_args) <= _Alignof(wk__node_args), "the nn args need more alignment than the node's");
+_Static_assert(_Alignof(wk__nn_args) <= _Alignof(wk__node_args),
+               "the nn args need more alignment than the node's");
 /* n's args as the nn floor's (n made by a recorder of this floor) */
 static inline wk__nn_args *wk__nn_args_of(wk__node *n) { return (wk__nn_args *)(void *)n->args.upper; }
 

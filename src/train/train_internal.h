@@ -66,9 +66,12 @@ typedef union wk__train_args {
     wk__args_class_loss class_loss;
 } wk__train_args;
 _Static_assert(sizeof(wk__train_args) <= WK__ARGS_UPPER_BYTES, "the train args outgrow the node's upper block");
-_Static_assert(_Alignof(wk__train_args) <= _Alignof(wk__node_args), "the train args need more alignment than the node's");
+_Static_assert(_Alignof(wk__train_args) <= _Alignof(wk__node_args),
+               "the train args need more alignment than the node's");
 /* n's args as the train floor's (n made by a recorder of this floor) */
-static inline wk__train_args *wk__train_args_of(wk__node *n) { return (wk__train_args *)(void *)n->args.upper; }
+static inline wk__train_args *wk__train_args_of(wk__node *n) {
+    return (wk__train_args *)(void *)n->args.upper;
+}
 
 /* rules_loss.c: the recorder of the class losses.
  * cross_entropy (ce) / nll_loss of x (N, C): ids (N, 1) i64 target classes
