@@ -39,7 +39,6 @@ static void node_free_now(wk__node *n) {
     if (n->on_free) n->on_free(n);
     wk__node_release_saved(n);
     for (int i = 0; i < n->nin; i++) wk__node_release(n->in[i].node);
-    free(n->extra);
     free(n);
 }
 
