@@ -5,6 +5,9 @@
 #include "testutil.h"
 #include "gradcheck.h"
 #include "wick/custom_op.h"
+#include "autograd/record.h"
+#include "nn/nn_internal.h"
+#include "train/train_internal.h"
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -511,6 +514,66 @@ static void test_store_drop(void **state) {
     wk_scope_end();
 }
 
+/* What a node records: its op id (the rule family, told apart without
+ * string compares) and the family's typed args; the floors above autograd
+ * (nn, train) in their reserved id ranges, read through their accessors. */
+static void test_node_records(void **state) {
+    (void)state;
+    wk_scope_begin();
+    int64_t s[] = {2, 3, 4};
+    wk_tensor *x = vals(s, 3, 0.5, -0.2);
+    TU_STATUS_OK(wk_requires_grad(x, true));
+    assert_int_equal(x->node->op, WK__OP_LEAF);
+    wk_tensor *m = TU_OK(wk_mul(x, x));
+    assert_int_equal(m->node->op, WK__OP_BINARY);
+    assert_int_equal(m->node->args.binary.op, WK_MUL);
+    wk_tensor *e = TU_OK(wk_exp(x));
+    assert_int_equal(e->node->op, WK__OP_UNARY);
+    assert_int_equal(e->node->args.unary.op, WK_EXP);
+    wk_tensor *nw = TU_OK(wk_narrow(x, 2, 1, 2)), *sel = TU_OK(wk_select(x, 1, 2));
+    assert_int_equal(nw->node->op, WK__OP_NARROW);
+    assert_int_equal(sel->node->op, WK__OP_NARROW);
+    assert_false(nw->node->args.narrow.select);
+    assert_true(sel->node->args.narrow.select);
+    assert_int_equal(nw->node->args.narrow.dim, 2);
+    assert_int_equal(nw->node->args.narrow.start, 1);
+    assert_int_equal(nw->node->args.narrow.len, 2);
+    assert_int_equal(sel->node->args.narrow.start, 2);
+    int dims[] = {0, 2};
+    wk_tensor *r = TU_OK(wk_mean(x, dims, 2, true));
+    assert_int_equal(r->node->op, WK__OP_REDUCE);
+    assert_int_equal(r->node->args.reduce.op, WK_REDUCE_MEAN);
+    assert_int_equal(r->node->args.reduce.red.dims, 5u);
+    assert_true(r->node->args.reduce.red.keepdim);
+    assert_true(r->node->args.reduce.count == 8.0);
+    assert_ptr_equal(wk__ag_reduced_of(r->node), &r->node->args.reduce.red);
+    int perm[] = {2, 0, 1};
+    wk_tensor *p = TU_OK(wk_permute(x, perm, 3));
+    assert_int_equal(p->node->op, WK__OP_PERMUTE);
+    assert_int_equal(p->node->args.permute.dims[0], 2);
+    assert_int_equal(p->node->args.permute.dims[2], 1);
+    /* nn: its own range, its own struct */
+    wk_tensor *sm = TU_OK(wk_log_softmax(x, -1));
+    assert_int_equal(sm->node->op, WK__OP_SOFTMAX);
+    assert_true(sm->node->op >= WK__OP_NN_FIRST && sm->node->op < WK__OP_TRAIN_FIRST);
+    assert_int_equal(wk__nn_args_of(sm->node)->softmax.dim, 2);
+    assert_true(wk__nn_args_of(sm->node)->softmax.logp);
+    /* train: the class loss */
+    int64_t ls[] = {3, 4}, ids[] = {0, 3, 1}, ns[] = {3};
+    wk_tensor *logits = vals(ls, 2, 0.3, 0.1);
+    TU_STATUS_OK(wk_requires_grad(logits, true));
+    wk_tensor *tg = TU_OK(wk_from_host(ids, sizeof ids, ns, 1, WK_I64, wk_cpu()));
+    wk_class_loss_opts o = {.reduction = WK_REDUCE_SUM_LOSS, .label_smoothing = 0.25};
+    wk_tensor *ce = TU_OK(wk_cross_entropy(logits, tg, &o));
+    assert_int_equal(ce->node->op, WK__OP_CLASS_LOSS);
+    assert_true(ce->node->op >= WK__OP_TRAIN_FIRST && ce->node->op < WK__OP_LIMIT);
+    const wk__args_class_loss *cl = &wk__train_args_of(ce->node)->class_loss;
+    assert_true(cl->ce);
+    assert_false(cl->none);
+    assert_true(cl->eps == 0.25 && cl->scale == 1.0);
+    wk_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_simple_gradient),    cmocka_unit_test(test_tracking_rules),
@@ -520,6 +583,7 @@ int main(void) {
         cmocka_unit_test(test_reduce_rules),       cmocka_unit_test(test_mlp_second_order),
         cmocka_unit_test(test_grad_of_and_retain), cmocka_unit_test(test_custom_op),
         cmocka_unit_test(test_threads_share_leaves), cmocka_unit_test(test_store_drop),
+        cmocka_unit_test(test_node_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

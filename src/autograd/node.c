@@ -39,7 +39,6 @@ static void node_free_now(wk__node *n) {
     if (n->on_free) n->on_free(n);
     wk__node_release_saved(n);
     for (int i = 0; i < n->nin; i++) wk__node_release(n->in[i].node);
-    free(n->extra);
     free(n);
 }
 
@@ -92,9 +91,10 @@ static wk__node *node_alloc(const char *name, wk__bw_fn fn, int nin) {
     return n;
 }
 
-wk__node *wk__node_new(const char *name, wk__bw_fn fn, int nin, const wk_tensor *const *in) {
+wk__node *wk__node_new(wk__op_id op, const char *name, wk__bw_fn fn, int nin, const wk_tensor *const *in) {
     wk__node *n = node_alloc(name, fn, nin);
     if (!n) return NULL;
+    n->op = op;
     for (int i = 0; i < nin; i++) {
         const wk_tensor *t = in[i];
         wk__edge *e = &n->in[i];

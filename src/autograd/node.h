@@ -2,20 +2,49 @@
  * the context backward rules run in. include/wick/autograd.h has the
  * user-visible rules; docs/ARCHITECTURE.md ("Autograd") the why.
  *
- * How an op records: the untracked op is wk__prim_foo in src/core/X.c
- * (declared in core/prim_X.h, argument checks included); the public op is
- * src/autograd/tracked_X.c (core never names autograd):
+ * How an op records: the untracked op is wk__prim_foo in src/ops/X.c
+ * (declared in ops/prim_X.h, argument checks included); the public op is
+ * src/autograd/tracked_X.c (the floors below never name autograd). A node
+ * holds plain data: its op id (wk__op_id, node_args.h: the rule family,
+ * what code compares; the name string is for messages), the values the
+ * rule reads (saved tensors) and the family's small typed argument struct
+ * (n->args.<family>, declared in node_args.h next to the id):
  *
- *     wk_tensor *wk_foo(const wk_tensor *x) {
- *         if (!wk__ag_on1(x)) return wk__prim_foo(x);    // untracked: one test
- *         wk__ag_suspend();                              // the body records nothing
- *         wk_tensor *r = wk__prim_foo(x);
+ *     wk_tensor *wk_foo(const wk_tensor *x, int dim) {
+ *         if (!wk__ag_on1(x)) return wk__prim_foo(x, dim); // untracked: one test
+ *         wk__ag_suspend();                                // the body records nothing
+ *         wk_tensor *r = wk__prim_foo(x, dim);
  *         wk__ag_resume();
  *         if (!r) return NULL;
- *         wk__node *n = wk__node_new("wk_foo", foo_backward, 1, &x);
- *         wk__node_save(n, x);                           // only what the rule reads
- *         return wk__node_attach(n, r);                  // r->node = n (or frees r on OOM)
+ *         wk__node *n = wk__node_new(WK__OP_FOO, "wk_foo", foo_backward, 1, &x);
+ *         if (n) n->args.foo = (wk__args_foo){.dim = dim};  // the rule's arguments
+ *         wk__node_save(n, x);                             // only what the rule reads
+ *         return wk__node_attach(n, r);                    // r->node = n (or frees r on OOM)
  *     }
+ *     static wk_status foo_backward(wk__bw_ctx *c) {
+ *         int dim = c->n->args.foo.dim;
+ *         wk_tensor *x = wk__bw_saved(c, 0);
+ *         ...
+ *     }
+ *
+ * (the recorders live with their rules, src/autograd/rules_X.c, declared in
+ * record.h). Adding a family: an id in wk__op_id and, when it has
+ * arguments, a struct and a member of wk__node_args. The union is as large
+ * as its largest member, so an argument that would make every node bigger
+ * (wk_slice_assign's three WK_MAX_RANK arrays) is a typed pointer in the
+ * args to a malloc'd copy, freed by the node's on_free.
+ *
+ * The floors above autograd (nn, train) record the same way, but autograd
+ * may not name their types: each floor numbers its ids in a range
+ * node_args.h reserves (WK__OP_NN_FIRST, WK__OP_TRAIN_FIRST) and keeps its
+ * argument structs in its own header, stored in the union's raw, suitably
+ * aligned block args.upper and reached through that floor's typed accessor
+ * (wk__nn_args_of(n)->softmax, src/nn/nn_internal.h;
+ * wk__train_args_of(n)->class_loss, src/train/train_internal.h), whose
+ * _Static_asserts check that the structs fit the block and its alignment.
+ * A generic block plus accessors (rather than one union naming every
+ * floor's types, or a malloc'd pointer per node) keeps the floors and
+ * keeps the node one allocation.
  *
  * Composite ops made of recorded public ops need nothing: their parts record
  * (they live in src/autograd/composite_X.c).
@@ -23,6 +52,7 @@
 #ifndef WICK_AUTOGRAD_NODE_H
 #define WICK_AUTOGRAD_NODE_H
 #include <stdatomic.h>
+#include "autograd/node_args.h"
 #include "tensor/tensor.h"
 #include "wick/autograd.h"
 
@@ -53,6 +83,7 @@ typedef struct wk__saved {
 
 struct wk__node {
     atomic_int refs;        /* the output tensor, nodes whose edge is this one, stores */
+    wk__op_id op;           /* the op family (node_args.h): what code compares */
     const char *name;       /* the op, for errors: "wk_mul" */
     wk__bw_fn backward;     /* NULL: a leaf */
     bool retain;            /* stores keep this non-leaf's gradient */
@@ -65,9 +96,7 @@ struct wk__node {
     /* what the rule reads */
     wk__saved saved[WK__MAX_SAVED];
     int nsaved;
-    int64_t ai[24];         /* op arguments: dims, sizes, flags */
-    double ad[8];
-    void *extra;            /* malloc'd op arguments that do not fit (freed with the node) */
+    wk__node_args args;     /* the family's typed arguments (args.<family>, node_args.h) */
     void (*on_free)(wk__node *n); /* NULL, or run as the node is freed (drops what the rule holds) */
     int nin;
     wk__edge in[];
@@ -96,7 +125,7 @@ static inline void wk__ag_resume(void) { wk__tl_nograd--; }
 /* ---- recording (node.c) ---- */
 /* A node for an op with nin inputs (NULL entries allowed: no edge). Edges
  * point at the tracked float inputs' nodes. NULL with WK_ERR_OOM recorded. */
-wk__node *wk__node_new(const char *name, wk__bw_fn fn, int nin, const wk_tensor *const *in);
+wk__node *wk__node_new(wk__op_id op, const char *name, wk__bw_fn fn, int nin, const wk_tensor *const *in);
 /* Save an input value the rule reads (the next saved index; t NULL: an
  * empty slot, for a value only some gradients need: saving less is what
  * keeps a graph's memory down). No-op when n is NULL. Returns n. */

@@ -54,7 +54,10 @@ void wk__custom_op_release(const struct wk_custom_op *op);
 wk_tensor *wk__ag_powf(wk_tensor *r, const wk_tensor *x, double e);
 wk_tensor *wk__ag_elu(wk_tensor *r, const wk_tensor *x, double alpha);
 wk_tensor *wk__ag_clamp(wk_tensor *r, const wk_tensor *x, double lo, double hi);
-/* rules_reduce.c: g of a reduction (n's ai[1] keepdim, ai[2] reduced-dim bits) viewed in x's shape */
+/* rules_reduce.c: the reduced dims of a reduction's node (WK__OP_REDUCE,
+ * _NORM, _LOG_SUM_EXP, _VAR: their args' .red), and g of the reduction
+ * viewed in x's shape through them */
+const wk__reduced *wk__ag_reduced_of(const wk__node *n);
 wk_tensor *wk__ag_expand_reduced(const wk_tensor *g, const wk__node *n);
 /* rules_scan.c: dim normalised (x of rank 0: dim 0) */
 wk_tensor *wk__ag_cumsum(wk_tensor *r, const wk_tensor *x, int dim);

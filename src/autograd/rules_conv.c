@@ -102,10 +102,9 @@ static wk_tensor *weight_grad_im2col(const wk_tensor *s, const wk_tensor *kt, co
 
 static wk_status conv_backward(wk__bw_ctx *c) {
     const wk__node *n = c->n;
-    wk_conv_params p = {.padding = n->ai[0], .stride = n->ai[1], .dilation = n->ai[2], .groups = n->ai[3],
-                        .output_padding = n->ai[4]};
-    int sp = (int)n->ai[5];
-    bool tr = n->ai[6] != 0;
+    wk_conv_params p = n->args.conv.p;
+    int sp = n->args.conv.spatial;
+    bool tr = n->args.conv.transposed;
     const wk__edge *ex = &n->in[0], *ew = &n->in[1];
     const wk_tensor *g = c->g;
     bool empty = wk_numel(g) == 0;
@@ -166,15 +165,9 @@ wk_tensor *wk__ag_conv(wk_tensor *r, const wk_tensor *x, const wk_tensor *w, con
                        bool transposed, const char *op) {
     if (!r) return NULL;
     const wk_tensor *in[2] = {x, w};
-    wk__node *n = wk__node_new(op, conv_backward, 2, in);
+    wk__node *n = wk__node_new(WK__OP_CONV, op, conv_backward, 2, in);
     if (n) {
-        n->ai[0] = p->padding;
-        n->ai[1] = p->stride;
-        n->ai[2] = p->dilation;
-        n->ai[3] = p->groups;
-        n->ai[4] = p->output_padding;
-        n->ai[5] = spatial;
-        n->ai[6] = transposed;
+        n->args.conv = (wk__args_conv){.p = *p, .spatial = spatial, .transposed = transposed};
         /* dx reads w only, dw reads x only */
         wk__node_save(n, n->in[1].node ? x : NULL);
         wk__node_save(n, n->in[0].node ? w : NULL);

@@ -32,10 +32,10 @@ static wk_status check_grad(const wk__bw_ctx *c, const wk_custom_op *op, int i, 
     return WK_OK;
 }
 
-static void custom_node_free(wk__node *n) { wk__custom_op_release((const wk_custom_op *)(intptr_t)n->ai[0]); }
+static void custom_node_free(wk__node *n) { wk__custom_op_release(n->args.custom.op); }
 
 static wk_status custom_backward(wk__bw_ctx *c) {
-    const wk_custom_op *op = (const wk_custom_op *)(intptr_t)c->n->ai[0];
+    const wk_custom_op *op = c->n->args.custom.op;
     int nin = c->n->nin;
     const wk_tensor *in[3];
     for (int i = 0; i < nin; i++)
@@ -56,11 +56,11 @@ static wk_status custom_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_custom(wk_tensor *r, const wk_custom_op *op, int nin, const wk_tensor *const *in) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new(wk_custom_op_name(op), custom_backward, nin, in);
+    wk__node *n = wk__node_new(WK__OP_CUSTOM, wk_custom_op_name(op), custom_backward, nin, in);
     if (n) {
         /* the node's own reference: the op lives as long as the graph */
         wk__custom_op_retain(op);
-        n->ai[0] = (int64_t)(intptr_t)op;
+        n->args.custom.op = op;
         n->on_free = custom_node_free;
         for (int i = 0; i < nin; i++) wk__node_save(n, in[i]);
         wk__node_save_out(n, r);

@@ -33,7 +33,7 @@ static wk_tensor *zeros_of_edge(const wk__edge *e) { return wk_zeros(e->shape, e
 
 static wk_status unary_backward(wk__bw_ctx *c) {
     const wk_tensor *g = c->g;
-    wk_unary_op op = (wk_unary_op)c->n->ai[0];
+    wk_unary_op op = c->n->args.unary.op;
     wk__backward_rule rule = wk__unary_backward[op];
     wk_tensor *v = NULL; /* x or y */
     if (unary_saves(rule) != SAVE_NONE && !(v = wk__bw_saved(c, 0))) return wk_last_status();
@@ -85,9 +85,9 @@ static wk_status unary_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_unary(wk_tensor *r, const wk_tensor *x, wk_unary_op op) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new(wk_unary_name(op), unary_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_UNARY, wk_unary_name(op), unary_backward, 1, &x);
     if (n) {
-        n->ai[0] = op;
+        n->args.unary.op = op;
         int s = unary_saves(wk__unary_backward[op]);
         if (s == SAVE_X) wk__node_save(n, x);
         else if (s == SAVE_Y) wk__node_save_out(n, r);
@@ -99,7 +99,7 @@ wk_tensor *wk__ag_unary(wk_tensor *r, const wk_tensor *x, wk_unary_op op) {
  * summed back over the dims broadcasting expanded. */
 static wk_status binary_backward(wk__bw_ctx *c) {
     const wk_tensor *g = c->g;
-    wk_binary_op op = (wk_binary_op)c->n->ai[0];
+    wk_binary_op op = c->n->args.binary.op;
     bool na = wk__bw_need(c, 0), nb = wk__bw_need(c, 1);
     wk__backward_rule rule = wk__binary_backward[op];
     wk_tensor *a = NULL, *b = NULL;
@@ -161,9 +161,9 @@ static wk_status binary_backward(wk__bw_ctx *c) {
 wk_tensor *wk__ag_binary(wk_tensor *r, const wk_tensor *a, const wk_tensor *b, wk_binary_op op) {
     if (!r) return NULL;
     const wk_tensor *in[2] = {a, b};
-    wk__node *n = wk__node_new(wk_binary_name(op), binary_backward, 2, in);
+    wk__node *n = wk__node_new(WK__OP_BINARY, wk_binary_name(op), binary_backward, 2, in);
     if (n) {
-        n->ai[0] = op;
+        n->args.binary.op = op;
         wk__backward_rule rule = wk__binary_backward[op];
         bool na = n->in[0].node, nb = n->in[1].node;
         if (rule == BW_MUL) {
@@ -180,12 +180,14 @@ wk_tensor *wk__ag_binary(wk_tensor *r, const wk_tensor *a, const wk_tensor *b, w
     return wk__node_attach(n, r);
 }
 
-static wk_status affine_backward(wk__bw_ctx *c) { return wk__bw_set(c, 0, wk_affine(c->g, c->n->ad[0], 0.0)); }
+static wk_status affine_backward(wk__bw_ctx *c) {
+    return wk__bw_set(c, 0, wk_affine(c->g, c->n->args.affine.mul, 0.0));
+}
 
 wk_tensor *wk__ag_affine(wk_tensor *r, const wk_tensor *x, double mul) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_affine", affine_backward, 1, &x);
-    if (n) n->ad[0] = mul;
+    wk__node *n = wk__node_new(WK__OP_AFFINE, "wk_affine", affine_backward, 1, &x);
+    if (n) n->args.affine.mul = mul;
     return wk__node_attach(n, r);
 }
 
@@ -203,7 +205,7 @@ static wk_status where_backward(wk__bw_ctx *c) {
 wk_tensor *wk__ag_where(wk_tensor *r, const wk_tensor *cond, const wk_tensor *a, const wk_tensor *b) {
     if (!r) return NULL;
     const wk_tensor *in[3] = {NULL, a, b}; /* the condition is an integer: no edge */
-    wk__node *n = wk__node_new("wk_where", where_backward, 3, in);
+    wk__node *n = wk__node_new(WK__OP_WHERE, "wk_where", where_backward, 3, in);
     wk__node_save(n, cond);
     return wk__node_attach(n, r);
 }
@@ -213,7 +215,7 @@ wk_tensor *wk__ag_where(wk_tensor *r, const wk_tensor *cond, const wk_tensor *a,
 /* d/dx x^e = e x^(e-1); e == 0 gives 0 everywhere (x^-1 would be inf at 0),
  * as PyTorch masks it. */
 static wk_status powf_backward(wk__bw_ctx *c) {
-    double e = c->n->ad[0];
+    double e = c->n->args.power.e;
     if (e == 0.0) return wk__bw_set(c, 0, zeros_of_edge(&c->n->in[0]));
     if (e == 1.0) return wk__bw_set(c, 0, c->g);
     wk_tensor *x = wk__bw_saved(c, 0);
@@ -223,9 +225,9 @@ static wk_status powf_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_powf(wk_tensor *r, const wk_tensor *x, double e) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_powf", powf_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_POWF, "wk_powf", powf_backward, 1, &x);
     if (n) {
-        n->ad[0] = e;
+        n->args.power.e = e;
         if (e != 0.0 && e != 1.0) wk__node_save(n, x);
         else wk__node_save(n, NULL);
     }
@@ -238,7 +240,7 @@ wk_tensor *wk__ag_powf(wk_tensor *r, const wk_tensor *x, double e) {
 static wk_status elu_backward(wk__bw_ctx *c) {
     wk_tensor *x = wk__bw_saved(c, 0);
     if (!x) return wk_last_status();
-    double alpha = c->n->ad[0];
+    double alpha = c->n->args.elu.alpha;
     wk_tensor *neg = wk_affine(wk_exp(wk_clamp(x, -INFINITY, 0.0)), alpha, 0.0);
     wk_tensor *d = wk_where(wk_cmp_scalar(x, 0.0, WK_GT), c->g, wk_mul(c->g, neg));
     return wk__bw_set(c, 0, d);
@@ -246,8 +248,8 @@ static wk_status elu_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_elu(wk_tensor *r, const wk_tensor *x, double alpha) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_elu", elu_backward, 1, &x);
-    if (n) n->ad[0] = alpha;
+    wk__node *n = wk__node_new(WK__OP_ELU, "wk_elu", elu_backward, 1, &x);
+    if (n) n->args.elu.alpha = alpha;
     wk__node_save(n, x);
     return wk__node_attach(n, r);
 }
@@ -257,16 +259,16 @@ wk_tensor *wk__ag_elu(wk_tensor *r, const wk_tensor *x, double alpha) {
 static wk_status clamp_backward(wk__bw_ctx *c) {
     wk_tensor *x = wk__bw_saved(c, 0);
     if (!x) return wk_last_status();
-    wk_tensor *in = wk_mul(mask_scalar(x, c->n->ad[0], WK_GE), mask_scalar(x, c->n->ad[1], WK_LE));
+    wk_tensor *in = wk_mul(mask_scalar(x, c->n->args.clamp.lo, WK_GE), mask_scalar(x, c->n->args.clamp.hi, WK_LE));
     return wk__bw_set(c, 0, wk_mul(c->g, in));
 }
 
 wk_tensor *wk__ag_clamp(wk_tensor *r, const wk_tensor *x, double lo, double hi) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_clamp", clamp_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_CLAMP, "wk_clamp", clamp_backward, 1, &x);
     if (n) {
-        n->ad[0] = lo;
-        n->ad[1] = hi;
+        n->args.clamp.lo = lo;
+        n->args.clamp.hi = hi;
     }
     wk__node_save(n, x);
     return wk__node_attach(n, r);

@@ -25,13 +25,13 @@ static wk_tensor *pad_to(const wk_tensor *x, const wk__edge *e) {
 static wk_status index_select_backward(wk__bw_ctx *c) {
     wk_tensor *ids = wk__bw_saved(c, 0);
     if (!ids) return wk_last_status();
-    return wk__bw_set(c, 0, wk_index_add(zeros_of_edge(&c->n->in[0]), ids, c->g, (int)c->n->ai[0]));
+    return wk__bw_set(c, 0, wk_index_add(zeros_of_edge(&c->n->in[0]), ids, c->g, c->n->args.index.dim));
 }
 
 wk_tensor *wk__ag_index_select(wk_tensor *r, const wk_tensor *t, const wk_tensor *ids, int dim) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_index_select", index_select_backward, 1, &t);
-    if (n) n->ai[0] = dim;
+    wk__node *n = wk__node_new(WK__OP_INDEX_SELECT, "wk_index_select", index_select_backward, 1, &t);
+    if (n) n->args.index.dim = dim;
     wk__node_save(n, ids);
     return wk__node_attach(n, r);
 }
@@ -41,13 +41,13 @@ wk_tensor *wk__ag_index_select(wk_tensor *r, const wk_tensor *t, const wk_tensor
 static wk_status gather_backward(wk__bw_ctx *c) {
     wk_tensor *ids = wk__bw_saved(c, 0);
     if (!ids) return wk_last_status();
-    return wk__bw_set(c, 0, wk_scatter_add(zeros_of_edge(&c->n->in[0]), ids, c->g, (int)c->n->ai[0]));
+    return wk__bw_set(c, 0, wk_scatter_add(zeros_of_edge(&c->n->in[0]), ids, c->g, c->n->args.index.dim));
 }
 
 wk_tensor *wk__ag_gather(wk_tensor *r, const wk_tensor *t, const wk_tensor *ids, int dim) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_gather", gather_backward, 1, &t);
-    if (n) n->ai[0] = dim;
+    wk__node *n = wk__node_new(WK__OP_GATHER, "wk_gather", gather_backward, 1, &t);
+    if (n) n->args.index.dim = dim;
     wk__node_save(n, ids);
     return wk__node_attach(n, r);
 }
@@ -59,7 +59,7 @@ static wk_status index_add_backward(wk__bw_ctx *c) {
     if (wk__bw_need(c, 0)) st = wk__bw_set(c, 0, c->g);
     if (st == WK_OK && wk__bw_need(c, 1)) {
         wk_tensor *ids = wk__bw_saved(c, 0);
-        st = ids ? wk__bw_set(c, 1, wk_index_select(c->g, ids, (int)c->n->ai[0])) : wk_last_status();
+        st = ids ? wk__bw_set(c, 1, wk_index_select(c->g, ids, c->n->args.index.dim)) : wk_last_status();
     }
     return st;
 }
@@ -67,8 +67,8 @@ static wk_status index_add_backward(wk__bw_ctx *c) {
 wk_tensor *wk__ag_index_add(wk_tensor *r, const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src, int dim) {
     if (!r) return NULL;
     const wk_tensor *in[2] = {t, src};
-    wk__node *n = wk__node_new("wk_index_add", index_add_backward, 2, in);
-    if (n) n->ai[0] = dim;
+    wk__node *n = wk__node_new(WK__OP_INDEX_ADD, "wk_index_add", index_add_backward, 2, in);
+    if (n) n->args.index.dim = dim;
     wk__node_save(n, n && n->in[1].node ? ids : NULL); /* only src's gradient reads ids */
     return wk__node_attach(n, r);
 }
@@ -77,8 +77,8 @@ wk_tensor *wk__ag_index_add(wk_tensor *r, const wk_tensor *t, const wk_tensor *i
 
 static wk_status scatter_backward(wk__bw_ctx *c) {
     const wk__node *n = c->n;
-    int dim = (int)n->ai[0];
-    bool add = n->ai[1] != 0;
+    int dim = n->args.index.dim;
+    bool add = n->args.index.add;
     wk_tensor *ids = NULL;
     if (((!add && wk__bw_need(c, 0)) || wk__bw_need(c, 1)) && !(ids = wk__bw_saved(c, 0))) return wk_last_status();
     wk_status st = WK_OK;
@@ -97,10 +97,9 @@ static wk_status scatter_backward(wk__bw_ctx *c) {
 static wk__node *scatter_node(const char *name, const wk_tensor *t, const wk_tensor *ids, const wk_tensor *src,
                               int dim, bool add) {
     const wk_tensor *in[2] = {t, src};
-    wk__node *n = wk__node_new(name, scatter_backward, 2, in);
+    wk__node *n = wk__node_new(WK__OP_SCATTER, name, scatter_backward, 2, in);
     if (!n) return NULL;
-    n->ai[0] = dim;
-    n->ai[1] = add;
+    n->args.index = (wk__args_index){.dim = dim, .add = add};
     /* ids for src's gradient and scatter's destination's; scatter_add's
      * destination gradient is g itself */
     wk__node_save(n, (!add && n->in[0].node) || n->in[1].node ? ids : NULL);

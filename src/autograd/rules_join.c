@@ -35,7 +35,7 @@ static int norm_dim(int dim, int rank) { return dim < 0 ? dim + rank : dim; }
 
 static wk_status cat_backward(wk__bw_ctx *c) {
     const wk__node *n = c->n;
-    int d = (int)n->ai[0];
+    int d = n->args.cat.dim;
     int64_t off = 0;
     wk_status st = WK_OK;
     for (int k = 0; k < n->nin && st == WK_OK; k++) {
@@ -49,25 +49,22 @@ static wk_status cat_backward(wk__bw_ctx *c) {
 wk_tensor *wk__ag_cat(wk_tensor *r, wk_tensor *const *ts, int n, int dim) {
     if (!r) return NULL;
     /* the offsets of the inputs are their sizes along dim, kept in the edges */
-    wk__node *nd = wk__node_new("wk_cat", cat_backward, n, (const wk_tensor *const *)ts);
-    if (nd) nd->ai[0] = norm_dim(dim, r->layout.rank);
+    wk__node *nd = wk__node_new(WK__OP_CAT, "wk_cat", cat_backward, n, (const wk_tensor *const *)ts);
+    if (nd) nd->args.cat.dim = norm_dim(dim, r->layout.rank);
     return wk__node_attach(nd, r);
 }
 
 /* ------------------------------------------------------ pad_with_zeros */
 
 static wk_status pad_zeros_backward(wk__bw_ctx *c) {
-    int d = (int)c->n->ai[0];
-    return wk__bw_set(c, 0, wk_narrow(c->g, d, c->n->ai[1], c->n->in[0].shape[d]));
+    const wk__args_pad *a = &c->n->args.pad;
+    return wk__bw_set(c, 0, wk_narrow(c->g, a->dim, a->left, c->n->in[0].shape[a->dim]));
 }
 
 wk_tensor *wk__ag_pad_zeros(wk_tensor *r, const wk_tensor *x, int dim, int64_t left) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_pad_with_zeros", pad_zeros_backward, 1, &x);
-    if (n) {
-        n->ai[0] = norm_dim(dim, x->layout.rank);
-        n->ai[1] = left;
-    }
+    wk__node *n = wk__node_new(WK__OP_PAD_ZEROS, "wk_pad_with_zeros", pad_zeros_backward, 1, &x);
+    if (n) n->args.pad = (wk__args_pad){.dim = norm_dim(dim, x->layout.rank), .left = left};
     return wk__node_attach(n, r);
 }
 
@@ -79,12 +76,12 @@ wk_tensor *wk__ag_pad_zeros(wk_tensor *r, const wk_tensor *x, int dim, int64_t l
 static wk_status repeat_backward(wk__bw_ctx *c) {
     const wk__node *n = c->n;
     const wk__edge *e = &n->in[0];
-    int nr = (int)n->ai[0], lead = nr - e->rank;
+    int nr = n->args.repeat.n, lead = nr - e->rank;
     int64_t shape[WK_MAX_RANK];
     for (int i = 0; i < nr; i++) shape[i] = c->g->layout.shape[i];
     const wk_tensor *cur = c->g;
     for (int i = 0; i < nr; i++) {
-        int64_t rep = n->ai[1 + i];
+        int64_t rep = n->args.repeat.reps[i];
         if (rep == 1) continue;
         int64_t s = i < lead ? 1 : e->shape[i - lead], pre = 1, post = 1;
         for (int k = 0; k < i; k++) pre *= shape[k];
@@ -100,22 +97,22 @@ static wk_status repeat_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_repeat(wk_tensor *r, const wk_tensor *x, const int64_t *reps, int nreps) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_repeat", repeat_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_REPEAT, "wk_repeat", repeat_backward, 1, &x);
     if (n) {
-        n->ai[0] = nreps;
-        for (int i = 0; i < nreps; i++) n->ai[1 + i] = reps[i];
+        n->args.repeat.n = nreps; /* <= WK_MAX_RANK (the op checked); the bound is for the compiler */
+        for (int i = 0; i < nreps && i < WK_MAX_RANK; i++) n->args.repeat.reps[i] = reps[i];
     }
     return wk__node_attach(n, r);
 }
 
 /* ------------------------------------------- slice_scatter / slice_set */
 
-/* Inputs (t, src); ai: dim (normalised), start. The region is src's extent
- * along dim (edge 1's shape, kept even when src is untracked). */
+/* Inputs (t, src); args.slice: dim (normalised), start. The region is src's
+ * extent along dim (edge 1's shape, kept even when src is untracked). */
 static wk_status slice_scatter_backward(wk__bw_ctx *c) {
     const wk__node *n = c->n;
-    int d = (int)n->ai[0];
-    int64_t start = n->ai[1];
+    int d = n->args.slice.dim;
+    int64_t start = n->args.slice.start;
     const wk__edge *es = &n->in[1];
     wk_status st = WK_OK;
     if (wk__bw_need(c, 0)) { /* g with the region zeroed: a stride-0 zero as the written value */
@@ -128,11 +125,8 @@ static wk_status slice_scatter_backward(wk__bw_ctx *c) {
 
 static wk__node *slice_node(const char *name, const wk_tensor *t, const wk_tensor *src, int dim, int64_t start) {
     const wk_tensor *in[2] = {t, src};
-    wk__node *n = wk__node_new(name, slice_scatter_backward, 2, in);
-    if (n) {
-        n->ai[0] = norm_dim(dim, t->layout.rank);
-        n->ai[1] = start;
-    }
+    wk__node *n = wk__node_new(WK__OP_SLICE_SCATTER, name, slice_scatter_backward, 2, in);
+    if (n) n->args.slice = (wk__args_slice){.dim = norm_dim(dim, t->layout.rank), .start = start};
     return n;
 }
 
@@ -158,7 +152,7 @@ static wk_status copy_backward(wk__bw_ctx *c) {
 
 wk__node *wk__ag_copy_node(const wk_tensor *dst, const wk_tensor *src) {
     const wk_tensor *in[2] = {dst, src};
-    return wk__node_new("wk_copy_", copy_backward, 2, in);
+    return wk__node_new(WK__OP_COPY, "wk_copy_", copy_backward, 2, in);
 }
 
 /* -------------------------------------------------------- slice_assign */
@@ -181,7 +175,7 @@ static wk_tensor *region_of(const wk_tensor *g, const wk__slice_spec *sp) {
 }
 
 static wk_status slice_assign_backward(wk__bw_ctx *c) {
-    const wk__slice_spec *sp = c->n->extra;
+    const wk__slice_spec *sp = c->n->args.slice_assign.spec;
     wk_status st = WK_OK;
     if (wk__bw_need(c, 0)) {
         int64_t starts[WK_MAX_RANK], ends[WK_MAX_RANK];
@@ -196,17 +190,24 @@ static wk_status slice_assign_backward(wk__bw_ctx *c) {
     return st;
 }
 
+static void slice_assign_node_free(wk__node *n) { free(n->args.slice_assign.spec); }
+
+/* The slice is the one argument kept outside the node (malloc'd, freed by
+ * on_free): three WK_MAX_RANK arrays, too large to sit in every node. */
 static wk__node *slice_assign_node(const char *name, const wk_tensor *t, const wk__slice_spec *sp,
                                    const wk_tensor *src) {
     const wk_tensor *in[2] = {t, src};
-    wk__node *n = wk__node_new(name, slice_assign_backward, 2, in);
+    wk__node *n = wk__node_new(WK__OP_SLICE_ASSIGN, name, slice_assign_backward, 2, in);
     if (!n) return NULL;
-    if (!(n->extra = malloc(sizeof *sp))) {
+    wk__slice_spec *mine = malloc(sizeof *mine);
+    if (!mine) {
         wk__node_release(n);
         wk__err(WK_ERR_OOM, name, "cannot allocate an autograd node's slice");
         return NULL;
     }
-    memcpy(n->extra, sp, sizeof *sp);
+    memcpy(mine, sp, sizeof *mine);
+    n->args.slice_assign.spec = mine;
+    n->on_free = slice_assign_node_free;
     return n;
 }
 

@@ -27,7 +27,7 @@ static wk_status dot_backward(wk__bw_ctx *c) {
 wk_tensor *wk__ag_dot(wk_tensor *r, const wk_tensor *a, const wk_tensor *b) {
     if (!r) return NULL;
     const wk_tensor *in[2] = {a, b};
-    wk__node *n = wk__node_new("wk_dot", dot_backward, 2, in);
+    wk__node *n = wk__node_new(WK__OP_DOT, "wk_dot", dot_backward, 2, in);
     if (n) { /* each side's gradient reads the other side only */
         wk__node_save(n, n->in[1].node ? a : NULL);
         wk__node_save(n, n->in[0].node ? b : NULL);
@@ -52,7 +52,7 @@ static wk_status mv_backward(wk__bw_ctx *c) {
 wk_tensor *wk__ag_mv(wk_tensor *r, const wk_tensor *m, const wk_tensor *v) {
     if (!r) return NULL;
     const wk_tensor *in[2] = {m, v};
-    wk__node *n = wk__node_new("wk_mv", mv_backward, 2, in);
+    wk__node *n = wk__node_new(WK__OP_MV, "wk_mv", mv_backward, 2, in);
     if (n) {
         wk__node_save(n, n->in[1].node ? m : NULL);
         wk__node_save(n, n->in[0].node ? v : NULL);
@@ -60,16 +60,15 @@ wk_tensor *wk__ag_mv(wk_tensor *r, const wk_tensor *m, const wk_tensor *v) {
     return wk__node_attach(n, r);
 }
 
-/* ---- reductions with their own rule: the node keeps ai[1] keepdim and
- * ai[2] the reduced-dim bits, as rules_reduce.c's nodes do, so
+/* ---- reductions with their own rule: each family's args keep the reduced
+ * dims as .red (wk__reduced), as rules_reduce.c's nodes do, so
  * wk__ag_expand_reduced serves here too ---- */
 
-static void set_reduced(wk__node *n, const wk_tensor *x, const bool *mask, bool keepdim) {
-    int64_t bits = 0;
+static wk__reduced reduced(const wk_tensor *x, const bool *mask, bool keepdim) {
+    uint32_t bits = 0;
     for (int d = 0; d < x->layout.rank; d++)
-        if (mask[d]) bits |= (int64_t)1 << d;
-    n->ai[1] = keepdim;
-    n->ai[2] = bits;
+        if (mask[d]) bits |= (uint32_t)1 << d;
+    return (wk__reduced){.dims = bits, .keepdim = keepdim};
 }
 
 /* narrow floats are computed in f32, as the forward ops do */
@@ -84,7 +83,7 @@ static wk_tensor *as(const wk_tensor *t, wk_dtype dt) {
  * with 0 where r == 0 (p >= 1) or where x == 0 (p < 1, as g r^(1-p)). */
 static wk_status norm_backward(wk__bw_ctx *c) {
     const wk__edge *e = &c->n->in[0];
-    double p = c->n->ad[0];
+    double p = c->n->args.norm.p;
     if (p == 0) return wk__bw_set(c, 0, wk_zeros(e->shape, e->rank, e->dtype, e->dev));
     wk_tensor *x0 = wk__bw_saved(c, 0);
     if (!x0) return wk_last_status();
@@ -99,7 +98,7 @@ static wk_status norm_backward(wk__bw_ctx *c) {
     if (isinf(p)) {
         int dims[WK_MAX_RANK], nd = 0;
         for (int i = 0; i < e->rank; i++)
-            if ((c->n->ai[2] >> i) & 1) dims[nd++] = i;
+            if ((c->n->args.norm.red.dims >> i) & 1) dims[nd++] = i;
         wk_tensor *m = wk_cmp(wk_abs(x), r, WK_EQ);
         wk_tensor *mf = m ? wk_to_dtype(m, acc) : NULL;
         wk_tensor *cnt = mf ? wk_sum(mf, dims, nd, true) : NULL;
@@ -120,10 +119,9 @@ static wk_status norm_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_norm(wk_tensor *r, const wk_tensor *x, double p, const bool *mask, bool keepdim) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_norm", norm_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_NORM, "wk_norm", norm_backward, 1, &x);
     if (n) {
-        n->ad[0] = p;
-        set_reduced(n, x, mask, keepdim);
+        n->args.norm = (wk__args_norm){.red = reduced(x, mask, keepdim), .p = p};
         if (p != 0) {
             wk__node_save(n, x);
             if (p != 1) wk__node_save_out(n, r);
@@ -145,8 +143,8 @@ static wk_status lse_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_log_sum_exp(wk_tensor *r, const wk_tensor *x, const bool *mask, bool keepdim) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_log_sum_exp", lse_backward, 1, &x);
-    if (n) set_reduced(n, x, mask, keepdim);
+    wk__node *n = wk__node_new(WK__OP_LOG_SUM_EXP, "wk_log_sum_exp", lse_backward, 1, &x);
+    if (n) n->args.lse.red = reduced(x, mask, keepdim);
     wk__node_save(n, x);
     wk__node_save_out(n, r);
     return wk__node_attach(n, r);
@@ -159,13 +157,14 @@ wk_tensor *wk__ag_log_sum_exp(wk_tensor *r, const wk_tensor *x, const bool *mask
  * std's result). */
 static wk_status var_backward(wk__bw_ctx *c) {
     const wk__edge *e = &c->n->in[0];
-    double den = c->n->ad[0];
-    bool take_sqrt = c->n->ai[3] != 0;
+    const wk__args_var *a = &c->n->args.var;
+    double den = a->den;
+    bool take_sqrt = a->take_sqrt;
     wk_tensor *x0 = wk__bw_saved(c, 0);
     if (!x0) return wk_last_status();
     int dims[WK_MAX_RANK], nd = 0;
     for (int i = 0; i < e->rank; i++)
-        if ((c->n->ai[2] >> i) & 1) dims[nd++] = i;
+        if ((a->red.dims >> i) & 1) dims[nd++] = i;
     wk_tensor *x = as(x0, WK_F64), *g = as(wk__ag_expand_reduced(c->g, c->n), WK_F64);
     wk_tensor *dev = wk_sub(x, wk_mean(x, dims, nd, true));
     wk_tensor *d;
@@ -182,12 +181,8 @@ static wk_status var_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_var(wk_tensor *r, const wk_tensor *x, const bool *mask, bool keepdim, double den, bool take_sqrt) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new(take_sqrt ? "wk_std" : "wk_var", var_backward, 1, &x);
-    if (n) {
-        set_reduced(n, x, mask, keepdim);
-        n->ai[3] = take_sqrt;
-        n->ad[0] = den;
-    }
+    wk__node *n = wk__node_new(WK__OP_VAR, take_sqrt ? "wk_std" : "wk_var", var_backward, 1, &x);
+    if (n) n->args.var = (wk__args_var){.red = reduced(x, mask, keepdim), .take_sqrt = take_sqrt, .den = den};
     wk__node_save(n, x);
     if (take_sqrt) wk__node_save_out(n, r);
     return wk__node_attach(n, r);

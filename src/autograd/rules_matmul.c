@@ -19,7 +19,7 @@ static wk_status matmul_backward(wk__bw_ctx *c) {
 wk_tensor *wk__ag_matmul(wk_tensor *r, const wk_tensor *a, const wk_tensor *b, const char *op) {
     if (!r) return NULL;
     const wk_tensor *in[2] = {a, b};
-    wk__node *n = wk__node_new(op, matmul_backward, 2, in);
+    wk__node *n = wk__node_new(WK__OP_MATMUL, op, matmul_backward, 2, in);
     /* each side's gradient reads the other side only */
     if (n) {
         wk__node_save(n, n->in[1].node ? a : NULL);

@@ -13,20 +13,10 @@
  *              gradient wrt x is zero almost everywhere). */
 #include "autograd/record.h"
 
-static void pool_params(const wk__node *n, wk_pool_params *p) {
-    *p = (wk_pool_params){{n->ai[0], n->ai[1]}, {n->ai[2], n->ai[3]}, {n->ai[4], n->ai[5]}, n->ai[6] != 0,
-                          n->ai[7] != 0};
-}
-static void store_pool_params(wk__node *n, const wk_pool_params *p) {
-    n->ai[0] = p->k[0], n->ai[1] = p->k[1], n->ai[2] = p->s[0], n->ai[3] = p->s[1];
-    n->ai[4] = p->p[0], n->ai[5] = p->p[1], n->ai[6] = p->is_max, n->ai[7] = p->count_include_pad;
-}
-
 /* ---- the backward ops' own backward (create_graph) ---- */
 
 static wk_status avg_pool_bw_backward(wk__bw_ctx *c) {
-    wk_pool_params p;
-    pool_params(c->n, &p);
+    wk_pool_params p = c->n->args.pool.p;
     return wk__bw_set(c, 0, wk_avg_pool2d(c->g, p.k[0], p.k[1], p.s[0], p.s[1], p.p[0], p.p[1], p.count_include_pad));
 }
 
@@ -63,15 +53,14 @@ static wk_tensor *pool_grad(const char *op, const wk_tensor *x, const wk__edge *
     }
     if (!wk__ag_on1(g)) return dx;
     /* create_graph: dx is a linear op of g */
-    wk__node *n = wk__node_new(p->is_max ? "wk_max_pool2d_backward" : "wk_avg_pool2d_backward",
+    wk__node *n = wk__node_new(WK__OP_POOL2D_BACKWARD, p->is_max ? "wk_max_pool2d_backward" : "wk_avg_pool2d_backward",
                                p->is_max ? max_pool_bw_backward : avg_pool_bw_backward, 1, &g);
-    if (n) store_pool_params(n, p);
+    if (n) n->args.pool.p = *p;
     return wk__node_attach(n, dx);
 }
 
 static wk_status pool_backward(wk__bw_ctx *c) {
-    wk_pool_params p;
-    pool_params(c->n, &p);
+    wk_pool_params p = c->n->args.pool.p;
     const wk_tensor *x = NULL;
     if (p.is_max && !(x = wk__bw_saved(c, 0))) return wk_last_status();
     return wk__bw_set(c, 0, pool_grad(c->n->name, x, &c->n->in[0], c->g, &p));
@@ -79,9 +68,9 @@ static wk_status pool_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_pool2d(wk_tensor *r, const wk_tensor *x, const wk_pool_params *p, const char *op) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new(op, pool_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_POOL2D, op, pool_backward, 1, &x);
     if (n) {
-        store_pool_params(n, p);
+        n->args.pool.p = *p;
         if (p->is_max) wk__node_save(n, x); /* the windows' maxima are found again; avg needs only shapes */
     }
     return wk__node_attach(n, r);
@@ -89,7 +78,7 @@ wk_tensor *wk__ag_pool2d(wk_tensor *r, const wk_tensor *x, const wk_pool_params 
 
 /* ---- upsampling ---- */
 
-/* ai: [0] rank (3: 1-d), [1] bilinear, [2] align_corners; output sizes come
+/* args.upsample: rank (3: 1-d), bilinear, align_corners; output sizes come
  * from the gradient. */
 static wk_tensor *upsample_fwd(const wk_tensor *t, int rank, bool bilinear, bool ac, const int64_t *osz) {
     if (rank == 3) return wk_upsample_nearest1d(t, osz[2]);
@@ -99,7 +88,8 @@ static wk_tensor *upsample_fwd(const wk_tensor *t, int rank, bool bilinear, bool
 static wk_status upsample_bw_backward(wk__bw_ctx *c) {
     const wk__node *n = c->n;
     /* the backward op's input is the forward's output gradient: its shape is the edge's */
-    return wk__bw_set(c, 0, upsample_fwd(c->g, (int)n->ai[0], n->ai[1] != 0, n->ai[2] != 0, n->in[0].shape));
+    const wk__args_upsample *a = &n->args.upsample;
+    return wk__bw_set(c, 0, upsample_fwd(c->g, a->rank, a->bilinear, a->align_corners, n->in[0].shape));
 }
 
 static wk_tensor *upsample_grad(const char *op, const wk__edge *e, const wk_tensor *g, int rank, bool bilinear,
@@ -133,29 +123,23 @@ static wk_tensor *upsample_grad(const char *op, const wk__edge *e, const wk_tens
         }
     }
     if (!wk__ag_on1(g)) return dx;
-    wk__node *n = wk__node_new(bilinear ? "wk_upsample_bilinear2d_backward" : "wk_upsample_nearest_backward",
+    wk__node *n = wk__node_new(WK__OP_UPSAMPLE_BACKWARD,
+                               bilinear ? "wk_upsample_bilinear2d_backward" : "wk_upsample_nearest_backward",
                                upsample_bw_backward, 1, &g);
-    if (n) {
-        n->ai[0] = rank;
-        n->ai[1] = bilinear;
-        n->ai[2] = ac;
-    }
+    if (n) n->args.upsample = (wk__args_upsample){.rank = rank, .bilinear = bilinear, .align_corners = ac};
     return wk__node_attach(n, dx);
 }
 
 static wk_status upsample_backward(wk__bw_ctx *c) {
     const wk__node *n = c->n;
-    return wk__bw_set(c, 0, upsample_grad(n->name, &n->in[0], c->g, (int)n->ai[0], n->ai[1] != 0, n->ai[2] != 0));
+    const wk__args_upsample *a = &n->args.upsample;
+    return wk__bw_set(c, 0, upsample_grad(n->name, &n->in[0], c->g, a->rank, a->bilinear, a->align_corners));
 }
 
 wk_tensor *wk__ag_upsample(wk_tensor *r, const wk_tensor *x, int rank, bool bilinear, bool align_corners,
                            const char *op) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new(op, upsample_backward, 1, &x); /* linear: nothing saved */
-    if (n) {
-        n->ai[0] = rank;
-        n->ai[1] = bilinear;
-        n->ai[2] = align_corners;
-    }
+    wk__node *n = wk__node_new(WK__OP_UPSAMPLE, op, upsample_backward, 1, &x); /* linear: nothing saved */
+    if (n) n->args.upsample = (wk__args_upsample){.rank = rank, .bilinear = bilinear, .align_corners = align_corners};
     return wk__node_attach(n, r);
 }

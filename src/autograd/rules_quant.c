@@ -33,7 +33,7 @@ wk_tensor *wk__ag_qmatmul(wk_tensor *r, const wk_tensor *x, const wk_tensor *w) 
     if (!r) return NULL;
     /* a block-quantized weight is frozen: no edge to it */
     const wk_tensor *in[2] = {x, wk_dtype_is_quantized(w->dtype) ? NULL : w};
-    wk__node *n = wk__node_new("wk_qmatmul", qmatmul_backward, 2, in);
+    wk__node *n = wk__node_new(WK__OP_QMATMUL, "wk_qmatmul", qmatmul_backward, 2, in);
     if (n) {
         wk__node_save(n, n->in[1].node ? x : NULL); /* dW reads x */
         wk__node_save(n, n->in[0].node ? w : NULL); /* dx reads w */
@@ -50,7 +50,7 @@ wk_tensor *wk__ag_dequantize(wk_tensor *r, const wk_tensor *w) {
     if (!r) return NULL;
     /* a block-quantized leaf (a model's weight) is frozen: untracked result */
     if (!w->node || !w->node->backward) return r;
-    wk__node *n = wk__node_new("wk_dequantize", dequantize_backward, 1, &w);
+    wk__node *n = wk__node_new(WK__OP_DEQUANTIZE, "wk_dequantize", dequantize_backward, 1, &w);
     if (n) n->in[0].dtype = WK_F32;
     return wk__node_attach(n, r);
 }

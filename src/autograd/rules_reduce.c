@@ -7,12 +7,24 @@
 #define NAME_ENTRY(e, n, ...) [e] = "wk_" #n,
 static const char *const k_names[] = {WK_REDUCE_OPS(NAME_ENTRY)};
 
+/* The reduced dims a reduction's node records: each reduction family's
+ * args keep them as .red (declared in record.h). */
+const wk__reduced *wk__ag_reduced_of(const wk__node *n) {
+    switch (n->op) {
+    case WK__OP_NORM: return &n->args.norm.red;
+    case WK__OP_LOG_SUM_EXP: return &n->args.lse.red;
+    case WK__OP_VAR: return &n->args.var.red;
+    default: return &n->args.reduce.red; /* WK__OP_REDUCE */
+    }
+}
+
 /* g (the reduced shape, keepdim or not) as a view of x's shape: unsqueeze
  * the reduced dims (unless kept) and broadcast. (Declared in record.h.) */
 wk_tensor *wk__ag_expand_reduced(const wk_tensor *g, const wk__node *n) {
     const wk__edge *e = &n->in[0];
+    uint32_t bits = wk__ag_reduced_of(n)->dims;
     int64_t ks[WK_MAX_RANK];
-    for (int d = 0; d < e->rank; d++) ks[d] = (n->ai[2] >> d) & 1 ? 1 : e->shape[d];
+    for (int d = 0; d < e->rank; d++) ks[d] = (bits >> d) & 1 ? 1 : e->shape[d];
     /* a reshape even when the dims were kept (a view): retaining a
      * scope-owned g and then freeing it would take the scope's reference and
      * leak the retain's */
@@ -26,7 +38,7 @@ wk_tensor *wk__ag_expand_reduced(const wk_tensor *g, const wk__node *n) {
 static wk_status sum_backward(wk__bw_ctx *c) { return wk__bw_set(c, 0, wk__ag_expand_reduced(c->g, c->n)); }
 
 static wk_status mean_backward(wk__bw_ctx *c) {
-    double cnt = c->n->ad[0];
+    double cnt = c->n->args.reduce.count;
     return wk__bw_set(c, 0, wk__ag_expand_reduced(wk_affine(c->g, cnt > 0 ? 1.0 / cnt : NAN, 0.0), c->n));
 }
 
@@ -36,18 +48,20 @@ static wk_status mean_backward(wk__bw_ctx *c) {
  * form): g itself or a scope-owned view; the rule never frees it (a
  * retain/free pair would take a scope-owned g from its scope). */
 static wk_tensor *keep_form(const wk_tensor *g, const wk__node *n) {
-    if (n->ai[1]) return (wk_tensor *)g;
+    const wk__reduced *rd = &n->args.reduce.red;
+    if (rd->keepdim) return (wk_tensor *)g;
     const wk__edge *e = &n->in[0];
     int64_t ks[WK_MAX_RANK];
-    for (int d = 0; d < e->rank; d++) ks[d] = (n->ai[2] >> d) & 1 ? 1 : e->shape[d];
+    for (int d = 0; d < e->rank; d++) ks[d] = (rd->dims >> d) & 1 ? 1 : e->shape[d];
     return wk_reshape(g, ks, e->rank);
 }
 
 /* The reduced dims of node n as a dims list; their count. */
 static int reduced_dims(const wk__node *n, int *dims) {
     int nd = 0;
+    uint32_t bits = n->args.reduce.red.dims;
     for (int d = 0; d < n->in[0].rank; d++)
-        if ((n->ai[2] >> d) & 1) dims[nd++] = d;
+        if ((bits >> d) & 1) dims[nd++] = d;
     return nd;
 }
 
@@ -118,19 +132,16 @@ wk_tensor *wk__ag_reduce(wk_tensor *r, const wk_tensor *x, wk_reduce_op op, cons
     case WK_REDUCE_ARGMAX: case WK_REDUCE_ARGMIN: case WK_REDUCE_ANY: case WK_REDUCE_ALL:
     case WK_REDUCE_COUNT: return r; /* integer results: never tracked */
     }
-    wk__node *n = wk__node_new(k_names[op], fn, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_REDUCE, k_names[op], fn, 1, &x);
     if (n) {
-        n->ai[0] = op;
-        n->ai[1] = keepdim;
-        int64_t bits = 0;
+        uint32_t bits = 0;
         double cnt = 1;
         for (int d = 0; d < x->layout.rank; d++)
             if (mask[d]) {
-                bits |= (int64_t)1 << d;
+                bits |= (uint32_t)1 << d;
                 cnt *= (double)x->layout.shape[d];
             }
-        n->ai[2] = bits;
-        n->ad[0] = cnt;
+        n->args.reduce = (wk__args_reduce){.red = {.dims = bits, .keepdim = keepdim}, .op = op, .count = cnt};
         /* max / min read x and y; prod reads x (and y on its zero-free path) */
         if (op == WK_REDUCE_MAX || op == WK_REDUCE_MIN || op == WK_REDUCE_PROD) {
             wk__node_save(n, x);

@@ -9,7 +9,7 @@
 
 static wk_tensor *rev_cumsum(const wk_tensor *v, int dim);
 
-static wk_status rev_cumsum_backward(wk__bw_ctx *c) { return wk__bw_set(c, 0, wk_cumsum(c->g, (int)c->n->ai[0])); }
+static wk_status rev_cumsum_backward(wk__bw_ctx *c) { return wk__bw_set(c, 0, wk_cumsum(c->g, c->n->args.scan.dim)); }
 
 /* flip, cumsum, flip: as exact as the forward cumsum (no "total minus
  * prefix" cancellation). */
@@ -25,8 +25,8 @@ static wk_tensor *rev_cumsum(const wk_tensor *v, int dim) {
     wk_tensor_free(s);
     if (ag) wk__ag_resume();
     if (!ag || !r) return r;
-    wk__node *n = wk__node_new("wk_cumsum_reverse", rev_cumsum_backward, 1, &v);
-    if (n) n->ai[0] = dim;
+    wk__node *n = wk__node_new(WK__OP_CUMSUM_REVERSE, "wk_cumsum_reverse", rev_cumsum_backward, 1, &v);
+    if (n) n->args.scan.dim = dim;
     return wk__node_attach(n, r);
 }
 
@@ -34,13 +34,13 @@ static wk_tensor *rev_cumsum(const wk_tensor *v, int dim) {
 
 static wk_status cumsum_backward(wk__bw_ctx *c) {
     if (c->n->in[0].rank == 0) return wk__bw_set(c, 0, c->g);
-    return wk__bw_set(c, 0, rev_cumsum(c->g, (int)c->n->ai[0]));
+    return wk__bw_set(c, 0, rev_cumsum(c->g, c->n->args.scan.dim));
 }
 
 wk_tensor *wk__ag_cumsum(wk_tensor *r, const wk_tensor *x, int dim) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_cumsum", cumsum_backward, 1, &x);
-    if (n) n->ai[0] = dim;
+    wk__node *n = wk__node_new(WK__OP_CUMSUM, "wk_cumsum", cumsum_backward, 1, &x);
+    if (n) n->args.scan.dim = dim;
     return wk__node_attach(n, r);
 }
 
@@ -53,7 +53,7 @@ wk_tensor *wk__ag_cumsum(wk_tensor *r, const wk_tensor *x, int dim) {
  *          along x_z is right (second order exact with one zero per line)
  * A tensor without zeros takes the first line everywhere (PyTorch's rule). */
 static wk_status cumprod_backward(wk__bw_ctx *c) {
-    int d = (int)c->n->ai[0];
+    int d = c->n->args.scan.dim;
     const wk__edge *e = &c->n->in[0];
     if (e->rank == 0 || e->shape[d] <= 1) return wk__bw_set(c, 0, c->g); /* y = x */
     wk_tensor *x = wk__bw_saved(c, 0), *y = wk__bw_saved(c, 1);
@@ -83,8 +83,8 @@ static wk_status cumprod_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_cumprod(wk_tensor *r, const wk_tensor *x, int dim) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_cumprod", cumprod_backward, 1, &x);
-    if (n) n->ai[0] = dim;
+    wk__node *n = wk__node_new(WK__OP_CUMPROD, "wk_cumprod", cumprod_backward, 1, &x);
+    if (n) n->args.scan.dim = dim;
     wk__node_save(n, x);
     wk__node_save_out(n, r);
     return wk__node_attach(n, r);

@@ -13,13 +13,13 @@ static wk_status order_backward(wk__bw_ctx *c) {
     if (!ix) return wk_last_status();
     /* the indices of one line are distinct: add and set agree; add is the
      * adjoint of gather, so the rule stays linear in g for create_graph */
-    return wk__bw_set(c, 0, wk_scatter_add(z, ix, c->g, (int)c->n->ai[0]));
+    return wk__bw_set(c, 0, wk_scatter_add(z, ix, c->g, c->n->args.order.dim));
 }
 
 wk_tensor *wk__ag_order(wk_tensor *values, const wk_tensor *x, const wk_tensor *ix, int dim, const char *op) {
     if (!values) return NULL;
-    wk__node *n = wk__node_new(op, order_backward, 1, &x);
-    if (n) n->ai[0] = dim;
+    wk__node *n = wk__node_new(WK__OP_ORDER, op, order_backward, 1, &x);
+    if (n) n->args.order.dim = dim;
     wk__node_save(n, ix);
     return wk__node_attach(n, values);
 }

@@ -53,8 +53,9 @@ static wk_tensor *alloc_edge(wk__bw_ctx *c, int i) {
 /* ---- softmax / log_softmax: saved y (the output) ---- */
 
 static wk_status softmax_backward(wk__bw_ctx *c) {
-    int d = (int)c->n->ai[0];
-    bool logp = c->n->ai[1] != 0;
+    const wk__args_softmax *a = &wk__nn_args_of(c->n)->softmax;
+    int d = a->dim;
+    bool logp = a->logp;
     wk_tensor *y = wk__bw_saved(c, 0);
     if (!y) return wk_last_status();
     if (wk_numel(y) == 0) return set_zeros(c, 0);
@@ -76,10 +77,9 @@ static wk_status softmax_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_softmax(wk_tensor *r, const wk_tensor *x, int dim, bool logp) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new(logp ? "wk_log_softmax" : "wk_softmax", softmax_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_SOFTMAX, logp ? "wk_log_softmax" : "wk_softmax", softmax_backward, 1, &x);
     if (n) {
-        n->ai[0] = dim;
-        n->ai[1] = logp;
+        wk__nn_args_of(n)->softmax = (wk__args_softmax){.dim = dim, .logp = logp};
         wk__node_save_out(n, r);
     }
     return wk__node_attach(n, r);
@@ -88,8 +88,9 @@ wk_tensor *wk__ag_softmax(wk_tensor *r, const wk_tensor *x, int dim, bool logp) 
 /* ---- rms_norm / layer_norm: saved x, w (an empty slot without weight) ---- */
 
 static wk_status norm_backward(wk__bw_ctx *c) {
-    bool rms = c->n->ai[0] != 0, has_w = c->n->ai[1] != 0;
-    double eps = c->n->ad[0];
+    const wk__args_nn_norm *a = &wk__nn_args_of(c->n)->norm;
+    bool rms = a->rms, has_w = a->has_w;
+    double eps = a->eps;
     bool nx = wk__bw_need(c, 0), nw = wk__bw_need(c, 1), nb = wk__bw_need(c, 2);
     wk_tensor *x = wk__bw_saved(c, 0), *w = NULL;
     if (!x || (has_w && !(w = wk__bw_saved(c, 1)))) return wk_last_status();
@@ -136,11 +137,9 @@ wk_tensor *wk__ag_nn_norm(wk_tensor *r, const wk_tensor *x, const wk_tensor *w, 
                        bool rms) {
     if (!r) return NULL;
     const wk_tensor *in[3] = {x, w, b};
-    wk__node *n = wk__node_new(rms ? "wk_rms_norm" : "wk_layer_norm", norm_backward, 3, in);
+    wk__node *n = wk__node_new(WK__OP_NN_NORM, rms ? "wk_rms_norm" : "wk_layer_norm", norm_backward, 3, in);
     if (n) {
-        n->ai[0] = rms;
-        n->ai[1] = w != NULL;
-        n->ad[0] = eps;
+        wk__nn_args_of(n)->norm = (wk__args_nn_norm){.rms = rms, .has_w = w != NULL, .eps = eps};
         /* x is read by every gradient (the normalized rows); b by none */
         wk__node_save(n, x);
         wk__node_save(n, w);
@@ -167,7 +166,8 @@ static void rope_halves(const wk_tensor *t, bool interleaved, wk_tensor **a, wk_
 }
 
 static wk_status rope_backward(wk__bw_ctx *c) {
-    bool interleaved = c->n->ai[0] != 0, thd = c->n->ai[1] != 0;
+    const wk__args_rope *ra = &wk__nn_args_of(c->n)->rope;
+    bool interleaved = ra->interleaved, thd = ra->thd;
     bool nx = wk__bw_need(c, 0), nc = wk__bw_need(c, 1), ns = wk__bw_need(c, 2);
     wk_tensor *cs = wk__bw_saved(c, 1), *sn = wk__bw_saved(c, 2), *x = NULL;
     if (!cs || !sn || ((nc || ns) && !(x = wk__bw_saved(c, 0)))) return wk_last_status();
@@ -192,10 +192,9 @@ wk_tensor *wk__ag_rope(wk_tensor *r, const wk_tensor *x, const wk_tensor *cos, c
                        bool thd) {
     if (!r) return NULL;
     const wk_tensor *in[3] = {x, cos, sin};
-    wk__node *n = wk__node_new(thd ? "wk_rope_thd" : "wk_rope", rope_backward, 3, in);
+    wk__node *n = wk__node_new(WK__OP_ROPE, thd ? "wk_rope_thd" : "wk_rope", rope_backward, 3, in);
     if (n) {
-        n->ai[0] = interleaved;
-        n->ai[1] = thd;
+        wk__nn_args_of(n)->rope = (wk__args_rope){.interleaved = interleaved, .thd = thd};
         wk__node_save(n, n->in[1].node || n->in[2].node ? x : NULL);
         wk__node_save(n, cos);
         wk__node_save(n, sin);
@@ -240,7 +239,7 @@ static wk_status swiglu_backward(wk__bw_ctx *c) {
 
 wk_tensor *wk__ag_swiglu(wk_tensor *r, const wk_tensor *x) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new("wk_swiglu", swiglu_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_SWIGLU, "wk_swiglu", swiglu_backward, 1, &x);
     wk__node_save(n, x);
     return wk__node_attach(n, r);
 }
@@ -290,8 +289,9 @@ static wk_status attention_fused(wk__bw_ctx *c, const wk_tensor *q, const wk_ten
 
 static wk_status attention_backward(wk__bw_ctx *c) {
     wk__node *n = c->n;
-    wk_attention_args a = {.scale = n->ad[0], .causal = n->ai[0] != 0, .q_offset = n->ai[1], .group = n->ai[2]};
-    bool has_mask = n->ai[3] != 0;
+    const wk__args_attention *args = &wk__nn_args_of(n)->attention;
+    wk_attention_args a = args->a;
+    bool has_mask = args->has_mask;
     wk_tensor *q = wk__bw_saved(c, 0), *k = wk__bw_saved(c, 1), *v = wk__bw_saved(c, 2), *mask = NULL;
     if (!q || !k || !v || (has_mask && !(mask = wk__bw_saved(c, 3)))) return wk_last_status();
     int r = q->layout.rank;
@@ -332,13 +332,9 @@ wk_tensor *wk__ag_attention(wk_tensor *r, const wk_tensor *q, const wk_tensor *k
                             const wk_tensor *mask, const wk_attention_args *a, const char *op) {
     if (!r) return NULL;
     const wk_tensor *in[4] = {q, k, v, mask};
-    wk__node *n = wk__node_new(op, attention_backward, 4, in);
+    wk__node *n = wk__node_new(WK__OP_ATTENTION, op, attention_backward, 4, in);
     if (n) {
-        n->ad[0] = a->scale;
-        n->ai[0] = a->causal;
-        n->ai[1] = a->q_offset;
-        n->ai[2] = a->group;
-        n->ai[3] = mask != NULL;
+        wk__nn_args_of(n)->attention = (wk__args_attention){.a = *a, .has_mask = mask != NULL};
         /* every gradient reads q, k and v (the scores are recomputed, never
          * kept: memory O(inputs), not O(Lq * Lk)); only the fused entry reads
          * o, so o is kept only where that entry can run */

@@ -13,8 +13,9 @@
 
 static wk_status class_loss_backward(wk__bw_ctx *c) {
     const wk__node *n = c->n;
-    bool ce = n->ai[0] != 0, none = n->ai[1] != 0;
-    double eps = n->ad[0], scale = n->ad[1];
+    const wk__args_class_loss *a = &wk__train_args_of(c->n)->class_loss;
+    bool ce = a->ce, none = a->none;
+    double eps = a->eps, scale = a->scale;
     wk_tensor *ids = wk__bw_saved(c, 1), *mask = wk__bw_saved(c, 2);
     wk_tensor *x = ce ? wk__bw_saved(c, 0) : NULL;
     if (!ids || !mask || (ce && !x)) return wk_last_status();
@@ -33,12 +34,9 @@ static wk_status class_loss_backward(wk__bw_ctx *c) {
 wk_tensor *wk__ag_class_loss(wk_tensor *r, const wk_tensor *x, const wk_tensor *ids, const wk_tensor *mask, bool ce,
                              double eps, double scale, bool none) {
     if (!r) return NULL;
-    wk__node *n = wk__node_new(ce ? "wk_cross_entropy" : "wk_nll_loss", class_loss_backward, 1, &x);
+    wk__node *n = wk__node_new(WK__OP_CLASS_LOSS, ce ? "wk_cross_entropy" : "wk_nll_loss", class_loss_backward, 1, &x);
     if (n) {
-        n->ai[0] = ce;
-        n->ai[1] = none;
-        n->ad[0] = eps;
-        n->ad[1] = scale;
+        wk__train_args_of(n)->class_loss = (wk__args_class_loss){.ce = ce, .none = none, .eps = eps, .scale = scale};
         wk__node_save(n, ce ? x : NULL); /* nll's gradient does not read its input */
         wk__node_save(n, ids);
         wk__node_save(n, mask);

@@ -3,6 +3,7 @@
  * and the composite optimizer step used when a backend has no optim_step. */
 #ifndef WICK_TRAIN_INTERNAL_H
 #define WICK_TRAIN_INTERNAL_H
+#include "autograd/node.h"
 #include "tensor/tensor.h"
 #include "wick/train.h"
 
@@ -46,6 +47,31 @@ wk_status wk__optim_step_composite(const wk_optim_args *a, wk_tensor *p, const w
  * caller as a new result: registered in the caller's scope like any op's
  * (a header of its own; the kept one is dropped). NULL passes through. */
 wk_tensor *wk__hand_over(wk_tensor *kept);
+
+/* ---- what the class losses' nodes record (rules_loss.c) ----
+ * An op id in the range autograd reserves for this floor (node_args.h) and
+ * the argument struct, kept in the node's raw block args.upper and read
+ * through wk__train_args_of (autograd names no train type). */
+/* The op id: a wk__op_id value in this floor's range (a macro, so that it
+ * has wk__op_id's type: gcc warns on mixing two enums). */
+#define WK__OP_CLASS_LOSS ((wk__op_id)(WK__OP_TRAIN_FIRST + 0)) /* cross_entropy, nll_loss: class_loss */
+_Static_assert((int)WK__OP_TRAIN_FIRST + 1 <= (int)WK__OP_LIMIT, "train op ids run past WK__OP_LIMIT");
+typedef struct {
+    bool ce;      /* cross_entropy (false: nll_loss) */
+    bool none;    /* reduction none: the output is per row */
+    double eps;   /* label smoothing */
+    double scale; /* the reduction's factor */
+} wk__args_class_loss;
+typedef union wk__train_args {
+    wk__args_class_loss class_loss;
+} wk__train_args;
+_Static_assert(sizeof(wk__train_args) <= WK__ARGS_UPPER_BYTES, "the train args outgrow the node's upper block");
+_Static_assert(_Alignof(wk__train_args) <= _Alignof(wk__node_args),
+               "the train args need more alignment than the node's");
+/* n's args as the train floor's (n made by a recorder of this floor) */
+static inline wk__train_args *wk__train_args_of(wk__node *n) {
+    return (wk__train_args *)(void *)n->args.upper;
+}
 
 /* rules_loss.c: the recorder of the class losses.
  * cross_entropy (ce) / nll_loss of x (N, C): ids (N, 1) i64 target classes
