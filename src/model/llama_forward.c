@@ -1,6 +1,7 @@
 /* wk_llama_forward: n tokens through every layer in one batched pass.
  * Activations are f32 (as llama.cpp keeps them); weights go through
- * wk_qmatmul (blocks, f16, bf16) or wk_matmul (f32, a transposed view). */
+ * the layer kit's wk_linear: wk_qmatmul (blocks, f16, bf16) or a matmul
+ * (f32, a transposed view). */
 #include "model/llama_internal.h"
 #include "wick/llama.h"
 #include "base/error.h"
@@ -9,11 +10,6 @@
 #include <string.h>
 
 static const char *OP = "wk_llama_forward";
-
-wk_tensor *wk__linear_apply(const wk_tensor *x, const wk__linear *l) {
-    if (l->wt) return wk_matmul(x, l->wt);
-    return wk_qmatmul(x, l->w);
-}
 
 /* x (n, dim) -> x + attention(rms_norm(x)) for layer li at positions
  * pos .. pos+n-1, writing the layer's new keys and values into the cache. */
@@ -24,15 +20,15 @@ static wk_tensor *attention_block(const wk_llama *m, const wk__llama_layer *L, w
     int64_t H = cfg->n_heads, Hkv = cfg->n_kv_heads, D = cfg->head_dim;
     wk_tensor *h = wk_rms_norm(x, L->attn_norm, cfg->rms_eps);
     wk_tensor *q, *k, *v;
-    if (L->qkv.w) {
-        wk_tensor *qkv = wk__linear_apply(h, &L->qkv); /* (n, (H + 2 Hkv) D) */
+    if (L->qkv.weight) {
+        wk_tensor *qkv = wk_linear_forward(&L->qkv, h); /* (n, (H + 2 Hkv) D) */
         q = wk_narrow(qkv, 1, 0, H * D);
         k = wk_narrow(qkv, 1, H * D, Hkv * D);
         v = wk_narrow(qkv, 1, (H + Hkv) * D, Hkv * D);
     } else {
-        q = wk__linear_apply(h, &L->q);
-        k = wk__linear_apply(h, &L->k);
-        v = wk__linear_apply(h, &L->v);
+        q = wk_linear_forward(&L->q, h);
+        k = wk_linear_forward(&L->k, h);
+        v = wk_linear_forward(&L->v, h);
     }
     /* (n, H D) rows are (H, D) heads: a (1, n, H, D) view for rope_thd */
     int64_t sq[4] = {1, n, H, D}, skv[4] = {1, n, Hkv, D};
@@ -48,16 +44,16 @@ static wk_tensor *attention_block(const wk_llama *m, const wk__llama_layer *L, w
     wk_tensor *a = wk_attention(wk_transpose(qr, 1, 2), kc, vc, &ao); /* (1, H, n, D) */
     int64_t so[2] = {n, H * D};
     wk_tensor *ao2 = wk_reshape(wk_transpose(a, 1, 2), so, 2); /* copies into (n, H D) */
-    return wk_add(x, wk__linear_apply(ao2, &L->o));
+    return wk_add(x, wk_linear_forward(&L->o, ao2));
 }
 
 /* x -> x + down(silu(gate(h)) * up(h)), h = rms_norm(x) */
 static wk_tensor *ffn_block(const wk_llama *m, const wk__llama_layer *L, const wk_tensor *x) {
     wk_tensor *h = wk_rms_norm(x, L->ffn_norm, m->cfg.rms_eps);
     wk_tensor *act;
-    if (L->gate_up.w) act = wk_swiglu(wk__linear_apply(h, &L->gate_up));
-    else act = wk_mul(wk_silu(wk__linear_apply(h, &L->gate)), wk__linear_apply(h, &L->up));
-    return wk_add(x, wk__linear_apply(act, &L->down));
+    if (L->gate_up.weight) act = wk_swiglu(wk_linear_forward(&L->gate_up, h));
+    else act = wk_mul(wk_silu(wk_linear_forward(&L->gate, h)), wk_linear_forward(&L->up, h));
+    return wk_add(x, wk_linear_forward(&L->down, act));
 }
 
 /* The token rows as f32 (n, dim): a block table's rows are gathered as
@@ -124,7 +120,7 @@ wk_tensor *wk_llama_forward(const wk_llama *m, wk_kv_cache *c, const int32_t *id
     }
     if (x) {
         wk_tensor *last = all_logits ? x : wk_narrow(x, 0, n - 1, 1);
-        out = wk_keep(wk__linear_apply(wk_rms_norm(last, m->out_norm, cfg->rms_eps), &m->output));
+        out = wk_keep(wk_linear_forward(&m->output, wk_rms_norm(last, m->out_norm, cfg->rms_eps)));
     }
     wk_tensor_free(x);
     wk_scope_end();

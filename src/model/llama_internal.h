@@ -6,35 +6,32 @@
 #include "wick/gguf.h"
 #include "wick/tokenizer.h"
 #include "wick/llama.h"
+#include "wick/layers.h"
 
-/* One linear layer y = x . w^T. Weights are kept as the file stores them:
- * a block or f16/bf16 weight (N, K) goes through wk_qmatmul with f32 x;
- * an f32 weight through wk_matmul with wt, a transposed (K, N) view of w
- * made once at load (no copy). */
-typedef struct wk__linear {
-    wk_tensor *w;  /* (N, K), owned */
-    wk_tensor *wt; /* f32 only: (K, N) view of w, owned; NULL otherwise */
-} wk__linear;
+/* The linear layers are the kit's wk_linear (wick/layers.h), weights kept
+ * as the file stores them: a block or f16/bf16 weight (N, K) goes through
+ * wk_qmatmul with f32 x, an f32 one through a matmul with its transposed
+ * view (no copy). No biases. */
 
 typedef struct wk__llama_layer {
     wk_tensor *attn_norm, *ffn_norm; /* (dim) f32 */
     /* with WICK_LLAMA_FUSE=1: q, k and v fused into one (Hq*D + 2*Hkv*D,
      * dim) matrix when the three share a dtype (their rows concatenate,
-     * blocks included); otherwise (w NULL) q, k, v are used */
-    wk__linear qkv;
-    wk__linear q, k, v;
-    wk__linear o;
+     * blocks included); otherwise (weight NULL) q, k, v are used */
+    wk_linear qkv;
+    wk_linear q, k, v;
+    wk_linear o;
     /* likewise gate and up as one (2*ffn, dim) matrix for wk_swiglu */
-    wk__linear gate_up;
-    wk__linear gate, up;
-    wk__linear down;
+    wk_linear gate_up;
+    wk_linear gate, up;
+    wk_linear down;
 } wk__llama_layer;
 
 struct wk_llama {
     wk_llama_config cfg;
     wk_device *dev;
     wk_tensor *tok_embd;   /* (vocab, dim), any dtype wk_embedding takes */
-    wk__linear output;     /* the lm head: tok_embd when tied */
+    wk_linear output;     /* the lm head: tok_embd when tied */
     wk_tensor *out_norm;   /* (dim) f32 */
     wk__llama_layer *layers;
     /* RoPE angles (rows, head_dim/2) f32 for positions 0 .. rows-1, where
@@ -80,9 +77,5 @@ extern int64_t wk__llama_rope_eager_bytes;
 /* Read a whole small file (config.json, tokenizer_config.json) into a
  * NUL-terminated buffer; NULL + WK_ERR_IO. */
 char *wk__read_small_file(const char *op, const char *path, size_t *len);
-
-/* y = x . w^T for a weight kept as wk__linear says. */
-wk_tensor *wk__linear_apply(const wk_tensor *x, const wk__linear *l);
-void wk__linear_free(wk__linear *l);
 
 #endif

@@ -95,7 +95,7 @@ static bool is_float_weight(wk_dtype dt) { return dt == WK_F32 || dt == WK_F16 |
 /* A matrix weight (N, K): checked, converted if it is float, kept as blocks
  * if it is quantized. Consumes t. */
 static wk_status make_linear(const source *s, const char *name, wk_tensor *t, int64_t n, int64_t k, wk_dtype want,
-                             wk_device *dev, wk__linear *out) {
+                             wk_device *dev, wk_linear *out) {
     memset(out, 0, sizeof *out);
     if (!t) return wk_last_status();
     int64_t shape[2] = {n, k};
@@ -111,13 +111,8 @@ static wk_status make_linear(const source *s, const char *name, wk_tensor *t, in
         return wk__err(WK_ERR_DTYPE, OP, "%s: tensor %s has dtype %s (a weight must be float or block-quantized)",
                        s->path, name, wk_dtype_name(dt));
     }
-    out->w = place(t, dt, dev);
-    if (!out->w) return wk_last_status();
-    if (dt == WK_F32) {
-        out->wt = wk_t(out->w);
-        if (!out->wt) return wk_last_status();
-    }
-    return WK_OK;
+    out->weight = place(t, dt, dev);
+    return out->weight ? WK_OK : wk_last_status();
 }
 
 /* A norm weight (dim): f32 always (activations are f32). */
@@ -140,18 +135,16 @@ static wk_tensor *make_norm(const source *s, const char *name, int64_t dim, wk_d
 /* Two or three linear weights of one dtype fused into one matrix (their rows
  * concatenated), so a step runs one matmul instead of several. false (and
  * nothing made) when the dtypes differ. */
-static bool fuse(const wk__linear *parts, int n, wk__linear *out, wk_status *st) {
+static bool fuse(const wk_linear *parts, int n, wk_linear *out, wk_status *st) {
     memset(out, 0, sizeof *out);
     *st = WK_OK;
     wk_tensor *ws[3];
     for (int i = 0; i < n; i++) {
-        if (wk_tensor_dtype(parts[i].w) != wk_tensor_dtype(parts[0].w)) return false;
-        ws[i] = parts[i].w;
+        if (wk_tensor_dtype(parts[i].weight) != wk_tensor_dtype(parts[0].weight)) return false;
+        ws[i] = parts[i].weight;
     }
-    out->w = wk_cat(ws, n, 0);
-    if (out->w && wk_tensor_dtype(out->w) == WK_F32) out->wt = wk_t(out->w);
-    if (!out->w || (wk_tensor_dtype(out->w) == WK_F32 && !out->wt)) {
-        wk__linear_free(out);
+    out->weight = wk_cat(ws, n, 0);
+    if (!out->weight) {
         *st = wk_last_status();
         return false;
     }
@@ -176,7 +169,7 @@ static wk_status load_layer(const source *s, const wk_llama_config *c, int64_t l
     if (!(L->attn_norm = make_norm(s, name, c->dim, dev))) return wk_last_status();
     layer_name(s, l, W_FFN_NORM, name, sizeof name);
     if (!(L->ffn_norm = make_norm(s, name, c->dim, dev))) return wk_last_status();
-    struct { wname w; int64_t n, k; wk__linear *dst; } mats[] = {
+    struct { wname w; int64_t n, k; wk_linear *dst; } mats[] = {
         {W_Q, qd, c->dim, &L->q},          {W_K, kvd, c->dim, &L->k},       {W_V, kvd, c->dim, &L->v},
         {W_O, c->dim, qd, &L->o},          {W_GATE, c->ffn_dim, c->dim, &L->gate},
         {W_UP, c->ffn_dim, c->dim, &L->up}, {W_DOWN, c->dim, c->ffn_dim, &L->down},
@@ -188,18 +181,18 @@ static wk_status load_layer(const source *s, const wk_llama_config *c, int64_t l
     }
     if (!fusion_wanted()) return WK_OK;
     wk_status st;
-    wk__linear qkv[3] = {L->q, L->k, L->v};
+    wk_linear qkv[3] = {L->q, L->k, L->v};
     if (fuse(qkv, 3, &L->qkv, &st)) {
-        wk__linear_free(&L->q);
-        wk__linear_free(&L->k);
-        wk__linear_free(&L->v);
+        wk_linear_free(&L->q);
+        wk_linear_free(&L->k);
+        wk_linear_free(&L->v);
     } else if (st != WK_OK) {
         return st;
     }
-    wk__linear gu[2] = {L->gate, L->up};
+    wk_linear gu[2] = {L->gate, L->up};
     if (fuse(gu, 2, &L->gate_up, &st)) {
-        wk__linear_free(&L->gate);
-        wk__linear_free(&L->up);
+        wk_linear_free(&L->gate);
+        wk_linear_free(&L->up);
     } else if (st != WK_OK) {
         return st;
     }
@@ -232,8 +225,7 @@ static wk_status load_weights(const source *s, wk_llama *m, const wk_llama_load_
     wk_status st;
     if (c->tied_embeddings) {
         /* the lm head is the token table itself: one more reference */
-        m->output.w = wk_tensor_retain(m->tok_embd);
-        if (wk_tensor_dtype(m->output.w) == WK_F32 && !(m->output.wt = wk_t(m->output.w))) return wk_last_status();
+        m->output.weight = wk_tensor_retain(m->tok_embd);
     } else if ((st = make_linear(s, output_name(s), get_tensor(s, output_name(s)), c->vocab, c->dim, want, m->dev,
                                  &m->output)) != WK_OK) {
         return st;
@@ -453,12 +445,6 @@ fail:
     return NULL;
 }
 
-void wk__linear_free(wk__linear *l) {
-    wk_tensor_free(l->wt);
-    wk_tensor_free(l->w);
-    l->w = l->wt = NULL;
-}
-
 void wk_llama_free(wk_llama *m) {
     if (!m) return;
     if (m->layers)
@@ -466,11 +452,11 @@ void wk_llama_free(wk_llama *m) {
             wk__llama_layer *L = &m->layers[l];
             wk_tensor_free(L->attn_norm);
             wk_tensor_free(L->ffn_norm);
-            wk__linear *ls[] = {&L->qkv, &L->q, &L->k, &L->v, &L->o, &L->gate_up, &L->gate, &L->up, &L->down};
-            for (size_t i = 0; i < sizeof ls / sizeof ls[0]; i++) wk__linear_free(ls[i]);
+            wk_linear *ls[] = {&L->qkv, &L->q, &L->k, &L->v, &L->o, &L->gate_up, &L->gate, &L->up, &L->down};
+            for (size_t i = 0; i < sizeof ls / sizeof ls[0]; i++) wk_linear_free(ls[i]);
         }
     free(m->layers);
-    wk__linear_free(&m->output);
+    wk_linear_free(&m->output);
     wk_tensor_free(m->tok_embd);
     wk_tensor_free(m->out_norm);
     wk_tensor_free(m->rope_cos);
