@@ -251,15 +251,7 @@ wk_tensor *wk__bert_forward(const wk_bert *b, const int32_t *ids, const int64_t 
     if (padded) {
         /* additive key mask (B, 1, 1, L): -inf on padding, so no real token
          * attends to it; padded query rows still see their real keys */
-        float *m = malloc((size_t)(B * L) * sizeof *m);
-        if (!m) wk__err(WK_ERR_OOM, "wk_bert", "cannot allocate a %lld x %lld mask", (long long)B, (long long)L);
-        else {
-            for (int64_t i = 0; i < B; i++)
-                for (int64_t j = 0; j < L; j++) m[i * L + j] = j < lens[i] ? 0.0f : -INFINITY;
-            int64_t sm[4] = {B, 1, 1, L};
-            mask = wk_from_host(m, (size_t)(B * L) * sizeof *m, sm, 4, WK_F32, b->dev);
-            free(m);
-        }
+        mask = wk__key_padding_mask(lens, B, L, b->dev);
         if (!mask) x = NULL;
     }
     for (int64_t i = 0; x && i < c->layers; i++) {

@@ -7,6 +7,7 @@
 #include "wick/tokenizer.h"
 #include "wick/llama.h"
 #include "wick/layers.h"
+#include "nn/layers.h"
 
 /* The linear layers are the kit's wk_linear (wick/layers.h), weights kept
  * as the file stores them: a block or f16/bf16 weight (N, K) goes through
@@ -14,7 +15,7 @@
  * view (no copy). No biases. */
 
 typedef struct wk__llama_layer {
-    wk_tensor *attn_norm, *ffn_norm; /* (dim) f32 */
+    wk_norm_layer attn_norm, ffn_norm; /* rms, (dim) f32 */
     /* with WICK_LLAMA_FUSE=1: q, k and v fused into one (Hq*D + 2*Hkv*D,
      * dim) matrix when the three share a dtype (their rows concatenate,
      * blocks included); otherwise (weight NULL) q, k, v are used */
@@ -30,9 +31,9 @@ typedef struct wk__llama_layer {
 struct wk_llama {
     wk_llama_config cfg;
     wk_device *dev;
-    wk_tensor *tok_embd;   /* (vocab, dim), any dtype wk_embedding takes */
-    wk_linear output;     /* the lm head: tok_embd when tied */
-    wk_tensor *out_norm;   /* (dim) f32 */
+    wk_embedding_layer tok_embd; /* (vocab, dim): f32 / f16 / bf16 or blocks */
+    wk_linear output;            /* the lm head: tok_embd's weight when tied */
+    wk_norm_layer out_norm;      /* rms, (dim) f32 */
     wk__llama_layer *layers;
     /* RoPE angles (rows, head_dim/2) f32 for positions 0 .. rows-1, where
      * rows = max_ctx or fewer: what wk__llama_rope_eager_bytes allows (a
@@ -46,9 +47,9 @@ struct wk_llama {
 
 struct wk_kv_cache {
     const wk_llama *m;
-    int64_t cap, len;
-    /* per layer (1, Hkv, cap, D) f32, allocated once */
-    wk_tensor **k, **v;
+    int64_t len;
+    /* per layer (1, Hkv, cap, D) f32, allocated once: the kit's store */
+    wk__kv_store kv;
     /* (cap, head_dim/2) RoPE tables when cap exceeds the model's (NULL:
      * the model's serve); smaller than the cache itself */
     wk_tensor *rope_cos, *rope_sin;
@@ -62,13 +63,8 @@ wk_status wk__llama_config_from_json(const char *json, size_t len, const char *p
 /* Every field consistent (heads divide, sizes positive, ...). */
 wk_status wk__llama_config_check(const wk_llama_config *cfg, const char *src);
 
-/* The head_dim/2 RoPE inverse frequencies of cfg (theta, linear / llama3
- * scaling; freq_factors: head_dim/2 divisors of the frequencies from a GGUF
- * rope_freqs tensor, or NULL) into *inv (malloc'd). */
-wk_status wk__llama_rope_inv_freq(const wk_llama_config *cfg, const float *freq_factors, double **inv);
-/* The (positions, half) cos and sin tables of those frequencies on dev. */
-wk_status wk__llama_rope_tables(const double *inv, int64_t half, int64_t positions, wk_device *dev, wk_tensor **cos,
-                                wk_tensor **sin);
+/* cfg's RoPE frequencies for the layer kit's wk__rope_inv_freq. */
+wk__rope_freqs wk__llama_rope_freqs(const wk_llama_config *cfg);
 /* The most bytes (both tables) the model's RoPE tables take at load
  * (16 MiB: 32768 positions of a 128-wide head); longer caches make their
  * own. A variable so that tests can lower it. */
