@@ -57,6 +57,25 @@ wk_tensor *wk_linear_forward(const wk_linear *l, const wk_tensor *x) {
                 wk__shape_str(x->layout.shape, x->layout.rank, a, sizeof a), (long long)in);
         return NULL;
     }
+    bool tracked = wk_is_tracked(x) || wk_is_tracked(w) || (l->bias && wk_is_tracked(l->bias));
+    if (x->layout.rank >= 2 && !tracked) {
+        /* inference (a decode step runs hundreds of these): no scope, the
+         * one temporary freed at once */
+        wk_tensor *y;
+        if (use_qmatmul(w, x)) {
+            y = wk_qmatmul(x, w);
+        } else {
+            wk_tensor *wt = wk_t(w);
+            y = wt ? wk_broadcast_matmul(x, wt) : NULL;
+            wk_tensor_free(wt);
+        }
+        if (y && l->bias) {
+            wk_tensor *yb = wk_add(y, l->bias);
+            wk_tensor_free(y);
+            y = yb;
+        }
+        return y;
+    }
     if (!wk__scope_open()) {
         wk_scope_end();
         return NULL;
