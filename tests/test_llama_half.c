@@ -30,8 +30,8 @@ static void check_ids(const char *path, wk_dtype opt_dtype, wk_dtype expect_weig
     if (!m) fail_msg("wk_llama_load(%s): %s", path, wk_last_error());
     /* the weights really are kept in that dtype (a wrong one would still
      * pass the ids): white-box, through the model's layers */
-    assert_int_equal(wk_tensor_dtype(m->layers[0].o.w), expect_weight);
-    assert_int_equal(wk_tensor_dtype(m->tok_embd), expect_weight);
+    assert_int_equal(wk_tensor_dtype(m->layers[0].o.weight), expect_weight);
+    assert_int_equal(wk_tensor_dtype(m->tok_embd.weight), expect_weight);
     lt_greedy(m, ids, n, NGEN, gen, NULL);
     for (int i = 0; i < NGEN; i++)
         if (gen[i] != (int32_t)d_gen[i])

@@ -68,6 +68,7 @@ FLOOR_OF = {f: i for i, (_, folders) in enumerate(FLOORS) for f in folders}
 PUBLIC_FLOORS = {
     'wick_ops.h': 'autograd', 'wick.h': 'autograd', 'custom_op.h': 'autograd',
     'autograd.h': 'autograd', 'nn.h': 'autograd',
+    'layers.h': 'nn',
     'gguf.h': 'files', 'safetensors.h': 'files',
     'tokenizer.h': 'text',
     'train.h': 'top', 'llama.h': 'top', 'generate.h': 'top', 'bert.h': 'top',

@@ -1,5 +1,6 @@
 /* Everything wick declares, for programs that would rather not pick: the
- * tensor core (wick.h: ops, fused nn ops, gradients), custom ops, model
+ * tensor core (wick.h: ops, fused nn ops, gradients), custom ops, the layer
+ * kit (layers.h), model
  * files, tokenizers, training, and the language models with generation.
  * Each of those headers also stands alone; the core never includes the
  * ones above it (tools/depgraph.py checks that). */
@@ -7,6 +8,7 @@
 #define WICK_ALL_H
 #include "wick/wick.h"
 #include "wick/custom_op.h"
+#include "wick/layers.h"
 #include "wick/gguf.h"
 #include "wick/safetensors.h"
 #include "wick/tokenizer.h"

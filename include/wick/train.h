@@ -10,6 +10,7 @@
 #ifndef WICK_TRAIN_H
 #define WICK_TRAIN_H
 #include "wick/autograd.h"
+#include "wick/layers.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -91,28 +92,20 @@ wk_tensor *wk_cross_entropy(const wk_tensor *logits, const wk_tensor *targets, c
 wk_tensor *wk_nll_loss(const wk_tensor *logp, const wk_tensor *targets, const wk_class_loss_opts *opts);
 
 /* -------------------------------------------------------------- layers
- * Plain structs of parameters (tracked leaves the struct owns); init as
- * torch.nn's reset_parameters from the device's generator (set its seed
- * for a fixed start). *_free releases the parameters; *_params lists them
- * (returns the count, writes up to cap pointers, borrowed). */
+ * The layer structs, their forwards and *_free / *_params are the layer
+ * kit's (wick/layers.h); the initialisers below make their tensors tracked
+ * leaves (parameters), as torch.nn's reset_parameters, from the device's
+ * generator (set its seed for a fixed start). */
 
-typedef struct wk_linear {
-    wk_tensor *weight; /* (out, in) */
-    wk_tensor *bias;   /* (out) or NULL */
-} wk_linear;
+/* weight U(-1/sqrt(in), 1/sqrt(in)) (kaiming_uniform, a = sqrt(5)); bias
+ * (out) from the same bound when asked. */
 wk_status  wk_linear_init(wk_linear *l, int64_t in, int64_t out, bool bias, wk_dtype dt, wk_device *dev);
-wk_tensor *wk_linear_forward(const wk_linear *l, const wk_tensor *x); /* x (..., in) -> (..., out) */
-void       wk_linear_free(wk_linear *l);
-int        wk_linear_params(const wk_linear *l, wk_tensor **out, int cap);
-
-typedef struct wk_embedding_layer {
-    wk_tensor *weight; /* (num, dim), N(0, 1) as torch */
-} wk_embedding_layer;
+/* weight (num, dim) N(0, 1) as torch. */
 wk_status  wk_embedding_layer_init(wk_embedding_layer *e, int64_t num, int64_t dim, wk_dtype dt, wk_device *dev);
-wk_tensor *wk_embedding_layer_forward(const wk_embedding_layer *e, const wk_tensor *ids);
-void       wk_embedding_layer_free(wk_embedding_layer *e);
-int        wk_embedding_layer_params(const wk_embedding_layer *e, wk_tensor **out, int cap);
+/* weight ones, bias zeros (none for rms). */
+wk_status  wk_norm_layer_init(wk_norm_layer *n, int64_t dim, bool rms, double eps, wk_dtype dt, wk_device *dev);
 
+/* Plain struct of parameters as the kit's; training's own. */
 typedef struct wk_conv2d_layer {
     wk_tensor *weight; /* (out, in / groups, kh, kw) */
     wk_tensor *bias;   /* (out) or NULL */
@@ -123,17 +116,6 @@ wk_status  wk_conv2d_layer_init(wk_conv2d_layer *c, int64_t in, int64_t out, int
 wk_tensor *wk_conv2d_layer_forward(const wk_conv2d_layer *c, const wk_tensor *x); /* (N, C, H, W) */
 void       wk_conv2d_layer_free(wk_conv2d_layer *c);
 int        wk_conv2d_layer_params(const wk_conv2d_layer *c, wk_tensor **out, int cap);
-
-typedef struct wk_norm_layer {
-    wk_tensor *weight; /* (dim), ones */
-    wk_tensor *bias;   /* (dim), zeros; NULL for rms */
-    double eps;
-    bool rms;
-} wk_norm_layer;
-wk_status  wk_norm_layer_init(wk_norm_layer *n, int64_t dim, bool rms, double eps, wk_dtype dt, wk_device *dev);
-wk_tensor *wk_norm_layer_forward(const wk_norm_layer *n, const wk_tensor *x);
-void       wk_norm_layer_free(wk_norm_layer *n);
-int        wk_norm_layer_params(const wk_norm_layer *n, wk_tensor **out, int cap);
 
 /* --------------------------------------------------------- checkpoints */
 

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "tensor/tensor.h"
 #include "model/bert_internal.h"
+#include "nn/layers.h"
 
 #define OP "wk_bert_load"
 
@@ -100,50 +101,62 @@ static bool load_layer(loader *ld, const wk__bert_config *c, int li, wk__bert_la
     if (!W2(qw, "attention.self.query.weight", D, D) || !W1(qb, "attention.self.query.bias", D) ||
         !W2(kw, "attention.self.key.weight", D, D) || !W1(kb, "attention.self.key.bias", D) ||
         !W2(vw, "attention.self.value.weight", D, D) || !W1(vb, "attention.self.value.bias", D) ||
-        !W2(l->o_w, "attention.output.dense.weight", D, D) || !W1(l->o_b, "attention.output.dense.bias", D) ||
-        !W1(l->ln1_w, "attention.output.LayerNorm.weight", D) || !W1(l->ln1_b, "attention.output.LayerNorm.bias", D) ||
-        !W2(l->i_w, "intermediate.dense.weight", I, D) || !W1(l->i_b, "intermediate.dense.bias", I) ||
-        !W2(l->f_w, "output.dense.weight", D, I) || !W1(l->f_b, "output.dense.bias", D) ||
-        !W1(l->ln2_w, "output.LayerNorm.weight", D) || !W1(l->ln2_b, "output.LayerNorm.bias", D))
+        !W2(l->o.weight, "attention.output.dense.weight", D, D) || !W1(l->o.bias, "attention.output.dense.bias", D) ||
+        !W1(l->ln1.weight, "attention.output.LayerNorm.weight", D) ||
+        !W1(l->ln1.bias, "attention.output.LayerNorm.bias", D) ||
+        !W2(l->i.weight, "intermediate.dense.weight", I, D) || !W1(l->i.bias, "intermediate.dense.bias", I) ||
+        !W2(l->f.weight, "output.dense.weight", D, I) || !W1(l->f.bias, "output.dense.bias", D) ||
+        !W1(l->ln2.weight, "output.LayerNorm.weight", D) || !W1(l->ln2.bias, "output.LayerNorm.bias", D))
         return false;
 #undef W1
 #undef W2
+    l->ln1.eps = l->ln2.eps = c->eps;
+    l->ln1.rms = l->ln2.rms = false;
     /* one (3D, D) projection: a single GEMM per layer makes q, k and v */
     wk_tensor *w[3] = {qw, kw, vw}, *b[3] = {qb, kb, vb};
-    l->qkv_w = wk_cat(w, 3, 0);
-    l->qkv_b = wk_cat(b, 3, 0);
-    /* stored transposed, (in, out) row-major: the GEMM then reads a
-     * short batch's weights in place instead of repacking all of them on
-     * every call (8-token sentences spent more time packing than in FMAs) */
-    l->qkv_w = wk_contiguous(wk_t(l->qkv_w));
-    l->o_w = wk_contiguous(wk_t(l->o_w));
-    l->i_w = wk_contiguous(wk_t(l->i_w));
-    l->f_w = wk_contiguous(wk_t(l->f_w));
-    return l->qkv_w && l->qkv_b && l->o_w && l->i_w && l->f_w;
+    l->qkv.weight = wk_cat(w, 3, 0);
+    l->qkv.bias = wk_cat(b, 3, 0);
+    if (!l->qkv.weight || !l->qkv.bias) return false;
+    /* stored transposed, (in, out) row-major: the GEMM then reads a short
+     * batch's weights in place instead of repacking all of them on every
+     * call (8-token sentences spent more time packing than in FMAs) */
+    wk_linear *ls[4] = {&l->qkv, &l->o, &l->i, &l->f};
+    for (int j = 0; j < 4; j++)
+        if (wk__linear_pretranspose(ls[j]) != WK_OK) return false;
+    return true;
+}
+
+/* Every tensor of the model's layers (12 per encoder layer). */
+static int layer_tensors(wk__bert_layer *l, wk_tensor ***out) {
+    wk_tensor **t[] = {&l->qkv.weight, &l->qkv.bias, &l->o.weight,   &l->o.bias,  &l->ln1.weight, &l->ln1.bias,
+                       &l->i.weight,   &l->i.bias,   &l->f.weight,   &l->f.bias,  &l->ln2.weight, &l->ln2.bias};
+    for (int j = 0; j < 12; j++) out[j] = t[j];
+    return 12;
 }
 
 /* Take every weight out of the loader's scope: the model owns them. */
 static void keep_all(wk_bert *b) {
-    wk_tensor **t[] = {&b->word, &b->pos, &b->emb_ln_w, &b->emb_ln_b};
+    wk_tensor **t[] = {&b->word.weight, &b->pos, &b->emb_ln.weight, &b->emb_ln.bias};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) wk_keep(*t[i]);
     for (int64_t i = 0; i < b->cfg.layers; i++) {
-        wk__bert_layer *l = &b->layer[i];
-        wk_tensor *lt[] = {l->qkv_w, l->qkv_b, l->o_w,  l->o_b,  l->ln1_w, l->ln1_b,
-                           l->i_w,   l->i_b,   l->f_w,  l->f_b,  l->ln2_w, l->ln2_b};
-        for (size_t j = 0; j < sizeof lt / sizeof lt[0]; j++) wk_keep(lt[j]);
+        wk_tensor **lt[12];
+        for (int j = 0, n = layer_tensors(&b->layer[i], lt); j < n; j++) wk_keep(*lt[j]);
     }
 }
 
 static void free_weights(wk_bert *b) {
-    wk_tensor_free(b->word);
+    wk_embedding_layer_free(&b->word);
     wk_tensor_free(b->pos);
-    wk_tensor_free(b->emb_ln_w);
-    wk_tensor_free(b->emb_ln_b);
+    b->pos = NULL;
+    wk_norm_layer_free(&b->emb_ln);
     for (int64_t i = 0; b->layer && i < b->cfg.layers; i++) {
         wk__bert_layer *l = &b->layer[i];
-        wk_tensor *lt[] = {l->qkv_w, l->qkv_b, l->o_w,  l->o_b,  l->ln1_w, l->ln1_b,
-                           l->i_w,   l->i_b,   l->f_w,  l->f_b,  l->ln2_w, l->ln2_b};
-        for (size_t j = 0; j < sizeof lt / sizeof lt[0]; j++) wk_tensor_free(lt[j]);
+        wk_linear_free(&l->qkv);
+        wk_linear_free(&l->o);
+        wk_linear_free(&l->i);
+        wk_linear_free(&l->f);
+        wk_norm_layer_free(&l->ln1);
+        wk_norm_layer_free(&l->ln2);
     }
     free(b->layer);
     b->layer = NULL;
@@ -175,20 +188,22 @@ bool wk__bert_load_weights(wk_bert *b, const char *dir) {
     wk_tensor *pos = weight(&ld, "embeddings.position_embeddings.weight", 2, c->max_pos, D);
     wk_tensor *typ = weight(&ld, "embeddings.token_type_embeddings.weight", 2, c->type_vocab, D);
     wk_tensor *pid = pos && typ ? position_ids(&ld, c->max_pos) : NULL;
-    b->word = pid ? weight(&ld, "embeddings.word_embeddings.weight", 2, c->vocab, D) : NULL;
-    b->emb_ln_w = b->word ? weight(&ld, "embeddings.LayerNorm.weight", 1, D, 0) : NULL;
-    b->emb_ln_b = b->emb_ln_w ? weight(&ld, "embeddings.LayerNorm.bias", 1, D, 0) : NULL;
+    b->word.weight = pid ? weight(&ld, "embeddings.word_embeddings.weight", 2, c->vocab, D) : NULL;
+    b->emb_ln.weight = b->word.weight ? weight(&ld, "embeddings.LayerNorm.weight", 1, D, 0) : NULL;
+    b->emb_ln.bias = b->emb_ln.weight ? weight(&ld, "embeddings.LayerNorm.bias", 1, D, 0) : NULL;
+    b->emb_ln.eps = c->eps;
+    b->emb_ln.rms = false;
     /* position row t of the table already holds position_ids[t]'s embedding
      * plus token type 0's (single-sentence inputs are all type 0): the
      * forward adds one table instead of gathering and adding two */
-    if (b->emb_ln_b) b->pos = wk_add(wk_embedding(pid, pos), wk_narrow(typ, 0, 0, 1));
+    if (b->emb_ln.bias) b->pos = wk_add(wk_embedding(pid, pos), wk_narrow(typ, 0, 0, 1));
     if (b->pos) {
         ok = true;
         for (int64_t i = 0; ok && i < c->layers; i++) ok = load_layer(&ld, c, (int)i, &b->layer[i]);
     }
     if (ok) keep_all(b);
     else memset(b->layer, 0, (size_t)c->layers * sizeof *b->layer);
-    if (!ok) b->word = b->pos = b->emb_ln_w = b->emb_ln_b = NULL; /* the scope frees them */
+    if (!ok) b->word.weight = b->pos = b->emb_ln.weight = b->emb_ln.bias = NULL; /* the scope frees them */
     wk_scope_end();
     wk_safetensors_close(st);
     if (!ok) free_weights(b);
@@ -199,28 +214,23 @@ void wk__bert_free_weights(wk_bert *b) { free_weights(b); }
 
 /* ------------------------------------------------------------ forward */
 
-/* x (N, in) @ wt + bias: wt (in, out), the file's weight transposed. */
-static wk_tensor *linear(const wk_tensor *x, const wk_tensor *wt, const wk_tensor *bias) {
-    return wk_add(wk_matmul(x, wt), bias);
-}
-
 /* One encoder layer on x (B * L, D); mask (B, 1, 1, L) or NULL. */
 static wk_tensor *layer_forward(const wk_bert *b, const wk__bert_layer *l, wk_tensor *x, int64_t B, int64_t L,
                                 const wk_tensor *mask) {
     const wk__bert_config *c = &b->cfg;
     int64_t D = c->dim, H = c->heads, hd = D / H;
     int64_t s5[5] = {B, L, 3, H, hd}, s2[2] = {B * L, D};
-    wk_tensor *qkv = wk_reshape(linear(x, l->qkv_w, l->qkv_b), s5, 5);
+    wk_tensor *qkv = wk_reshape(wk_linear_forward(&l->qkv, x), s5, 5);
     /* (B, L, H, hd) views -> (B, H, L, hd): attention takes any strides */
     wk_tensor *q = wk_transpose(wk_select(qkv, 2, 0), 1, 2);
     wk_tensor *k = wk_transpose(wk_select(qkv, 2, 1), 1, 2);
     wk_tensor *v = wk_transpose(wk_select(qkv, 2, 2), 1, 2);
     wk_attention_opts o = {.mask = mask, .scale = 0, .causal = false, .q_offset = 0};
     wk_tensor *a = wk_reshape(wk_transpose(wk_attention(q, k, v, &o), 1, 2), s2, 2);
-    x = wk_layer_norm(wk_add(linear(a, l->o_w, l->o_b), x), l->ln1_w, l->ln1_b, c->eps);
-    wk_tensor *h = linear(x, l->i_w, l->i_b);
+    x = wk_norm_layer_forward(&l->ln1, wk_add(wk_linear_forward(&l->o, a), x));
+    wk_tensor *h = wk_linear_forward(&l->i, x);
     h = c->act == WK__BERT_GELU_ERF ? wk_gelu_erf(h) : wk_gelu(h);
-    return wk_layer_norm(wk_add(linear(h, l->f_w, l->f_b), x), l->ln2_w, l->ln2_b, c->eps);
+    return wk_norm_layer_forward(&l->ln2, wk_add(wk_linear_forward(&l->f, h), x));
 }
 
 wk_tensor *wk__bert_forward(const wk_bert *b, const int32_t *ids, const int64_t *lens, int64_t B, int64_t L) {
@@ -235,21 +245,13 @@ wk_tensor *wk__bert_forward(const wk_bert *b, const int32_t *ids, const int64_t 
     }
     int64_t sid[2] = {B, L}, s2[2] = {B * L, D}, s3[3] = {B, L, D};
     wk_tensor *idt = wk_from_host(ids, (size_t)(B * L) * sizeof *ids, sid, 2, WK_I32, b->dev);
-    wk_tensor *x = wk_add(wk_embedding(idt, b->word), wk_narrow(b->pos, 0, 0, L));
-    x = wk_reshape(wk_layer_norm(x, b->emb_ln_w, b->emb_ln_b, c->eps), s2, 2);
+    wk_tensor *x = wk_add(wk_embedding_layer_forward(&b->word, idt), wk_narrow(b->pos, 0, 0, L));
+    x = wk_reshape(wk_norm_layer_forward(&b->emb_ln, x), s2, 2);
     wk_tensor *mask = NULL;
     if (padded) {
         /* additive key mask (B, 1, 1, L): -inf on padding, so no real token
          * attends to it; padded query rows still see their real keys */
-        float *m = malloc((size_t)(B * L) * sizeof *m);
-        if (!m) wk__err(WK_ERR_OOM, "wk_bert", "cannot allocate a %lld x %lld mask", (long long)B, (long long)L);
-        else {
-            for (int64_t i = 0; i < B; i++)
-                for (int64_t j = 0; j < L; j++) m[i * L + j] = j < lens[i] ? 0.0f : -INFINITY;
-            int64_t sm[4] = {B, 1, 1, L};
-            mask = wk_from_host(m, (size_t)(B * L) * sizeof *m, sm, 4, WK_F32, b->dev);
-            free(m);
-        }
+        mask = wk__key_padding_mask(lens, B, L, b->dev);
         if (!mask) x = NULL;
     }
     for (int64_t i = 0; x && i < c->layers; i++) {

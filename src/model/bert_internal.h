@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include "wick/wick.h"
 #include "wick/bert.h"
+#include "wick/layers.h"
 
 typedef enum wk__bert_act {
     WK__BERT_GELU_ERF = 0, /* HF "gelu": 0.5 x (1 + erf(x / sqrt 2)) */
@@ -34,12 +35,13 @@ bool wk__bert_lowercase(const char *dir, bool *lower);
 /* The same for config.json's text alone (for tests of hostile configs). */
 bool wk__bert_config_parse(const char *json, size_t len, const char *what, wk__bert_config *c);
 
-/* One encoder layer's weights (f32, on the model's device). Projections are
- * stored transposed, (in, out) contiguous; q, k and v are one (dim, 3 dim)
- * projection so that a single GEMM makes all three. */
+/* One encoder layer's weights (f32, on the model's device), the layer kit's
+ * layers (wick/layers.h). Projections are stored transposed
+ * (wk__linear_pretranspose); q, k and v are one (3 dim, dim) projection so
+ * that a single GEMM makes all three. */
 typedef struct wk__bert_layer {
-    wk_tensor *qkv_w, *qkv_b, *o_w, *o_b, *ln1_w, *ln1_b;
-    wk_tensor *i_w, *i_b, *f_w, *f_b, *ln2_w, *ln2_b;
+    wk_linear qkv, o, i, f;
+    wk_norm_layer ln1, ln2;
 } wk__bert_layer;
 
 struct wk_bert {
@@ -49,7 +51,9 @@ struct wk_bert {
     int32_t cls_id, sep_id;
     /* word (vocab, dim); pos (max_pos, dim): row t = the position embedding
      * of position_ids[t] plus token type 0's embedding */
-    wk_tensor *word, *pos, *emb_ln_w, *emb_ln_b;
+    wk_embedding_layer word;
+    wk_tensor *pos;
+    wk_norm_layer emb_ln;
     wk__bert_layer *layer;
 };
 

@@ -1,6 +1,7 @@
-/* The KV cache: per layer one (1, Hkv, cap, D) f32 tensor for keys and one
- * for values, allocated once; a forward step writes its new positions in
- * place and attention reads a narrow of the filled part. */
+/* The KV cache: the layer kit's store (per layer one (1, Hkv, cap, D) f32
+ * tensor for keys and one for values, allocated once; a forward step writes
+ * its new positions in place and attention reads a narrow of the filled
+ * part), the filled length, and RoPE tables when the model's are short. */
 #include "model/llama_internal.h"
 #include "wick/llama.h"
 #include "base/error.h"
@@ -20,55 +21,35 @@ wk_kv_cache *wk_kv_cache_new(const wk_llama *m, int64_t max_tokens) {
         return NULL;
     }
     wk_kv_cache *kc = calloc(1, sizeof *kc);
-    if (kc) {
-        kc->k = calloc((size_t)c->n_layers, sizeof *kc->k);
-        kc->v = calloc((size_t)c->n_layers, sizeof *kc->v);
-    }
-    if (!kc || !kc->k || !kc->v) {
-        wk_kv_cache_free(kc);
+    if (!kc) {
         wk__err(WK_ERR_OOM, op, "cannot allocate a cache for %lld layers", (long long)c->n_layers);
         return NULL;
     }
     kc->m = m;
-    kc->cap = max_tokens;
     /* longer than the model's RoPE tables: this cache's own, no bigger than
      * its keys alone (cap x head_dim/2 x 2 floats vs cap x Hkv x head_dim) */
     if (max_tokens > wk_dim(m->rope_cos, 0) &&
-        wk__llama_rope_tables(m->rope_inv, c->head_dim / 2, max_tokens, m->dev, &kc->rope_cos, &kc->rope_sin) !=
-            WK_OK) {
+        wk__rope_tables(op, m->rope_inv, c->head_dim / 2, max_tokens, m->dev, &kc->rope_cos, &kc->rope_sin) != WK_OK) {
         wk_kv_cache_free(kc);
         return NULL;
     }
-    int64_t shape[4] = {1, c->n_kv_heads, max_tokens, c->head_dim};
-    for (int64_t l = 0; l < c->n_layers; l++) {
-        /* zeros, not empty: positions past len are never read, but a cache
-         * with defined bytes keeps sanitizers and debuggers quiet */
-        kc->k[l] = wk_zeros(shape, 4, WK_F32, m->dev);
-        kc->v[l] = wk_zeros(shape, 4, WK_F32, m->dev);
-        if (!kc->k[l] || !kc->v[l]) {
-            wk_kv_cache_free(kc);
-            return NULL;
-        }
+    if (wk__kv_store_init(&kc->kv, c->n_layers, c->n_kv_heads, max_tokens, c->head_dim, m->dev) != WK_OK) {
+        wk_kv_cache_free(kc);
+        return NULL;
     }
     return kc;
 }
 
 void wk_kv_cache_free(wk_kv_cache *c) {
     if (!c) return;
-    if (c->m)
-        for (int64_t l = 0; l < c->m->cfg.n_layers; l++) {
-            if (c->k) wk_tensor_free(c->k[l]);
-            if (c->v) wk_tensor_free(c->v[l]);
-        }
-    free(c->k);
-    free(c->v);
+    wk__kv_store_free(&c->kv);
     wk_tensor_free(c->rope_cos);
     wk_tensor_free(c->rope_sin);
     free(c);
 }
 
 int64_t wk_kv_cache_len(const wk_kv_cache *c) { return c ? c->len : 0; }
-int64_t wk_kv_cache_capacity(const wk_kv_cache *c) { return c ? c->cap : 0; }
+int64_t wk_kv_cache_capacity(const wk_kv_cache *c) { return c ? c->kv.cap : 0; }
 
 wk_status wk_kv_cache_truncate(wk_kv_cache *c, int64_t n) {
     if (!c) return wk__err(WK_ERR_ARG, "wk_kv_cache_truncate", "cache is NULL");

@@ -379,67 +379,17 @@ wk_status wk__llama_config_check(const wk_llama_config *c, const char *src) {
 
 int64_t wk__llama_rope_eager_bytes = (int64_t)16 << 20;
 
-wk_status wk__llama_rope_inv_freq(const wk_llama_config *c, const float *freq_factors, double **out) {
-    int64_t half = c->head_dim / 2;
-    double *inv = malloc(sizeof(double) * (size_t)(half ? half : 1));
-    *out = NULL;
-    if (!inv) return wk__err(WK_ERR_OOM, OP, "cannot allocate %lld rope frequencies", (long long)half);
-    const double PI = 3.14159265358979323846;
-    for (int64_t i = 0; i < half; i++) {
-        /* the frequencies transformers computes: theta^(-2i/D), in double */
-        double f = 1.0 / pow(c->rope_theta, (double)(2 * i) / (double)c->head_dim);
-        if (!strcmp(c->rope_scaling, "linear")) {
-            f /= c->rope_factor;
-        } else if (!strcmp(c->rope_scaling, "llama3")) {
-            /* Llama 3.1: long wavelengths slowed by factor, short ones kept,
-             * a smooth blend between */
-            double lo_wl = (double)c->rope_orig_ctx / c->rope_low_freq_factor;
-            double hi_wl = (double)c->rope_orig_ctx / c->rope_high_freq_factor;
-            double wl = 2.0 * PI / f;
-            if (wl > lo_wl) {
-                f /= c->rope_factor;
-            } else if (wl >= hi_wl) {
-                double sm = ((double)c->rope_orig_ctx / wl - c->rope_low_freq_factor) /
-                            (c->rope_high_freq_factor - c->rope_low_freq_factor);
-                f = (1.0 - sm) * f / c->rope_factor + sm * f;
-            }
-        }
-        if (freq_factors) f /= (double)freq_factors[i];
-        inv[i] = f;
-    }
-    *out = inv;
-    return WK_OK;
-}
-
-wk_status wk__llama_rope_tables(const double *inv, int64_t half, int64_t T, wk_device *dev, wk_tensor **cos,
-                                wk_tensor **sin) {
-    *cos = *sin = NULL;
-    size_t nb = sizeof(float) * (size_t)(T * half);
-    float *cb = malloc(nb ? nb : 1), *sb = malloc(nb ? nb : 1);
-    if (!cb || !sb) {
-        free(cb), free(sb);
-        return wk__err(WK_ERR_OOM, OP, "cannot allocate rope tables (%lld x %lld)", (long long)T, (long long)half);
-    }
-    for (int64_t t = 0; t < T; t++)
-        for (int64_t i = 0; i < half; i++) {
-            /* angle in f32 as transformers does (positions * inv_freq in f32),
-             * so long contexts round the same way */
-            float a = (float)t * (float)inv[i];
-            cb[t * half + i] = cosf(a);
-            sb[t * half + i] = sinf(a);
-        }
-    int64_t shape[2] = {T, half};
-    *cos = wk_from_host(cb, nb, shape, 2, WK_F32, dev);
-    *sin = wk_from_host(sb, nb, shape, 2, WK_F32, dev);
-    free(cb);
-    free(sb);
-    if (!*cos || !*sin) {
-        wk_tensor_free(*cos);
-        wk_tensor_free(*sin);
-        *cos = *sin = NULL;
-        return wk_last_status();
-    }
-    return WK_OK;
+wk__rope_freqs wk__llama_rope_freqs(const wk_llama_config *c) {
+    wk__rope_freqs p = {.head_dim = c->head_dim,
+                        .theta = c->rope_theta,
+                        .scaling = !strcmp(c->rope_scaling, "linear")   ? WK__ROPE_LINEAR
+                                   : !strcmp(c->rope_scaling, "llama3") ? WK__ROPE_LLAMA3
+                                                                        : WK__ROPE_PLAIN,
+                        .factor = c->rope_factor,
+                        .low_freq_factor = c->rope_low_freq_factor,
+                        .high_freq_factor = c->rope_high_freq_factor,
+                        .orig_ctx = c->rope_orig_ctx};
+    return p;
 }
 
 char *wk__read_small_file(const char *op, const char *path, size_t *len) {

@@ -1,6 +1,7 @@
 /* wk_llama_forward: n tokens through every layer in one batched pass.
  * Activations are f32 (as llama.cpp keeps them); weights go through
- * wk_qmatmul (blocks, f16, bf16) or wk_matmul (f32, a transposed view). */
+ * the layer kit's wk_linear: wk_qmatmul (blocks, f16, bf16) or a matmul
+ * (f32, a transposed view). */
 #include "model/llama_internal.h"
 #include "wick/llama.h"
 #include "base/error.h"
@@ -10,66 +11,45 @@
 
 static const char *OP = "wk_llama_forward";
 
-wk_tensor *wk__linear_apply(const wk_tensor *x, const wk__linear *l) {
-    if (l->wt) return wk_matmul(x, l->wt);
-    return wk_qmatmul(x, l->w);
-}
-
 /* x (n, dim) -> x + attention(rms_norm(x)) for layer li at positions
  * pos .. pos+n-1, writing the layer's new keys and values into the cache. */
 static wk_tensor *attention_block(const wk_llama *m, const wk__llama_layer *L, wk_kv_cache *c, int64_t li,
-                                  const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, int64_t pos,
-                                  int64_t n) {
+                                  const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, int64_t pos) {
     const wk_llama_config *cfg = &m->cfg;
     int64_t H = cfg->n_heads, Hkv = cfg->n_kv_heads, D = cfg->head_dim;
-    wk_tensor *h = wk_rms_norm(x, L->attn_norm, cfg->rms_eps);
+    wk_tensor *h = wk_norm_layer_forward(&L->attn_norm, x);
     wk_tensor *q, *k, *v;
-    if (L->qkv.w) {
-        wk_tensor *qkv = wk__linear_apply(h, &L->qkv); /* (n, (H + 2 Hkv) D) */
+    if (L->qkv.weight) {
+        wk_tensor *qkv = wk_linear_forward(&L->qkv, h); /* (n, (H + 2 Hkv) D) */
         q = wk_narrow(qkv, 1, 0, H * D);
         k = wk_narrow(qkv, 1, H * D, Hkv * D);
         v = wk_narrow(qkv, 1, (H + Hkv) * D, Hkv * D);
     } else {
-        q = wk__linear_apply(h, &L->q);
-        k = wk__linear_apply(h, &L->k);
-        v = wk__linear_apply(h, &L->v);
+        q = wk_linear_forward(&L->q, h);
+        k = wk_linear_forward(&L->k, h);
+        v = wk_linear_forward(&L->v, h);
     }
-    /* (n, H D) rows are (H, D) heads: a (1, n, H, D) view for rope_thd */
-    int64_t sq[4] = {1, n, H, D}, skv[4] = {1, n, Hkv, D};
-    wk_tensor *qr = wk_rope_thd(wk_reshape(q, sq, 4), cos, sin, cfg->rope_interleaved);
-    wk_tensor *kr = wk_rope_thd(wk_reshape(k, skv, 4), cos, sin, cfg->rope_interleaved);
-    wk_tensor *vv = wk_reshape(v, skv, 4);
-    /* (1, n, H, D) -> (1, H, n, D): views; the cache write and attention
-     * take strides */
-    if (wk_slice_set(c->k[li], wk_transpose(kr, 1, 2), 2, pos) != WK_OK) return NULL;
-    if (wk_slice_set(c->v[li], wk_transpose(vv, 1, 2), 2, pos) != WK_OK) return NULL;
-    wk_tensor *kc = wk_narrow(c->k[li], 2, 0, pos + n), *vc = wk_narrow(c->v[li], 2, 0, pos + n);
-    wk_attention_opts ao = {.causal = true, .q_offset = pos};
-    wk_tensor *a = wk_attention(wk_transpose(qr, 1, 2), kc, vc, &ao); /* (1, H, n, D) */
-    int64_t so[2] = {n, H * D};
-    wk_tensor *ao2 = wk_reshape(wk_transpose(a, 1, 2), so, 2); /* copies into (n, H D) */
-    return wk_add(x, wk__linear_apply(ao2, &L->o));
+    wk__attn_heads ah = {.q_heads = H, .kv_heads = Hkv, .head_dim = D, .interleaved = cfg->rope_interleaved};
+    wk_tensor *a = wk__rope_cached_attention(&ah, q, k, v, cos, sin, &c->kv, li, pos);
+    return a ? wk_add(x, wk_linear_forward(&L->o, a)) : NULL;
 }
 
 /* x -> x + down(silu(gate(h)) * up(h)), h = rms_norm(x) */
-static wk_tensor *ffn_block(const wk_llama *m, const wk__llama_layer *L, const wk_tensor *x) {
-    wk_tensor *h = wk_rms_norm(x, L->ffn_norm, m->cfg.rms_eps);
+static wk_tensor *ffn_block(const wk__llama_layer *L, const wk_tensor *x) {
+    wk_tensor *h = wk_norm_layer_forward(&L->ffn_norm, x);
     wk_tensor *act;
-    if (L->gate_up.w) act = wk_swiglu(wk__linear_apply(h, &L->gate_up));
-    else act = wk_mul(wk_silu(wk__linear_apply(h, &L->gate)), wk__linear_apply(h, &L->up));
-    return wk_add(x, wk__linear_apply(act, &L->down));
+    if (L->gate_up.weight) act = wk_swiglu(wk_linear_forward(&L->gate_up, h));
+    else act = wk_mul(wk_silu(wk_linear_forward(&L->gate, h)), wk_linear_forward(&L->up, h));
+    return wk_add(x, wk_linear_forward(&L->down, act));
 }
 
-/* The token rows as f32 (n, dim): a block table's rows are gathered as
- * blocks, then dequantized. */
+/* The token rows as f32 (n, dim): the kit's embedding (a block table's
+ * rows gathered as blocks, then dequantized), f16 / bf16 rows widened. */
 static wk_tensor *embed(const wk_llama *m, const int32_t *ids, int64_t n) {
     int64_t shape[1] = {n};
     wk_tensor *idt = wk_from_host(ids, sizeof(int32_t) * (size_t)n, shape, 1, WK_I32, m->dev);
-    wk_tensor *e = wk_embedding(idt, m->tok_embd);
-    if (!e) return NULL;
-    wk_dtype dt = wk_tensor_dtype(e);
-    if (wk_dtype_is_quantized(dt)) return wk_dequantize(e, WK_F32);
-    if (dt != WK_F32) return wk_to_dtype(e, WK_F32);
+    wk_tensor *e = idt ? wk_embedding_layer_forward(&m->tok_embd, idt) : NULL;
+    if (e && wk_tensor_dtype(e) != WK_F32) return wk_to_dtype(e, WK_F32);
     return e;
 }
 
@@ -86,9 +66,9 @@ wk_tensor *wk_llama_forward(const wk_llama *m, wk_kv_cache *c, const int32_t *id
         wk__err(WK_ERR_ARG, OP, "needs at least one token (n = %lld)", (long long)n);
         return NULL;
     }
-    if (n > c->cap - c->len) {
+    if (n > c->kv.cap - c->len) {
         wk__err(WK_ERR_ARG, OP, "cache overflow: %lld tokens after %lld do not fit its %lld positions", (long long)n,
-                (long long)c->len, (long long)c->cap);
+                (long long)c->len, (long long)c->kv.cap);
         return NULL;
     }
     const wk_llama_config *cfg = &m->cfg;
@@ -115,8 +95,8 @@ wk_tensor *wk_llama_forward(const wk_llama *m, wk_kv_cache *c, const int32_t *id
         const wk__llama_layer *L = &m->layers[l];
         wk_tensor *y = NULL;
         if (wk__scope_open()) {
-            y = attention_block(m, L, c, l, x, cos, sin, pos, n);
-            y = wk_keep(y ? ffn_block(m, L, y) : NULL);
+            y = attention_block(m, L, c, l, x, cos, sin, pos);
+            y = wk_keep(y ? ffn_block(L, y) : NULL);
         }
         wk_scope_end();
         wk_tensor_free(x);
@@ -124,7 +104,7 @@ wk_tensor *wk_llama_forward(const wk_llama *m, wk_kv_cache *c, const int32_t *id
     }
     if (x) {
         wk_tensor *last = all_logits ? x : wk_narrow(x, 0, n - 1, 1);
-        out = wk_keep(wk__linear_apply(wk_rms_norm(last, m->out_norm, cfg->rms_eps), &m->output));
+        out = wk_keep(wk_linear_forward(&m->output, wk_norm_layer_forward(&m->out_norm, last)));
     }
     wk_tensor_free(x);
     wk_scope_end();

@@ -6,36 +6,34 @@
 #include "wick/gguf.h"
 #include "wick/tokenizer.h"
 #include "wick/llama.h"
+#include "wick/layers.h"
+#include "nn/layers.h"
 
-/* One linear layer y = x . w^T. Weights are kept as the file stores them:
- * a block or f16/bf16 weight (N, K) goes through wk_qmatmul with f32 x;
- * an f32 weight through wk_matmul with wt, a transposed (K, N) view of w
- * made once at load (no copy). */
-typedef struct wk__linear {
-    wk_tensor *w;  /* (N, K), owned */
-    wk_tensor *wt; /* f32 only: (K, N) view of w, owned; NULL otherwise */
-} wk__linear;
+/* The linear layers are the kit's wk_linear (wick/layers.h), weights kept
+ * as the file stores them: a block or f16/bf16 weight (N, K) goes through
+ * wk_qmatmul with f32 x, an f32 one through a matmul with its transposed
+ * view (no copy). No biases. */
 
 typedef struct wk__llama_layer {
-    wk_tensor *attn_norm, *ffn_norm; /* (dim) f32 */
+    wk_norm_layer attn_norm, ffn_norm; /* rms, (dim) f32 */
     /* with WICK_LLAMA_FUSE=1: q, k and v fused into one (Hq*D + 2*Hkv*D,
      * dim) matrix when the three share a dtype (their rows concatenate,
-     * blocks included); otherwise (w NULL) q, k, v are used */
-    wk__linear qkv;
-    wk__linear q, k, v;
-    wk__linear o;
+     * blocks included); otherwise (weight NULL) q, k, v are used */
+    wk_linear qkv;
+    wk_linear q, k, v;
+    wk_linear o;
     /* likewise gate and up as one (2*ffn, dim) matrix for wk_swiglu */
-    wk__linear gate_up;
-    wk__linear gate, up;
-    wk__linear down;
+    wk_linear gate_up;
+    wk_linear gate, up;
+    wk_linear down;
 } wk__llama_layer;
 
 struct wk_llama {
     wk_llama_config cfg;
     wk_device *dev;
-    wk_tensor *tok_embd;   /* (vocab, dim), any dtype wk_embedding takes */
-    wk__linear output;     /* the lm head: tok_embd when tied */
-    wk_tensor *out_norm;   /* (dim) f32 */
+    wk_embedding_layer tok_embd; /* (vocab, dim): f32 / f16 / bf16 or blocks */
+    wk_linear output;            /* the lm head: tok_embd's weight when tied */
+    wk_norm_layer out_norm;      /* rms, (dim) f32 */
     wk__llama_layer *layers;
     /* RoPE angles (rows, head_dim/2) f32 for positions 0 .. rows-1, where
      * rows = max_ctx or fewer: what wk__llama_rope_eager_bytes allows (a
@@ -49,9 +47,9 @@ struct wk_llama {
 
 struct wk_kv_cache {
     const wk_llama *m;
-    int64_t cap, len;
-    /* per layer (1, Hkv, cap, D) f32, allocated once */
-    wk_tensor **k, **v;
+    int64_t len;
+    /* per layer (1, Hkv, cap, D) f32, allocated once: the kit's store */
+    wk__kv_store kv;
     /* (cap, head_dim/2) RoPE tables when cap exceeds the model's (NULL:
      * the model's serve); smaller than the cache itself */
     wk_tensor *rope_cos, *rope_sin;
@@ -65,13 +63,8 @@ wk_status wk__llama_config_from_json(const char *json, size_t len, const char *p
 /* Every field consistent (heads divide, sizes positive, ...). */
 wk_status wk__llama_config_check(const wk_llama_config *cfg, const char *src);
 
-/* The head_dim/2 RoPE inverse frequencies of cfg (theta, linear / llama3
- * scaling; freq_factors: head_dim/2 divisors of the frequencies from a GGUF
- * rope_freqs tensor, or NULL) into *inv (malloc'd). */
-wk_status wk__llama_rope_inv_freq(const wk_llama_config *cfg, const float *freq_factors, double **inv);
-/* The (positions, half) cos and sin tables of those frequencies on dev. */
-wk_status wk__llama_rope_tables(const double *inv, int64_t half, int64_t positions, wk_device *dev, wk_tensor **cos,
-                                wk_tensor **sin);
+/* cfg's RoPE frequencies for the layer kit's wk__rope_inv_freq. */
+wk__rope_freqs wk__llama_rope_freqs(const wk_llama_config *cfg);
 /* The most bytes (both tables) the model's RoPE tables take at load
  * (16 MiB: 32768 positions of a 128-wide head); longer caches make their
  * own. A variable so that tests can lower it. */
@@ -80,9 +73,5 @@ extern int64_t wk__llama_rope_eager_bytes;
 /* Read a whole small file (config.json, tokenizer_config.json) into a
  * NUL-terminated buffer; NULL + WK_ERR_IO. */
 char *wk__read_small_file(const char *op, const char *path, size_t *len);
-
-/* y = x . w^T for a weight kept as wk__linear says. */
-wk_tensor *wk__linear_apply(const wk_tensor *x, const wk__linear *l);
-void wk__linear_free(wk__linear *l);
 
 #endif

@@ -95,7 +95,7 @@ static bool is_float_weight(wk_dtype dt) { return dt == WK_F32 || dt == WK_F16 |
 /* A matrix weight (N, K): checked, converted if it is float, kept as blocks
  * if it is quantized. Consumes t. */
 static wk_status make_linear(const source *s, const char *name, wk_tensor *t, int64_t n, int64_t k, wk_dtype want,
-                             wk_device *dev, wk__linear *out) {
+                             wk_device *dev, wk_linear *out) {
     memset(out, 0, sizeof *out);
     if (!t) return wk_last_status();
     int64_t shape[2] = {n, k};
@@ -111,47 +111,43 @@ static wk_status make_linear(const source *s, const char *name, wk_tensor *t, in
         return wk__err(WK_ERR_DTYPE, OP, "%s: tensor %s has dtype %s (a weight must be float or block-quantized)",
                        s->path, name, wk_dtype_name(dt));
     }
-    out->w = place(t, dt, dev);
-    if (!out->w) return wk_last_status();
-    if (dt == WK_F32) {
-        out->wt = wk_t(out->w);
-        if (!out->wt) return wk_last_status();
-    }
-    return WK_OK;
+    out->weight = place(t, dt, dev);
+    return out->weight ? WK_OK : wk_last_status();
 }
 
-/* A norm weight (dim): f32 always (activations are f32). */
-static wk_tensor *make_norm(const source *s, const char *name, int64_t dim, wk_device *dev) {
+/* An RMS norm of weight (dim): f32 always (activations are f32). */
+static wk_status make_norm(const source *s, const char *name, int64_t dim, double eps, wk_device *dev,
+                           wk_norm_layer *out) {
+    *out = (wk_norm_layer){.eps = eps, .rms = true};
     wk_tensor *t = get_tensor(s, name);
-    if (!t) return NULL;
+    if (!t) return wk_last_status();
     if (!check_shape(s, name, t, &dim, 1)) {
         wk_tensor_free(t);
-        return NULL;
+        return WK_ERR_SHAPE;
     }
     if (!is_float_weight(wk_tensor_dtype(t))) {
-        wk__err(WK_ERR_DTYPE, OP, "%s: tensor %s has dtype %s (norm weights must be float)", s->path, name,
-                wk_dtype_name(wk_tensor_dtype(t)));
+        wk_status st = wk__err(WK_ERR_DTYPE, OP, "%s: tensor %s has dtype %s (norm weights must be float)", s->path,
+                               name, wk_dtype_name(wk_tensor_dtype(t)));
         wk_tensor_free(t);
-        return NULL;
+        return st;
     }
-    return place(t, WK_F32, dev);
+    out->weight = place(t, WK_F32, dev);
+    return out->weight ? WK_OK : wk_last_status();
 }
 
 /* Two or three linear weights of one dtype fused into one matrix (their rows
  * concatenated), so a step runs one matmul instead of several. false (and
  * nothing made) when the dtypes differ. */
-static bool fuse(const wk__linear *parts, int n, wk__linear *out, wk_status *st) {
+static bool fuse(const wk_linear *parts, int n, wk_linear *out, wk_status *st) {
     memset(out, 0, sizeof *out);
     *st = WK_OK;
     wk_tensor *ws[3];
     for (int i = 0; i < n; i++) {
-        if (wk_tensor_dtype(parts[i].w) != wk_tensor_dtype(parts[0].w)) return false;
-        ws[i] = parts[i].w;
+        if (wk_tensor_dtype(parts[i].weight) != wk_tensor_dtype(parts[0].weight)) return false;
+        ws[i] = parts[i].weight;
     }
-    out->w = wk_cat(ws, n, 0);
-    if (out->w && wk_tensor_dtype(out->w) == WK_F32) out->wt = wk_t(out->w);
-    if (!out->w || (wk_tensor_dtype(out->w) == WK_F32 && !out->wt)) {
-        wk__linear_free(out);
+    out->weight = wk_cat(ws, n, 0);
+    if (!out->weight) {
         *st = wk_last_status();
         return false;
     }
@@ -172,34 +168,34 @@ static wk_status load_layer(const source *s, const wk_llama_config *c, int64_t l
                             wk__llama_layer *L) {
     char name[160];
     int64_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+    wk_status st;
     layer_name(s, l, W_ATTN_NORM, name, sizeof name);
-    if (!(L->attn_norm = make_norm(s, name, c->dim, dev))) return wk_last_status();
+    if ((st = make_norm(s, name, c->dim, c->rms_eps, dev, &L->attn_norm)) != WK_OK) return st;
     layer_name(s, l, W_FFN_NORM, name, sizeof name);
-    if (!(L->ffn_norm = make_norm(s, name, c->dim, dev))) return wk_last_status();
-    struct { wname w; int64_t n, k; wk__linear *dst; } mats[] = {
+    if ((st = make_norm(s, name, c->dim, c->rms_eps, dev, &L->ffn_norm)) != WK_OK) return st;
+    struct { wname w; int64_t n, k; wk_linear *dst; } mats[] = {
         {W_Q, qd, c->dim, &L->q},          {W_K, kvd, c->dim, &L->k},       {W_V, kvd, c->dim, &L->v},
         {W_O, c->dim, qd, &L->o},          {W_GATE, c->ffn_dim, c->dim, &L->gate},
         {W_UP, c->ffn_dim, c->dim, &L->up}, {W_DOWN, c->dim, c->ffn_dim, &L->down},
     };
     for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
         layer_name(s, l, mats[i].w, name, sizeof name);
-        wk_status st = make_linear(s, name, get_tensor(s, name), mats[i].n, mats[i].k, want, dev, mats[i].dst);
+        st = make_linear(s, name, get_tensor(s, name), mats[i].n, mats[i].k, want, dev, mats[i].dst);
         if (st != WK_OK) return st;
     }
     if (!fusion_wanted()) return WK_OK;
-    wk_status st;
-    wk__linear qkv[3] = {L->q, L->k, L->v};
+    wk_linear qkv[3] = {L->q, L->k, L->v};
     if (fuse(qkv, 3, &L->qkv, &st)) {
-        wk__linear_free(&L->q);
-        wk__linear_free(&L->k);
-        wk__linear_free(&L->v);
+        wk_linear_free(&L->q);
+        wk_linear_free(&L->k);
+        wk_linear_free(&L->v);
     } else if (st != WK_OK) {
         return st;
     }
-    wk__linear gu[2] = {L->gate, L->up};
+    wk_linear gu[2] = {L->gate, L->up};
     if (fuse(gu, 2, &L->gate_up, &st)) {
-        wk__linear_free(&L->gate);
-        wk__linear_free(&L->up);
+        wk_linear_free(&L->gate);
+        wk_linear_free(&L->up);
     } else if (st != WK_OK) {
         return st;
     }
@@ -226,14 +222,13 @@ static wk_status load_weights(const source *s, wk_llama *m, const wk_llama_load_
         wk_tensor_free(e);
         return wk__err(WK_ERR_DTYPE, OP, "%s: tensor %s has dtype %s", s->path, en, wk_dtype_name(edt));
     }
-    m->tok_embd = place(e, is_float_weight(edt) ? keep_dtype(edt, want) : edt, m->dev);
-    if (!m->tok_embd) return wk_last_status();
-    if (!(m->out_norm = make_norm(s, out_norm_name(s), c->dim, m->dev))) return wk_last_status();
+    m->tok_embd.weight = place(e, is_float_weight(edt) ? keep_dtype(edt, want) : edt, m->dev);
+    if (!m->tok_embd.weight) return wk_last_status();
     wk_status st;
+    if ((st = make_norm(s, out_norm_name(s), c->dim, c->rms_eps, m->dev, &m->out_norm)) != WK_OK) return st;
     if (c->tied_embeddings) {
         /* the lm head is the token table itself: one more reference */
-        m->output.w = wk_tensor_retain(m->tok_embd);
-        if (wk_tensor_dtype(m->output.w) == WK_F32 && !(m->output.wt = wk_t(m->output.w))) return wk_last_status();
+        m->output.weight = wk_tensor_retain(m->tok_embd.weight);
     } else if ((st = make_linear(s, output_name(s), get_tensor(s, output_name(s)), c->vocab, c->dim, want, m->dev,
                                  &m->output)) != WK_OK) {
         return st;
@@ -436,11 +431,12 @@ wk_llama *wk_llama_load(const char *path, const wk_llama_load_opts *opts) {
     }
     if ((st = load_weights(&s, m, &o)) != WK_OK) goto fail;
     /* the tables for the first positions only (see wk__llama_rope_eager_bytes) */
-    if ((st = wk__llama_rope_inv_freq(&m->cfg, freq_factors, &m->rope_inv)) != WK_OK) goto fail;
+    wk__rope_freqs rf = wk__llama_rope_freqs(&m->cfg);
+    if ((st = wk__rope_inv_freq(OP, &rf, freq_factors, &m->rope_inv)) != WK_OK) goto fail;
     int64_t half = m->cfg.head_dim / 2, rows = wk__llama_rope_eager_bytes / (half * 2 * (int64_t)sizeof(float));
     if (rows < 1) rows = 1;
     if (rows > m->cfg.max_ctx) rows = m->cfg.max_ctx;
-    if ((st = wk__llama_rope_tables(m->rope_inv, half, rows, m->dev, &m->rope_cos, &m->rope_sin)) != WK_OK) goto fail;
+    if ((st = wk__rope_tables(OP, m->rope_inv, half, rows, m->dev, &m->rope_cos, &m->rope_sin)) != WK_OK) goto fail;
     free(freq_factors);
     wk_gguf_close(s.g);
     wk_safetensors_close(s.st);
@@ -453,26 +449,20 @@ fail:
     return NULL;
 }
 
-void wk__linear_free(wk__linear *l) {
-    wk_tensor_free(l->wt);
-    wk_tensor_free(l->w);
-    l->w = l->wt = NULL;
-}
-
 void wk_llama_free(wk_llama *m) {
     if (!m) return;
     if (m->layers)
         for (int64_t l = 0; l < m->cfg.n_layers; l++) {
             wk__llama_layer *L = &m->layers[l];
-            wk_tensor_free(L->attn_norm);
-            wk_tensor_free(L->ffn_norm);
-            wk__linear *ls[] = {&L->qkv, &L->q, &L->k, &L->v, &L->o, &L->gate_up, &L->gate, &L->up, &L->down};
-            for (size_t i = 0; i < sizeof ls / sizeof ls[0]; i++) wk__linear_free(ls[i]);
+            wk_norm_layer_free(&L->attn_norm);
+            wk_norm_layer_free(&L->ffn_norm);
+            wk_linear *ls[] = {&L->qkv, &L->q, &L->k, &L->v, &L->o, &L->gate_up, &L->gate, &L->up, &L->down};
+            for (size_t i = 0; i < sizeof ls / sizeof ls[0]; i++) wk_linear_free(ls[i]);
         }
     free(m->layers);
-    wk__linear_free(&m->output);
-    wk_tensor_free(m->tok_embd);
-    wk_tensor_free(m->out_norm);
+    wk_linear_free(&m->output);
+    wk_embedding_layer_free(&m->tok_embd);
+    wk_norm_layer_free(&m->out_norm);
     wk_tensor_free(m->rope_cos);
     wk_tensor_free(m->rope_sin);
     free(m->rope_inv);

@@ -4,7 +4,9 @@
  *    U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias from the same bound;
  *  - Embedding: N(0, 1);
  *  - LayerNorm / RmsNorm: weight ones, bias zeros.
- * Forward passes are compositions of recorded public ops. */
+ * The layers themselves, their forwards and *_free / *_params, are the
+ * layer kit's (include/wick/layers.h, src/nn/layers.c); this file makes
+ * them trainable parameters. Conv2d is training's own. */
 #include "train/train_internal.h"
 #include "wick/train.h"
 #include <math.h>
@@ -39,17 +41,6 @@ static bool check_layer(const char *op, wk_dtype dt, wk_device *dev) {
     return true;
 }
 
-static int list_params(wk_tensor *a, wk_tensor *b, wk_tensor **out, int cap) {
-    int n = 0;
-    wk_tensor *all[2] = {a, b};
-    for (int i = 0; i < 2; i++)
-        if (all[i]) {
-            if (out && n < cap) out[n] = all[i];
-            n++;
-        }
-    return n;
-}
-
 /* ---- Linear ---- */
 
 wk_status wk_linear_init(wk_linear *l, int64_t in, int64_t out, bool bias, wk_dtype dt, wk_device *dev) {
@@ -68,44 +59,6 @@ wk_status wk_linear_init(wk_linear *l, int64_t in, int64_t out, bool bias, wk_dt
     return WK_OK;
 }
 
-wk_tensor *wk_linear_forward(const wk_linear *l, const wk_tensor *x) {
-    const char *op = "wk_linear_forward";
-    if (!l || !l->weight) {
-        wk__err(WK_ERR_ARG, op, "layer not initialised");
-        return NULL;
-    }
-    if (!wk__check_in(op, x)) return NULL;
-    int64_t in = l->weight->layout.shape[1];
-    if (x->layout.rank < 1 || x->layout.shape[x->layout.rank - 1] != in) {
-        char a[160];
-        wk__err(WK_ERR_SHAPE, op, "x %s: the last dim must be in = %lld",
-                wk__shape_str(x->layout.shape, x->layout.rank, a, sizeof a), (long long)in);
-        return NULL;
-    }
-    if (!wk__scope_open()) {
-        wk_scope_end();
-        return NULL;
-    }
-    const wk_tensor *x2 = x->layout.rank == 1 ? wk_unsqueeze(x, 0) : x;
-    wk_tensor *y = wk_broadcast_matmul(x2, wk_t(l->weight));
-    if (l->bias) y = wk_add(y, l->bias);
-    if (x->layout.rank == 1) y = wk_squeeze(y, 0);
-    if (y) wk_keep(y);
-    wk_scope_end();
-    return wk__hand_over(y);
-}
-
-void wk_linear_free(wk_linear *l) {
-    if (!l) return;
-    wk_tensor_free(l->weight);
-    wk_tensor_free(l->bias);
-    l->weight = l->bias = NULL;
-}
-
-int wk_linear_params(const wk_linear *l, wk_tensor **out, int cap) {
-    return l ? list_params(l->weight, l->bias, out, cap) : 0;
-}
-
 /* ---- Embedding ---- */
 
 wk_status wk_embedding_layer_init(wk_embedding_layer *e, int64_t num, int64_t dim, wk_dtype dt, wk_device *dev) {
@@ -119,24 +72,6 @@ wk_status wk_embedding_layer_init(wk_embedding_layer *e, int64_t num, int64_t di
     wk_no_grad_end();
     e->weight = as_param(t);
     return e->weight ? WK_OK : wk_last_status();
-}
-
-wk_tensor *wk_embedding_layer_forward(const wk_embedding_layer *e, const wk_tensor *ids) {
-    if (!e || !e->weight) {
-        wk__err(WK_ERR_ARG, "wk_embedding_layer_forward", "layer not initialised");
-        return NULL;
-    }
-    return wk_embedding(ids, e->weight);
-}
-
-void wk_embedding_layer_free(wk_embedding_layer *e) {
-    if (!e) return;
-    wk_tensor_free(e->weight);
-    e->weight = NULL;
-}
-
-int wk_embedding_layer_params(const wk_embedding_layer *e, wk_tensor **out, int cap) {
-    return e ? list_params(e->weight, NULL, out, cap) : 0;
 }
 
 /* ---- Conv2d ---- */
@@ -188,7 +123,7 @@ void wk_conv2d_layer_free(wk_conv2d_layer *c) {
 }
 
 int wk_conv2d_layer_params(const wk_conv2d_layer *c, wk_tensor **out, int cap) {
-    return c ? list_params(c->weight, c->bias, out, cap) : 0;
+    return c ? wk__list_params(c->weight, c->bias, out, cap) : 0;
 }
 
 /* ---- LayerNorm / RmsNorm ---- */
@@ -209,23 +144,4 @@ wk_status wk_norm_layer_init(wk_norm_layer *n, int64_t dim, bool rms, double eps
         return wk_last_status();
     }
     return WK_OK;
-}
-
-wk_tensor *wk_norm_layer_forward(const wk_norm_layer *n, const wk_tensor *x) {
-    if (!n || !n->weight) {
-        wk__err(WK_ERR_ARG, "wk_norm_layer_forward", "layer not initialised");
-        return NULL;
-    }
-    return n->rms ? wk_rms_norm(x, n->weight, n->eps) : wk_layer_norm(x, n->weight, n->bias, n->eps);
-}
-
-void wk_norm_layer_free(wk_norm_layer *n) {
-    if (!n) return;
-    wk_tensor_free(n->weight);
-    wk_tensor_free(n->bias);
-    n->weight = n->bias = NULL;
-}
-
-int wk_norm_layer_params(const wk_norm_layer *n, wk_tensor **out, int cap) {
-    return n ? list_params(n->weight, n->bias, out, cap) : 0;
 }

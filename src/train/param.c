@@ -36,9 +36,3 @@ wk_status wk_param_assign_(wk_tensor *p, const wk_tensor *src) {
     return st;
 }
 
-wk_tensor *wk__hand_over(wk_tensor *kept) {
-    if (!kept) return NULL;
-    wk_tensor *r = wk__alias(kept);
-    wk_tensor_free(kept);
-    return r;
-}

@@ -6,6 +6,7 @@
 #include "autograd/node.h"
 #include "tensor/tensor.h"
 #include "wick/train.h"
+#include "nn/layers.h"
 
 struct wk_optimizer {
     wk_optim_config cfg;  /* defaults resolved, validated */
@@ -43,10 +44,8 @@ wk_optim_args wk__optim_args_for(const wk_optim_config *c, int64_t t);
 wk_status wk__optim_step_composite(const wk_optim_args *a, wk_tensor *p, const wk_tensor *g, wk_tensor *m,
                                    wk_tensor *v);
 
-/* A composite's result made inside its own scope and kept, handed to the
- * caller as a new result: registered in the caller's scope like any op's
- * (a header of its own; the kept one is dropped). NULL passes through. */
-wk_tensor *wk__hand_over(wk_tensor *kept);
+/* wk__hand_over (a composite's kept result to the caller's scope) is the
+ * layer kit's: nn/layers.h. */
 
 /* ---- what the class losses' nodes record (rules_loss.c) ----
  * An op id in the range autograd reserves for this floor (node_args.h) and

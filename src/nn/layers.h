@@ -1,0 +1,83 @@
+/* The layer kit's internals (src/nn/layers.c), for the floors above nn:
+ * the models (src/model), training (src/train). The public half, the layer
+ * structs and their forwards, is include/wick/layers.h. */
+#ifndef WICK_NN_LAYERS_H
+#define WICK_NN_LAYERS_H
+#include "wick/layers.h"
+
+/* A composite's result made inside its own scope and kept, handed to the
+ * caller as a new result: registered in the caller's scope like any op's
+ * (a header of its own; the kept one is dropped). NULL passes through. */
+wk_tensor *wk__hand_over(wk_tensor *kept);
+
+/* a and b (either may be NULL) as a layer's *_params lists them. */
+int wk__list_params(wk_tensor *a, wk_tensor *b, wk_tensor **out, int cap);
+
+/* Store a float weight transposed: l->weight becomes an (out, in) view of a
+ * contiguous (in, out) copy, so that the forward's GEMM reads a short
+ * batch's weights in place instead of repacking them on every call (BERT's
+ * 8-token sentences spent more time packing than in FMAs). Same values; a
+ * block weight is left as it is. The new weight belongs where a fresh
+ * result would (the open scope, else l): call it where the old one was made. */
+wk_status wk__linear_pretranspose(wk_linear *l);
+
+
+/* ------------------------------------------------------------------ RoPE */
+
+typedef enum wk__rope_scaling {
+    WK__ROPE_PLAIN = 0, /* theta^(-2i/D) */
+    WK__ROPE_LINEAR,    /* divided by factor */
+    WK__ROPE_LLAMA3     /* Llama 3.1: long wavelengths / factor, short kept, a blend between */
+} wk__rope_scaling;
+
+typedef struct wk__rope_freqs {
+    int64_t head_dim;
+    double theta;
+    wk__rope_scaling scaling;
+    double factor;                             /* linear, llama3 */
+    double low_freq_factor, high_freq_factor; /* llama3 */
+    int64_t orig_ctx;                          /* llama3: the original context */
+} wk__rope_freqs;
+
+/* The head_dim/2 inverse frequencies of p (in double, as transformers
+ * computes them; freq_factors: head_dim/2 divisors, a GGUF rope_freqs
+ * tensor, or NULL) into *inv (malloc'd). op names errors. */
+wk_status wk__rope_inv_freq(const char *op, const wk__rope_freqs *p, const float *freq_factors, double **inv);
+/* The (positions, half) f32 cos and sin tables of those frequencies on dev
+ * (angle t * inv[i] in f32, as transformers). */
+wk_status wk__rope_tables(const char *op, const double *inv, int64_t half, int64_t positions, wk_device *dev,
+                          wk_tensor **cos, wk_tensor **sin);
+
+/* ------------------------------------------------------ KV cache, attention */
+
+/* One sequence's keys and values: per layer (1, kv_heads, cap, head_dim)
+ * f32, allocated once (zeros); attention writes new positions in place and
+ * reads a narrow of the filled part. */
+typedef struct wk__kv_store {
+    int64_t layers, cap;
+    wk_tensor **k, **v;
+} wk__kv_store;
+wk_status wk__kv_store_init(wk__kv_store *s, int64_t layers, int64_t kv_heads, int64_t cap, int64_t head_dim,
+                            wk_device *dev);
+void wk__kv_store_free(wk__kv_store *s);
+
+/* Causal self-attention with rotary embedding and a KV cache for the n new
+ * positions pos .. pos+n-1 of one sequence: q (n, Hq*D), k and v (n, Hkv*D)
+ * rows, any strides (narrows of a fused projection are fine); cos / sin
+ * (n, D/2) the RoPE rows of those positions (interleaved pairs or halves,
+ * as wk_rope_thd); layer li of s receives the rotated keys and the values at
+ * pos, then every query attends to positions 0 .. its own (GQA: query head
+ * h reads kv head h / (Hq / Hkv)). Returns (n, Hq*D). */
+typedef struct wk__attn_heads {
+    int64_t q_heads, kv_heads, head_dim;
+    bool interleaved;
+} wk__attn_heads;
+wk_tensor *wk__rope_cached_attention(const wk__attn_heads *h, const wk_tensor *q, const wk_tensor *k,
+                                     const wk_tensor *v, const wk_tensor *cos, const wk_tensor *sin,
+                                     wk__kv_store *s, int64_t li, int64_t pos);
+
+/* An additive key-padding mask (B, 1, 1, L) f32 on dev: 0 on the first
+ * lens[i] keys of row i, -inf after, so no query attends to padding. */
+wk_tensor *wk__key_padding_mask(const int64_t *lens, int64_t B, int64_t L, wk_device *dev);
+
+#endif
