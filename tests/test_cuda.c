@@ -1,7 +1,7 @@
 /* The CUDA backend.
  *
  * Part 1 always runs (no GPU, no CUDA needed): the buffer pool's bookkeeping
- * (src/cuda/conv/cuda_pool.c) with an injected allocator - size classes and their
+ * (src/cuda/memory/cuda_pool.c) with an injected allocator - size classes and their
  * waste bound, stream-ordered reuse, counters, release, allocation failure
  * with the pool staying usable, many threads - and wk_cuda's error answers.
  *
@@ -26,7 +26,7 @@
 #include "tensor/tensor.h"
 #include "cuda/runtime/cuda_device.h"
 #include "cuda/gemm/cuda_mm_plan.h"
-#include "cuda/conv/cuda_pool.h"
+#include "cuda/memory/cuda_pool.h"
 
 /* ------------------------------------------------------------------ part 1 */
 

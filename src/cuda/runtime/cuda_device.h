@@ -10,7 +10,7 @@
 #ifndef WICK_CUDA_DEVICE_H
 #define WICK_CUDA_DEVICE_H
 #include "tensor/tensor.h"
-#include "cuda/conv/cuda_pool.h"
+#include "cuda/memory/cuda_pool.h"
 
 #ifdef WICK_HAVE_CUDA
 #include <cuda_runtime.h>

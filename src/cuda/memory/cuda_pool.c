@@ -1,6 +1,6 @@
 /* The CUDA buffer pool's bookkeeping (see cuda_pool.h). Pure C: built in
  * every configuration so its tests run on machines without CUDA. */
-#include "cuda/conv/cuda_pool.h"
+#include "cuda/memory/cuda_pool.h"
 #include <pthread.h>
 #include <stdlib.h>
 
