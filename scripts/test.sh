@@ -20,9 +20,10 @@ if [ "${1:-}" = "--sanitize" ]; then
   # the Python package too: its tests preload clang's shared ASan runtime into
   # the interpreter (python/CMakeLists.txt)
   # the fuzz targets (fuzz/) link this build's library: no second
-  # sanitized build of wick just for them
+  # sanitized build of wick just for them; the benchmarks are not built
+  # (timings under ASan mean nothing; the Release build runs them)
   args=(-DCMAKE_BUILD_TYPE=Debug -DWICK_SANITIZE=ON -DCMAKE_C_COMPILER=clang "-DCMAKE_C_FLAGS_DEBUG=-g -O1" -DWICK_CUDA=OFF
-        -DWICK_FUZZ=ON "${WICK_CCACHE_ARGS[@]}")
+        -DWICK_FUZZ=ON -DWICK_BUILD_BENCH=OFF "${WICK_CCACHE_ARGS[@]}")
   ctest_args=(-LE '^model$')
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
