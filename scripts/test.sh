@@ -11,6 +11,9 @@ cd "$(dirname "$0")/.."
 dir=build
 ctest_args=()
 args=(-DCMAKE_BUILD_TYPE=Release "${WICK_CCACHE_ARGS[@]}")
+# WICK_CUDA_ARCHS narrows the CUDA architectures the kernels are compiled
+# for (default: CMakeLists.txt's 80/86/89/90); CI sets one, see .ci/run
+[ -n "${WICK_CUDA_ARCHS:-}" ] && args+=("-DCMAKE_CUDA_ARCHITECTURES=$WICK_CUDA_ARCHS")
 if [ "${1:-}" = "--sanitize" ]; then
   dir=build-asan
   # -O1, as the sanitizers' docs advise: -O0 made the real-model tests
