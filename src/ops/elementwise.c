@@ -26,7 +26,7 @@ static wk_tensor *finish(wk_tensor *r, wk_status st) {
 
 wk_tensor *wk__prim_unary(const wk_tensor *t, wk_unary_op op) {
     if ((unsigned)op >= WK_UNARY_COUNT) { wk__err(WK_ERR_ARG, "wk_unary", "invalid unary op %d", (int)op); return NULL; }
-    const char *name = wk_unary_name(op);   /* no formatting on the hot path */
+    const char *name = wk__unary_names[op];   /* no formatting on the hot path */
     if (!wk__check_in(name, t)) return NULL;
     if (wk_dtype_is_int(t->dtype) && wk__unary_int_rule[op] == INT_NONE) {
         wk__err(WK_ERR_DTYPE, name, "not defined for integer dtype %s (convert with wk_to_dtype first)",
@@ -96,7 +96,7 @@ static wk_tensor *prepare2(const char *op, const wk_tensor *a, const wk_tensor *
 
 wk_tensor *wk__prim_binary(const wk_tensor *a, const wk_tensor *b, wk_binary_op op) {
     if ((unsigned)op >= WK_BINARY_COUNT) { wk__err(WK_ERR_ARG, "wk_binary", "invalid binary op %d", (int)op); return NULL; }
-    const char *name = wk_binary_name(op);
+    const char *name = wk__binary_names[op];
     wk_layout la, lb;
     wk_tensor *r = prepare2(name, a, b, a ? a->dtype : WK_F32, &la, &lb);
     if (!r || wk_numel(r) == 0) return r;
@@ -112,7 +112,7 @@ wk_tensor *wk__scalar_like(const char *op, const wk_tensor *t, double s) {
 
 wk_tensor *wk_cmp(const wk_tensor *a, const wk_tensor *b, wk_cmp_op op) {
     if ((unsigned)op >= WK_CMP_COUNT) { wk__err(WK_ERR_ARG, "wk_cmp", "invalid comparison op %d", (int)op); return NULL; }
-    const char *name = wk_cmp_name(op);
+    const char *name = wk__cmp_names[op];
     wk_layout la, lb;
     wk_tensor *r = prepare2(name, a, b, WK_U8, &la, &lb);
     if (!r || wk_numel(r) == 0) return r;

@@ -8,9 +8,9 @@
 #include "tensor/op_lists.h"
 
 #define NAME_ENTRY(e, n, ...) [e] = #n,
-static const char *const k_unary_names[] = {WK_UNARY_OPS(NAME_ENTRY)};
-static const char *const k_binary_names[] = {WK_BINARY_OPS(NAME_ENTRY)};
-static const char *const k_cmp_names[] = {WK_CMP_OPS(NAME_ENTRY)};
+const char *const wk__unary_names[] = {WK_UNARY_OPS(NAME_ENTRY)};
+const char *const wk__binary_names[] = {WK_BINARY_OPS(NAME_ENTRY)};
+const char *const wk__cmp_names[] = {WK_CMP_OPS(NAME_ENTRY)};
 #define RULE_ENTRY(e, n, r, ...) [e] = r,
 const int wk__unary_int_rule[] = {WK_UNARY_OPS(RULE_ENTRY)};
 #define UNARY_BW_ENTRY(e, n, r, bw, ...) [e] = bw,
@@ -26,17 +26,17 @@ const char *const wk__backward_formula[WK__BW_COUNT] = {WK_BACKWARD_RULES(FORMUL
  * count the lines instead. */
 #define COUNT_ONE(...) +1
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-_Static_assert(ARRAY_LEN(k_unary_names) == WK_UNARY_COUNT, "one name per unary op");
-_Static_assert(ARRAY_LEN(k_binary_names) == WK_BINARY_COUNT, "one name per binary op");
-_Static_assert(ARRAY_LEN(k_cmp_names) == WK_CMP_COUNT, "one name per comparison");
+_Static_assert(ARRAY_LEN(wk__unary_names) == WK_UNARY_COUNT, "one name per unary op");
+_Static_assert(ARRAY_LEN(wk__binary_names) == WK_BINARY_COUNT, "one name per binary op");
+_Static_assert(ARRAY_LEN(wk__cmp_names) == WK_CMP_COUNT, "one name per comparison");
 _Static_assert(ARRAY_LEN(wk__unary_int_rule) == WK_UNARY_COUNT, "one integer rule per unary op");
 _Static_assert(0 WK_UNARY_OPS(COUNT_ONE) == WK_UNARY_COUNT, "one backward rule per unary op");
 _Static_assert(0 WK_BINARY_OPS(COUNT_ONE) == WK_BINARY_COUNT, "one backward rule per binary op");
 _Static_assert(0 WK_BACKWARD_RULES(COUNT_ONE) == WK__BW_COUNT, "one formula per backward rule");
 
-const char *wk_unary_name(wk_unary_op op) { return (unsigned)op < WK_UNARY_COUNT ? k_unary_names[op] : "invalid"; }
-const char *wk_binary_name(wk_binary_op op) { return (unsigned)op < WK_BINARY_COUNT ? k_binary_names[op] : "invalid"; }
-const char *wk_cmp_name(wk_cmp_op op) { return (unsigned)op < WK_CMP_COUNT ? k_cmp_names[op] : "invalid"; }
+const char *wk_unary_name(wk_unary_op op) { return (unsigned)op < WK_UNARY_COUNT ? wk__unary_names[op] : "invalid"; }
+const char *wk_binary_name(wk_binary_op op) { return (unsigned)op < WK_BINARY_COUNT ? wk__binary_names[op] : "invalid"; }
+const char *wk_cmp_name(wk_cmp_op op) { return (unsigned)op < WK_CMP_COUNT ? wk__cmp_names[op] : "invalid"; }
 
 static const char *const k_reduce_names[] = {WK_REDUCE_OPS(NAME_ENTRY)};
 _Static_assert(sizeof k_reduce_names / sizeof k_reduce_names[0] == WK_REDUCE_COUNT, "one name per reduce op");

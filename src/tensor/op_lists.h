@@ -54,6 +54,12 @@ extern const wk__backward_rule wk__binary_backward[WK_BINARY_COUNT];
 /* Per rule: the formula above, as text (tests/test_op_lists.c reads it). */
 extern const char *const wk__backward_formula[WK__BW_COUNT];
 
+/* Each op's name ("wk_exp", ...; op_lists.c), indexed by an op already
+ * range-checked: the ops read them on every call, so no function call and
+ * no second check (wk_unary_name & co. are the checked public forms). */
+extern const char *const wk__unary_names[];
+extern const char *const wk__binary_names[];
+extern const char *const wk__cmp_names[];
 /* The name of a reduce op for errors ("wk_sum", ...; op_lists.c). */
 const char *wk__reduce_name(wk_reduce_op op);
 #endif
