@@ -8,9 +8,9 @@
  * then the project venv's SmolLM2-135M-Instruct.Q4_1.gguf; when it is not
  * there the program says so and exits 0 (the CI smoke run, --quick).
  *
- * Per process: the load (wk_llama_load + wk_kv_cache_new for N + M
+ * Per process: the load (wk_lm_load + wk_kv_cache_new for N + M
  * positions, timed together, as llama.cpp's model + context), then R
- * repetitions of: truncate the cache to 0, one wk_llama_forward of the N
+ * repetitions of: truncate the cache to 0, one wk_lm_forward of the N
  * prompt ids, the argmax of its logits (read back to the host), then M
  * forwards of one id each, every one read back and argmaxed. The first
  * repetition is the cold one (first touch of the weights and of the
@@ -33,7 +33,7 @@
  * just before the load (wick's CPU device already started); kv_bytes is
  * what wick's CPU allocator had in use more after wk_kv_cache_new than
  * before it (0 if the cache is not on the CPU); model_heap_bytes is what it
- * had in use after wk_llama_load more than before (weights the model copied
+ * had in use after wk_lm_load more than before (weights the model copied
  * or converted instead of viewing the mapped file), heap_peak_bytes its
  * peak_in_use at the end (model + cache + the largest forward's
  * temporaries). With the mapped file's pages that were touched, they are
@@ -45,7 +45,7 @@
  * forward fails. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +108,7 @@ static const char *base_name(const char *path) {
 }
 
 typedef struct bench {
-    const wk_llama *m;
+    const wk_lm *m;
     wk_kv_cache *c;
     const int32_t *ids;
     int64_t n_prefill, n_decode, vocab;
@@ -146,14 +146,14 @@ typedef struct timing {
 static bool run_once(bench *b, timing *t) {
     if (wk_kv_cache_truncate(b->c, 0) != WK_OK) return false;
     double t0 = bench_now(), c0 = cpu_now();
-    wk_tensor *logits = wk_llama_forward(b->m, b->c, b->ids, b->n_prefill, false);
+    wk_tensor *logits = wk_lm_forward(b->m, b->c, b->ids, b->n_prefill, false);
     t->prefill_s = bench_now() - t0;
     t->prefill_cpu_s = cpu_now() - c0;
     if (take_argmax(b, logits) < 0) return false;
     t->first_s = bench_now() - t0;
     t0 = bench_now(), c0 = cpu_now();
     for (int64_t j = 0; j < b->n_decode; j++)
-        if (take_argmax(b, wk_llama_forward(b->m, b->c, b->ids + b->n_prefill + j, 1, false)) < 0) return false;
+        if (take_argmax(b, wk_lm_forward(b->m, b->c, b->ids + b->n_prefill + j, 1, false)) < 0) return false;
     t->decode_s = bench_now() - t0;
     t->decode_cpu_s = cpu_now() - c0;
     return true;
@@ -224,13 +224,13 @@ static void greedy_check(bench *b, char *out, size_t cap) {
     if (b->vocab != 49152 || wk_kv_cache_capacity(b->c) < CHECK_PROMPT_N + CHECK_GEN ||
         wk_kv_cache_truncate(b->c, 0) != WK_OK)
         return;
-    int32_t id = take_argmax(b, wk_llama_forward(b->m, b->c, CHECK_PROMPT, CHECK_PROMPT_N, false));
+    int32_t id = take_argmax(b, wk_lm_forward(b->m, b->c, CHECK_PROMPT, CHECK_PROMPT_N, false));
     size_t len = 0;
     for (int k = 0; k < CHECK_GEN && id >= 0; k++) {
         int w = snprintf(out + len, cap - len, "%s%d", k ? "," : "", (int)id);
         if (w < 0 || (size_t)w >= cap - len) return;
         len += (size_t)w;
-        if (k + 1 < CHECK_GEN) id = take_argmax(b, wk_llama_forward(b->m, b->c, &id, 1, false));
+        if (k + 1 < CHECK_GEN) id = take_argmax(b, wk_lm_forward(b->m, b->c, &id, 1, false));
     }
     if (id < 0) snprintf(out, cap, "-");
 }
@@ -281,19 +281,19 @@ int main(int argc, char **argv) {
     long rss_base = rss_kb();
     wk_cpu_mem_stats before, after;
     wk_cpu_mem_stats_get(&before);
-    wk_llama_load_opts opts = {.dtype = dtype};
+    wk_lm_load_opts opts = {.dtype = dtype};
     double t0 = bench_now();
-    wk_llama *m = wk_llama_load(path, &opts);
+    wk_lm *m = wk_lm_load(path, &opts);
     if (!m) {
         fprintf(stderr, "bench_generate: %s\n", wk_last_error());
         return 1;
     }
     double model_s = bench_now() - t0;
-    const wk_llama_config *cfg = wk_llama_config_of(m);
+    const wk_lm_config *cfg = wk_lm_config_of(m);
     if (n_prefill + n_decode > cfg->max_ctx) {
         fprintf(stderr, "bench_generate: --prefill + --decode = %lld exceeds the model's context %lld\n",
                 n_prefill + n_decode, (long long)cfg->max_ctx);
-        wk_llama_free(m);
+        wk_lm_free(m);
         return 2;
     }
     wk_cpu_mem_stats_get(&after);
@@ -306,7 +306,7 @@ int main(int argc, char **argv) {
     wk_cpu_mem_stats_get(&after);
     if (!c) {
         fprintf(stderr, "bench_generate: %s\n", wk_last_error());
-        wk_llama_free(m);
+        wk_lm_free(m);
         return 1;
     }
     long long kv_bytes =
@@ -348,6 +348,6 @@ int main(int argc, char **argv) {
     free(pre);
     free(dec);
     wk_kv_cache_free(c);
-    wk_llama_free(m);
+    wk_lm_free(m);
     return rc;
 }

@@ -7,7 +7,7 @@
 #define WICK_LLAMA_TESTUTIL_H
 #include <stdio.h>
 #include "wick/gguf.h"
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,12 +26,12 @@ static inline const char *lt_q4_gguf_or_skip(void) {
 /* The HF f32 directory tests/make_hf_dir.py made (the llama_hf_dir ctest
  * fixture), or skip. */
 static inline const char *lt_hf_dir_or_skip(void) {
-    const char *p = getenv("WICK_LLAMA_HF_DIR");
+    const char *p = getenv("WICK_LM_HF_DIR");
     char cfg[4096];
     struct stat sb;
     if (p && *p) snprintf(cfg, sizeof cfg, "%s/config.json", p);
     if (!p || !*p || stat(cfg, &sb) != 0) {
-        fprintf(stderr, "skipped: no HF directory (WICK_LLAMA_HF_DIR unset or not made: needs the venv and the "
+        fprintf(stderr, "skipped: no HF directory (WICK_LM_HF_DIR unset or not made: needs the venv and the "
                         "llama_hf_dir fixture)\n");
         skip();
     }
@@ -103,10 +103,10 @@ static inline void lt_topk(const float *v, int64_t n, int k, int32_t *ids, float
 }
 
 /* The last-position logits of a forward step, on the host (vocab floats). */
-static inline void lt_step(const wk_llama *m, wk_kv_cache *c, const int32_t *ids, int64_t n, float *logits) {
-    wk_tensor *l = wk_llama_forward(m, c, ids, n, false);
-    if (!l) fail_msg("wk_llama_forward: %s", wk_last_error());
-    int64_t V = wk_llama_config_of(m)->vocab;
+static inline void lt_step(const wk_lm *m, wk_kv_cache *c, const int32_t *ids, int64_t n, float *logits) {
+    wk_tensor *l = wk_lm_forward(m, c, ids, n, false);
+    if (!l) fail_msg("wk_lm_forward: %s", wk_last_error());
+    int64_t V = wk_lm_config_of(m)->vocab;
     assert_int_equal(wk_dim(l, 0), 1);
     assert_int_equal(wk_dim(l, 1), V);
     TU_STATUS_OK(wk_to_host_f32(l, logits, (size_t)V));
@@ -115,8 +115,8 @@ static inline void lt_step(const wk_llama *m, wk_kv_cache *c, const int32_t *ids
 
 /* Prefill ids in one batch, then greedy-decode ngen ids into out; the
  * first step's logits go to first (vocab floats) if not NULL. */
-static inline void lt_greedy(const wk_llama *m, const int32_t *ids, int64_t n, int ngen, int32_t *out, float *first) {
-    int64_t V = wk_llama_config_of(m)->vocab;
+static inline void lt_greedy(const wk_lm *m, const int32_t *ids, int64_t n, int ngen, int32_t *out, float *first) {
+    int64_t V = wk_lm_config_of(m)->vocab;
     float *lg = malloc(sizeof(float) * (size_t)V);
     assert_non_null(lg);
     wk_kv_cache *c = wk_kv_cache_new(m, n + ngen + 1);

@@ -3,20 +3,20 @@
  * frees it, need_model() skips a test, saying why, when there is none. */
 #ifndef WICK_TESTS_SMOLLM2_FIXTURE_H
 #define WICK_TESTS_SMOLLM2_FIXTURE_H
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include <stdio.h>
 #include <stdlib.h>
 
-static wk_llama *g_model;
+static wk_lm *g_model;
 static const char PROMPT[] = "The capital of France is";
 
 static int setup(void **state) {
     (void)state;
     const char *path = getenv("WICK_SMOLLM2_GGUF");
     if (!path) return 0;
-    g_model = wk_llama_load(path, NULL);
+    g_model = wk_lm_load(path, NULL);
     if (!g_model) {
-        printf("wk_llama_load(%s): %s\n", path, wk_last_error());
+        printf("wk_lm_load(%s): %s\n", path, wk_last_error());
         return -1;
     }
     return 0;
@@ -24,7 +24,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    wk_llama_free(g_model);
+    wk_lm_free(g_model);
     return 0;
 }
 

@@ -3,7 +3,7 @@
  * `model`; skipped without either). A few tokens per run.
  *
  * - greedy stdout is exactly the text decoded from the library's greedy ids
- *   (wk_llama_forward + argmax here), and stderr carries the timings;
+ *   (wk_lm_forward + argmax here), and stderr carries the timings;
  * - greedy stdout is llama.cpp's greedy text on the same file
  *   (tests/data/llama_cpp_q4_1.json, 3 tokens of two prompts), and
  *   transformers' on the f32 HF directory (smollm2_transformers.json, 6);
@@ -15,7 +15,7 @@
  *   line "wick generate: ..." on stderr and nothing on stdout. */
 #include "testutil.h"
 #include "wick/tokenizer.h"
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include "llama_testutil.h"
 #include "wick/generate.h"
 #include "wick/gguf.h"
@@ -111,19 +111,19 @@ static void test_greedy(void **state) {
     (void)state;
     need_both();
     /* the library's greedy ids, by a plain loop */
-    wk_llama *m = wk_llama_load(g_gguf, NULL);
-    if (!m) fail_msg("wk_llama_load: %s", wk_last_error());
-    const wk_tokenizer *tok = wk_llama_tokenizer(m);
+    wk_lm *m = wk_lm_load(g_gguf, NULL);
+    if (!m) fail_msg("wk_lm_load: %s", wk_last_error());
+    const wk_tokenizer *tok = wk_lm_tokenizer(m);
     const char *prompt = "The capital of France is";
     enum { N = 6 };
     int32_t ids[16], gen[N];
     int64_t np = wk_tokenizer_encode(tok, prompt, strlen(prompt), WK_TOK_ADD_SPECIAL | WK_TOK_PARSE_SPECIAL, ids, 16);
     assert_int_equal(np, 5);
     wk_kv_cache *c = wk_kv_cache_new(m, np + N);
-    int64_t vocab = wk_llama_config_of(m)->vocab;
+    int64_t vocab = wk_lm_config_of(m)->vocab;
     float *l = malloc((size_t)vocab * sizeof *l);
     assert_true(c && l);
-    wk_tensor *t = TU_OK(wk_llama_forward(m, c, ids, np, false));
+    wk_tensor *t = TU_OK(wk_lm_forward(m, c, ids, np, false));
     for (int i = 0; i < N; i++) {
         TU_STATUS_OK(wk_to_host_f32(t, l, (size_t)vocab));
         wk_tensor_free(t);
@@ -131,14 +131,14 @@ static void test_greedy(void **state) {
         for (int32_t v = 1; v < vocab; v++)
             if (l[v] > l[b]) b = v;
         gen[i] = b;
-        t = TU_OK(wk_llama_forward(m, c, &b, 1, false));
+        t = TU_OK(wk_lm_forward(m, c, &b, 1, false));
     }
     wk_tensor_free(t);
     char want[512];
     assert_true(wk_tokenizer_decode(tok, gen, N, true, want, sizeof want) > 0);
     free(l);
     wk_kv_cache_free(c);
-    wk_llama_free(m);
+    wk_lm_free(m);
 
     result r;
     RUN(&r, "-m", g_gguf, "-p", prompt, "-n", "6", "--temp", "0");
@@ -206,10 +206,10 @@ static void test_same_as_peers(void **state) {
         assert_string_equal(r.out, want);
     }
     /* an HF directory (f32, rotate-half RoPE): transformers' greedy ids */
-    const char *dir = getenv("WICK_LLAMA_HF_DIR");
+    const char *dir = getenv("WICK_LM_HF_DIR");
     char cfg[4096];
     if (!dir || (snprintf(cfg, sizeof cfg, "%s/config.json", dir), access(cfg, R_OK) != 0)) {
-        printf("skip the HF directory: WICK_LLAMA_HF_DIR unset or not made (the llama_hf fixture)\n");
+        printf("skip the HF directory: WICK_LM_HF_DIR unset or not made (the llama_hf fixture)\n");
         return;
     }
     char want[1024];

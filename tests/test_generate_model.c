@@ -3,13 +3,13 @@
  * this also runs under ASan in Debug.
  *
  * Greedy text must equal the text decoded from the ids of a plain loop
- * written here (wk_llama_forward + argmax, lowest id on ties), so
+ * written here (wk_lm_forward + argmax, lowest id on ties), so
  * generation adds nothing and loses nothing between the model and the
  * callback; then seeds, stop strings, the chat template with its EOS, the
  * context limit and the callback's stop. */
 #include "testutil.h"
 #include "wick/tokenizer.h"
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include "wick/generate.h"
 
 #include <stdio.h>
@@ -67,8 +67,8 @@ static void greedy_opts(wk_generate_opts *o, int64_t n) {
 
 /* The reference: tokenize, one prefill, argmax, one token at a time. */
 static int64_t plain_greedy(const char *prompt, int64_t n, int32_t *out) {
-    const wk_tokenizer *tok = wk_llama_tokenizer(g_model);
-    const wk_llama_config *c = wk_llama_config_of(g_model);
+    const wk_tokenizer *tok = wk_lm_tokenizer(g_model);
+    const wk_lm_config *c = wk_lm_config_of(g_model);
     int32_t ids[64];
     int64_t np = wk_tokenizer_encode(tok, prompt, strlen(prompt), WK_TOK_ADD_SPECIAL | WK_TOK_PARSE_SPECIAL, ids, 64);
     assert_true(np > 0 && np <= 64);
@@ -76,7 +76,7 @@ static int64_t plain_greedy(const char *prompt, int64_t n, int32_t *out) {
     assert_non_null(cache);
     float *l = malloc((size_t)c->vocab * sizeof *l);
     assert_non_null(l);
-    wk_tensor *t = TU_OK(wk_llama_forward(g_model, cache, ids, np, false));
+    wk_tensor *t = TU_OK(wk_lm_forward(g_model, cache, ids, np, false));
     for (int64_t i = 0; i < n; i++) {
         TU_STATUS_OK(wk_to_host_f32(t, l, (size_t)c->vocab));
         wk_tensor_free(t);
@@ -84,7 +84,7 @@ static int64_t plain_greedy(const char *prompt, int64_t n, int32_t *out) {
         for (int32_t v = 1; v < c->vocab; v++)
             if (l[v] > l[best]) best = v;
         out[i] = best;
-        t = TU_OK(wk_llama_forward(g_model, cache, &best, 1, false));
+        t = TU_OK(wk_lm_forward(g_model, cache, &best, 1, false));
     }
     wk_tensor_free(t);
     free(l);
@@ -100,7 +100,7 @@ static void test_greedy_matches_plain_loop(void **state) {
     int64_t np = plain_greedy(PROMPT, N, ids);
     assert_int_equal(np, 5); /* [504, 3575, 282, 4649, 314] (models.md) */
     char want[1024];
-    int64_t len = wk_tokenizer_decode(wk_llama_tokenizer(g_model), ids, N, true, want, sizeof want);
+    int64_t len = wk_tokenizer_decode(wk_lm_tokenizer(g_model), ids, N, true, want, sizeof want);
     assert_true(len > 0 && len < (int64_t)sizeof want);
 
     wk_generate_opts o;

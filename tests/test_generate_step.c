@@ -13,7 +13,7 @@
  * - NULL arguments and a step after the end are errors, never crashes. */
 #include "testutil.h"
 #include "wick/tokenizer.h"
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include "wick/generate.h"
 
 #include <stdio.h>
@@ -205,8 +205,8 @@ static void test_bad_args_model(void **state) {
 
 /* The reference ids: tokenize, one prefill, argmax, one token at a time. */
 static void plain_greedy(const char *prompt, int64_t n, int32_t *out) {
-    const wk_tokenizer *tok = wk_llama_tokenizer(g_model);
-    const wk_llama_config *c = wk_llama_config_of(g_model);
+    const wk_tokenizer *tok = wk_lm_tokenizer(g_model);
+    const wk_lm_config *c = wk_lm_config_of(g_model);
     int32_t ids[64];
     int64_t np = wk_tokenizer_encode(tok, prompt, strlen(prompt), WK_TOK_ADD_SPECIAL | WK_TOK_PARSE_SPECIAL, ids, 64);
     assert_true(np > 0 && np <= 64);
@@ -214,7 +214,7 @@ static void plain_greedy(const char *prompt, int64_t n, int32_t *out) {
     assert_non_null(cache);
     float *l = malloc((size_t)c->vocab * sizeof *l);
     assert_non_null(l);
-    wk_tensor *t = TU_OK(wk_llama_forward(g_model, cache, ids, np, false));
+    wk_tensor *t = TU_OK(wk_lm_forward(g_model, cache, ids, np, false));
     for (int64_t i = 0; i < n; i++) {
         TU_STATUS_OK(wk_to_host_f32(t, l, (size_t)c->vocab));
         wk_tensor_free(t);
@@ -222,7 +222,7 @@ static void plain_greedy(const char *prompt, int64_t n, int32_t *out) {
         for (int32_t v = 1; v < c->vocab; v++)
             if (l[v] > l[best]) best = v;
         out[i] = best;
-        t = TU_OK(wk_llama_forward(g_model, cache, &best, 1, false));
+        t = TU_OK(wk_lm_forward(g_model, cache, &best, 1, false));
     }
     wk_tensor_free(t);
     free(l);
@@ -247,7 +247,7 @@ static void test_same_as_generate(void **state) {
     assert_memory_equal(r.ids, want, sizeof want);
     /* the ids decode to the text, piece by piece as they came */
     char dec[1024];
-    int64_t len = wk_tokenizer_decode(wk_llama_tokenizer(g_model), r.ids, N, true, dec, sizeof dec);
+    int64_t len = wk_tokenizer_decode(wk_lm_tokenizer(g_model), r.ids, N, true, dec, sizeof dec);
     assert_true(len > 0 && len < (int64_t)sizeof dec);
     assert_string_equal(dec, r.text);
     assert_int_equal(r.piece_len[0], 6); /* " Paris" */
@@ -355,7 +355,7 @@ static void test_eos_in_chat(void **state) {
     assert_non_null(strstr(r.text, "Paris"));
     assert_null(strstr(r.text, "<|im"));
     /* the last step hands back the end-of-turn id, with no text */
-    assert_int_equal(r.ids[r.n_ids - 1], wk_tokenizer_find(wk_llama_tokenizer(g_model), "<|im_end|>"));
+    assert_int_equal(r.ids[r.n_ids - 1], wk_tokenizer_find(wk_lm_tokenizer(g_model), "<|im_end|>"));
     assert_int_equal(r.piece_len[r.n_ids - 1], 0);
 }
 

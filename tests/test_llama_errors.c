@@ -14,8 +14,8 @@
 #include "llama_testutil.h"
 #include "wick/gguf.h"
 #include "wick/safetensors.h"
-#include "wick/llama.h"
-#include "model/llama_internal.h"
+#include "wick/lm.h"
+#include "model/lm_internal.h"
 #include <math.h>
 
 enum { VOCAB = 40, DIM = 64, HEADS = 4, KV = 2, HD = 16, FFN = 96, LAYERS = 2, CTX = 32 };
@@ -174,11 +174,11 @@ static void write_tiny_hf(const tiny *t, const char *dir, bool tied, const char 
     TU_STATUS_OK(wk_safetensors_save(path, n, names, ts, 0, NULL, NULL));
 }
 
-static wk_tensor *all_logits(const wk_llama *m, const int32_t *ids, int64_t n) {
+static wk_tensor *all_logits(const wk_lm *m, const int32_t *ids, int64_t n) {
     wk_kv_cache *c = wk_kv_cache_new(m, 0);
     if (!c) fail_msg("%s", wk_last_error());
     assert_int_equal(wk_kv_cache_capacity(c), CTX);
-    wk_tensor *l = wk_llama_forward(m, c, ids, n, true);
+    wk_tensor *l = wk_lm_forward(m, c, ids, n, true);
     if (!l) fail_msg("%s", wk_last_error());
     wk_kv_cache_free(c);
     return l;
@@ -197,9 +197,9 @@ static void gguf_and_hf_layouts_agree(void **state) {
         gguf_opts o = {.arch = "llama", .tied = tied, .mat_dtype = WK_F32};
         write_tiny_gguf(&t, gpath, &o);
         write_tiny_hf(&t, hdir, tied, "llama");
-        wk_llama *g = wk_llama_load(gpath, NULL), *h = wk_llama_load(hdir, NULL);
+        wk_lm *g = wk_lm_load(gpath, NULL), *h = wk_lm_load(hdir, NULL);
         if (!g || !h) fail_msg("%s", wk_last_error());
-        const wk_llama_config *cg = wk_llama_config_of(g), *ch = wk_llama_config_of(h);
+        const wk_lm_config *cg = wk_lm_config_of(g), *ch = wk_lm_config_of(h);
         assert_true(cg->rope_interleaved);
         assert_false(ch->rope_interleaved);
         assert_int_equal(cg->tied_embeddings, tied);
@@ -211,8 +211,8 @@ static void gguf_and_hf_layouts_agree(void **state) {
         assert_int_equal(ch->eos, 2); /* first of the list */
         assert_int_equal(cg->eos, 2);
         assert_true(fabs(ch->rope_theta - 500.0) < 1e-9 && fabs(cg->rope_theta - 500.0) < 1e-9);
-        assert_string_equal(wk_llama_chat_template(g), "{% for m in messages %}<|im_start|>{{ m.role }}{% endfor %}");
-        assert_string_equal(wk_llama_chat_template(h), "<|im_start|>{{ x }}\n");
+        assert_string_equal(wk_lm_chat_template(g), "{% for m in messages %}<|im_start|>{{ m.role }}{% endfor %}");
+        assert_string_equal(wk_lm_chat_template(h), "<|im_start|>{{ x }}\n");
         wk_tensor *lg = all_logits(g, IDS, 9), *lh = all_logits(h, IDS, 9);
         int64_t shape[2] = {9, VOCAB};
         tu_assert_shape(lg, shape, 2);
@@ -222,8 +222,8 @@ static void gguf_and_hf_layouts_agree(void **state) {
          * model with the wrong variant would not match) */
         wk_tensor_free(lg);
         wk_tensor_free(lh);
-        wk_llama_free(g);
-        wk_llama_free(h);
+        wk_lm_free(g);
+        wk_lm_free(h);
         remove(gpath);
     }
     tiny_free(&t);
@@ -241,7 +241,7 @@ static void rope_variant_matters(void **state) {
     write_tiny_hf(&t, hdir, false, "llama");
     gguf_opts o = {.arch = "llama", .mat_dtype = WK_F32};
     write_tiny_gguf(&t, gpath, &o);
-    wk_llama *g = wk_llama_load(gpath, NULL), *h = wk_llama_load(hdir, NULL);
+    wk_lm *g = wk_lm_load(gpath, NULL), *h = wk_lm_load(hdir, NULL);
     assert_non_null(g);
     assert_non_null(h);
     /* flip the GGUF model's RoPE variant (white-box) */
@@ -250,8 +250,8 @@ static void rope_variant_matters(void **state) {
     assert_true(tu_max_abs_diff(lg, lh) > 1e-2);
     wk_tensor_free(lg);
     wk_tensor_free(lh);
-    wk_llama_free(g);
-    wk_llama_free(h);
+    wk_lm_free(g);
+    wk_lm_free(h);
     remove(gpath);
     tiny_free(&t);
 }
@@ -264,7 +264,7 @@ static void prefill_equals_decode_tiny(void **state) {
     lt_tmp_path(path, sizeof path, "tiny-pd.gguf");
     gguf_opts o = {.arch = "llama", .mat_dtype = WK_F32};
     write_tiny_gguf(&t, path, &o);
-    wk_llama *m = wk_llama_load(path, NULL);
+    wk_lm *m = wk_lm_load(path, NULL);
     assert_non_null(m);
     wk_tensor *all = all_logits(m, IDS, 9);
     float a[9 * VOCAB], b[VOCAB];
@@ -279,7 +279,7 @@ static void prefill_equals_decode_tiny(void **state) {
     /* two tokens at a time, from a truncated cache */
     TU_STATUS_OK(wk_kv_cache_truncate(c, 1));
     for (int p = 1; p + 2 <= 9; p += 2) {
-        wk_tensor *l = wk_llama_forward(m, c, &IDS[p], 2, true);
+        wk_tensor *l = wk_lm_forward(m, c, &IDS[p], 2, true);
         assert_non_null(l);
         float two[2 * VOCAB];
         TU_STATUS_OK(wk_to_host_f32(l, two, 2 * VOCAB));
@@ -287,7 +287,7 @@ static void prefill_equals_decode_tiny(void **state) {
         for (int i = 0; i < 2 * VOCAB; i++) assert_true(fabs(a[p * VOCAB + i] - two[i]) < 1e-4);
     }
     wk_kv_cache_free(c);
-    wk_llama_free(m);
+    wk_lm_free(m);
     remove(path);
     tiny_free(&t);
 }
@@ -302,7 +302,7 @@ static void quantized_tiny_runs(void **state) {
     gguf_opts of = {.arch = "llama", .mat_dtype = WK_F32}, oq = {.arch = "llama", .mat_dtype = WK_Q8_0};
     write_tiny_gguf(&t, fpath, &of);
     write_tiny_gguf(&t, qpath, &oq);
-    wk_llama *f = wk_llama_load(fpath, NULL), *q = wk_llama_load(qpath, NULL);
+    wk_lm *f = wk_lm_load(fpath, NULL), *q = wk_lm_load(qpath, NULL);
     assert_non_null(f);
     assert_non_null(q);
     wk_tensor *lf = all_logits(f, IDS, 9), *lq = all_logits(q, IDS, 9);
@@ -317,8 +317,8 @@ static void quantized_tiny_runs(void **state) {
     wk_tensor_free(ab);
     wk_tensor_free(lf);
     wk_tensor_free(lq);
-    wk_llama_free(f);
-    wk_llama_free(q);
+    wk_lm_free(f);
+    wk_lm_free(q);
     remove(fpath);
     remove(qpath);
     tiny_free(&t);
@@ -337,9 +337,9 @@ static void fused_weights_agree(void **state) {
         gguf_opts o = {.arch = "llama", .mat_dtype = dts[i]};
         write_tiny_gguf(&t, path, &o);
         unsetenv("WICK_LLAMA_FUSE");
-        wk_llama *a = wk_llama_load(path, NULL);
+        wk_lm *a = wk_lm_load(path, NULL);
         setenv("WICK_LLAMA_FUSE", "1", 1);
-        wk_llama *b = wk_llama_load(path, NULL);
+        wk_lm *b = wk_lm_load(path, NULL);
         unsetenv("WICK_LLAMA_FUSE");
         assert_non_null(a);
         assert_non_null(b);
@@ -355,8 +355,8 @@ static void fused_weights_agree(void **state) {
         if (!(d < 1e-4)) fail_msg("fused vs separate weights (%s): logits differ by %g", wk_dtype_name(dts[i]), d);
         wk_tensor_free(la);
         wk_tensor_free(lb);
-        wk_llama_free(a);
-        wk_llama_free(b);
+        wk_lm_free(a);
+        wk_lm_free(b);
     }
     remove(path);
     tiny_free(&t);
@@ -364,7 +364,7 @@ static void fused_weights_agree(void **state) {
 
 static void expect_load_error(const char *path, wk_status st, const char *needle) {
     wk_clear_error();
-    wk_llama *m = wk_llama_load(path, NULL);
+    wk_lm *m = wk_lm_load(path, NULL);
     if (m) fail_msg("loading %s should fail", path);
     assert_int_equal(wk_last_status(), st);
     if (!strstr(wk_last_error(), needle)) fail_msg("message '%s' lacks '%s'", wk_last_error(), needle);
@@ -380,7 +380,7 @@ static void load_errors(void **state) {
     lt_tmp_path(path, sizeof path, "tiny-bad.gguf");
     gguf_opts o = {.arch = "gpt2", .mat_dtype = WK_F32};
     write_tiny_gguf(&t, path, &o);
-    expect_load_error(path, WK_ERR_FORMAT, "wk_llama_load: unknown architecture 'gpt2'");
+    expect_load_error(path, WK_ERR_FORMAT, "wk_lm_load: unknown architecture 'gpt2'");
     o = (gguf_opts){.arch = "llama", .mat_dtype = WK_F32, .bad_shape = "blk.1.attn_q.weight"};
     write_tiny_gguf(&t, path, &o);
     expect_load_error(path, WK_ERR_SHAPE, "blk.1.attn_q.weight has shape (64, 32), the config needs (64, 64)");
@@ -409,7 +409,7 @@ static void forward_errors(void **state) {
     lt_tmp_path(path, sizeof path, "tiny-fe.gguf");
     gguf_opts o = {.arch = "llama", .mat_dtype = WK_F32};
     write_tiny_gguf(&t, path, &o);
-    wk_llama *m = wk_llama_load(path, NULL);
+    wk_lm *m = wk_lm_load(path, NULL);
     assert_non_null(m);
     wk_clear_error();
     assert_null(wk_kv_cache_new(m, CTX + 1));
@@ -417,32 +417,32 @@ static void forward_errors(void **state) {
     wk_clear_error();
     wk_kv_cache *c = wk_kv_cache_new(m, 4);
     assert_non_null(c);
-    wk_tensor *l = wk_llama_forward(m, c, IDS, 3, false);
+    wk_tensor *l = wk_lm_forward(m, c, IDS, 3, false);
     assert_non_null(l);
     wk_tensor_free(l);
-    assert_null(wk_llama_forward(m, c, IDS, 2, false));
+    assert_null(wk_lm_forward(m, c, IDS, 2, false));
     assert_int_equal(wk_last_status(), WK_ERR_ARG);
     assert_non_null(strstr(wk_last_error(), "cache overflow"));
     assert_int_equal(wk_kv_cache_len(c), 3); /* unchanged */
     wk_clear_error();
     int32_t bad[2] = {1, VOCAB};
     TU_STATUS_OK(wk_kv_cache_truncate(c, 0));
-    assert_null(wk_llama_forward(m, c, bad, 2, false));
+    assert_null(wk_lm_forward(m, c, bad, 2, false));
     assert_non_null(strstr(wk_last_error(), "token id 40 at 1 is out of range (vocab 40)"));
     bad[1] = -1;
-    assert_null(wk_llama_forward(m, c, bad, 2, false));
+    assert_null(wk_lm_forward(m, c, bad, 2, false));
     assert_int_equal(wk_last_status(), WK_ERR_ARG);
     assert_int_equal(wk_kv_cache_len(c), 0);
-    assert_null(wk_llama_forward(m, c, bad, 0, false));
-    assert_null(wk_llama_forward(m, NULL, bad, 1, false));
+    assert_null(wk_lm_forward(m, c, bad, 0, false));
+    assert_null(wk_lm_forward(m, NULL, bad, 1, false));
     assert_int_not_equal(wk_kv_cache_truncate(c, -1), WK_OK);
     wk_clear_error();
     /* still usable after the errors */
-    l = wk_llama_forward(m, c, IDS, 4, false);
+    l = wk_lm_forward(m, c, IDS, 4, false);
     assert_non_null(l);
     wk_tensor_free(l);
     wk_kv_cache_free(c);
-    wk_llama_free(m);
+    wk_lm_free(m);
     remove(path);
     tiny_free(&t);
 }
@@ -460,9 +460,9 @@ static void rope_scaling_config(void **state) {
                      " \"max_position_embeddings\": 32, \"rope_theta\": 500000.0, \"tie_word_embeddings\": true,"
                      " \"rope_scaling\": {\"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0,"
                      " \"original_max_position_embeddings\": 8, \"rope_type\": \"llama3\"}}");
-    wk_llama *m = wk_llama_load(dir, NULL);
+    wk_lm *m = wk_lm_load(dir, NULL);
     if (!m) fail_msg("%s", wk_last_error());
-    const wk_llama_config *c = wk_llama_config_of(m);
+    const wk_lm_config *c = wk_lm_config_of(m);
     assert_string_equal(c->rope_scaling, "llama3");
     assert_true(fabs(c->rope_factor - 8.0) < 1e-12);
     assert_int_equal(c->rope_orig_ctx, 8);
@@ -480,7 +480,7 @@ static void rope_scaling_config(void **state) {
     assert_true(fabs(cs[0] - 1.0) < 1e-7);
     wk_tensor *l = all_logits(m, IDS, 3);
     wk_tensor_free(l);
-    wk_llama_free(m);
+    wk_lm_free(m);
     tiny_free(&t);
 }
 
@@ -495,8 +495,8 @@ static void cuda_matches_cpu(void **state) {
     lt_tmp_path(path, sizeof path, "tiny-cuda.gguf");
     gguf_opts o = {.arch = "llama", .mat_dtype = WK_Q8_0};
     write_tiny_gguf(&t, path, &o);
-    wk_llama_load_opts og = {.device = gpu};
-    wk_llama *c = wk_llama_load(path, NULL), *g = wk_llama_load(path, &og);
+    wk_lm_load_opts og = {.device = gpu};
+    wk_lm *c = wk_lm_load(path, NULL), *g = wk_lm_load(path, &og);
     if (!c || !g) fail_msg("%s", wk_last_error());
     wk_tensor *lc = all_logits(c, IDS, 9), *lg = all_logits(g, IDS, 9);
     assert_true(wk_same_device(wk_tensor_device(lg), gpu));
@@ -505,8 +505,8 @@ static void cuda_matches_cpu(void **state) {
     wk_tensor_free(lc);
     wk_tensor_free(lg);
     wk_tensor_free(lgh);
-    wk_llama_free(c);
-    wk_llama_free(g);
+    wk_lm_free(c);
+    wk_lm_free(g);
     remove(path);
     tiny_free(&t);
 }

@@ -7,7 +7,7 @@
  * cache). Label `model`. */
 #include "llama_testutil.h"
 #include "wick/tokenizer.h"
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include <math.h>
 
 /* An optimised build checks all 20 reference ids; an unoptimised one (the
@@ -20,7 +20,7 @@
 #endif
 #define NREF 20
 
-static void check_reference(const char *path, const wk_llama_load_opts *o) {
+static void check_reference(const char *path, const wk_lm_load_opts *o) {
     char *facts = lt_read_data("smollm2_transformers.json");
     double d_ids[8], d_top[5], d_logit[5], d_gen[NREF];
     int n = lt_json_numbers(facts, "capital", "ids", d_ids, 8);
@@ -30,9 +30,9 @@ static void check_reference(const char *path, const wk_llama_load_opts *o) {
     free(facts);
     int32_t ids[8], gen[NGEN];
     for (int i = 0; i < n; i++) ids[i] = (int32_t)d_ids[i];
-    wk_llama *m = wk_llama_load(path, o);
-    if (!m) fail_msg("wk_llama_load(%s): %s", path, wk_last_error());
-    const wk_llama_config *c = wk_llama_config_of(m);
+    wk_lm *m = wk_lm_load(path, o);
+    if (!m) fail_msg("wk_lm_load(%s): %s", path, wk_last_error());
+    const wk_lm_config *c = wk_lm_config_of(m);
     assert_int_equal(c->vocab, 49152);
     assert_int_equal(c->n_layers, 30);
     assert_int_equal(c->n_kv_heads, 3);
@@ -51,7 +51,7 @@ static void check_reference(const char *path, const wk_llama_load_opts *o) {
     for (int i = 0; i < NGEN; i++)
         if (gen[i] != (int32_t)d_gen[i]) fail_msg("%s: greedy id %d is %d, transformers %d", path, i, gen[i], (int)d_gen[i]);
     free(first);
-    wk_llama_free(m);
+    wk_lm_free(m);
 }
 
 static void hf_f32_matches_transformers(void **state) {
@@ -62,18 +62,18 @@ static void hf_f32_matches_transformers(void **state) {
 /* the directory's tokenizer.json and tokenizer_config.json come with it */
 static void hf_tokenizer_and_template(void **state) {
     (void)state;
-    wk_llama *m = wk_llama_load(lt_hf_dir_or_skip(), NULL);
+    wk_lm *m = wk_lm_load(lt_hf_dir_or_skip(), NULL);
     if (!m) fail_msg("%s", wk_last_error());
-    const wk_tokenizer *t = wk_llama_tokenizer(m);
+    const wk_tokenizer *t = wk_lm_tokenizer(m);
     assert_non_null(t);
     const char *text = "The capital of France is";
     int32_t ids[16];
     assert_int_equal(wk_tokenizer_encode(t, text, strlen(text), 0, ids, 16), 5);
     const int32_t want[5] = {504, 3575, 282, 4649, 314};
     for (int i = 0; i < 5; i++) assert_int_equal(ids[i], want[i]);
-    assert_non_null(wk_llama_chat_template(m));
-    assert_non_null(strstr(wk_llama_chat_template(m), "<|im_start|>"));
-    wk_llama_free(m);
+    assert_non_null(wk_lm_chat_template(m));
+    assert_non_null(strstr(wk_lm_chat_template(m), "<|im_start|>"));
+    wk_lm_free(m);
 }
 
 static void gguf_f32_matches_transformers(void **state) {
@@ -90,17 +90,17 @@ static void gguf_f32_matches_transformers(void **state) {
  * time, at every position */
 static void prefill_equals_decode(void **state) {
     (void)state;
-    wk_llama *m = wk_llama_load(lt_hf_dir_or_skip(), NULL);
+    wk_lm *m = wk_lm_load(lt_hf_dir_or_skip(), NULL);
     if (!m) fail_msg("%s", wk_last_error());
     int32_t ids[7] = {504, 3575, 282, 4649, 314, 7042, 30};
 #ifdef NDEBUG
-    int64_t V = wk_llama_config_of(m)->vocab, n = 7;
+    int64_t V = wk_lm_config_of(m)->vocab, n = 7;
 #else
-    int64_t V = wk_llama_config_of(m)->vocab, n = 4; /* -O0 kernels: keep it short */
+    int64_t V = wk_lm_config_of(m)->vocab, n = 4; /* -O0 kernels: keep it short */
 #endif
     wk_kv_cache *c = wk_kv_cache_new(m, 16);
     assert_non_null(c);
-    wk_tensor *all = wk_llama_forward(m, c, ids, n, true);
+    wk_tensor *all = wk_lm_forward(m, c, ids, n, true);
     if (!all) fail_msg("%s", wk_last_error());
     assert_int_equal(wk_dim(all, 0), n);
     assert_int_equal(wk_kv_cache_len(c), n);
@@ -120,7 +120,7 @@ static void prefill_equals_decode(void **state) {
     if (worst > 2e-3) fail_msg("prefill vs decode logits differ by %g", worst);
     /* truncating and re-running a suffix gives the same as well */
     TU_STATUS_OK(wk_kv_cache_truncate(c, 3));
-    wk_tensor *tail = wk_llama_forward(m, c, &ids[3], n - 3, true);
+    wk_tensor *tail = wk_lm_forward(m, c, &ids[3], n - 3, true);
     assert_non_null(tail);
     float *t = malloc(sizeof(float) * (size_t)(V * (n - 3)));
     assert_non_null(t);
@@ -131,7 +131,7 @@ static void prefill_equals_decode(void **state) {
     free(a);
     free(b);
     wk_kv_cache_free(c);
-    wk_llama_free(m);
+    wk_lm_free(m);
 }
 
 int main(void) {

@@ -4,8 +4,8 @@
  * written here from the package file). Activations stay f32; the weights go
  * through wk_qmatmul's f16 / bf16 path. Label `model`. */
 #include "llama_testutil.h"
-#include "wick/llama.h"
-#include "model/llama_internal.h"
+#include "wick/lm.h"
+#include "model/lm_internal.h"
 
 /* An optimised build checks all 20 reference ids; an unoptimised one (the
  * Debug + sanitizer run, whose kernels are -O0) checks the first 4, enough
@@ -25,9 +25,9 @@ static void check_ids(const char *path, wk_dtype opt_dtype, wk_dtype expect_weig
     free(facts);
     int32_t ids[8], gen[NGEN];
     for (int i = 0; i < n; i++) ids[i] = (int32_t)d_ids[i];
-    wk_llama_load_opts o = {.dtype = opt_dtype};
-    wk_llama *m = wk_llama_load(path, &o);
-    if (!m) fail_msg("wk_llama_load(%s): %s", path, wk_last_error());
+    wk_lm_load_opts o = {.dtype = opt_dtype};
+    wk_lm *m = wk_lm_load(path, &o);
+    if (!m) fail_msg("wk_lm_load(%s): %s", path, wk_last_error());
     /* the weights really are kept in that dtype (a wrong one would still
      * pass the ids): white-box, through the model's layers */
     assert_int_equal(wk_tensor_dtype(m->layers[0].o.weight), expect_weight);
@@ -37,7 +37,7 @@ static void check_ids(const char *path, wk_dtype opt_dtype, wk_dtype expect_weig
         if (gen[i] != (int32_t)d_gen[i])
             fail_msg("%s (%s): greedy id %d is %d, transformers %d", path, wk_dtype_name(opt_dtype), i, gen[i],
                      (int)d_gen[i]);
-    wk_llama_free(m);
+    wk_lm_free(m);
 }
 
 static void hf_as_f16(void **state) {

@@ -11,7 +11,7 @@
  * on average.) Label `model`. */
 #include "llama_testutil.h"
 #include "wick/tokenizer.h"
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include <math.h>
 
 #define NGEN 8
@@ -21,9 +21,9 @@ static void matches_llama_cpp(void **state) {
     (void)state;
     const char *path = lt_q4_gguf_or_skip();
     char *facts = lt_read_data("llama_cpp_q4_1.json");
-    wk_llama *m = wk_llama_load(path, NULL);
+    wk_lm *m = wk_lm_load(path, NULL);
     if (!m) fail_msg("%s", wk_last_error());
-    int64_t V = wk_llama_config_of(m)->vocab;
+    int64_t V = wk_lm_config_of(m)->vocab;
     float *first = malloc(sizeof(float) * (size_t)V);
     assert_non_null(first);
     for (size_t p = 0; p < sizeof PROMPTS / sizeof PROMPTS[0]; p++) {
@@ -61,7 +61,7 @@ static void matches_llama_cpp(void **state) {
     }
     free(first);
     free(facts);
-    wk_llama_free(m);
+    wk_lm_free(m);
 }
 
 /* prefill in one batch vs token by token on the quantized path. The
@@ -75,13 +75,13 @@ static void matches_llama_cpp(void **state) {
  * on the f32 paths (test_llama_f32, test_llama_errors). */
 static void q4_prefill_matches_decode(void **state) {
     (void)state;
-    wk_llama *m = wk_llama_load(lt_q4_gguf_or_skip(), NULL);
+    wk_lm *m = wk_lm_load(lt_q4_gguf_or_skip(), NULL);
     if (!m) fail_msg("%s", wk_last_error());
     int32_t ids[6] = {1, 4093, 198, 6004, 2, 198};
-    int64_t V = wk_llama_config_of(m)->vocab, n = 6;
+    int64_t V = wk_lm_config_of(m)->vocab, n = 6;
     wk_kv_cache *c = wk_kv_cache_new(m, 8);
     assert_non_null(c);
-    wk_tensor *all = wk_llama_forward(m, c, ids, n, true);
+    wk_tensor *all = wk_lm_forward(m, c, ids, n, true);
     if (!all) fail_msg("%s", wk_last_error());
     float *a = malloc(sizeof(float) * (size_t)(V * n)), *b = malloc(sizeof(float) * (size_t)V);
     assert_non_null(a);
@@ -101,26 +101,26 @@ static void q4_prefill_matches_decode(void **state) {
     free(a);
     free(b);
     wk_kv_cache_free(c);
-    wk_llama_free(m);
+    wk_lm_free(m);
 }
 
 /* the file's tokenizer and chat template come with the model */
 static void tokenizer_and_template(void **state) {
     (void)state;
-    wk_llama *m = wk_llama_load(lt_q4_gguf_or_skip(), NULL);
+    wk_lm *m = wk_lm_load(lt_q4_gguf_or_skip(), NULL);
     if (!m) fail_msg("%s", wk_last_error());
-    const wk_tokenizer *t = wk_llama_tokenizer(m);
+    const wk_tokenizer *t = wk_lm_tokenizer(m);
     assert_non_null(t);
     const char *text = "The capital of France is";
     int32_t ids[16];
     assert_int_equal(wk_tokenizer_encode(t, text, strlen(text), 0, ids, 16), 5);
     const int32_t want[5] = {504, 3575, 282, 4649, 314};
     for (int i = 0; i < 5; i++) assert_int_equal(ids[i], want[i]);
-    assert_int_equal(wk_llama_config_of(m)->eos, 2);
-    const char *tmpl = wk_llama_chat_template(m);
+    assert_int_equal(wk_lm_config_of(m)->eos, 2);
+    const char *tmpl = wk_lm_chat_template(m);
     assert_non_null(tmpl);
     assert_non_null(strstr(tmpl, "<|im_start|>"));
-    wk_llama_free(m);
+    wk_lm_free(m);
 }
 
 int main(void) {

@@ -16,9 +16,9 @@
 #include "llama_testutil.h"
 #include "wick/gguf.h"
 #include "wick/tokenizer.h"
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include "tensor/tensor.h"
-#include "model/llama_internal.h"
+#include "model/lm_internal.h"
 #include "wick/bert.h"
 #include "wick/safetensors.h"
 #include "wick/train.h"
@@ -124,15 +124,15 @@ static void write_gguf(const spec *s, const char *path) {
     wk_gguf_writer_free(w);
 }
 
-static wk_llama *load_or_fail(const char *path) {
-    wk_llama *m = wk_llama_load(path, NULL);
-    if (!m) fail_msg("wk_llama_load %s: %s", path, wk_last_error());
+static wk_lm *load_or_fail(const char *path) {
+    wk_lm *m = wk_lm_load(path, NULL);
+    if (!m) fail_msg("wk_lm_load %s: %s", path, wk_last_error());
     return m;
 }
 
 static void expect_load_error(const char *path, wk_status st, const char *needle) {
     wk_clear_error();
-    wk_llama *m = wk_llama_load(path, NULL);
+    wk_lm *m = wk_lm_load(path, NULL);
     if (m) fail_msg("loading %s should fail (%s)", path, needle);
     if (wk_last_status() != st || !strstr(wk_last_error(), needle))
         fail_msg("status %s, message '%s': wanted %s and '%s'", wk_status_name(wk_last_status()), wk_last_error(),
@@ -141,11 +141,11 @@ static void expect_load_error(const char *path, wk_status st, const char *needle
 }
 
 /* all positions' logits of ids through a fresh cache of cap positions */
-static wk_tensor *logits_of(const wk_llama *m, int64_t cap, const int32_t *ids, int64_t n) {
+static wk_tensor *logits_of(const wk_lm *m, int64_t cap, const int32_t *ids, int64_t n) {
     wk_kv_cache *c = wk_kv_cache_new(m, cap);
     if (!c) fail_msg("wk_kv_cache_new: %s", wk_last_error());
-    wk_tensor *l = wk_llama_forward(m, c, ids, n, true);
-    if (!l) fail_msg("wk_llama_forward: %s", wk_last_error());
+    wk_tensor *l = wk_lm_forward(m, c, ids, n, true);
+    if (!l) fail_msg("wk_lm_forward: %s", wk_last_error());
     wk_kv_cache_free(c);
     return l;
 }
@@ -175,16 +175,16 @@ static void rope_freqs_bad_value(void **state) {
     spec s = TINY;
     s.rope_freqs = f;
     write_gguf(&s, path);
-    wk_llama_free(load_or_fail(path));
+    wk_lm_free(load_or_fail(path));
     remove(path);
 }
 
 /* ---- defect 3: config.json numbers to integers, checked ---- */
 
 static void expect_config_error(const char *json, const char *needle) {
-    wk_llama_config c;
+    wk_lm_config c;
     wk_clear_error();
-    wk_status st = wk__llama_config_from_json(json, strlen(json), "config.json", &c);
+    wk_status st = wk__lm_config_from_json(json, strlen(json), "config.json", &c);
     if (st != WK_ERR_FORMAT || wk_last_status() != WK_ERR_FORMAT || !strstr(wk_last_error(), needle))
         fail_msg("config %s: status %s, message '%s': wanted WK_ERR_FORMAT and '%s'", json, wk_status_name(st),
                  wk_last_error(), needle);
@@ -218,8 +218,8 @@ static void config_float_to_int(void **state) {
                         "\"head_dim\" is -1e+300, not an integer");
     /* whole numbers written as floats are fine */
     const char *ok = LLAMA3("8.0");
-    wk_llama_config c;
-    TU_STATUS_OK(wk__llama_config_from_json(ok, strlen(ok), "config.json", &c));
+    wk_lm_config c;
+    TU_STATUS_OK(wk__lm_config_from_json(ok, strlen(ok), "config.json", &c));
     assert_int_equal(c.rope_orig_ctx, 8);
     assert_int_equal(c.max_ctx, 32);
 }
@@ -250,7 +250,7 @@ static void rope_tables_bounded(void **state) {
 #endif
     size_t base = in_use();
     wk_clear_error();
-    wk_llama *m = wk_llama_load(path, NULL);
+    wk_lm *m = wk_lm_load(path, NULL);
 #ifndef UNDER_ASAN
     assert_int_equal(setrlimit(RLIMIT_AS, &old), 0);
 #endif
@@ -259,7 +259,7 @@ static void rope_tables_bounded(void **state) {
     int64_t rows = wk_dim(m->rope_cos, 0), half = wk_dim(m->rope_cos, 1);
     assert_int_equal(half, 2048);
     assert_true(rows >= 1 && rows < s.ctx);
-    assert_true(rows * half * 8 <= wk__llama_rope_eager_bytes);
+    assert_true(rows * half * 8 <= wk__lm_rope_eager_bytes);
     assert_true(in_use() - base < ((size_t)64 << 20));
     /* and it runs: a short cache uses the model's tables */
     int32_t ids[2] = {1, 3};
@@ -268,7 +268,7 @@ static void rope_tables_bounded(void **state) {
     TU_STATUS_OK(wk_to_host_f32(l, v, 8));
     for (int i = 0; i < 8; i++) assert_true(isfinite(v[i]));
     wk_tensor_free(l);
-    wk_llama_free(m);
+    wk_lm_free(m);
     remove(path);
 }
 
@@ -279,12 +279,12 @@ static void rope_tables_grow_with_cache(void **state) {
     char path[4096];
     lt_tmp_path(path, sizeof path, "defects-rope-grow.gguf");
     write_gguf(&TINY, path);
-    wk_llama *full = load_or_fail(path);
+    wk_lm *full = load_or_fail(path);
     assert_int_equal(wk_dim(full->rope_cos, 0), TINY.ctx);
-    int64_t saved = wk__llama_rope_eager_bytes;
-    wk__llama_rope_eager_bytes = 4 * (TINY.hd / 2) * 8; /* 4 positions */
-    wk_llama *small = wk_llama_load(path, NULL);
-    wk__llama_rope_eager_bytes = saved;
+    int64_t saved = wk__lm_rope_eager_bytes;
+    wk__lm_rope_eager_bytes = 4 * (TINY.hd / 2) * 8; /* 4 positions */
+    wk_lm *small = wk_lm_load(path, NULL);
+    wk__lm_rope_eager_bytes = saved;
     if (!small) fail_msg("%s", wk_last_error());
     assert_int_equal(wk_dim(small->rope_cos, 0), 4);
     wk_tensor *a = logits_of(full, 0, IDS, 10), *b = logits_of(small, 0, IDS, 10);
@@ -294,7 +294,7 @@ static void rope_tables_grow_with_cache(void **state) {
     wk_kv_cache *c = wk_kv_cache_new(small, 3);
     assert_non_null(c);
     assert_null(c->rope_cos);
-    wk_tensor *l = wk_llama_forward(small, c, IDS, 3, true);
+    wk_tensor *l = wk_lm_forward(small, c, IDS, 3, true);
     assert_non_null(l);
     wk_tensor *a3 = logits_of(full, 3, IDS, 3);
     assert_true(tu_max_abs_diff(a3, l) == 0.0);
@@ -302,8 +302,8 @@ static void rope_tables_grow_with_cache(void **state) {
     wk_tensor_free(l);
     wk_tensor_free(a);
     wk_kv_cache_free(c);
-    wk_llama_free(full);
-    wk_llama_free(small);
+    wk_lm_free(full);
+    wk_lm_free(small);
     remove(path);
 }
 
@@ -337,14 +337,14 @@ static int fail_each_begin(const char *what, scoped_call call, void *ctx) {
 }
 
 typedef struct fwd_ctx {
-    wk_llama *m;
+    wk_lm *m;
     wk_kv_cache *c;
 } fwd_ctx;
 
 static bool llama_step(void *p) {
     fwd_ctx *f = p;
     TU_STATUS_OK(wk_kv_cache_truncate(f->c, 0));
-    wk_tensor *l = wk_llama_forward(f->m, f->c, IDS, 5, false);
+    wk_tensor *l = wk_lm_forward(f->m, f->c, IDS, 5, false);
     if (!l) {
         assert_int_equal(wk_kv_cache_len(f->c), 0); /* a failed step leaves the cache as it was */
         return false;
@@ -363,11 +363,11 @@ static void llama_forward_scope_failure(void **state) {
     f.c = wk_kv_cache_new(f.m, 8);
     assert_non_null(f.c);
     /* the outer scope and the layer's */
-    assert_true(fail_each_begin("wk_llama_forward", llama_step, &f) >= 3);
+    assert_true(fail_each_begin("wk_lm_forward", llama_step, &f) >= 3);
     /* still usable */
     assert_true(llama_step(&f));
     wk_kv_cache_free(f.c);
-    wk_llama_free(f.m);
+    wk_lm_free(f.m);
     remove(path);
 }
 
@@ -545,9 +545,9 @@ static void tokenizer_vocab_vs_embedding(void **state) {
     for (int n = (int)TINY.vocab - 3; n <= (int)TINY.vocab; n += 3) {
         s.ntok = n;
         write_gguf(&s, path);
-        wk_llama *m = load_or_fail(path);
-        assert_int_equal(wk_tokenizer_vocab_size(wk_llama_tokenizer(m)), n);
-        wk_llama_free(m);
+        wk_lm *m = load_or_fail(path);
+        assert_int_equal(wk_tokenizer_vocab_size(wk_lm_tokenizer(m)), n);
+        wk_lm_free(m);
     }
     remove(path);
 }

@@ -16,7 +16,7 @@
 #include "wick/gguf.h"
 #include "wick/safetensors.h"
 #include "wick/tokenizer.h"
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -314,7 +314,7 @@ static void expect_chat_error(const char *base, const char *tokenizer_config, co
     snprintf(dir, sizeof dir, "%.900s/chat", base);
     hf_dir_with_config(dir, tokenizer_config);
     wk_clear_error();
-    wk_llama *m = wk_llama_load(dir, NULL);
+    wk_lm *m = wk_lm_load(dir, NULL);
     if (m) fail_msg("loaded with tokenizer_config %s", tokenizer_config);
     assert_int_equal(wk_last_status(), WK_ERR_FORMAT);
     if (!strstr(wk_last_error(), msg)) fail_msg("error \"%s\" does not say \"%s\"", wk_last_error(), msg);

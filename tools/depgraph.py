@@ -71,7 +71,7 @@ PUBLIC_FLOORS = {
     'layers.h': 'nn',
     'gguf.h': 'files', 'safetensors.h': 'files',
     'tokenizer.h': 'text',
-    'train.h': 'top', 'llama.h': 'top', 'generate.h': 'top', 'bert.h': 'top',
+    'train.h': 'top', 'lm.h': 'top', 'generate.h': 'top', 'bert.h': 'top',
     'all.h': 'top',
 }
 # Any source file may read the core's declarations (types, enums, the op

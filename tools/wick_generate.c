@@ -8,7 +8,7 @@
  * one line "wick generate: ..." on stderr, exit status 1, nothing on stdout:
  * the timings are printed only after generation succeeded. */
 #include <errno.h>
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -258,7 +258,7 @@ int wk__cli_generate(int argc, char **argv) {
     struct stat sb;
     if (stat(a.model, &sb) != 0) return fail("cannot open model '%s': %s", a.model, strerror(errno));
 
-    wk_llama_load_opts lo = {.device = dev, .dtype = WK_F32};
+    wk_lm_load_opts lo = {.device = dev, .dtype = WK_F32};
     if (a.dtype) wk_dtype_from_name(a.dtype, &lo.dtype);
     bar b = {-1};
     if (isatty(STDERR_FILENO)) {
@@ -266,7 +266,7 @@ int wk__cli_generate(int argc, char **argv) {
         lo.progress_ctx = &b;
     }
     double t0 = now_ms();
-    wk_llama *m = wk_llama_load(a.model, &lo);
+    wk_lm *m = wk_lm_load(a.model, &lo);
     double load_ms = now_ms() - t0;
     bar_erase(&b);
     if (!m) return wk__cli_fail("generate");
@@ -283,7 +283,7 @@ int wk__cli_generate(int argc, char **argv) {
     } else {
         if (os.wrote && isatty(STDOUT_FILENO)) fputc('\n', stdout);
         fflush(stdout);
-        const wk_llama_config *c = wk_llama_config_of(m);
+        const wk_lm_config *c = wk_lm_config_of(m);
         int64_t nd = st.n_generated > 0 ? st.n_generated - 1 : 0;
         fprintf(stderr, "wick generate: load %.1f ms (%lld layers, %s, %d threads)\n", load_ms, (long long)c->n_layers,
                 wk_device_name(dev), wk_num_threads());
@@ -294,6 +294,6 @@ int wk__cli_generate(int argc, char **argv) {
                 (long long)st.n_generated, (long long)nd, st.decode_ms,
                 st.decode_ms > 0 ? nd * 1e3 / st.decode_ms : 0.0, reason_name(st.stop_reason));
     }
-    wk_llama_free(m);
+    wk_lm_free(m);
     return rc;
 }

@@ -13,7 +13,7 @@
 #include "wick/safetensors.h"
 #include "wick/tokenizer.h"
 #include "wick/train.h"
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include "wick/generate.h"
 #include "wick/bert.h"
 #endif /* WICK_ALL_H */

@@ -1,10 +1,10 @@
-/* Sampling and text generation over a wk_llama. */
+/* Sampling and text generation over a wk_lm. */
 #ifndef WICK_GENERATE_H
 #define WICK_GENERATE_H
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
-#include "wick/llama.h"
+#include "wick/lm.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -97,14 +97,14 @@ typedef struct wk_generate_stats {
  * A loop over the step API below: wk_gen_start, wk_gen_step until the
  * session ends, each step's text passed to o->on_text (when it is not empty;
  * a nonzero return ends generation with WK_STOP_CALLBACK). */
-wk_status wk_generate(const wk_llama *m, const char *prompt, const wk_generate_opts *o, wk_generate_stats *st);
+wk_status wk_generate(const wk_lm *m, const char *prompt, const wk_generate_opts *o, wk_generate_stats *st);
 
 /* ---- the step API: one generation session, driven a token at a time ----
  *
  * A session owns everything one sequence needs: a private copy of the stop
  * strings, its KV cache, sampler, id history and text buffers; nothing is
  * global. The model is only read, so any number of sessions may run over one
- * wk_llama at once, each from its own thread (wk_llama_forward's rule). One
+ * wk_lm at once, each from its own thread (wk_lm_forward's rule). One
  * session must not be used by two threads at the same time; it may move
  * between threads between calls (errors are reported on the calling thread,
  * wk_last_error). The model must outlive its sessions.
@@ -137,7 +137,7 @@ typedef struct wk_gen_token {
  * and o->ctx are not used (each step hands back its text); the stop strings
  * and system message are copied. Returns NULL on error with wk_last_error
  * set (the errors of wk_generate). */
-wk_gen *wk_gen_start(const wk_llama *m, const char *prompt, const wk_generate_opts *o);
+wk_gen *wk_gen_start(const wk_lm *m, const char *prompt, const wk_generate_opts *o);
 /* Run the model (the first step: the prompt; later ones: the token the
  * step before sampled), sample one token and apply the stop rules: EOS, a
  * completed stop string, max_new_tokens, the context full. WK_OK with *out

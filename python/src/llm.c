@@ -8,12 +8,12 @@
  * one sequence's state and wick does not lock it, so a cache in use by one
  * forward refuses a second (RuntimeError) instead of racing. */
 #include "wkpy.h"
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include <string.h>
 
 typedef struct {
     PyObject_HEAD
-    wk_llama *m;
+    wk_lm *m;
 } llama_obj;
 
 typedef struct {
@@ -25,13 +25,13 @@ typedef struct {
 
 static PyTypeObject llama_type, cache_type;
 
-const wk_llama *wkpy_llama_of(PyObject *o) {
+const wk_lm *wkpy_llama_of(PyObject *o) {
     return PyObject_TypeCheck(o, &llama_type) ? ((llama_obj *)o)->m : NULL;
 }
 
 PyObject *wkpy_llama_load(PyObject *path, PyObject *device, PyObject *dtype) {
     PyObject *b;
-    wk_llama_load_opts o;
+    wk_lm_load_opts o;
     memset(&o, 0, sizeof o); /* dtype 0: keep the file's dtypes */
     if (wkpy_device_from(device, &o.device) < 0) return NULL;
     if (dtype && dtype != Py_None) {
@@ -41,14 +41,14 @@ PyObject *wkpy_llama_load(PyObject *path, PyObject *device, PyObject *dtype) {
                                                   "dtype), got %s", wk_dtype_name(o.dtype));
     }
     if (wkpy_path(path, "Llama", &b) < 0) return NULL;
-    wk_llama *m;
-    Py_BEGIN_ALLOW_THREADS m = wk_llama_load(PyBytes_AS_STRING(b), &o);
+    wk_lm *m;
+    Py_BEGIN_ALLOW_THREADS m = wk_lm_load(PyBytes_AS_STRING(b), &o);
     Py_END_ALLOW_THREADS
     Py_DECREF(b);
     if (!m) return wkpy_raise();
     llama_obj *self = PyObject_New(llama_obj, &llama_type);
     if (!self) {
-        wk_llama_free(m);
+        wk_lm_free(m);
         return NULL;
     }
     self->m = m;
@@ -65,13 +65,13 @@ static PyObject *llama_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
 
 static void llama_dealloc(llama_obj *self) {
     /* every Tokenizer borrowed from the model holds a reference to it: none is left */
-    wk_llama_free(self->m);
+    wk_lm_free(self->m);
     PyObject_Free(self);
 }
 
 static PyObject *g_config(llama_obj *self, void *c) {
     (void)c;
-    const wk_llama_config *k = wk_llama_config_of(self->m);
+    const wk_lm_config *k = wk_lm_config_of(self->m);
     PyObject *d = Py_BuildValue(
         "{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:s,s:d,s:d,s:d,s:L,s:O,s:O}", "vocab", (long long)k->vocab, "dim",
         (long long)k->dim, "ffn_dim", (long long)k->ffn_dim, "n_layers", (long long)k->n_layers, "n_heads",
@@ -94,18 +94,18 @@ static PyObject *g_config(llama_obj *self, void *c) {
  * it would make a cycle these GC-less types could not break */
 static PyObject *g_tokenizer(llama_obj *self, void *c) {
     (void)c;
-    return wkpy_tokenizer_wrap(wk_llama_tokenizer(self->m), (PyObject *)self);
+    return wkpy_tokenizer_wrap(wk_lm_tokenizer(self->m), (PyObject *)self);
 }
 
 static PyObject *g_chat_template(llama_obj *self, void *c) {
     (void)c;
-    const char *t = wk_llama_chat_template(self->m);
+    const char *t = wk_lm_chat_template(self->m);
     if (!t) Py_RETURN_NONE;
     return PyUnicode_DecodeUTF8(t, (Py_ssize_t)strlen(t), "replace");
 }
 static PyObject *g_vocab_size(llama_obj *self, void *c) {
     (void)c;
-    return PyLong_FromLongLong((long long)wk_llama_config_of(self->m)->vocab);
+    return PyLong_FromLongLong((long long)wk_lm_config_of(self->m)->vocab);
 }
 
 /* forward(ids, cache=None, all_logits=False) */
@@ -132,7 +132,7 @@ static PyObject *m_forward(llama_obj *self, PyObject *const *args, Py_ssize_t na
     if (co) co->busy = true;
     Py_BEGIN_ALLOW_THREADS
     wk_kv_cache *tmp = c ? NULL : wk_kv_cache_new(self->m, n > 0 ? n : 1); /* no cache: a throwaway one */
-    if (c || tmp) r = wk_llama_forward(self->m, c ? c : tmp, ids, n, all);
+    if (c || tmp) r = wk_lm_forward(self->m, c ? c : tmp, ids, n, all);
     wk_kv_cache_free(tmp);
     Py_END_ALLOW_THREADS
     if (co) co->busy = false;
@@ -150,7 +150,7 @@ static PyObject *m_stream(PyObject *self, PyObject *const *args, Py_ssize_t narg
 }
 
 static PyObject *llama_repr(llama_obj *self) {
-    const wk_llama_config *k = wk_llama_config_of(self->m);
+    const wk_lm_config *k = wk_lm_config_of(self->m);
     return PyUnicode_FromFormat("wick.Llama(vocab=%lld, dim=%lld, n_layers=%lld, max_ctx=%lld)", (long long)k->vocab,
                                 (long long)k->dim, (long long)k->n_layers, (long long)k->max_ctx);
 }

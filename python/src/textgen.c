@@ -11,7 +11,7 @@
  * token's forward pass at the next step. */
 #include "wkpy.h"
 #include "wick/tokenizer.h"
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include "wick/generate.h"
 #include <stdlib.h>
 #include <string.h>
@@ -167,7 +167,7 @@ static PyObject *stats_dict(const wk_generate_stats *st, bool closed) {
 
 /* A session over the model, started without the GIL. */
 static wk_gen *session_start(PyObject *model, const gen_args *g) {
-    const wk_llama *m = wkpy_llama_of(model);
+    const wk_lm *m = wkpy_llama_of(model);
     wk_gen *s;
     Py_BEGIN_ALLOW_THREADS s = wk_gen_start(m, g->prompt, &g->o);
     Py_END_ALLOW_THREADS

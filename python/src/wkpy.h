@@ -30,7 +30,7 @@
 #include "py_base.h"
 #include "wick/gguf.h"
 #include "wick/tokenizer.h"
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include "wick/autograd.h"
 
 /* ---- py_dtype.c: wick.dtype objects (wick.float32, wick.f32, ..., wick.q4_0) ---- */
@@ -123,8 +123,8 @@ const wk_tokenizer *wkpy_tokenizer_of(PyObject *o);
 int64_t wkpy_encode(const wk_tokenizer *t, const char *s, size_t len, unsigned flags, int32_t **ids);
 int wkpy_ids(PyObject *o, const char *fname, int32_t **ids, int64_t *n);
 /* llm.c: the model of a wick.Llama (or NULL); a new Llama loaded from path. */
-typedef struct wk_llama wk_llama;
-const wk_llama *wkpy_llama_of(PyObject *o);
+typedef struct wk_lm wk_lm;
+const wk_lm *wkpy_llama_of(PyObject *o);
 PyObject *wkpy_llama_load(PyObject *path, PyObject *device, PyObject *dtype);
 /* What Llama.generate / Llama.stream call: textgen.c's wkpy_textgen, which
  * module.c stores here at import (textgen.c sits above llm.c: it loads

@@ -1,4 +1,4 @@
-/* Text generation over a wk_llama, one implementation: the step API
+/* Text generation over a wk_lm, one implementation: the step API
  * (wk_gen_start / wk_gen_step, include/wick/generate.h) and wk_generate, a
  * loop over it. A session tokenizes and allocates at the start; its first
  * step prefills the prompt in one batch; each step samples one token, holding back text that could still become a
@@ -16,7 +16,7 @@
  * hands back (at most the held-back text plus one piece and the flush). */
 #include <stdlib.h>
 #include "wick/tokenizer.h"
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include <string.h>
 #include <time.h>
 #include "base/error.h"
@@ -38,7 +38,7 @@ static double now_ms(void) {
 }
 
 struct wk_gen {
-    const wk_llama *m;
+    const wk_lm *m;
     const wk_tokenizer *tok;
     wk_sampler *sampler;
     wk_kv_cache *cache;
@@ -64,7 +64,7 @@ struct wk_gen {
 
 static const char *OP_START = "wk_gen_start", *OP_STEP = "wk_gen_step", *OP_GEN = "wk_generate";
 
-static wk_status check_opts(const wk_llama *m, const char *prompt, const wk_generate_opts *o, const char *op) {
+static wk_status check_opts(const wk_lm *m, const char *prompt, const wk_generate_opts *o, const char *op) {
     if (!m || !prompt)
         return wk__err(WK_ERR_ARG, op, "%s is NULL", !m ? "the model" : "the prompt");
     if (o->n_stop < 0 || (o->n_stop > 0 && !o->stop))
@@ -111,11 +111,11 @@ static wk_status copy_stops(wk_gen *g, const wk_generate_opts *o, const char *op
 
 /* The prompt as the model sees it: the chat template applied (a new string
  * in *text) or not (*text stays NULL). */
-static wk_status chat_text(const wk_llama *m, const char *prompt, const wk_generate_opts *o, char **text,
+static wk_status chat_text(const wk_lm *m, const char *prompt, const wk_generate_opts *o, char **text,
                            const char *op) {
     *text = NULL;
     if (!o->chat) return WK_OK;
-    const char *tmpl = wk_llama_chat_template(m);
+    const char *tmpl = wk_lm_chat_template(m);
     if (!tmpl) return wk__err(WK_ERR_ARG, op, "chat: the model file has no chat template");
     int64_t need = wk_chat_render(tmpl, o->system, prompt, NULL, 0);
     if (need < 0)
@@ -160,7 +160,7 @@ static wk_status tokenize(wk_gen *g, const char *text, int64_t ctx, int64_t *roo
 
 /* Runs ids through the model and reads the last position's logits. */
 static wk_status forward(wk_gen *g, const int32_t *ids, int64_t n) {
-    wk_tensor *l = wk_llama_forward(g->m, g->cache, ids, n, false);
+    wk_tensor *l = wk_lm_forward(g->m, g->cache, ids, n, false);
     if (!l) return wk_last_status();
     wk_status s = wk_to_host_f32(l, g->logits, (size_t)g->vocab);
     wk_tensor_free(l);
@@ -187,14 +187,14 @@ void wk_gen_free(wk_gen *g) {
 }
 
 /* wk_gen_start with the caller's name for errors and its start time. */
-static wk_gen *gen_start(const wk_llama *m, const char *prompt, const wk_generate_opts *opts, const char *op,
+static wk_gen *gen_start(const wk_lm *m, const char *prompt, const wk_generate_opts *opts, const char *op,
                          double t0) {
     wk_generate_opts defaults;
     if (!opts) wk_generate_opts_default(&defaults);
     const wk_generate_opts *o = opts ? opts : &defaults;
     if (check_opts(m, prompt, o, op)) return NULL;
-    const wk_llama_config *cfg = wk_llama_config_of(m);
-    const wk_tokenizer *tok = wk_llama_tokenizer(m);
+    const wk_lm_config *cfg = wk_lm_config_of(m);
+    const wk_tokenizer *tok = wk_lm_tokenizer(m);
     if (!cfg || !tok) {
         wk__err(WK_ERR_ARG, op, "the model has no %s", cfg ? "tokenizer" : "config");
         return NULL;
@@ -250,7 +250,7 @@ fail:
     return NULL;
 }
 
-wk_gen *wk_gen_start(const wk_llama *m, const char *prompt, const wk_generate_opts *o) {
+wk_gen *wk_gen_start(const wk_lm *m, const char *prompt, const wk_generate_opts *o) {
     return gen_start(m, prompt, o, OP_START, now_ms());
 }
 
@@ -331,7 +331,7 @@ void wk_gen_stats(const wk_gen *g, wk_generate_stats *st) {
 
 wk_stop_reason wk_gen_stop_reason(const wk_gen *g) { return g ? g->stats.stop_reason : WK_STOP_NONE; }
 
-wk_status wk_generate(const wk_llama *m, const char *prompt, const wk_generate_opts *o, wk_generate_stats *st) {
+wk_status wk_generate(const wk_lm *m, const char *prompt, const wk_generate_opts *o, wk_generate_stats *st) {
     const double t0 = now_ms();
     wk_generate_stats stats = {.stop_reason = WK_STOP_NONE};
     wk_status s = WK_OK;

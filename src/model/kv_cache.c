@@ -2,18 +2,18 @@
  * tensor for keys and one for values, allocated once; a forward step writes
  * its new positions in place and attention reads a narrow of the filled
  * part), the filled length, and RoPE tables when the model's are short. */
-#include "model/llama_internal.h"
-#include "wick/llama.h"
+#include "model/lm_internal.h"
+#include "wick/lm.h"
 #include "base/error.h"
 #include <stdlib.h>
 
-wk_kv_cache *wk_kv_cache_new(const wk_llama *m, int64_t max_tokens) {
+wk_kv_cache *wk_kv_cache_new(const wk_lm *m, int64_t max_tokens) {
     const char *op = "wk_kv_cache_new";
     if (!m) {
         wk__err(WK_ERR_ARG, op, "model is NULL");
         return NULL;
     }
-    const wk_llama_config *c = &m->cfg;
+    const wk_lm_config *c = &m->cfg;
     if (max_tokens <= 0) max_tokens = c->max_ctx;
     if (max_tokens > c->max_ctx) {
         wk__err(WK_ERR_ARG, op, "max_tokens %lld exceeds the model's context %lld", (long long)max_tokens,

@@ -1,21 +1,21 @@
-/* wk_llama_forward: n tokens through every layer in one batched pass.
+/* wk_lm_forward: n tokens through every layer in one batched pass.
  * Activations are f32 (as llama.cpp keeps them); weights go through
  * the layer kit's wk_linear: wk_qmatmul (blocks, f16, bf16) or a matmul
  * (f32, a transposed view). */
-#include "model/llama_internal.h"
-#include "wick/llama.h"
+#include "model/lm_internal.h"
+#include "wick/lm.h"
 #include "base/error.h"
 #include "tensor/tensor.h"
 #include <stdlib.h>
 #include <string.h>
 
-static const char *OP = "wk_llama_forward";
+static const char *OP = "wk_lm_forward";
 
 /* x (n, dim) -> x + attention(rms_norm(x)) for layer li at positions
  * pos .. pos+n-1, writing the layer's new keys and values into the cache. */
-static wk_tensor *attention_block(const wk_llama *m, const wk__llama_layer *L, wk_kv_cache *c, int64_t li,
+static wk_tensor *attention_block(const wk_lm *m, const wk__lm_layer *L, wk_kv_cache *c, int64_t li,
                                   const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, int64_t pos) {
-    const wk_llama_config *cfg = &m->cfg;
+    const wk_lm_config *cfg = &m->cfg;
     int64_t H = cfg->n_heads, Hkv = cfg->n_kv_heads, D = cfg->head_dim;
     wk_tensor *h = wk_norm_layer_forward(&L->attn_norm, x);
     wk_tensor *q, *k, *v;
@@ -35,7 +35,7 @@ static wk_tensor *attention_block(const wk_llama *m, const wk__llama_layer *L, w
 }
 
 /* x -> x + down(silu(gate(h)) * up(h)), h = rms_norm(x) */
-static wk_tensor *ffn_block(const wk__llama_layer *L, const wk_tensor *x) {
+static wk_tensor *ffn_block(const wk__lm_layer *L, const wk_tensor *x) {
     wk_tensor *h = wk_norm_layer_forward(&L->ffn_norm, x);
     wk_tensor *act;
     if (L->gate_up.weight) act = wk_swiglu(wk_linear_forward(&L->gate_up, h));
@@ -45,7 +45,7 @@ static wk_tensor *ffn_block(const wk__llama_layer *L, const wk_tensor *x) {
 
 /* The token rows as f32 (n, dim): the kit's embedding (a block table's
  * rows gathered as blocks, then dequantized), f16 / bf16 rows widened. */
-static wk_tensor *embed(const wk_llama *m, const int32_t *ids, int64_t n) {
+static wk_tensor *embed(const wk_lm *m, const int32_t *ids, int64_t n) {
     int64_t shape[1] = {n};
     wk_tensor *idt = wk_from_host(ids, sizeof(int32_t) * (size_t)n, shape, 1, WK_I32, m->dev);
     wk_tensor *e = idt ? wk_embedding_layer_forward(&m->tok_embd, idt) : NULL;
@@ -53,7 +53,7 @@ static wk_tensor *embed(const wk_llama *m, const int32_t *ids, int64_t n) {
     return e;
 }
 
-wk_tensor *wk_llama_forward(const wk_llama *m, wk_kv_cache *c, const int32_t *ids, int64_t n, bool all_logits) {
+wk_tensor *wk_lm_forward(const wk_lm *m, wk_kv_cache *c, const int32_t *ids, int64_t n, bool all_logits) {
     if (!m || !c || !ids) {
         wk__err(WK_ERR_ARG, OP, "model, cache and ids must not be NULL");
         return NULL;
@@ -71,7 +71,7 @@ wk_tensor *wk_llama_forward(const wk_llama *m, wk_kv_cache *c, const int32_t *id
                 (long long)c->len, (long long)c->kv.cap);
         return NULL;
     }
-    const wk_llama_config *cfg = &m->cfg;
+    const wk_lm_config *cfg = &m->cfg;
     for (int64_t i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= cfg->vocab) {
             wk__err(WK_ERR_ARG, OP, "token id %d at %lld is out of range (vocab %lld)", ids[i], (long long)i,
@@ -92,7 +92,7 @@ wk_tensor *wk_llama_forward(const wk_llama *m, wk_kv_cache *c, const int32_t *id
     wk_tensor *x = wk_keep(embed(m, ids, n));
     for (int64_t l = 0; x && l < cfg->n_layers; l++) {
         /* one scope per layer: its temporaries are freed before the next */
-        const wk__llama_layer *L = &m->layers[l];
+        const wk__lm_layer *L = &m->layers[l];
         wk_tensor *y = NULL;
         if (wk__scope_open()) {
             y = attention_block(m, L, c, l, x, cos, sin, pos);

@@ -1,12 +1,12 @@
-/* wk_llama_load: a Llama-family model from a GGUF file (tensors stay
+/* wk_lm_load: a Llama-family model from a GGUF file (tensors stay
  * zero-copy views of the map, quantized ones stay blocks) or from an HF
  * directory (config.json + safetensors). Every tensor's shape is checked
  * against the config before anything runs. */
-#include "model/llama_internal.h"
+#include "model/lm_internal.h"
 #include "wick/gguf.h"
 #include "wick/safetensors.h"
 #include "wick/tokenizer.h"
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include "base/error.h"
 #include "io/json.h"
 #include <stdio.h>
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *OP = "wk_llama_load";
+static const char *OP = "wk_lm_load";
 
 /* Where the tensors come from: one of the two readers, and the names each
  * layout gives the same weight. */
@@ -164,8 +164,8 @@ static bool fusion_wanted(void) {
     return e && e[0] == '1';
 }
 
-static wk_status load_layer(const source *s, const wk_llama_config *c, int64_t l, wk_dtype want, wk_device *dev,
-                            wk__llama_layer *L) {
+static wk_status load_layer(const source *s, const wk_lm_config *c, int64_t l, wk_dtype want, wk_device *dev,
+                            wk__lm_layer *L) {
     char name[160];
     int64_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
     wk_status st;
@@ -206,8 +206,8 @@ static const char *embd_name(const source *s) { return s->g ? "token_embd.weight
 static const char *out_norm_name(const source *s) { return s->g ? "output_norm.weight" : "model.norm.weight"; }
 static const char *output_name(const source *s) { return s->g ? "output.weight" : "lm_head.weight"; }
 
-static wk_status load_weights(const source *s, wk_llama *m, const wk_llama_load_opts *o) {
-    const wk_llama_config *c = &m->cfg;
+static wk_status load_weights(const source *s, wk_lm *m, const wk_lm_load_opts *o) {
+    const wk_lm_config *c = &m->cfg;
     wk_dtype want = o->dtype;
     const char *en = embd_name(s);
     wk_tensor *e = get_tensor(s, en);
@@ -244,7 +244,7 @@ static wk_status load_weights(const source *s, wk_llama *m, const wk_llama_load_
 
 /* GGUF rope_freqs.weight (Llama 3.1 files): head_dim/2 divisors of the
  * frequencies, llama.cpp's form of the llama3 scaling. */
-static wk_status gguf_freq_factors(const source *s, const wk_llama_config *c, float **out) {
+static wk_status gguf_freq_factors(const source *s, const wk_lm_config *c, float **out) {
     *out = NULL;
     if (!s->g || wk_gguf_find_tensor(s->g, "rope_freqs.weight") < 0) return WK_OK;
     wk_tensor *t = wk_gguf_tensor(s->g, "rope_freqs.weight");
@@ -373,14 +373,14 @@ static bool is_dir(const char *path) {
     return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-wk_llama *wk_llama_load(const char *path, const wk_llama_load_opts *opts) {
+wk_lm *wk_lm_load(const char *path, const wk_lm_load_opts *opts) {
     if (!path) {
         wk__err(WK_ERR_ARG, OP, "path is NULL");
         return NULL;
     }
-    wk_llama_load_opts o = {0};
+    wk_lm_load_opts o = {0};
     if (opts) o = *opts;
-    wk_llama *m = calloc(1, sizeof *m);
+    wk_lm *m = calloc(1, sizeof *m);
     if (!m) {
         wk__err(WK_ERR_OOM, OP, "cannot allocate the model");
         return NULL;
@@ -395,7 +395,7 @@ wk_llama *wk_llama_load(const char *path, const wk_llama_load_opts *opts) {
         size_t len;
         char *txt = wk__read_small_file(OP, cpath, &len);
         if (!txt) goto fail;
-        st = wk__llama_config_from_json(txt, len, cpath, &m->cfg);
+        st = wk__lm_config_from_json(txt, len, cpath, &m->cfg);
         free(txt);
         if (st != WK_OK) goto fail;
         if (!(s.st = wk_safetensors_open(path))) goto fail;
@@ -411,7 +411,7 @@ wk_llama *wk_llama_load(const char *path, const wk_llama_load_opts *opts) {
         if (stat(tpath, &sb) == 0 && !(m->tok = wk_tokenizer_load_json(tpath))) goto fail;
     } else {
         if (!(s.g = wk_gguf_open(path))) goto fail;
-        if ((st = wk__llama_config_from_gguf(s.g, &m->cfg)) != WK_OK) goto fail;
+        if ((st = wk__lm_config_from_gguf(s.g, &m->cfg)) != WK_OK) goto fail;
         if ((st = gguf_chat_template(s.g, &m->chat_template)) != WK_OK) goto fail;
         /* a file without tokenizer metadata loads without a tokenizer (ids
          * only); one with metadata wick cannot read is an error */
@@ -430,10 +430,10 @@ wk_llama *wk_llama_load(const char *path, const wk_llama_load_opts *opts) {
         goto fail;
     }
     if ((st = load_weights(&s, m, &o)) != WK_OK) goto fail;
-    /* the tables for the first positions only (see wk__llama_rope_eager_bytes) */
-    wk__rope_freqs rf = wk__llama_rope_freqs(&m->cfg);
+    /* the tables for the first positions only (see wk__lm_rope_eager_bytes) */
+    wk__rope_freqs rf = wk__lm_rope_freqs(&m->cfg);
     if ((st = wk__rope_inv_freq(OP, &rf, freq_factors, &m->rope_inv)) != WK_OK) goto fail;
-    int64_t half = m->cfg.head_dim / 2, rows = wk__llama_rope_eager_bytes / (half * 2 * (int64_t)sizeof(float));
+    int64_t half = m->cfg.head_dim / 2, rows = wk__lm_rope_eager_bytes / (half * 2 * (int64_t)sizeof(float));
     if (rows < 1) rows = 1;
     if (rows > m->cfg.max_ctx) rows = m->cfg.max_ctx;
     if ((st = wk__rope_tables(OP, m->rope_inv, half, rows, m->dev, &m->rope_cos, &m->rope_sin)) != WK_OK) goto fail;
@@ -445,15 +445,15 @@ fail:
     free(freq_factors);
     wk_gguf_close(s.g);
     wk_safetensors_close(s.st);
-    wk_llama_free(m);
+    wk_lm_free(m);
     return NULL;
 }
 
-void wk_llama_free(wk_llama *m) {
+void wk_lm_free(wk_lm *m) {
     if (!m) return;
     if (m->layers)
         for (int64_t l = 0; l < m->cfg.n_layers; l++) {
-            wk__llama_layer *L = &m->layers[l];
+            wk__lm_layer *L = &m->layers[l];
             wk_norm_layer_free(&L->attn_norm);
             wk_norm_layer_free(&L->ffn_norm);
             wk_linear *ls[] = {&L->qkv, &L->q, &L->k, &L->v, &L->o, &L->gate_up, &L->gate, &L->up, &L->down};
@@ -471,6 +471,6 @@ void wk_llama_free(wk_llama *m) {
     free(m);
 }
 
-const wk_llama_config *wk_llama_config_of(const wk_llama *m) { return m ? &m->cfg : NULL; }
-const wk_tokenizer *wk_llama_tokenizer(const wk_llama *m) { return m ? m->tok : NULL; }
-const char *wk_llama_chat_template(const wk_llama *m) { return m ? m->chat_template : NULL; }
+const wk_lm_config *wk_lm_config_of(const wk_lm *m) { return m ? &m->cfg : NULL; }
+const wk_tokenizer *wk_lm_tokenizer(const wk_lm *m) { return m ? m->tok : NULL; }
+const char *wk_lm_chat_template(const wk_lm *m) { return m ? m->chat_template : NULL; }

@@ -1,8 +1,8 @@
-/* wk_llama_config from a GGUF file's llama.* metadata or from an HF
+/* wk_lm_config from a GGUF file's llama.* metadata or from an HF
  * config.json, plus the consistency check both go through. */
-#include "model/llama_internal.h"
+#include "model/lm_internal.h"
 #include "wick/gguf.h"
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include "base/error.h"
 #include "io/json.h"
 #include <math.h>
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *OP = "wk_llama_load";
+static const char *OP = "wk_lm_load";
 
-static void config_defaults(wk_llama_config *c) {
+static void config_defaults(wk_lm_config *c) {
     memset(c, 0, sizeof *c);
     c->rope_theta = 10000.0;
     c->rms_eps = 1e-5;
@@ -114,7 +114,7 @@ static bool opt_float(const wk_gguf *g, const char *arch, const char *suffix, do
     return gguf_float(g, key, out) >= 0;
 }
 
-wk_status wk__llama_config_from_gguf(const wk_gguf *g, wk_llama_config *c) {
+wk_status wk__lm_config_from_gguf(const wk_gguf *g, wk_lm_config *c) {
     config_defaults(c);
     char arch[64] = "";
     int r = gguf_str(g, "general.architecture", arch, sizeof arch);
@@ -170,7 +170,7 @@ wk_status wk__llama_config_from_gguf(const wk_gguf *g, wk_llama_config *c) {
     c->eos = eos >= 0 && eos < c->vocab ? (int32_t)eos : -1;
     c->tied_embeddings = wk_gguf_find_tensor(g, "output.weight") < 0;
     c->rope_interleaved = true; /* llama.cpp's converter permuted attn_q / attn_k rows for it */
-    return wk__llama_config_check(c, "GGUF");
+    return wk__lm_config_check(c, "GGUF");
 }
 
 /* ----------------------------------------------------------- config.json */
@@ -249,7 +249,7 @@ static bool json_str(wk__json *p, const char *key, char *out, size_t cap) {
 }
 
 /* rope_scaling / rope_parameters: {"rope_type"|"type": ..., "factor": ..., ...} */
-static bool json_rope(wk__json *p, wk_llama_config *c) {
+static bool json_rope(wk__json *p, wk_lm_config *c) {
     if (wk__json_peek(p) == WK__JSON_NULL) return wk__json_null(p);
     if (wk__json_peek(p) != WK__JSON_OBJECT) return wk__json_fail(p, "rope scaling must be an object or null");
     if (!wk__json_object(p)) return false;
@@ -282,7 +282,7 @@ static bool json_rope(wk__json *p, wk_llama_config *c) {
     return true;
 }
 
-wk_status wk__llama_config_from_json(const char *json, size_t len, const char *path, wk_llama_config *c) {
+wk_status wk__lm_config_from_json(const char *json, size_t len, const char *path, wk_lm_config *c) {
     config_defaults(c);
     c->rms_eps = 1e-6; /* transformers' LlamaConfig default */
     c->max_ctx = 2048;
@@ -334,12 +334,12 @@ wk_status wk__llama_config_from_json(const char *json, size_t len, const char *p
         return wk__err(WK_ERR_FORMAT, OP, "unknown architecture '%s' (%s model_type)", model_type, path);
     c->n_kv_heads = kv_heads > 0 ? kv_heads : c->n_heads;
     c->head_dim = head_dim > 0 ? head_dim : (c->n_heads > 0 ? c->dim / c->n_heads : 0);
-    return wk__llama_config_check(c, path);
+    return wk__lm_config_check(c, path);
 }
 
 /* ---------------------------------------------------------------- checks */
 
-wk_status wk__llama_config_check(const wk_llama_config *c, const char *src) {
+wk_status wk__lm_config_check(const wk_lm_config *c, const char *src) {
     if (c->vocab <= 0 || c->dim <= 0 || c->ffn_dim <= 0 || c->n_layers <= 0 || c->n_heads <= 0 ||
         c->n_kv_heads <= 0 || c->head_dim <= 0 || c->max_ctx <= 0)
         return wk__err(WK_ERR_FORMAT, OP,
@@ -377,9 +377,9 @@ wk_status wk__llama_config_check(const wk_llama_config *c, const char *src) {
 
 /* ------------------------------------------------------------ rope tables */
 
-int64_t wk__llama_rope_eager_bytes = (int64_t)16 << 20;
+int64_t wk__lm_rope_eager_bytes = (int64_t)16 << 20;
 
-wk__rope_freqs wk__llama_rope_freqs(const wk_llama_config *c) {
+wk__rope_freqs wk__lm_rope_freqs(const wk_lm_config *c) {
     wk__rope_freqs p = {.head_dim = c->head_dim,
                         .theta = c->rope_theta,
                         .scaling = !strcmp(c->rope_scaling, "linear")   ? WK__ROPE_LINEAR

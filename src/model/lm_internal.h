@@ -1,11 +1,11 @@
 /* The Llama-family model's internals, shared by the src/model files (the public
- * API is include/wick/llama.h). */
-#ifndef WICK_MODEL_LLAMA_INTERNAL_H
-#define WICK_MODEL_LLAMA_INTERNAL_H
+ * API is include/wick/lm.h). */
+#ifndef WICK_MODEL_LM_INTERNAL_H
+#define WICK_MODEL_LM_INTERNAL_H
 #include "wick/wick.h"
 #include "wick/gguf.h"
 #include "wick/tokenizer.h"
-#include "wick/llama.h"
+#include "wick/lm.h"
 #include "wick/layers.h"
 #include "nn/layers.h"
 
@@ -14,7 +14,7 @@
  * wk_qmatmul with f32 x, an f32 one through a matmul with its transposed
  * view (no copy). No biases. */
 
-typedef struct wk__llama_layer {
+typedef struct wk__lm_layer {
     wk_norm_layer attn_norm, ffn_norm; /* rms, (dim) f32 */
     /* with WICK_LLAMA_FUSE=1: q, k and v fused into one (Hq*D + 2*Hkv*D,
      * dim) matrix when the three share a dtype (their rows concatenate,
@@ -26,17 +26,17 @@ typedef struct wk__llama_layer {
     wk_linear gate_up;
     wk_linear gate, up;
     wk_linear down;
-} wk__llama_layer;
+} wk__lm_layer;
 
-struct wk_llama {
-    wk_llama_config cfg;
+struct wk_lm {
+    wk_lm_config cfg;
     wk_device *dev;
     wk_embedding_layer tok_embd; /* (vocab, dim): f32 / f16 / bf16 or blocks */
     wk_linear output;            /* the lm head: tok_embd's weight when tied */
     wk_norm_layer out_norm;      /* rms, (dim) f32 */
-    wk__llama_layer *layers;
+    wk__lm_layer *layers;
     /* RoPE angles (rows, head_dim/2) f32 for positions 0 .. rows-1, where
-     * rows = max_ctx or fewer: what wk__llama_rope_eager_bytes allows (a
+     * rows = max_ctx or fewer: what wk__lm_rope_eager_bytes allows (a
      * file's context times its head size is no bound on what wick should
      * allocate at load). A cache longer than rows builds its own. */
     wk_tensor *rope_cos, *rope_sin;
@@ -46,7 +46,7 @@ struct wk_llama {
 };
 
 struct wk_kv_cache {
-    const wk_llama *m;
+    const wk_lm *m;
     int64_t len;
     /* per layer (1, Hkv, cap, D) f32, allocated once: the kit's store */
     wk__kv_store kv;
@@ -57,18 +57,18 @@ struct wk_kv_cache {
 
 /* Config from a GGUF reader's llama.* keys (and the token table's shape for
  * the vocabulary size when llama.vocab_size is absent). */
-wk_status wk__llama_config_from_gguf(const wk_gguf *g, wk_llama_config *cfg);
+wk_status wk__lm_config_from_gguf(const wk_gguf *g, wk_lm_config *cfg);
 /* Config from an HF config.json's text. */
-wk_status wk__llama_config_from_json(const char *json, size_t len, const char *path, wk_llama_config *cfg);
+wk_status wk__lm_config_from_json(const char *json, size_t len, const char *path, wk_lm_config *cfg);
 /* Every field consistent (heads divide, sizes positive, ...). */
-wk_status wk__llama_config_check(const wk_llama_config *cfg, const char *src);
+wk_status wk__lm_config_check(const wk_lm_config *cfg, const char *src);
 
 /* cfg's RoPE frequencies for the layer kit's wk__rope_inv_freq. */
-wk__rope_freqs wk__llama_rope_freqs(const wk_llama_config *cfg);
+wk__rope_freqs wk__lm_rope_freqs(const wk_lm_config *cfg);
 /* The most bytes (both tables) the model's RoPE tables take at load
  * (16 MiB: 32768 positions of a 128-wide head); longer caches make their
  * own. A variable so that tests can lower it. */
-extern int64_t wk__llama_rope_eager_bytes;
+extern int64_t wk__lm_rope_eager_bytes;
 
 /* Read a whole small file (config.json, tokenizer_config.json) into a
  * NUL-terminated buffer; NULL + WK_ERR_IO. */

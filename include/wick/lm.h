@@ -14,15 +14,15 @@
  *
  * A model is immutable once loaded (it may be shared by threads); all state
  * of a sequence lives in its wk_kv_cache. Errors: NULL / a status with
- * wk_last_error ("wk_llama_load: unknown architecture 'gpt2'", ...). */
-#ifndef WICK_LLAMA_H
-#define WICK_LLAMA_H
+ * wk_last_error ("wk_lm_load: unknown architecture 'gpt2'", ...). */
+#ifndef WICK_LM_H
+#define WICK_LM_H
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
-/* Declared before wick.h, which includes generate.h (naming wk_llama) at its
+/* Declared before wick.h, which includes generate.h (naming wk_lm) at its
  * end: either header may be included first. */
-typedef struct wk_llama wk_llama;
+typedef struct wk_lm wk_lm;
 typedef struct wk_kv_cache wk_kv_cache;
 #include "wick/wick.h"
 #include "wick/tokenizer.h"
@@ -31,7 +31,7 @@ typedef struct wk_kv_cache wk_kv_cache;
 extern "C" {
 #endif
 
-typedef struct wk_llama_config {
+typedef struct wk_lm_config {
     int64_t vocab, dim, ffn_dim, n_layers, n_heads, n_kv_heads, head_dim, max_ctx;
     double rope_theta, rms_eps;
     /* rope scaling: "none", "linear" (positions / factor) or "llama3" */
@@ -41,9 +41,9 @@ typedef struct wk_llama_config {
     bool tied_embeddings;   /* no separate output matrix */
     bool rope_interleaved;  /* GGUF: pairs (2i, 2i+1); HF: halves */
     int32_t bos, eos;       /* -1 when none */
-} wk_llama_config;
+} wk_lm_config;
 
-typedef struct wk_llama_load_opts {
+typedef struct wk_lm_load_opts {
     wk_device *device;  /* NULL: the CPU */
     /* The dtype float weight matrices are kept in: WK_F32, WK_F16 or WK_BF16
      * converts every unquantized matrix (and the token table) to it at load;
@@ -58,23 +58,23 @@ typedef struct wk_llama_load_opts {
     /* called with 0..1 while tensors are read (may be NULL) */
     void (*progress)(void *ctx, double fraction);
     void *progress_ctx;
-} wk_llama_load_opts;
+} wk_lm_load_opts;
 
 /* path: a .gguf file or an HF directory; opts NULL: defaults. */
-wk_llama *wk_llama_load(const char *path, const wk_llama_load_opts *opts);
-void wk_llama_free(wk_llama *m);
-const wk_llama_config *wk_llama_config_of(const wk_llama *m);
+wk_lm *wk_lm_load(const char *path, const wk_lm_load_opts *opts);
+void wk_lm_free(wk_lm *m);
+const wk_lm_config *wk_lm_config_of(const wk_lm *m);
 /* Borrowed; lives as long as the model. NULL when the file has none (a
  * GGUF without tokenizer.ggml.*, a directory without tokenizer.json); a
- * tokenizer that is present but cannot be loaded fails wk_llama_load. */
-const wk_tokenizer *wk_llama_tokenizer(const wk_llama *m);
+ * tokenizer that is present but cannot be loaded fails wk_lm_load. */
+const wk_tokenizer *wk_lm_tokenizer(const wk_lm *m);
 /* The chat template from the file (tokenizer.chat_template /
  * tokenizer_config.json), NUL-terminated, or NULL. */
-const char *wk_llama_chat_template(const wk_llama *m);
+const char *wk_lm_chat_template(const wk_lm *m);
 
 /* One sequence's keys and values for every layer, allocated once for
  * max_tokens positions (<= max_ctx; <= 0: max_ctx) on the model's device. */
-wk_kv_cache *wk_kv_cache_new(const wk_llama *m, int64_t max_tokens);
+wk_kv_cache *wk_kv_cache_new(const wk_lm *m, int64_t max_tokens);
 void wk_kv_cache_free(wk_kv_cache *c);
 int64_t wk_kv_cache_len(const wk_kv_cache *c);      /* positions filled */
 int64_t wk_kv_cache_capacity(const wk_kv_cache *c);
@@ -88,9 +88,9 @@ wk_status wk_kv_cache_truncate(wk_kv_cache *c, int64_t n);
  * cannot hold n more tokens ("cache overflow"), an id is out of range or n
  * <= 0; the cache is then unchanged. Not thread-safe per cache; any number
  * of caches may run on one model at once. */
-wk_tensor *wk_llama_forward(const wk_llama *m, wk_kv_cache *c, const int32_t *ids, int64_t n, bool all_logits);
+wk_tensor *wk_lm_forward(const wk_lm *m, wk_kv_cache *c, const int32_t *ids, int64_t n, bool all_logits);
 
 #ifdef __cplusplus
 }
 #endif
-#endif /* WICK_LLAMA_H */
+#endif /* WICK_LM_H */
