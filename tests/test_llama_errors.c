@@ -472,7 +472,7 @@ static void rope_scaling_config(void **state) {
      * f = (1 - s) / 8 + s with s = (8 / (2 pi) - 1) / 3; the lowest one
      * (wavelength >> 8) is divided by 8 */
     float cs[CTX * (HD / 2)];
-    TU_STATUS_OK(wk_to_host_f32(m->rope_cos, cs, CTX * (HD / 2)));
+    TU_STATUS_OK(wk_to_host_f32(m->rope[0].cos, cs, CTX * (HD / 2)));
     double sm = (8.0 / (2.0 * 3.14159265358979) - 1.0) / 3.0, f0 = (1.0 - sm) / 8.0 + sm;
     double flow = pow(500000.0, -(double)(HD - 2) / HD) / 8.0;
     assert_true(fabs(cs[HD / 2 + 0] - cos(f0)) < 1e-6);

@@ -161,8 +161,9 @@ static void rope_freqs_bad_value(void **state) {
     /* the bad value at index 1: a freed block's first bytes are the first
      * the allocator reuses, so a read after the free shows another number */
     const float bad[3] = {0.0f, NAN, -1.0f};
-    const char *shown[3] = {"rope_freqs.weight[1] = 0 is not positive", "rope_freqs.weight[1] = nan is not positive",
-                            "rope_freqs.weight[1] = -1 is not positive"};
+    const char *shown[3] = {"rope_freqs.weight[1] = 0 is not a positive number",
+                            "rope_freqs.weight[1] = nan is not a positive number",
+                            "rope_freqs.weight[1] = -1 is not a positive number"};
     for (int k = 0; k < 3; k++) {
         float f[4] = {1.0f, bad[k], 1.0f, 1.0f};
         spec s = TINY;
@@ -183,8 +184,11 @@ static void rope_freqs_bad_value(void **state) {
 
 static void expect_config_error(const char *json, const char *needle) {
     wk_lm_config c;
+    wk__lm_raw r;
+    const wk__lm_arch *a;
     wk_clear_error();
-    wk_status st = wk__lm_config_from_json(json, strlen(json), "config.json", &c);
+    wk_status st = wk__lm_config_from_json(json, strlen(json), "config.json", &c, &r, &a);
+    wk__lm_raw_free(&r);
     if (st != WK_ERR_FORMAT || wk_last_status() != WK_ERR_FORMAT || !strstr(wk_last_error(), needle))
         fail_msg("config %s: status %s, message '%s': wanted WK_ERR_FORMAT and '%s'", json, wk_status_name(st),
                  wk_last_error(), needle);
@@ -219,7 +223,10 @@ static void config_float_to_int(void **state) {
     /* whole numbers written as floats are fine */
     const char *ok = LLAMA3("8.0");
     wk_lm_config c;
-    TU_STATUS_OK(wk__lm_config_from_json(ok, strlen(ok), "config.json", &c));
+    wk__lm_raw r;
+    const wk__lm_arch *a;
+    TU_STATUS_OK(wk__lm_config_from_json(ok, strlen(ok), "config.json", &c, &r, &a));
+    wk__lm_raw_free(&r);
     assert_int_equal(c.rope_orig_ctx, 8);
     assert_int_equal(c.max_ctx, 32);
 }
@@ -256,7 +263,7 @@ static void rope_tables_bounded(void **state) {
 #endif
     if (!m) fail_msg("the load should work: %s", wk_last_error());
     /* the tables at load stay within their budget, the whole model small */
-    int64_t rows = wk_dim(m->rope_cos, 0), half = wk_dim(m->rope_cos, 1);
+    int64_t rows = wk_dim(m->rope[0].cos, 0), half = wk_dim(m->rope[0].cos, 1);
     assert_int_equal(half, 2048);
     assert_true(rows >= 1 && rows < s.ctx);
     assert_true(rows * half * 8 <= wk__lm_rope_eager_bytes);
@@ -280,20 +287,20 @@ static void rope_tables_grow_with_cache(void **state) {
     lt_tmp_path(path, sizeof path, "defects-rope-grow.gguf");
     write_gguf(&TINY, path);
     wk_lm *full = load_or_fail(path);
-    assert_int_equal(wk_dim(full->rope_cos, 0), TINY.ctx);
+    assert_int_equal(wk_dim(full->rope[0].cos, 0), TINY.ctx);
     int64_t saved = wk__lm_rope_eager_bytes;
     wk__lm_rope_eager_bytes = 4 * (TINY.hd / 2) * 8; /* 4 positions */
     wk_lm *small = wk_lm_load(path, NULL);
     wk__lm_rope_eager_bytes = saved;
     if (!small) fail_msg("%s", wk_last_error());
-    assert_int_equal(wk_dim(small->rope_cos, 0), 4);
+    assert_int_equal(wk_dim(small->rope[0].cos, 0), 4);
     wk_tensor *a = logits_of(full, 0, IDS, 10), *b = logits_of(small, 0, IDS, 10);
     assert_true(tu_max_abs_diff(a, b) == 0.0);
     wk_tensor_free(b);
     /* a cache within the model's tables: the model's serve */
     wk_kv_cache *c = wk_kv_cache_new(small, 3);
     assert_non_null(c);
-    assert_null(c->rope_cos);
+    assert_null(c->rope[0].cos);
     wk_tensor *l = wk_lm_forward(small, c, IDS, 3, true);
     assert_non_null(l);
     wk_tensor *a3 = logits_of(full, 3, IDS, 3);

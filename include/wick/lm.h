@@ -1,16 +1,23 @@
-/* Llama-family language models (Llama 2/3, SmolLM2, ...): config, weights,
- * a preallocated KV cache and the forward pass.
+/* Decoder language models of every family wick knows, behind one handle:
+ * config, weights, a preallocated KV cache and the forward pass.
  *
- * Weights come from a GGUF file (quantized layers stay quantized and run
- * through wk_qmatmul; GGUF llama rows are permuted for interleaved-pair
- * RoPE) or from an HF directory (config.json + *.safetensors [+ index] +
- * tokenizer.json; rotate-half RoPE). Either way the model pairs each file
- * layout with its RoPE variant: nothing is permuted at load. Every tensor's
- * shape is checked against the config first (a wrong one is WK_ERR_SHAPE
- * naming the tensor). GGUF and safetensors tensors are zero-copy views of
- * the mapped file unless a dtype conversion or device move is asked for.
- * WICK_LLAMA_FUSE=1 in the environment fuses q/k/v and gate/up into one
- * matrix each at load (a copy of those weights; fewer, larger matmuls).
+ * wk_lm_load opens a GGUF file (by its general.architecture) or an HF
+ * directory (config.json's model_type): llama (Llama 2/3, SmolLM2), mistral,
+ * qwen2, qwen3, gemma2, gemma3, phi3 and smollm3. Each family is one small
+ * file in src/model (arch_*.c) that states its rules: which keys it reads,
+ * how its tensors are named, which features its layers have. A key or
+ * field that changes the maths and that wick does not implement is an error
+ * naming it, never ignored. Unknown architectures are refused by name.
+ *
+ * Weights: quantized layers stay quantized and run through wk_qmatmul; GGUF
+ * llama rows are permuted for interleaved-pair RoPE (llama.cpp's converter
+ * does that for the llama family only; every other GGUF family and every HF
+ * checkpoint rotates halves). Every tensor's shape is checked against the
+ * config first (a wrong one is WK_ERR_SHAPE naming the tensor). GGUF and
+ * safetensors tensors are zero-copy views of the mapped file unless a dtype
+ * conversion, a device move or a family's own rule (Gemma's HF norms are
+ * stored as w - 1) asks for a copy. WICK_LLAMA_FUSE=1 in the environment
+ * fuses q/k/v and gate/up into one matrix each at load.
  *
  * A model is immutable once loaded (it may be shared by threads); all state
  * of a sequence lives in its wk_kv_cache. Errors: NULL / a status with
@@ -31,16 +38,44 @@ typedef struct wk_kv_cache wk_kv_cache;
 extern "C" {
 #endif
 
+/* Per-layer flags (wk_lm_config.layer_flags). */
+enum {
+    WK_LM_SLIDING = 1, /* attends to the last sliding_window positions only */
+    WK_LM_NO_ROPE = 2  /* no rotary embedding on this layer (SmolLM3) */
+};
+
+/* What a decoder model is. The first block is what every family has; the
+ * second is what the architecture file (src/model/arch_*.c) sets from its
+ * family's rules and the file's keys. */
 typedef struct wk_lm_config {
+    char arch[32];          /* "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3" */
     int64_t vocab, dim, ffn_dim, n_layers, n_heads, n_kv_heads, head_dim, max_ctx;
     double rope_theta, rms_eps;
-    /* rope scaling: "none", "linear" (positions / factor) or "llama3" */
+    /* rope scaling: "none", "linear" (positions / factor), "llama3" or
+     * "longrope" (Phi-3: per-frequency short / long factors) */
     char rope_scaling[16];
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int64_t rope_orig_ctx;
     bool tied_embeddings;   /* no separate output matrix */
-    bool rope_interleaved;  /* GGUF: pairs (2i, 2i+1); HF: halves */
+    bool rope_interleaved;  /* pairs (2i, 2i+1): llama.cpp's permuted llama rows; else halves */
     int32_t bos, eos;       /* -1 when none */
+
+    /* --- family features --- */
+    bool attn_bias;         /* q, k and v projections have biases (Qwen2) */
+    bool qk_norm;           /* RMSNorm of every q and k head before RoPE (Qwen3, Gemma 3) */
+    bool post_norms;        /* a norm after attention and after the MLP as well (Gemma 2/3) */
+    bool gelu_mlp;          /* the gated MLP's gate goes through GELU-tanh, not SiLU (Gemma) */
+    bool fused_qkv;         /* the file stores q, k, v as one matrix, and gate, up as one (Phi-3) */
+    double embed_scale;     /* token rows are multiplied by this (Gemma: sqrt(dim)); 1: none */
+    double attn_scale;      /* the q.k scale: 1/sqrt(head_dim) unless the family says otherwise */
+    double attn_softcap;    /* > 0: scores -> cap * tanh(scores / cap) (Gemma 2) */
+    double final_softcap;   /* > 0: the same on the logits */
+    int64_t sliding_window; /* keys a WK_LM_SLIDING layer sees (the query's own included); 0: none */
+    int64_t rope_dims;      /* leading dims of each head that rotate (partial rotary); head_dim: all */
+    double rope_local_theta;    /* RoPE base of the sliding layers (Gemma 3); 0: rope_theta */
+    double rope_attn_factor;    /* longrope: cos and sin scaled by this; 1 otherwise */
+    /* n_layers WK_LM_* flags, owned by the model (NULL in a config no model owns) */
+    const uint8_t *layer_flags;
 } wk_lm_config;
 
 typedef struct wk_lm_load_opts {

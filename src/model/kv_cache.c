@@ -27,11 +27,18 @@ wk_kv_cache *wk_kv_cache_new(const wk_lm *m, int64_t max_tokens) {
     }
     kc->m = m;
     /* longer than the model's RoPE tables: this cache's own, no bigger than
-     * its keys alone (cap x head_dim/2 x 2 floats vs cap x Hkv x head_dim) */
-    if (max_tokens > wk_dim(m->rope_cos, 0) &&
-        wk__rope_tables(op, m->rope_inv, c->head_dim / 2, max_tokens, m->dev, &kc->rope_cos, &kc->rope_sin) != WK_OK) {
-        wk_kv_cache_free(kc);
-        return NULL;
+     * its keys alone (cap x rope_dims/2 x 2 floats vs cap x Hkv x head_dim).
+     * longrope: a cache longer than the original context takes the long
+     * factors (llama.cpp's rule; the context decides once, so every key in
+     * the cache was rotated alike). */
+    bool lng = m->rope_inv_long && max_tokens > c->rope_orig_ctx;
+    for (int i = 0; i < WK__LM_ROPE_SETS; i++) {
+        const double *inv = i == 0 && lng ? m->rope_inv_long : m->rope[i].inv;
+        if (!inv || (max_tokens <= wk_dim(m->rope[i].cos, 0) && !(i == 0 && lng))) continue;
+        if (wk__lm_rope_build(m, inv, max_tokens, &kc->rope[i]) != WK_OK) {
+            wk_kv_cache_free(kc);
+            return NULL;
+        }
     }
     if (wk__kv_store_init(&kc->kv, c->n_layers, c->n_kv_heads, max_tokens, c->head_dim, m->dev) != WK_OK) {
         wk_kv_cache_free(kc);
@@ -43,8 +50,10 @@ wk_kv_cache *wk_kv_cache_new(const wk_lm *m, int64_t max_tokens) {
 void wk_kv_cache_free(wk_kv_cache *c) {
     if (!c) return;
     wk__kv_store_free(&c->kv);
-    wk_tensor_free(c->rope_cos);
-    wk_tensor_free(c->rope_sin);
+    for (int i = 0; i < WK__LM_ROPE_SETS; i++) {
+        wk_tensor_free(c->rope[i].cos);
+        wk_tensor_free(c->rope[i].sin);
+    }
     free(c);
 }
 

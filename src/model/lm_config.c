@@ -1,6 +1,9 @@
-/* wk_lm_config from a GGUF file's llama.* metadata or from an HF
- * config.json, plus the consistency check both go through. */
+/* wk_lm_config from a GGUF file's <arch>.* metadata or from an HF
+ * config.json: the common reader takes every key some family uses (into
+ * the config's common fields and a wk__lm_raw), the family's finish() turns
+ * them into its features, and one consistency check follows. */
 #include "model/lm_internal.h"
+#include "model/lm_arch.h"
 #include "wick/gguf.h"
 #include "wick/lm.h"
 #include "base/error.h"
@@ -22,6 +25,14 @@ static void config_defaults(wk_lm_config *c) {
     c->rope_high_freq_factor = 4.0;
     c->bos = -1;
     c->eos = -1;
+}
+
+static void raw_defaults(wk__lm_raw *r) {
+    memset(r, 0, sizeof *r);
+    r->use_sliding_window = -1;
+    r->max_window_layers = -1;
+    r->attention_bias = -1;
+    r->mlp_bias = -1;
 }
 
 /* ------------------------------------------------------------------ GGUF */
@@ -114,50 +125,57 @@ static bool opt_float(const wk_gguf *g, const char *arch, const char *suffix, do
     return gguf_float(g, key, out) >= 0;
 }
 
-wk_status wk__lm_config_from_gguf(const wk_gguf *g, wk_lm_config *c) {
+wk_status wk__lm_config_from_gguf(const wk_gguf *g, wk_lm_config *c, wk__lm_raw *r, const wk__lm_arch **arch) {
     config_defaults(c);
-    char arch[64] = "";
-    int r = gguf_str(g, "general.architecture", arch, sizeof arch);
-    if (r < 0) return wk_last_status();
-    if (r == 0) return wk__err(WK_ERR_FORMAT, OP, "GGUF metadata general.architecture is missing");
-    /* llama.cpp runs these through its llama graph unchanged */
-    if (strcmp(arch, "llama") != 0 && strcmp(arch, "mistral") != 0)
-        return wk__err(WK_ERR_FORMAT, OP, "unknown architecture '%s'", arch);
-    if (!need_int(g, arch, "embedding_length", &c->dim) || !need_int(g, arch, "block_count", &c->n_layers) ||
-        !need_int(g, arch, "feed_forward_length", &c->ffn_dim) ||
-        !need_int(g, arch, "attention.head_count", &c->n_heads))
+    raw_defaults(r);
+    r->gguf = true;
+    char arch_name[64] = "";
+    int rs = gguf_str(g, "general.architecture", arch_name, sizeof arch_name);
+    if (rs < 0) return wk_last_status();
+    if (rs == 0) return wk__err(WK_ERR_FORMAT, OP, "GGUF metadata general.architecture is missing");
+    snprintf(r->model_type, sizeof r->model_type, "%s", arch_name);
+    if (!(*arch = wk__lm_arch_find(arch_name, true))) return wk_last_status();
+    const char *A = arch_name;
+    if (!need_int(g, A, "embedding_length", &c->dim) || !need_int(g, A, "block_count", &c->n_layers) ||
+        !need_int(g, A, "feed_forward_length", &c->ffn_dim) || !need_int(g, A, "attention.head_count", &c->n_heads))
         return wk_last_status();
     c->n_kv_heads = c->n_heads;
     c->max_ctx = 2048;
-    if (!opt_int(g, arch, "attention.head_count_kv", &c->n_kv_heads) || !opt_int(g, arch, "context_length", &c->max_ctx))
+    if (!opt_int(g, A, "attention.head_count_kv", &c->n_kv_heads) || !opt_int(g, A, "context_length", &c->max_ctx))
         return wk_last_status();
     c->head_dim = c->n_heads > 0 ? c->dim / c->n_heads : 0;
-    /* key_length overrides dim / heads; rope.dimension_count must then agree
-     * (wick rotates whole heads, as every Llama does) */
-    if (!opt_int(g, arch, "attention.key_length", &c->head_dim)) return wk_last_status();
-    int64_t rope_dims = c->head_dim, vdim = c->head_dim;
-    if (!opt_int(g, arch, "rope.dimension_count", &rope_dims) || !opt_int(g, arch, "attention.value_length", &vdim))
+    /* key_length overrides dim / heads (Qwen3, Gemma); value_length must agree */
+    if (!opt_int(g, A, "attention.key_length", &c->head_dim)) return wk_last_status();
+    int64_t vdim = c->head_dim;
+    if (!opt_int(g, A, "rope.dimension_count", &r->rope_dims) || !opt_int(g, A, "attention.value_length", &vdim))
         return wk_last_status();
-    if (rope_dims != c->head_dim || vdim != c->head_dim)
-        return wk__err(WK_ERR_FORMAT, OP,
-                       "%s.rope.dimension_count %lld / value_length %lld differ from the head size %lld "
-                       "(partial rotary embeddings are not supported)",
-                       arch, (long long)rope_dims, (long long)vdim, (long long)c->head_dim);
-    if (!opt_float(g, arch, "rope.freq_base", &c->rope_theta) ||
-        !opt_float(g, arch, "attention.layer_norm_rms_epsilon", &c->rms_eps))
+    if (vdim != c->head_dim)
+        return wk__err(WK_ERR_FORMAT, OP, "%s.attention.value_length %lld differs from the key length %lld", A,
+                       (long long)vdim, (long long)c->head_dim);
+    if (!opt_float(g, A, "rope.freq_base", &c->rope_theta) ||
+        !opt_float(g, A, "attention.layer_norm_rms_epsilon", &c->rms_eps))
         return wk_last_status();
     char key[128], stype[32] = "";
-    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    snprintf(key, sizeof key, "%s.rope.scaling.type", A);
     if (gguf_str(g, key, stype, sizeof stype) < 0) return wk_last_status();
     if (stype[0] && strcmp(stype, "none") != 0) {
         if (strcmp(stype, "linear") != 0)
             return wk__err(WK_ERR_FORMAT, OP, "rope scaling type '%s' is not supported (none, linear)", stype);
         snprintf(c->rope_scaling, sizeof c->rope_scaling, "linear");
-        if (!opt_float(g, arch, "rope.scaling.factor", &c->rope_factor)) return wk_last_status();
+        if (!opt_float(g, A, "rope.scaling.factor", &c->rope_factor)) return wk_last_status();
     }
-    if (!opt_int(g, arch, "rope.scaling.original_context_length", &c->rope_orig_ctx)) return wk_last_status();
+    if (!opt_int(g, A, "rope.scaling.original_context_length", &c->rope_orig_ctx) ||
+        !opt_float(g, A, "rope.scaling.attn_factor", &r->rope_attn_factor))
+        return wk_last_status();
+    /* the family keys: absent ones stay 0 */
+    if (!opt_int(g, A, "attention.sliding_window", &r->sliding_window) ||
+        !opt_int(g, A, "attention.sliding_window_pattern", &r->sliding_window_pattern) ||
+        !opt_float(g, A, "attn_logit_softcapping", &r->attn_softcap) ||
+        !opt_float(g, A, "final_logit_softcapping", &r->final_softcap) ||
+        !opt_float(g, A, "attention.query_pre_attn_scalar", &r->query_pre_attn_scalar))
+        return wk_last_status();
     c->vocab = 0;
-    if (!opt_int(g, arch, "vocab_size", &c->vocab)) return wk_last_status();
+    if (!opt_int(g, A, "vocab_size", &c->vocab)) return wk_last_status();
     if (c->vocab == 0) {
         int64_t ti = wk_gguf_find_tensor(g, "token_embd.weight");
         int64_t sh[4];
@@ -169,8 +187,11 @@ wk_status wk__lm_config_from_gguf(const wk_gguf *g, wk_lm_config *c) {
     c->bos = bos >= 0 && bos < c->vocab ? (int32_t)bos : -1;
     c->eos = eos >= 0 && eos < c->vocab ? (int32_t)eos : -1;
     c->tied_embeddings = wk_gguf_find_tensor(g, "output.weight") < 0;
-    c->rope_interleaved = true; /* llama.cpp's converter permuted attn_q / attn_k rows for it */
-    return wk__lm_config_check(c, "GGUF");
+    /* Phi-3's LongRoPE lives in two factor tensors */
+    if (wk_gguf_find_tensor(g, "rope_factors_long.weight") >= 0 ||
+        wk_gguf_find_tensor(g, "rope_factors_short.weight") >= 0)
+        snprintf(c->rope_scaling, sizeof c->rope_scaling, "longrope");
+    return WK_OK;
 }
 
 /* ----------------------------------------------------------- config.json */
@@ -248,23 +269,123 @@ static bool json_str(wk__json *p, const char *key, char *out, size_t cap) {
     return true;
 }
 
-/* rope_scaling / rope_parameters: {"rope_type"|"type": ..., "factor": ..., ...} */
-static bool json_rope(wk__json *p, wk_lm_config *c) {
+/* A list of numbers into a new float array (NULL on failure). */
+static bool json_floats(wk__json *p, const char *key, float **out, int64_t *n) {
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    if (wk__json_peek(p) != WK__JSON_ARRAY) return wk__json_fail(p, "\"%s\" must be a list of numbers", key);
+    if (!wk__json_array(p)) return false;
+    int64_t cap = 0;
+    while (wk__json_item(p)) {
+        double d = 0;
+        if (wk__json_peek(p) != WK__JSON_NUMBER) return wk__json_fail(p, "\"%s\" must be a list of numbers", key);
+        if (!json_number(p, &d)) return false;
+        if (*n == cap) {
+            if (cap >= (1 << 20)) return wk__json_fail(p, "\"%s\" is longer than 2^20 entries", key);
+            cap = cap ? cap * 2 : 64;
+            float *nf = realloc(*out, sizeof(float) * (size_t)cap);
+            if (!nf) {
+                p->oom = true;
+                return wk__json_fail(p, "out of memory");
+            }
+            *out = nf;
+        }
+        (*out)[(*n)++] = (float)d;
+    }
+    return !p->failed;
+}
+
+/* A list of per-layer values into bytes: strings (layer_types: 1 for
+ * "sliding_attention") or integers (no_rope_layers: the value != 0). */
+static bool json_layer_list(wk__json *p, const char *key, uint8_t **out, int64_t *n) {
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    if (wk__json_peek(p) == WK__JSON_NULL) return wk__json_null(p);
+    if (wk__json_peek(p) != WK__JSON_ARRAY) return wk__json_fail(p, "\"%s\" must be a list", key);
+    if (!wk__json_array(p)) return false;
+    int64_t cap = 0;
+    while (wk__json_item(p)) {
+        uint8_t v;
+        wk__json_type t = wk__json_peek(p);
+        if (t == WK__JSON_STRING) {
+            const char *sv;
+            size_t sl;
+            if (!wk__json_string(p, &sv, &sl)) return false;
+            if (!strcmp(sv, "sliding_attention")) v = 1;
+            else if (!strcmp(sv, "full_attention")) v = 0;
+            else return wk__json_fail(p, "\"%s\": layer type '%s' is not supported (sliding_attention, full_attention)", key, sv);
+        } else if (t == WK__JSON_NUMBER) {
+            int64_t iv;
+            if (!json_int(p, key, &iv)) return false;
+            v = iv != 0;
+        } else {
+            return wk__json_fail(p, "\"%s\" must be a list of strings or integers", key);
+        }
+        if (*n == cap) {
+            if (cap >= (1 << 16)) return wk__json_fail(p, "\"%s\" is longer than 65536 entries", key);
+            cap = cap ? cap * 2 : 64;
+            uint8_t *nb = realloc(*out, (size_t)cap);
+            if (!nb) {
+                p->oom = true;
+                return wk__json_fail(p, "out of memory");
+            }
+            *out = nb;
+        }
+        (*out)[(*n)++] = v;
+    }
+    return !p->failed;
+}
+
+static bool json_rope(wk__json *p, wk_lm_config *c, wk__lm_raw *r, bool sliding);
+
+/* rope_parameters keyed by layer type (transformers 5's Gemma 3): the
+ * full-attention entry is the model's RoPE, the sliding one the local base. */
+static bool json_rope_by_layer(wk__json *p, wk_lm_config *c, wk__lm_raw *r) {
+    const char *key;
+    size_t kl;
+    while (wk__json_key(p, &key, &kl)) {
+        bool ok;
+        if (!strcmp(key, "full_attention")) ok = json_rope(p, c, r, false);
+        else if (!strcmp(key, "sliding_attention")) ok = json_rope(p, c, r, true);
+        else ok = wk__json_fail(p, "rope_parameters: layer type '%s' is not supported", key);
+        if (!ok) return false;
+    }
+    return !p->failed;
+}
+
+/* rope_scaling / rope_parameters: {"rope_type"|"type": ..., "factor": ..., ...}
+ * (sliding: the entry for the local layers, whose base is all wick takes:
+ * any scaling there is refused) */
+static bool json_rope(wk__json *p, wk_lm_config *c, wk__lm_raw *r, bool sliding) {
     if (wk__json_peek(p) == WK__JSON_NULL) return wk__json_null(p);
     if (wk__json_peek(p) != WK__JSON_OBJECT) return wk__json_fail(p, "rope scaling must be an object or null");
     if (!wk__json_object(p)) return false;
     const char *key;
     size_t kl;
     char type[32] = "";
+    bool first = true;
+    double local_theta = 0;
     while (wk__json_key(p, &key, &kl)) {
         char k[64];
         snprintf(k, sizeof k, "%s", key);
+        if (first && !sliding && (!strcmp(k, "full_attention") || !strcmp(k, "sliding_attention"))) {
+            /* re-dispatch this key inside the per-layer-type form */
+            bool ok = !strcmp(k, "full_attention") ? json_rope(p, c, r, false) : json_rope(p, c, r, true);
+            return ok && json_rope_by_layer(p, c, r);
+        }
+        first = false;
         bool ok;
         if (!strcmp(k, "rope_type") || !strcmp(k, "type")) ok = json_str(p, k, type, sizeof type);
+        else if (!strcmp(k, "rope_theta")) ok = json_opt_number(p, k, sliding ? &local_theta : &c->rope_theta);
+        else if (sliding) ok = wk__json_skip(p);
         else if (!strcmp(k, "factor")) ok = json_opt_number(p, k, &c->rope_factor);
         else if (!strcmp(k, "low_freq_factor")) ok = json_opt_number(p, k, &c->rope_low_freq_factor);
         else if (!strcmp(k, "high_freq_factor")) ok = json_opt_number(p, k, &c->rope_high_freq_factor);
-        else if (!strcmp(k, "rope_theta")) ok = json_opt_number(p, k, &c->rope_theta);
+        else if (!strcmp(k, "attention_factor")) ok = json_opt_number(p, k, &r->rope_attn_factor);
+        else if (!strcmp(k, "long_factor")) ok = json_floats(p, k, &r->long_factor, &r->n_long);
+        else if (!strcmp(k, "short_factor")) ok = json_floats(p, k, &r->short_factor, &r->n_short);
         else if (!strcmp(k, "original_max_position_embeddings")) {
             double d = 0; /* null: 0, "not given" */
             ok = json_opt_number(p, k, &d) && json_to_int(p, k, d, 0, JSON_INT_MAX, &c->rope_orig_ctx);
@@ -272,24 +393,51 @@ static bool json_rope(wk__json *p, wk_lm_config *c) {
         if (!ok) return false;
     }
     if (p->failed) return false;
-    if (!type[0] || !strcmp(type, "default") || !strcmp(type, "none")) {
+    bool plain = !type[0] || !strcmp(type, "default") || !strcmp(type, "none");
+    if (sliding) {
+        if (!plain) return wk__json_fail(p, "rope scaling type '%s' on sliding layers is not supported", type);
+        if (local_theta > 0) r->rope_local_theta = local_theta;
+        return true;
+    }
+    if (plain) {
         snprintf(c->rope_scaling, sizeof c->rope_scaling, "none");
-    } else if (!strcmp(type, "linear") || !strcmp(type, "llama3")) {
+    } else if (!strcmp(type, "linear") || !strcmp(type, "llama3") || !strcmp(type, "longrope")) {
         snprintf(c->rope_scaling, sizeof c->rope_scaling, "%s", type);
+    } else if (!strcmp(type, "su")) {
+        snprintf(c->rope_scaling, sizeof c->rope_scaling, "longrope");
     } else {
-        return wk__json_fail(p, "rope scaling type '%s' is not supported (default, linear, llama3)", type);
+        return wk__json_fail(p, "rope scaling type '%s' is not supported (default, linear, llama3, longrope)", type);
     }
     return true;
 }
 
-wk_status wk__lm_config_from_json(const char *json, size_t len, const char *path, wk_lm_config *c) {
+/* null or an integer (null: 0) */
+static bool json_opt_int(wk__json *p, const char *key, int64_t *out) {
+    if (wk__json_peek(p) == WK__JSON_NULL) {
+        *out = 0;
+        return wk__json_null(p);
+    }
+    return json_int(p, key, out);
+}
+
+/* true / false / null (null: absent, -1) */
+static bool json_tristate(wk__json *p, int *out) {
+    if (wk__json_peek(p) == WK__JSON_NULL) return wk__json_null(p);
+    bool b;
+    if (!wk__json_bool(p, &b)) return false;
+    *out = b;
+    return true;
+}
+
+wk_status wk__lm_config_from_json(const char *json, size_t len, const char *path, wk_lm_config *c, wk__lm_raw *r,
+                                  const wk__lm_arch **arch) {
     config_defaults(c);
+    raw_defaults(r);
+    r->src = path;
     c->rms_eps = 1e-6; /* transformers' LlamaConfig default */
     c->max_ctx = 2048;
     c->tied_embeddings = false;
-    c->rope_interleaved = false;
     int64_t head_dim = 0, kv_heads = -1;
-    char model_type[64] = "";
     wk__json p;
     wk__json_init(&p, json, len);
     if (wk__json_peek(&p) != WK__JSON_OBJECT) wk__json_fail(&p, "config must be a JSON object");
@@ -300,7 +448,7 @@ wk_status wk__lm_config_from_json(const char *json, size_t len, const char *path
             char k[64];
             snprintf(k, sizeof k, "%s", key);
             bool ok;
-            if (!strcmp(k, "model_type")) ok = json_str(&p, k, model_type, sizeof model_type);
+            if (!strcmp(k, "model_type")) ok = json_str(&p, k, r->model_type, sizeof r->model_type);
             else if (!strcmp(k, "vocab_size")) ok = json_int(&p, k, &c->vocab);
             else if (!strcmp(k, "hidden_size")) ok = json_int(&p, k, &c->dim);
             else if (!strcmp(k, "intermediate_size")) ok = json_int(&p, k, &c->ffn_dim);
@@ -309,16 +457,32 @@ wk_status wk__lm_config_from_json(const char *json, size_t len, const char *path
             else if (!strcmp(k, "num_key_value_heads")) {
                 if (wk__json_peek(&p) == WK__JSON_NULL) ok = wk__json_null(&p);
                 else ok = json_int(&p, k, &kv_heads);
-            } else if (!strcmp(k, "head_dim")) {
-                if (wk__json_peek(&p) == WK__JSON_NULL) ok = wk__json_null(&p);
-                else ok = json_int(&p, k, &head_dim);
-            } else if (!strcmp(k, "max_position_embeddings")) ok = json_int(&p, k, &c->max_ctx);
+            } else if (!strcmp(k, "head_dim")) ok = json_opt_int(&p, k, &head_dim);
+            else if (!strcmp(k, "max_position_embeddings")) ok = json_int(&p, k, &c->max_ctx);
             else if (!strcmp(k, "rope_theta")) ok = json_opt_number(&p, k, &c->rope_theta);
             else if (!strcmp(k, "rms_norm_eps")) ok = json_opt_number(&p, k, &c->rms_eps);
-            else if (!strcmp(k, "rope_scaling") || !strcmp(k, "rope_parameters")) ok = json_rope(&p, c);
+            else if (!strcmp(k, "rope_scaling") || !strcmp(k, "rope_parameters")) ok = json_rope(&p, c, r, false);
             else if (!strcmp(k, "tie_word_embeddings")) ok = wk__json_bool(&p, &c->tied_embeddings);
             else if (!strcmp(k, "bos_token_id")) ok = json_token_id(&p, k, &c->bos);
             else if (!strcmp(k, "eos_token_id")) ok = json_token_id(&p, k, &c->eos);
+            else if (!strcmp(k, "hidden_act") || !strcmp(k, "hidden_activation")) {
+                if (wk__json_peek(&p) == WK__JSON_NULL) ok = wk__json_null(&p);
+                else ok = json_str(&p, k, r->act, sizeof r->act);
+            } else if (!strcmp(k, "sliding_window")) ok = json_opt_int(&p, k, &r->sliding_window);
+            else if (!strcmp(k, "use_sliding_window")) ok = json_tristate(&p, &r->use_sliding_window);
+            else if (!strcmp(k, "max_window_layers")) ok = json_opt_int(&p, k, &r->max_window_layers);
+            else if (!strcmp(k, "sliding_window_pattern")) ok = json_opt_int(&p, k, &r->sliding_window_pattern);
+            else if (!strcmp(k, "layer_types")) ok = json_layer_list(&p, k, &r->layer_sliding, &r->n_layer_types);
+            else if (!strcmp(k, "no_rope_layers")) ok = json_layer_list(&p, k, &r->rope_layers, &r->n_rope_layers);
+            else if (!strcmp(k, "no_rope_layer_interval")) ok = json_opt_int(&p, k, &r->no_rope_interval);
+            else if (!strcmp(k, "attention_bias")) ok = json_tristate(&p, &r->attention_bias);
+            else if (!strcmp(k, "mlp_bias")) ok = json_tristate(&p, &r->mlp_bias);
+            else if (!strcmp(k, "query_pre_attn_scalar")) ok = json_opt_number(&p, k, &r->query_pre_attn_scalar);
+            else if (!strcmp(k, "attn_logit_softcapping")) ok = json_opt_number(&p, k, &r->attn_softcap);
+            else if (!strcmp(k, "final_logit_softcapping")) ok = json_opt_number(&p, k, &r->final_softcap);
+            else if (!strcmp(k, "rope_local_base_freq")) ok = json_opt_number(&p, k, &r->rope_local_theta);
+            else if (!strcmp(k, "partial_rotary_factor")) ok = json_opt_number(&p, k, &r->partial_rotary);
+            else if (!strcmp(k, "original_max_position_embeddings")) ok = json_opt_int(&p, k, &r->orig_ctx_top);
             else ok = wk__json_skip(&p);
             if (!ok) break;
         }
@@ -330,11 +494,55 @@ wk_status wk__lm_config_from_json(const char *json, size_t len, const char *path
         return s;
     }
     wk__json_free(&p);
-    if (strcmp(model_type, "llama") != 0 && strcmp(model_type, "mistral") != 0)
-        return wk__err(WK_ERR_FORMAT, OP, "unknown architecture '%s' (%s model_type)", model_type, path);
+    if (!r->model_type[0]) return wk__err(WK_ERR_FORMAT, OP, "%s has no model_type", path);
+    if (!(*arch = wk__lm_arch_find(r->model_type, false))) return wk_last_status();
     c->n_kv_heads = kv_heads > 0 ? kv_heads : c->n_heads;
     c->head_dim = head_dim > 0 ? head_dim : (c->n_heads > 0 ? c->dim / c->n_heads : 0);
-    return wk__lm_config_check(c, path);
+    if (r->partial_rotary > 0 && r->partial_rotary != 1.0) {
+        double d = (double)c->head_dim * r->partial_rotary;
+        r->rope_dims = (int64_t)d;
+        if ((double)r->rope_dims != d || r->rope_dims <= 0 || r->rope_dims > c->head_dim)
+            return wk__err(WK_ERR_FORMAT, OP, "%s: partial_rotary_factor %g of head dim %lld is not a whole size",
+                           path, r->partial_rotary, (long long)c->head_dim);
+    }
+    if (!c->rope_orig_ctx && r->orig_ctx_top > 0) c->rope_orig_ctx = r->orig_ctx_top;
+    return WK_OK;
+}
+
+/* The family's rules on top of the common keys: feature defaults, longrope's
+ * attention factor, finish(), then the checks. flags: n_layers bytes. */
+wk_status wk__lm_config_finish(const wk__lm_arch *a, const wk__lm_raw *r, wk_lm_config *c, uint8_t *flags,
+                               const char *src) {
+    snprintf(c->arch, sizeof c->arch, "%s", a->name);
+    c->embed_scale = 1.0;
+    c->attn_scale = c->head_dim > 0 ? 1.0 / sqrt((double)c->head_dim) : 1.0;
+    c->rope_dims = r->rope_dims > 0 ? r->rope_dims : c->head_dim;
+    c->rope_attn_factor = 1.0;
+    c->rope_interleaved = r->gguf && a->gguf_interleaved;
+    wk_status st = wk__lm_config_check(c, src);
+    if (st != WK_OK) return st;
+    if (!strcmp(c->rope_scaling, "longrope")) {
+        if (a != &wk__arch_phi3) return wk__lm_refuse(r, "rope_scaling", "longrope outside Phi-3");
+        if (c->rope_orig_ctx <= 0)
+            return wk__err(WK_ERR_FORMAT, OP, "%s: longrope needs original_max_position_embeddings", src);
+        double factor = (double)c->max_ctx / (double)c->rope_orig_ctx;
+        if (r->rope_attn_factor > 0) c->rope_attn_factor = r->rope_attn_factor;
+        else if (factor > 1) c->rope_attn_factor = sqrt(1 + log(factor) / log((double)c->rope_orig_ctx));
+    }
+    if ((st = a->finish(r, c, flags)) != WK_OK) return st;
+    if (c->rope_dims <= 0 || c->rope_dims > c->head_dim || c->rope_dims % 2)
+        return wk__err(WK_ERR_FORMAT, OP, "%s: rope dimensions %lld must be even and at most the head size %lld", src,
+                       (long long)c->rope_dims, (long long)c->head_dim);
+    if (c->sliding_window < 0 || !(c->attn_softcap >= 0) || !(c->final_softcap >= 0) || !isfinite(c->attn_softcap) ||
+        !isfinite(c->final_softcap) || !(c->attn_scale > 0) || !isfinite(c->attn_scale))
+        return wk__err(WK_ERR_FORMAT, OP, "%s: sliding window %lld, soft-caps %g / %g and attention scale %g must be "
+                       "finite and not negative", src, (long long)c->sliding_window, c->attn_softcap,
+                       c->final_softcap, c->attn_scale);
+    bool any_sliding = false;
+    for (int64_t i = 0; i < c->n_layers; i++) any_sliding |= (flags[i] & WK_LM_SLIDING) != 0;
+    if (any_sliding && c->sliding_window <= 0)
+        return wk__err(WK_ERR_FORMAT, OP, "%s: %s has sliding-window layers but no window size", src, a->name);
+    return WK_OK;
 }
 
 /* ---------------------------------------------------------------- checks */
@@ -379,10 +587,13 @@ wk_status wk__lm_config_check(const wk_lm_config *c, const char *src) {
 
 int64_t wk__lm_rope_eager_bytes = (int64_t)16 << 20;
 
-wk__rope_freqs wk__lm_rope_freqs(const wk_lm_config *c) {
-    wk__rope_freqs p = {.head_dim = c->head_dim,
-                        .theta = c->rope_theta,
-                        .scaling = !strcmp(c->rope_scaling, "linear")   ? WK__ROPE_LINEAR
+wk__rope_freqs wk__lm_rope_freqs(const wk_lm_config *c, bool local) {
+    /* local (sliding) layers of Gemma 3: their own base, no scaling;
+     * longrope's factors come as divisors (the loader's freq_factors) */
+    wk__rope_freqs p = {.head_dim = c->rope_dims,
+                        .theta = local && c->rope_local_theta > 0 ? c->rope_local_theta : c->rope_theta,
+                        .scaling = local                                ? WK__ROPE_PLAIN
+                                   : !strcmp(c->rope_scaling, "linear") ? WK__ROPE_LINEAR
                                    : !strcmp(c->rope_scaling, "llama3") ? WK__ROPE_LLAMA3
                                                                         : WK__ROPE_PLAIN,
                         .factor = c->rope_factor,

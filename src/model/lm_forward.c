@@ -1,7 +1,9 @@
-/* wk_lm_forward: n tokens through every layer in one batched pass.
- * Activations are f32 (as llama.cpp keeps them); weights go through
- * the layer kit's wk_linear: wk_qmatmul (blocks, f16, bf16) or a matmul
- * (f32, a transposed view). */
+/* wk_lm_forward: n tokens through every layer in one batched pass, the
+ * block composed from the layer kit as the config's features say (one
+ * block for every family: the families differ in features, not in code).
+ * Activations are f32 (as llama.cpp keeps them); weights go through the
+ * kit's wk_linear: wk_qmatmul (blocks, f16, bf16) or a matmul (f32, a
+ * transposed view). */
 #include "model/lm_internal.h"
 #include "wick/lm.h"
 #include "base/error.h"
@@ -11,8 +13,17 @@
 
 static const char *OP = "wk_lm_forward";
 
-/* x (n, dim) -> x + attention(rms_norm(x)) for layer li at positions
- * pos .. pos+n-1, writing the layer's new keys and values into the cache. */
+/* An RMSNorm over every head of x (n, heads * D) (Qwen3's and Gemma 3's q
+ * and k norms): the rows viewed as (n, heads, D). */
+static wk_tensor *head_norm(const wk_norm_layer *nl, const wk_tensor *x, int64_t heads, int64_t D) {
+    if (!x) return NULL;
+    int64_t n = wk_dim(x, 0), s3[3] = {n, heads, D}, s2[2] = {n, heads * D};
+    return wk_reshape(wk_norm_layer_forward(nl, wk_reshape(x, s3, 3)), s2, 2);
+}
+
+/* x (n, dim) -> x + [post_norm](attention(norm(x))) for layer li at
+ * positions pos .. pos+n-1, writing the layer's new keys and values into
+ * the cache. */
 static wk_tensor *attention_block(const wk_lm *m, const wk__lm_layer *L, wk_kv_cache *c, int64_t li,
                                   const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, int64_t pos) {
     const wk_lm_config *cfg = &m->cfg;
@@ -29,18 +40,51 @@ static wk_tensor *attention_block(const wk_lm *m, const wk__lm_layer *L, wk_kv_c
         k = wk_linear_forward(&L->k, h);
         v = wk_linear_forward(&L->v, h);
     }
-    wk__attn_heads ah = {.q_heads = H, .kv_heads = Hkv, .head_dim = D, .interleaved = cfg->rope_interleaved};
+    if (cfg->qk_norm) {
+        q = head_norm(&L->q_norm, q, H, D);
+        k = head_norm(&L->k_norm, k, Hkv, D);
+    }
+    bool sliding = (L->flags & WK_LM_SLIDING) != 0;
+    wk__attn_heads ah = {.q_heads = H,
+                         .kv_heads = Hkv,
+                         .head_dim = D,
+                         .interleaved = cfg->rope_interleaved,
+                         .window = sliding ? cfg->sliding_window : 0,
+                         .softcap = cfg->attn_softcap,
+                         .scale = cfg->attn_scale,
+                         .rope_skip = (L->flags & WK_LM_NO_ROPE) != 0,
+                         .rope_dims = cfg->rope_dims};
     wk_tensor *a = wk__rope_cached_attention(&ah, q, k, v, cos, sin, &c->kv, li, pos);
-    return a ? wk_add(x, wk_linear_forward(&L->o, a)) : NULL;
+    if (!a) return NULL;
+    a = wk_linear_forward(&L->o, a);
+    if (cfg->post_norms) a = wk_norm_layer_forward(&L->post_attn_norm, a);
+    return wk_add(x, a);
 }
 
-/* x -> x + down(silu(gate(h)) * up(h)), h = rms_norm(x) */
-static wk_tensor *ffn_block(const wk__lm_layer *L, const wk_tensor *x) {
+/* x -> x + [post_norm](down(act(gate(h)) * up(h))), h = norm(x); act SiLU or
+ * GELU-tanh */
+static wk_tensor *ffn_block(const wk_lm *m, const wk__lm_layer *L, const wk_tensor *x) {
+    const wk_lm_config *cfg = &m->cfg;
     wk_tensor *h = wk_norm_layer_forward(&L->ffn_norm, x);
     wk_tensor *act;
-    if (L->gate_up.weight) act = wk_swiglu(wk_linear_forward(&L->gate_up, h));
-    else act = wk_mul(wk_silu(wk_linear_forward(&L->gate, h)), wk_linear_forward(&L->up, h));
-    return wk_add(x, wk_linear_forward(&L->down, act));
+    if (!cfg->gelu_mlp) {
+        if (L->gate_up.weight) act = wk_swiglu(wk_linear_forward(&L->gate_up, h));
+        else act = wk_mul(wk_silu(wk_linear_forward(&L->gate, h)), wk_linear_forward(&L->up, h));
+    } else {
+        wk_tensor *g, *u;
+        if (L->gate_up.weight) {
+            wk_tensor *gu = wk_linear_forward(&L->gate_up, h);
+            g = wk_narrow(gu, 1, 0, cfg->ffn_dim);
+            u = wk_narrow(gu, 1, cfg->ffn_dim, cfg->ffn_dim);
+        } else {
+            g = wk_linear_forward(&L->gate, h);
+            u = wk_linear_forward(&L->up, h);
+        }
+        act = wk_mul(wk_unary(g, WK_GELU), u);
+    }
+    wk_tensor *d = wk_linear_forward(&L->down, act);
+    if (cfg->post_norms) d = wk_norm_layer_forward(&L->post_ffn_norm, d);
+    return wk_add(x, d);
 }
 
 /* The token rows as f32 (n, dim): the kit's embedding (a block table's
@@ -49,7 +93,9 @@ static wk_tensor *embed(const wk_lm *m, const int32_t *ids, int64_t n) {
     int64_t shape[1] = {n};
     wk_tensor *idt = wk_from_host(ids, sizeof(int32_t) * (size_t)n, shape, 1, WK_I32, m->dev);
     wk_tensor *e = idt ? wk_embedding_layer_forward(&m->tok_embd, idt) : NULL;
-    if (e && wk_tensor_dtype(e) != WK_F32) return wk_to_dtype(e, WK_F32);
+    if (e && wk_tensor_dtype(e) != WK_F32) e = wk_to_dtype(e, WK_F32);
+    /* Gemma: times sqrt(dim), rounded to f32 first as transformers does */
+    if (e && m->cfg.embed_scale != 1.0) e = wk_affine(e, (double)(float)m->cfg.embed_scale, 0);
     return e;
 }
 
@@ -86,17 +132,24 @@ wk_tensor *wk_lm_forward(const wk_lm *m, wk_kv_cache *c, const int32_t *ids, int
         wk_scope_end();
         return NULL;
     }
-    /* the cache's own RoPE tables when it is longer than the model's */
-    const wk_tensor *rc = c->rope_cos ? c->rope_cos : m->rope_cos, *rs = c->rope_sin ? c->rope_sin : m->rope_sin;
-    wk_tensor *cos = wk_narrow(rc, 0, pos, n), *sin = wk_narrow(rs, 0, pos, n);
+    /* the positions' rows of each RoPE set: the cache's own tables when it
+     * has them (longer than the model's, or longrope's long factors) */
+    wk_tensor *cos[WK__LM_ROPE_SETS] = {0}, *sin[WK__LM_ROPE_SETS] = {0};
+    for (int i = 0; i < WK__LM_ROPE_SETS; i++) {
+        const wk__lm_rope *r = c->rope[i].cos ? &c->rope[i] : &m->rope[i];
+        if (!r->cos) continue;
+        cos[i] = wk_narrow(r->cos, 0, pos, n);
+        sin[i] = wk_narrow(r->sin, 0, pos, n);
+    }
     wk_tensor *x = wk_keep(embed(m, ids, n));
     for (int64_t l = 0; x && l < cfg->n_layers; l++) {
         /* one scope per layer: its temporaries are freed before the next */
         const wk__lm_layer *L = &m->layers[l];
         wk_tensor *y = NULL;
         if (wk__scope_open()) {
-            y = attention_block(m, L, c, l, x, cos, sin, pos);
-            y = wk_keep(y ? ffn_block(L, y) : NULL);
+            int rs = wk__lm_rope_set(m, l);
+            y = attention_block(m, L, c, l, x, cos[rs], sin[rs], pos);
+            y = wk_keep(y ? ffn_block(m, L, y) : NULL);
         }
         wk_scope_end();
         wk_tensor_free(x);
@@ -104,7 +157,12 @@ wk_tensor *wk_lm_forward(const wk_lm *m, wk_kv_cache *c, const int32_t *ids, int
     }
     if (x) {
         wk_tensor *last = all_logits ? x : wk_narrow(x, 0, n - 1, 1);
-        out = wk_keep(wk_linear_forward(&m->output, wk_norm_layer_forward(&m->out_norm, last)));
+        wk_tensor *logits = wk_linear_forward(&m->output, wk_norm_layer_forward(&m->out_norm, last));
+        /* Gemma 2: cap * tanh(logits / cap) */
+        if (logits && cfg->final_softcap > 0)
+            logits = wk_affine(wk_unary(wk_affine(logits, 1.0 / cfg->final_softcap, 0), WK_TANH),
+                               cfg->final_softcap, 0);
+        out = wk_keep(logits);
     }
     wk_tensor_free(x);
     wk_scope_end();

@@ -9,38 +9,59 @@
 #include "wick/layers.h"
 #include "nn/layers.h"
 
+#include "model/lm_arch.h"
+
 /* The linear layers are the kit's wk_linear (wick/layers.h), weights kept
  * as the file stores them: a block or f16/bf16 weight (N, K) goes through
  * wk_qmatmul with f32 x, an f32 one through a matmul with its transposed
- * view (no copy). No biases. */
+ * view (no copy). Biases where the file has them (f32). */
 
 typedef struct wk__lm_layer {
-    wk_norm_layer attn_norm, ffn_norm; /* rms, (dim) f32 */
-    /* with WICK_LLAMA_FUSE=1: q, k and v fused into one (Hq*D + 2*Hkv*D,
-     * dim) matrix when the three share a dtype (their rows concatenate,
-     * blocks included); otherwise (weight NULL) q, k, v are used */
+    wk_norm_layer attn_norm, ffn_norm;  /* rms, (dim) f32 */
+    wk_norm_layer post_attn_norm, post_ffn_norm; /* cfg.post_norms only */
+    wk_norm_layer q_norm, k_norm;       /* cfg.qk_norm only: (head_dim) */
+    /* q, k and v as one (Hq*D + 2*Hkv*D, dim) matrix: the file's (Phi-3),
+     * or fused at load with WICK_LLAMA_FUSE=1 when the three share a dtype
+     * (their rows concatenate, blocks included); otherwise (weight NULL)
+     * q, k, v are used */
     wk_linear qkv;
     wk_linear q, k, v;
     wk_linear o;
-    /* likewise gate and up as one (2*ffn, dim) matrix for wk_swiglu */
+    /* likewise gate and up as one (2*ffn, dim) matrix, gate first */
     wk_linear gate_up;
     wk_linear gate, up;
     wk_linear down;
+    uint8_t flags; /* WK_LM_SLIDING, WK_LM_NO_ROPE */
 } wk__lm_layer;
+
+/* One set of RoPE angles: (rows, rope_dims/2) f32 cos and sin for
+ * positions 0 .. rows-1, and the frequencies they are made of. */
+typedef struct wk__lm_rope {
+    double *inv;          /* rope_dims/2 inverse frequencies (NULL in a cache: the model's) */
+    wk_tensor *cos, *sin;
+} wk__lm_rope;
+
+/* Which rope set a layer uses: 1 for Gemma 3's local layers, else 0. */
+#define WK__LM_ROPE_SETS 2
 
 struct wk_lm {
     wk_lm_config cfg;
+    const wk__lm_arch *arch;
+    uint8_t *layer_flags; /* cfg.layer_flags points here */
     wk_device *dev;
     wk_embedding_layer tok_embd; /* (vocab, dim): f32 / f16 / bf16 or blocks */
     wk_linear output;            /* the lm head: tok_embd's weight when tied */
     wk_norm_layer out_norm;      /* rms, (dim) f32 */
     wk__lm_layer *layers;
-    /* RoPE angles (rows, head_dim/2) f32 for positions 0 .. rows-1, where
-     * rows = max_ctx or fewer: what wk__lm_rope_eager_bytes allows (a
-     * file's context times its head size is no bound on what wick should
-     * allocate at load). A cache longer than rows builds its own. */
-    wk_tensor *rope_cos, *rope_sin;
-    double *rope_inv;      /* head_dim/2 inverse frequencies the tables are made of */
+    /* RoPE tables for the first positions (max_ctx or fewer: what
+     * wk__lm_rope_eager_bytes allows; a file's context times its head size
+     * is no bound on what wick should allocate at load). A cache longer
+     * than that builds its own. [1] is used only when local layers have
+     * their own base (cfg.rope_local_theta). */
+    wk__lm_rope rope[WK__LM_ROPE_SETS];
+    /* longrope: the long factors' frequencies, for caches longer than the
+     * original context (llama.cpp's rule: the context decides, once) */
+    double *rope_inv_long;
     wk_tokenizer *tok;     /* NULL when the file has none (no tokenizer.ggml.* / tokenizer.json) */
     char *chat_template;   /* NULL when absent */
 };
@@ -50,21 +71,36 @@ struct wk_kv_cache {
     int64_t len;
     /* per layer (1, Hkv, cap, D) f32, allocated once: the kit's store */
     wk__kv_store kv;
-    /* (cap, head_dim/2) RoPE tables when cap exceeds the model's (NULL:
-     * the model's serve); smaller than the cache itself */
-    wk_tensor *rope_cos, *rope_sin;
+    /* the cache's own RoPE tables when it is longer than the model's or
+     * takes longrope's long factors (cos NULL: the model's serve) */
+    wk__lm_rope rope[WK__LM_ROPE_SETS];
 };
 
-/* Config from a GGUF reader's llama.* keys (and the token table's shape for
- * the vocabulary size when llama.vocab_size is absent). */
-wk_status wk__lm_config_from_gguf(const wk_gguf *g, wk_lm_config *cfg);
+/* The rope set layer l uses. */
+static inline int wk__lm_rope_set(const wk_lm *m, int64_t l) {
+    return (m->layers[l].flags & WK_LM_SLIDING) && m->cfg.rope_local_theta > 0 ? 1 : 0;
+}
+
+/* Build the (rows, rope_dims/2) tables of inv on m's device, scaled by the
+ * config's longrope attention factor. */
+wk_status wk__lm_rope_build(const wk_lm *m, const double *inv, int64_t rows, wk__lm_rope *out);
+
+/* Config from a GGUF reader's <arch>.* keys (and the token table's shape for
+ * the vocabulary size when <arch>.vocab_size is absent), the raw family
+ * keys, and the family the file names. */
+wk_status wk__lm_config_from_gguf(const wk_gguf *g, wk_lm_config *cfg, wk__lm_raw *r, const wk__lm_arch **arch);
 /* Config from an HF config.json's text. */
-wk_status wk__lm_config_from_json(const char *json, size_t len, const char *path, wk_lm_config *cfg);
-/* Every field consistent (heads divide, sizes positive, ...). */
+wk_status wk__lm_config_from_json(const char *json, size_t len, const char *path, wk_lm_config *cfg, wk__lm_raw *r,
+                                  const wk__lm_arch **arch);
+/* The family's rules, then the checks; flags: cfg->n_layers zeroed bytes. */
+wk_status wk__lm_config_finish(const wk__lm_arch *a, const wk__lm_raw *r, wk_lm_config *cfg, uint8_t *flags,
+                               const char *src);
+/* Every common field consistent (heads divide, sizes positive, ...). */
 wk_status wk__lm_config_check(const wk_lm_config *cfg, const char *src);
 
-/* cfg's RoPE frequencies for the layer kit's wk__rope_inv_freq. */
-wk__rope_freqs wk__lm_rope_freqs(const wk_lm_config *cfg);
+/* cfg's RoPE frequencies (local: Gemma 3's sliding layers) for the layer
+ * kit's wk__rope_inv_freq. */
+wk__rope_freqs wk__lm_rope_freqs(const wk_lm_config *cfg, bool local);
 /* The most bytes (both tables) the model's RoPE tables take at load
  * (16 MiB: 32768 positions of a 128-wide head); longer caches make their
  * own. A variable so that tests can lower it. */

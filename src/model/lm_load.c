@@ -1,6 +1,7 @@
-/* wk_lm_load: a Llama-family model from a GGUF file (tensors stay
- * zero-copy views of the map, quantized ones stay blocks) or from an HF
- * directory (config.json + safetensors). Every tensor's shape is checked
+/* wk_lm_load: a decoder model of any family wick knows from a GGUF file
+ * (tensors stay zero-copy views of the map, quantized ones stay blocks) or
+ * from an HF directory (config.json + safetensors), under the names its
+ * family gives (src/model/lm_arch.h). Every tensor's shape is checked
  * against the config before anything runs. */
 #include "model/lm_internal.h"
 #include "wick/gguf.h"
@@ -9,6 +10,7 @@
 #include "wick/lm.h"
 #include "base/error.h"
 #include "io/json.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,29 +18,23 @@
 
 static const char *OP = "wk_lm_load";
 
-/* Where the tensors come from: one of the two readers, and the names each
- * layout gives the same weight. */
+/* Where the tensors come from: one of the two readers, and the family that
+ * names them. */
 typedef struct source {
     wk_gguf *g;
     wk_safetensors *st;
     const char *path;
+    const wk__lm_arch *arch;
 } source;
 
-typedef enum wname {
-    W_ATTN_NORM, W_Q, W_K, W_V, W_O, W_FFN_NORM, W_GATE, W_UP, W_DOWN, W_COUNT
-} wname;
-
-static const char *const GGUF_NAMES[W_COUNT] = {
-    "attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down",
-};
-static const char *const HF_NAMES[W_COUNT] = {
-    "input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-    "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj",
-};
-
-static void layer_name(const source *s, int64_t l, wname w, char *out, size_t cap) {
-    if (s->g) snprintf(out, cap, "blk.%lld.%s.weight", (long long)l, GGUF_NAMES[w]);
-    else snprintf(out, cap, "model.layers.%lld.%s.weight", (long long)l, HF_NAMES[w]);
+/* The name of layer l's slot w (suffix "weight" or "bias"); false when the
+ * family has no such tensor. */
+static bool layer_name(const source *s, int64_t l, wk__lm_slot w, const char *suffix, char *out, size_t cap) {
+    const char *n = s->g ? wk__lm_gguf_slot(w) : wk__lm_hf_slot(s->arch, w);
+    if (!n || !n[0]) return false;
+    if (s->g) snprintf(out, cap, "blk.%lld.%s.%s", (long long)l, n, suffix);
+    else snprintf(out, cap, "model.layers.%lld.%s.%s", (long long)l, n, suffix);
+    return true;
 }
 
 static bool has_tensor(const source *s, const char *name) {
@@ -115,7 +111,8 @@ static wk_status make_linear(const source *s, const char *name, wk_tensor *t, in
     return out->weight ? WK_OK : wk_last_status();
 }
 
-/* An RMS norm of weight (dim): f32 always (activations are f32). */
+/* An RMS norm of weight (dim): f32 always (activations are f32). HF Gemma
+ * stores w - 1: the family's rule adds the 1 back (a copy). */
 static wk_status make_norm(const source *s, const char *name, int64_t dim, double eps, wk_device *dev,
                            wk_norm_layer *out) {
     *out = (wk_norm_layer){.eps = eps, .rms = true};
@@ -132,7 +129,36 @@ static wk_status make_norm(const source *s, const char *name, int64_t dim, doubl
         return st;
     }
     out->weight = place(t, WK_F32, dev);
+    if (out->weight && !s->g && s->arch->hf_norm_minus_one) {
+        wk_tensor *w1 = wk_affine(out->weight, 1.0, 1.0);
+        wk_tensor_free(out->weight);
+        out->weight = w1;
+    }
     return out->weight ? WK_OK : wk_last_status();
+}
+
+/* The bias of a projection when the file has one (f32, (n)); required
+ * ones missing are an error naming them. */
+static wk_status make_bias(const source *s, const char *name, int64_t n, bool required, wk_device *dev,
+                           wk_linear *l) {
+    if (!has_tensor(s, name)) {
+        if (!required) return WK_OK;
+        return wk__err(WK_ERR_FORMAT, OP, "%s: tensor %s is missing (the family has q, k, v biases)", s->path, name);
+    }
+    wk_tensor *t = get_tensor(s, name);
+    if (!t) return wk_last_status();
+    if (!check_shape(s, name, t, &n, 1)) {
+        wk_tensor_free(t);
+        return WK_ERR_SHAPE;
+    }
+    if (!is_float_weight(wk_tensor_dtype(t))) {
+        wk_status st = wk__err(WK_ERR_DTYPE, OP, "%s: tensor %s has dtype %s (biases must be float)", s->path, name,
+                               wk_dtype_name(wk_tensor_dtype(t)));
+        wk_tensor_free(t);
+        return st;
+    }
+    l->bias = place(t, WK_F32, dev);
+    return l->bias ? WK_OK : wk_last_status();
 }
 
 /* Two or three linear weights of one dtype fused into one matrix (their rows
@@ -164,26 +190,60 @@ static bool fusion_wanted(void) {
     return e && e[0] == '1';
 }
 
+/* A norm of slot w in layer l, over n. */
+static wk_status layer_norm_of(const source *s, const wk_lm_config *c, int64_t l, wk__lm_slot w, int64_t n,
+                               wk_device *dev, wk_norm_layer *out) {
+    char name[160];
+    if (!layer_name(s, l, w, "weight", name, sizeof name))
+        return wk__err(WK_ERR_FORMAT, OP, "%s: %s has no name for norm slot %d", s->path, c->arch, (int)w);
+    return make_norm(s, name, n, c->rms_eps, dev, out);
+}
+
+/* A projection of slot w in layer l: (n, k) weight and its bias if the
+ * file has one (required: attn_bias families' q, k, v). */
+static wk_status layer_linear(const source *s, const wk_lm_config *c, int64_t l, wk__lm_slot w, int64_t n, int64_t k,
+                              bool bias_required, wk_dtype want, wk_device *dev, wk_linear *out) {
+    char name[160];
+    if (!layer_name(s, l, w, "weight", name, sizeof name))
+        return wk__err(WK_ERR_FORMAT, OP, "%s: %s has no name for slot %d", s->path, c->arch, (int)w);
+    wk_status st = make_linear(s, name, get_tensor(s, name), n, k, want, dev, out);
+    if (st != WK_OK) return st;
+    layer_name(s, l, w, "bias", name, sizeof name);
+    return make_bias(s, name, n, bias_required, dev, out);
+}
+
 static wk_status load_layer(const source *s, const wk_lm_config *c, int64_t l, wk_dtype want, wk_device *dev,
                             wk__lm_layer *L) {
-    char name[160];
-    int64_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+    int64_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim, D = c->dim, F = c->ffn_dim;
     wk_status st;
-    layer_name(s, l, W_ATTN_NORM, name, sizeof name);
-    if ((st = make_norm(s, name, c->dim, c->rms_eps, dev, &L->attn_norm)) != WK_OK) return st;
-    layer_name(s, l, W_FFN_NORM, name, sizeof name);
-    if ((st = make_norm(s, name, c->dim, c->rms_eps, dev, &L->ffn_norm)) != WK_OK) return st;
-    struct { wname w; int64_t n, k; wk_linear *dst; } mats[] = {
-        {W_Q, qd, c->dim, &L->q},          {W_K, kvd, c->dim, &L->k},       {W_V, kvd, c->dim, &L->v},
-        {W_O, c->dim, qd, &L->o},          {W_GATE, c->ffn_dim, c->dim, &L->gate},
-        {W_UP, c->ffn_dim, c->dim, &L->up}, {W_DOWN, c->dim, c->ffn_dim, &L->down},
-    };
-    for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
-        layer_name(s, l, mats[i].w, name, sizeof name);
-        st = make_linear(s, name, get_tensor(s, name), mats[i].n, mats[i].k, want, dev, mats[i].dst);
-        if (st != WK_OK) return st;
+    L->flags = c->layer_flags[l];
+    if ((st = layer_norm_of(s, c, l, WK__S_ATTN_NORM, D, dev, &L->attn_norm)) != WK_OK ||
+        (st = layer_norm_of(s, c, l, WK__S_FFN_NORM, D, dev, &L->ffn_norm)) != WK_OK)
+        return st;
+    if (c->post_norms &&
+        ((st = layer_norm_of(s, c, l, WK__S_POST_ATTN_NORM, D, dev, &L->post_attn_norm)) != WK_OK ||
+         (st = layer_norm_of(s, c, l, WK__S_POST_FFN_NORM, D, dev, &L->post_ffn_norm)) != WK_OK))
+        return st;
+    if (c->qk_norm && ((st = layer_norm_of(s, c, l, WK__S_Q_NORM, c->head_dim, dev, &L->q_norm)) != WK_OK ||
+                       (st = layer_norm_of(s, c, l, WK__S_K_NORM, c->head_dim, dev, &L->k_norm)) != WK_OK))
+        return st;
+    if (c->fused_qkv) {
+        if ((st = layer_linear(s, c, l, WK__S_QKV, qd + 2 * kvd, D, c->attn_bias, want, dev, &L->qkv)) != WK_OK ||
+            (st = layer_linear(s, c, l, WK__S_GATE_UP, 2 * F, D, false, want, dev, &L->gate_up)) != WK_OK)
+            return st;
+    } else {
+        if ((st = layer_linear(s, c, l, WK__S_Q, qd, D, c->attn_bias, want, dev, &L->q)) != WK_OK ||
+            (st = layer_linear(s, c, l, WK__S_K, kvd, D, c->attn_bias, want, dev, &L->k)) != WK_OK ||
+            (st = layer_linear(s, c, l, WK__S_V, kvd, D, c->attn_bias, want, dev, &L->v)) != WK_OK ||
+            (st = layer_linear(s, c, l, WK__S_GATE, F, D, false, want, dev, &L->gate)) != WK_OK ||
+            (st = layer_linear(s, c, l, WK__S_UP, F, D, false, want, dev, &L->up)) != WK_OK)
+            return st;
     }
-    if (!fusion_wanted()) return WK_OK;
+    if ((st = layer_linear(s, c, l, WK__S_O, D, qd, false, want, dev, &L->o)) != WK_OK ||
+        (st = layer_linear(s, c, l, WK__S_DOWN, D, F, false, want, dev, &L->down)) != WK_OK)
+        return st;
+    /* fusing at load (below) concatenates weights only: not with biases */
+    if (c->fused_qkv || !fusion_wanted() || L->q.bias || L->k.bias || L->v.bias) return WK_OK;
     wk_linear qkv[3] = {L->q, L->k, L->v};
     if (fuse(qkv, 3, &L->qkv, &st)) {
         wk_linear_free(&L->q);
@@ -242,34 +302,117 @@ static wk_status load_weights(const source *s, wk_lm *m, const wk_lm_load_opts *
     return WK_OK;
 }
 
-/* GGUF rope_freqs.weight (Llama 3.1 files): head_dim/2 divisors of the
- * frequencies, llama.cpp's form of the llama3 scaling. */
-static wk_status gguf_freq_factors(const source *s, const wk_lm_config *c, float **out) {
+/* A GGUF tensor of rope_dims/2 frequency divisors (Llama 3.1's
+ * rope_freqs.weight, llama.cpp's form of the llama3 scaling; Phi-3's
+ * rope_factors_short / _long.weight) into *out; NULL when absent. */
+static wk_status gguf_freq_factors(const source *s, const wk_lm_config *c, const char *name, float **out) {
     *out = NULL;
-    if (!s->g || wk_gguf_find_tensor(s->g, "rope_freqs.weight") < 0) return WK_OK;
-    wk_tensor *t = wk_gguf_tensor(s->g, "rope_freqs.weight");
-    int64_t half = c->head_dim / 2;
+    if (!s->g || wk_gguf_find_tensor(s->g, name) < 0) return WK_OK;
+    wk_tensor *t = wk_gguf_tensor(s->g, name);
+    int64_t half = c->rope_dims / 2;
     if (!t) return wk_last_status();
-    if (!check_shape(s, "rope_freqs.weight", t, &half, 1)) {
+    if (!check_shape(s, name, t, &half, 1)) {
         wk_tensor_free(t);
         return WK_ERR_SHAPE;
     }
     float *f = malloc(sizeof(float) * (size_t)half);
-    wk_status st = f ? wk_to_host_f32(t, f, (size_t)half) : wk__err(WK_ERR_OOM, OP, "rope_freqs");
+    wk_status st = f ? wk_to_host_f32(t, f, (size_t)half) : wk__err(WK_ERR_OOM, OP, "%s", name);
     wk_tensor_free(t);
     if (st != WK_OK) {
         free(f);
         return st;
     }
-    for (int64_t i = 0; i < half; i++)
-        if (!(f[i] > 0)) {
-            double v = (double)f[i]; /* read before the free */
-            free(f);
-            return wk__err(WK_ERR_FORMAT, OP, "%s: rope_freqs.weight[%lld] = %g is not positive", s->path,
-                           (long long)i, v);
-        }
     *out = f;
     return WK_OK;
+}
+
+/* The divisors are positive and there are rope_dims/2 of them. */
+static wk_status check_factors(const source *s, const char *name, const float *f, int64_t n, int64_t half) {
+    if (n != half)
+        return wk__err(WK_ERR_FORMAT, OP, "%s: %s has %lld entries, the rotary half needs %lld", s->path, name,
+                       (long long)n, (long long)half);
+    for (int64_t i = 0; i < n; i++)
+        if (!(f[i] > 0) || !isfinite(f[i]))
+            return wk__err(WK_ERR_FORMAT, OP, "%s: %s[%lld] = %g is not a positive number", s->path, name,
+                           (long long)i, (double)f[i]);
+    return WK_OK;
+}
+
+/* A float list owned by the caller: a copy of n floats (NULL + OOM). */
+static float *copy_floats(const float *f, int64_t n) {
+    float *c = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    if (c && n > 0) memcpy(c, f, sizeof(float) * (size_t)n);
+    return c;
+}
+
+/* The RoPE tables the model keeps: the global set (llama3's rope_freqs or
+ * longrope's short factors as divisors), the local set when sliding layers
+ * have their own base, and longrope's long frequencies for long caches. */
+static wk_status make_rope(const source *s, wk_lm *m, const wk__lm_raw *r) {
+    const wk_lm_config *c = &m->cfg;
+    int64_t half = c->rope_dims / 2;
+    float *global = NULL, *lng = NULL;
+    wk_status st = WK_OK;
+    bool longrope = !strcmp(c->rope_scaling, "longrope");
+    if (s->g) {
+        if ((st = gguf_freq_factors(s, c, longrope ? "rope_factors_short.weight" : "rope_freqs.weight", &global)) ||
+            (longrope && (st = gguf_freq_factors(s, c, "rope_factors_long.weight", &lng))))
+            goto out;
+        if (longrope && (!global || !lng)) {
+            st = wk__err(WK_ERR_FORMAT, OP, "%s: longrope needs both rope_factors_short and rope_factors_long",
+                         s->path);
+            goto out;
+        }
+    } else if (longrope) {
+        if (!r->short_factor || !r->long_factor) {
+            st = wk__err(WK_ERR_FORMAT, OP, "%s: longrope scaling needs short_factor and long_factor", s->path);
+            goto out;
+        }
+        if ((st = check_factors(s, "short_factor", r->short_factor, r->n_short, half)) ||
+            (st = check_factors(s, "long_factor", r->long_factor, r->n_long, half)))
+            goto out;
+        global = copy_floats(r->short_factor, half);
+        lng = copy_floats(r->long_factor, half);
+        if (!global || !lng) {
+            st = wk__err(WK_ERR_OOM, OP, "rope factors");
+            goto out;
+        }
+    }
+    if ((global && (st = check_factors(s, longrope ? "rope_factors_short" : "rope_freqs.weight", global, half, half))) ||
+        (lng && (st = check_factors(s, "rope_factors_long", lng, half, half))))
+        goto out;
+    wk__rope_freqs rf = wk__lm_rope_freqs(c, false);
+    if ((st = wk__rope_inv_freq(OP, &rf, global, &m->rope[0].inv)) != WK_OK) goto out;
+    if (lng && (st = wk__rope_inv_freq(OP, &rf, lng, &m->rope_inv_long)) != WK_OK) goto out;
+    bool local = false;
+    for (int64_t l = 0; l < c->n_layers; l++) local |= (c->layer_flags[l] & WK_LM_SLIDING) != 0;
+    if (local && c->rope_local_theta > 0) {
+        wk__rope_freqs lf = wk__lm_rope_freqs(c, true);
+        if ((st = wk__rope_inv_freq(OP, &lf, NULL, &m->rope[1].inv)) != WK_OK) goto out;
+    }
+    /* the tables for the first positions only (see wk__lm_rope_eager_bytes) */
+    int64_t rows = wk__lm_rope_eager_bytes / (half * 2 * (int64_t)sizeof(float));
+    if (rows < 1) rows = 1;
+    if (rows > c->max_ctx) rows = c->max_ctx;
+    for (int i = 0; i < WK__LM_ROPE_SETS && st == WK_OK; i++)
+        if (m->rope[i].inv) st = wk__lm_rope_build(m, m->rope[i].inv, rows, &m->rope[i]);
+out:
+    free(global);
+    free(lng);
+    return st;
+}
+
+wk_status wk__lm_rope_build(const wk_lm *m, const double *inv, int64_t rows, wk__lm_rope *out) {
+    wk_status st = wk__rope_tables(OP, inv, m->cfg.rope_dims / 2, rows, m->dev, &out->cos, &out->sin);
+    if (st != WK_OK || m->cfg.rope_attn_factor == 1.0) return st;
+    /* longrope's attention factor scales both tables (transformers' and
+     * llama.cpp's mscale) */
+    wk_tensor *c = wk_affine(out->cos, m->cfg.rope_attn_factor, 0), *sn = wk_affine(out->sin, m->cfg.rope_attn_factor, 0);
+    wk_tensor_free(out->cos);
+    wk_tensor_free(out->sin);
+    out->cos = c;
+    out->sin = sn;
+    return c && sn ? WK_OK : wk_last_status();
 }
 
 static char *dup_n(const char *s, size_t n) {
@@ -387,22 +530,22 @@ wk_lm *wk_lm_load(const char *path, const wk_lm_load_opts *opts) {
     }
     m->dev = o.device ? o.device : wk_cpu();
     source s = {.path = path};
+    wk__lm_raw raw;
+    memset(&raw, 0, sizeof raw);
     wk_status st = WK_OK;
-    float *freq_factors = NULL;
     if (is_dir(path)) {
         char cpath[4096];
         snprintf(cpath, sizeof cpath, "%s/config.json", path);
         size_t len;
         char *txt = wk__read_small_file(OP, cpath, &len);
         if (!txt) goto fail;
-        st = wk__lm_config_from_json(txt, len, cpath, &m->cfg);
+        st = wk__lm_config_from_json(txt, len, cpath, &m->cfg, &raw, &s.arch);
         free(txt);
         if (st != WK_OK) goto fail;
         if (!(s.st = wk_safetensors_open(path))) goto fail;
         /* a checkpoint without lm_head ties it to the embeddings whatever
          * the config says (transformers does the same when loading) */
-        if (!has_tensor(&s, "lm_head.weight")) m->cfg.tied_embeddings = true;
-        else m->cfg.tied_embeddings = false;
+        m->cfg.tied_embeddings = !has_tensor(&s, "lm_head.weight");
         if ((st = hf_chat_template(path, &m->chat_template)) != WK_OK) goto fail;
         /* tokenizer.json when the directory has one (ids only otherwise) */
         char tpath[4096];
@@ -411,13 +554,22 @@ wk_lm *wk_lm_load(const char *path, const wk_lm_load_opts *opts) {
         if (stat(tpath, &sb) == 0 && !(m->tok = wk_tokenizer_load_json(tpath))) goto fail;
     } else {
         if (!(s.g = wk_gguf_open(path))) goto fail;
-        if ((st = wk__lm_config_from_gguf(s.g, &m->cfg)) != WK_OK) goto fail;
+        if ((st = wk__lm_config_from_gguf(s.g, &m->cfg, &raw, &s.arch)) != WK_OK) goto fail;
+        raw.src = path;
         if ((st = gguf_chat_template(s.g, &m->chat_template)) != WK_OK) goto fail;
         /* a file without tokenizer metadata loads without a tokenizer (ids
          * only); one with metadata wick cannot read is an error */
         if (wk_gguf_find_key(s.g, "tokenizer.ggml.model") >= 0 && !(m->tok = wk_tokenizer_from_gguf(s.g))) goto fail;
-        if ((st = gguf_freq_factors(&s, &m->cfg, &freq_factors)) != WK_OK) goto fail;
     }
+    m->arch = s.arch;
+    /* the common sizes first: the per-layer flags are allocated from them */
+    if ((st = wk__lm_config_check(&m->cfg, path)) != WK_OK) goto fail;
+    if (!(m->layer_flags = calloc((size_t)m->cfg.n_layers, 1))) {
+        st = wk__err(WK_ERR_OOM, OP, "cannot allocate %lld layer flags", (long long)m->cfg.n_layers);
+        goto fail;
+    }
+    m->cfg.layer_flags = m->layer_flags;
+    if ((st = wk__lm_config_finish(s.arch, &raw, &m->cfg, m->layer_flags, path)) != WK_OK) goto fail;
     /* every id the tokenizer can produce must have an embedding row; more
      * rows than ids is common (padded tables: HF configs round vocab_size
      * up), more ids than rows would fail only mid-generation */
@@ -430,19 +582,13 @@ wk_lm *wk_lm_load(const char *path, const wk_lm_load_opts *opts) {
         goto fail;
     }
     if ((st = load_weights(&s, m, &o)) != WK_OK) goto fail;
-    /* the tables for the first positions only (see wk__lm_rope_eager_bytes) */
-    wk__rope_freqs rf = wk__lm_rope_freqs(&m->cfg);
-    if ((st = wk__rope_inv_freq(OP, &rf, freq_factors, &m->rope_inv)) != WK_OK) goto fail;
-    int64_t half = m->cfg.head_dim / 2, rows = wk__lm_rope_eager_bytes / (half * 2 * (int64_t)sizeof(float));
-    if (rows < 1) rows = 1;
-    if (rows > m->cfg.max_ctx) rows = m->cfg.max_ctx;
-    if ((st = wk__rope_tables(OP, m->rope_inv, half, rows, m->dev, &m->rope_cos, &m->rope_sin)) != WK_OK) goto fail;
-    free(freq_factors);
+    if ((st = make_rope(&s, m, &raw)) != WK_OK) goto fail;
+    wk__lm_raw_free(&raw);
     wk_gguf_close(s.g);
     wk_safetensors_close(s.st);
     return m;
 fail:
-    free(freq_factors);
+    wk__lm_raw_free(&raw);
     wk_gguf_close(s.g);
     wk_safetensors_close(s.st);
     wk_lm_free(m);
@@ -454,8 +600,9 @@ void wk_lm_free(wk_lm *m) {
     if (m->layers)
         for (int64_t l = 0; l < m->cfg.n_layers; l++) {
             wk__lm_layer *L = &m->layers[l];
-            wk_norm_layer_free(&L->attn_norm);
-            wk_norm_layer_free(&L->ffn_norm);
+            wk_norm_layer *ns[] = {&L->attn_norm, &L->ffn_norm, &L->post_attn_norm, &L->post_ffn_norm,
+                                   &L->q_norm, &L->k_norm};
+            for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) wk_norm_layer_free(ns[i]);
             wk_linear *ls[] = {&L->qkv, &L->q, &L->k, &L->v, &L->o, &L->gate_up, &L->gate, &L->up, &L->down};
             for (size_t i = 0; i < sizeof ls / sizeof ls[0]; i++) wk_linear_free(ls[i]);
         }
@@ -463,9 +610,13 @@ void wk_lm_free(wk_lm *m) {
     wk_linear_free(&m->output);
     wk_embedding_layer_free(&m->tok_embd);
     wk_norm_layer_free(&m->out_norm);
-    wk_tensor_free(m->rope_cos);
-    wk_tensor_free(m->rope_sin);
-    free(m->rope_inv);
+    for (int i = 0; i < WK__LM_ROPE_SETS; i++) {
+        wk_tensor_free(m->rope[i].cos);
+        wk_tensor_free(m->rope[i].sin);
+        free(m->rope[i].inv);
+    }
+    free(m->rope_inv_long);
+    free(m->layer_flags);
     wk_tokenizer_free(m->tok);
     free(m->chat_template);
     free(m);

@@ -71,6 +71,11 @@ void wk__kv_store_free(wk__kv_store *s);
 typedef struct wk__attn_heads {
     int64_t q_heads, kv_heads, head_dim;
     bool interleaved;
+    int64_t window;   /* > 0: each query sees its last `window` positions only */
+    double softcap;   /* > 0: scores -> softcap * tanh(scores / softcap) */
+    double scale;     /* <= 0: 1 / sqrt(head_dim) */
+    bool rope_skip;   /* no rotary embedding on this layer (SmolLM3) */
+    int64_t rope_dims; /* leading dims of each head that rotate (cos / sin have rope_dims/2 columns); 0: all */
 } wk__attn_heads;
 wk_tensor *wk__rope_cached_attention(const wk__attn_heads *h, const wk_tensor *q, const wk_tensor *k,
                                      const wk_tensor *v, const wk_tensor *cos, const wk_tensor *sin,

@@ -1,0 +1,46 @@
+/* Gemma 2: RMSNorm with (1 + w) (HF stores w; llama.cpp's converter wrote
+ * 1 + w), token rows times sqrt(dim), a GELU-tanh gated MLP, norms before
+ * and after both attention and the MLP, attention-logit and final-logit
+ * soft-capping, and local (sliding-window) layers alternating with global
+ * ones, the even layers local. The q.k scale is query_pre_attn_scalar^-1/2
+ * (llama.cpp's converter drops that key: its GGUF files get 1/sqrt(head_dim),
+ * the same for every size but 27B). RoPE over halves. */
+#include "model/lm_arch.h"
+#include <math.h>
+
+static const char *const ACTS[] = {"gelu_pytorch_tanh", "gelu_tanh", NULL};
+
+static wk_status finish(const wk__lm_raw *r, wk_lm_config *c, uint8_t *flags) {
+    wk_status st = wk__lm_need_act(r, ACTS);
+    if (st != WK_OK) return st;
+    if (r->mlp_bias == 1) return wk__lm_refuse(r, "mlp_bias", "biases on the MLP");
+    if (c->rope_dims != c->head_dim) return wk__lm_refuse(r, "rope dimensions", "partial rotary embedding");
+    c->attn_bias = r->attention_bias == 1;
+    c->gelu_mlp = true;
+    c->post_norms = true;
+    c->embed_scale = sqrt((double)c->dim);
+    if (r->query_pre_attn_scalar > 0) c->attn_scale = 1.0 / sqrt(r->query_pre_attn_scalar);
+    c->attn_softcap = r->attn_softcap;
+    c->final_softcap = r->final_softcap;
+    c->sliding_window = r->sliding_window;
+    if (r->layer_sliding) {
+        if (r->n_layer_types != c->n_layers)
+            return wk__lm_refuse(r, "layer_types", "a list whose length differs from num_hidden_layers");
+        for (int64_t i = 0; i < c->n_layers; i++)
+            if (r->layer_sliding[i]) flags[i] |= WK_LM_SLIDING;
+    } else {
+        for (int64_t i = 0; i < c->n_layers; i += 2) flags[i] |= WK_LM_SLIDING;
+    }
+    return WK_OK;
+}
+
+const wk__lm_arch wk__arch_gemma2 = {
+    .name = "gemma2",
+    .gguf = {"gemma2"},
+    .hf = {"gemma2"},
+    .hf_names = {[WK__S_POST_ATTN_NORM] = "post_attention_layernorm",
+                 [WK__S_FFN_NORM] = "pre_feedforward_layernorm",
+                 [WK__S_POST_FFN_NORM] = "post_feedforward_layernorm"},
+    .hf_norm_minus_one = true,
+    .finish = finish,
+};
