@@ -49,7 +49,8 @@ static wk_tensor *attention_block(const wk_lm *m, const wk__lm_layer *L, wk_kv_c
                          .kv_heads = Hkv,
                          .head_dim = D,
                          .interleaved = cfg->rope_interleaved,
-                         .window = sliding ? cfg->sliding_window : 0,
+                         /* a window as long as the sequence so far changes nothing */
+                         .window = sliding && pos + wk_dim(x, 0) > cfg->sliding_window ? cfg->sliding_window : 0,
                          .softcap = cfg->attn_softcap,
                          .scale = cfg->attn_scale,
                          .rope_skip = (L->flags & WK_LM_NO_ROPE) != 0,
