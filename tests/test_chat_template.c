@@ -72,7 +72,7 @@ static void test_errors(void **state) {
     expect_error("{{ messages.append(1) }}", "unsafe");
     expect_error("{{ 'a' + 1 }}", "unsupported operand");
     expect_error("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", "nest deeper");
-    expect_error("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "iterations");
+    expect_error("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "limit");
     expect_error("{{ ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((("
                  "((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1", "nest");
     expect_error("{{ 'x' * 100000000 }}", "too large");
@@ -148,7 +148,7 @@ static void test_real_templates(void **state) {
     snprintf(cmd, sizeof cmd, "mkdir -p '%s' && '%s' '%s/chat_template_oracle.py' '%s' '%s'", odir ? odir : ".", py,
              WICK_TESTS_DIR, dir, out_path);
     if (system(cmd) != 0) fail_msg("the oracle failed: %s", cmd);
-    size_t len;
+    size_t len = 0;
     char *doc = read_file(out_path, &len);
     assert_non_null(doc);
     wk__json p;

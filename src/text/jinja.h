@@ -61,7 +61,7 @@ typedef struct jj_loop jj_loop;
 
 typedef struct jv {
     uint8_t t;    /* jv_type */
-    uint8_t flag; /* LIST: a tuple; UNDEF: JJ_UNDEF_* */
+    uint8_t flag; /* LIST: JJ_TUPLE / JJ_GEN; UNDEF: JJ_UNDEF_* */
     int16_t fn;   /* FUNC: which builtin */
     union {
         bool b;
@@ -76,6 +76,11 @@ typedef struct jv {
     struct jv *self; /* FUNC: the bound object, or NULL */
 } jv;
 
+/* A list made by a filter that jinja2 answers with a generator (map,
+ * select*, reject*, unique, reverse, items): always true, no len(), not
+ * JSON, not subscriptable -- templates that forget `| list` fail in jinja2
+ * and so in wick. */
+enum { JJ_TUPLE = 1, JJ_GEN = 2 };
 enum { JJ_UNDEF_PLAIN = 0, JJ_UNDEF_UNSAFE = 1 /* a sandbox-refused method: calling it is an error */ };
 
 struct jj_list { size_t n, cap; jv *v; };

@@ -118,6 +118,8 @@ jv jj_getitem(jj_ctx *ctx, int line, jv obj, jv key) {
     if (obj.t == JV_DICT) {
         jv *v = jj_dict_get(obj.u.d, key);
         if (v) return *v;
+    } else if (obj.t == JV_LIST && obj.flag == JJ_GEN) {
+        jj_fail(ctx->rt, line, "'generator' object is not subscriptable");
     } else if ((obj.t == JV_LIST || obj.t == JV_STR) && (key.t == JV_INT || key.t == JV_BOOL)) {
         int64_t k = key.t == JV_INT ? key.u.i : key.u.b;
         if (obj.t == JV_LIST) {

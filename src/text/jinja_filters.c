@@ -103,7 +103,9 @@ static size_t length_of(jj_ctx *ctx, int line, jv v) {
     switch (v.t) {
     case JV_UNDEF: return 0;
     case JV_STR: return jj_utf8_len(v.u.s->p, v.u.s->n);
-    case JV_LIST: return v.u.l->n;
+    case JV_LIST:
+        if (v.flag == JJ_GEN) jj_fail(ctx->rt, line, "object of type 'generator' has no len()");
+        return v.u.l->n;
     case JV_DICT: case JV_NS: return v.u.d->n;
     default: jj_fail(ctx->rt, line, "object of type '%s' has no len()", jv_type_name(v));
     }
@@ -152,8 +154,10 @@ static jv sorted(jj_ctx *ctx, int line, jj_list *src, bool reverse, bool cs, jv 
 }
 
 static jv select_like(jj_ctx *ctx, int line, jv v, const fargs *a, bool attr, bool keep_if) {
-    jj_list *src = jj_iterate(ctx, line, v);
     jv out = jv_list(ctx->rt, 0);
+    out.flag = JJ_GEN;
+    if (!jv_truthy(v)) return out; /* jinja2 skips a false sequence (none) */
+    jj_list *src = jj_iterate(ctx, line, v);
     size_t k = 0;
     jv at = jv_none();
     if (attr) {
@@ -272,7 +276,7 @@ jv jj_apply_filter(jj_ctx *ctx, int line, int id, const char *name, jv v, const 
         jj_list *l = jj_iterate(ctx, line, v);
         jv out = jv_list(rt, l->n);
         for (size_t i = 0; i < l->n; i++) jj_list_push(rt, out.u.l, l->v[i]);
-        return out;
+        return out; /* a real list: | list ends a generator */
     }
     case F_ITEMS: {
         if (v.t == JV_UNDEF) return jv_list(rt, 0);
@@ -323,6 +327,7 @@ jv jj_apply_filter(jj_ctx *ctx, int line, int id, const char *name, jv v, const 
         jv at = arg(&a, 1, "attribute", jv_none());
         jj_list *l = jj_iterate(ctx, line, v);
         jv out = jv_list(rt, 0), seen = jv_list(rt, 0);
+        out.flag = JJ_GEN;
         for (size_t i = 0; i < l->n; i++) {
             jv k = at.t != JV_NONE ? attr_path(ctx, line, l->v[i], at) : l->v[i];
             if (!cs && k.t == JV_STR) k = jj_str_lower(rt, k);
@@ -343,6 +348,7 @@ jv jj_apply_filter(jj_ctx *ctx, int line, int id, const char *name, jv v, const 
         }
         jj_list *l = jj_iterate(ctx, line, v);
         jv out = jv_list(rt, l->n);
+        out.flag = JJ_GEN;
         for (size_t i = l->n; i-- > 0;) jj_list_push(rt, out.u.l, l->v[i]);
         return out;
     }
@@ -369,8 +375,10 @@ jv jj_apply_filter(jj_ctx *ctx, int line, int id, const char *name, jv v, const 
     case F_SELECTATTR: return select_like(ctx, line, v, &a, true, true);
     case F_REJECTATTR: return select_like(ctx, line, v, &a, true, false);
     case F_MAP: {
+        jv out = jv_list(rt, 0);
+        out.flag = JJ_GEN;
+        if (!jv_truthy(v)) return out;
         jj_list *l = jj_iterate(ctx, line, v);
-        jv out = jv_list(rt, l->n);
         jv at = arg(&a, 99, "attribute", jv_none());
         if (at.t != JV_NONE) {
             jv dflt = arg(&a, 99, "default", jv_undef());

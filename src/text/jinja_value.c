@@ -18,7 +18,7 @@ bool jv_truthy(jv v) {
     case JV_INT: return v.u.i != 0;
     case JV_FLOAT: return v.u.f != 0;
     case JV_STR: return v.u.s->n > 0;
-    case JV_LIST: return v.u.l->n > 0;
+    case JV_LIST: return v.flag == JJ_GEN || v.u.l->n > 0;
     case JV_DICT: return v.u.d->n > 0;
     default: return true;
     }
@@ -87,7 +87,7 @@ int jv_compare(jj_rt *rt, int line, jv a, jv b, bool ci) {
 const char *jv_type_name(jv v) {
     static const char *const names[] = {"Undefined", "NoneType", "bool", "int", "float", "str", "list", "dict",
                                         "Namespace", "function", "Macro", "LoopContext"};
-    if (v.t == JV_LIST && v.flag) return "tuple";
+    if (v.t == JV_LIST && v.flag) return v.flag == JJ_GEN ? "generator" : "tuple";
     return names[v.t];
 }
 
@@ -254,6 +254,10 @@ static void str_or_repr(jj_rt *rt, jj_buf *b, jv v, bool repr) {
         else jj_buf_put(rt, b, v.u.s->p, v.u.s->n);
         return;
     case JV_LIST:
+        if (v.flag == JJ_GEN) {
+            jj_buf_put(rt, b, "<generator object>", 18);
+            return;
+        }
         jj_buf_putc(rt, b, v.flag ? '(' : '[');
         for (size_t i = 0; i < v.u.l->n; i++) {
             if (i) jj_buf_put(rt, b, ", ", 2);
@@ -347,6 +351,7 @@ static void json_val(jj_rt *rt, int line, jj_buf *b, jv v, bool ascii, int inden
         return;
     case JV_STR: json_str(rt, b, v.u.s->p, v.u.s->n, ascii); return;
     case JV_LIST:
+        if (v.flag == JJ_GEN) jj_fail(rt, line, "tojson: Object of type generator is not JSON serializable");
         if (!v.u.l->n) {
             jj_buf_put(rt, b, "[]", 2);
             return;
