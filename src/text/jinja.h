@@ -81,6 +81,9 @@ typedef struct jv {
  * JSON, not subscriptable -- templates that forget `| list` fail in jinja2
  * and so in wick. */
 enum { JJ_TUPLE = 1, JJ_GEN = 2 };
+/* STR flag: markupsafe.Markup (from | safe / | escape): `+` escapes the plain operand. */
+enum { JJ_MARKUP = 1 };
+jv jj_html_escape(jj_rt *rt, jv s);
 enum { JJ_UNDEF_PLAIN = 0, JJ_UNDEF_UNSAFE = 1 /* a sandbox-refused method: calling it is an error */ };
 
 struct jj_list { size_t n, cap; jv *v; };

@@ -260,10 +260,15 @@ static jv binop(jj_ctx *ctx, int line, int op, jv a, jv b) {
         }
     }
     if (op == JJ_OP_ADD && a.t == JV_STR && b.t == JV_STR) {
+        bool markup = a.flag == JJ_MARKUP || b.flag == JJ_MARKUP;
+        if (markup && a.flag != JJ_MARKUP) a = jj_html_escape(rt, a);
+        if (markup && b.flag != JJ_MARKUP) b = jj_html_escape(rt, b);
         jj_buf buf = {0};
         jj_buf_put(rt, &buf, a.u.s->p, a.u.s->n);
         jj_buf_put(rt, &buf, b.u.s->p, b.u.s->n);
-        return jj_buf_value(rt, &buf);
+        jv r = jj_buf_value(rt, &buf);
+        r.flag = markup ? JJ_MARKUP : 0;
+        return r;
     }
     if (op == JJ_OP_ADD && a.t == JV_LIST && b.t == JV_LIST && a.flag == b.flag) {
         jv out = jv_list(rt, a.u.l->n + b.u.l->n);

@@ -204,15 +204,31 @@ static jv do_indent(jj_ctx *ctx, jv s, jv width, bool first, bool blank) {
     return jj_buf_value(rt, &out);
 }
 
+static jv filter2(jj_ctx *ctx, int line, int id, const char *name, jv v, const fargs *ap);
+
 jv jj_apply_filter(jj_ctx *ctx, int line, int id, const char *name, jv v, const jv *pos, size_t npos,
                    const char *const *kwn, const jv *kwv, size_t nkw) {
     jj_rt *rt = ctx->rt;
     fargs a = {pos, npos, kwn, kwv, nkw};
     switch (id) {
-    case F_SAFE: case F_STRING:
+    case F_STRING:
         return jv_to_str(rt, v);
-    case F_ESCAPE: case F_E: {
+    case F_SAFE: {
         jv s = jv_to_str(rt, v);
+        s.flag = JJ_MARKUP;
+        return s;
+    }
+    case F_ESCAPE: case F_E: {
+        if (v.t == JV_STR && v.flag == JJ_MARKUP) return v;
+        return jj_html_escape(rt, jv_to_str(rt, v));
+    }
+    default: break;
+    }
+    return filter2(ctx, line, id, name, v, &a);
+}
+
+jv jj_html_escape(jj_rt *rt, jv s) {
+    {
         jj_buf b = {0};
         for (size_t i = 0; i < s.u.s->n; i++) {
             char c = s.u.s->p[i];
@@ -220,8 +236,21 @@ jv jj_apply_filter(jj_ctx *ctx, int line, int id, const char *name, jv v, const 
             if (r) jj_buf_put(rt, &b, r, strlen(r));
             else jj_buf_putc(rt, &b, c);
         }
-        return jj_buf_value(rt, &b);
+        jv r = jj_buf_value(rt, &b);
+        r.flag = JJ_MARKUP;
+        return r;
     }
+}
+
+static jv filter2(jj_ctx *ctx, int line, int id, const char *name, jv v, const fargs *ap) {
+    jj_rt *rt = ctx->rt;
+    fargs a = *ap;
+    const jv *pos = a.pos;
+    size_t npos = a.npos;
+    const char *const *kwn = a.kwn;
+    const jv *kwv = a.kwv;
+    size_t nkw = a.nkw;
+    switch (id) {
     case F_TRIM: {
         jv chars = arg(&a, 0, "chars", jv_none());
         jv s = need_str(ctx, line, name, v);
