@@ -26,7 +26,7 @@ fi
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="$root/.venv"
 [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv"
-want=(gguf==0.19.0 safetensors==0.8.0 tokenizers==0.23.3)
+want=(gguf==0.19.0 safetensors==0.8.0 tokenizers==0.23.3 jinja2==3.1.6)
 "$venv/bin/python" - "${want[@]}" <<'PY' || "$venv/bin/pip" install -q --disable-pip-version-check "${want[@]}"
 import sys
 from importlib.metadata import version, PackageNotFoundError
@@ -53,9 +53,13 @@ fi
 echo "$minilm_sha  $minilm_file" | sha256sum -c --quiet - || { echo "setup: MiniLM checksum mismatch" >&2; exit 1; }
 # llama.cpp's tokenizer test vectors (vocab-only GGUFs + .inp/.out) from the
 # llama-cpp-python sdist; only the models/ folder is kept (about 40 MB).
+# The same sdist carries llama.cpp's collection of real chat templates
+# (models/templates/*.jinja) for test_chat_template; its own stamp, so a
+# machine that extracted the vocab files before extracts these too.
 vocab_dir="$root/.cache/llama-vocab"
+tmpl_dir="$root/.cache/chat-templates"
 sdist_sha=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
-if [ ! -f "$vocab_dir/.done" ]; then
+if [ ! -f "$vocab_dir/.done" ] || [ ! -f "$tmpl_dir/.done" ]; then
   tmp="$(mktemp -d)"
   # straight from PyPI's simple index: `pip download` of an sdist would run
   # its build backend to read metadata (minutes); the checksum pins the bytes
@@ -67,7 +71,10 @@ if [ ! -f "$vocab_dir/.done" ]; then
   mkdir -p "$vocab_dir"
   tar -xzf "$tmp/llama_cpp_python-0.3.36.tar.gz" -C "$vocab_dir" --strip-components=4 \
     --wildcards 'llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-*'
+  mkdir -p "$tmpl_dir"
+  tar -xzf "$tmp/llama_cpp_python-0.3.36.tar.gz" -C "$tmpl_dir" --strip-components=5 \
+    --wildcards 'llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates/*.jinja'
   rm -rf "$tmp"
-  touch "$vocab_dir/.done"
+  touch "$vocab_dir/.done" "$tmpl_dir/.done"
 fi
 echo "setup: venv ready ($venv)"

@@ -99,16 +99,21 @@ static void test_chat_other_templates(void **state) {
                         "{{ '<|im_start|>assistant\n' }}{% endif %}";
     assert_true(wk_chat_render(plain, NULL, "hi", out, sizeof out) > 0);
     assert_string_equal(out, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
-    /* not ChatML: refused, never rendered wrongly */
+    /* not ChatML: rendered by the Jinja interpreter (wick/chat.h) now */
     const char *llama3 = "{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + "
                          "'<|end_header_id|>\n\n' + message['content'] + '<|eot_id|>' }}{% endfor %}";
+    assert_true(wk_chat_render(llama3, NULL, "hi", out, sizeof out) > 0);
+    assert_string_equal(out, "<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>");
     const char *inst = "{{ bos_token }}{% for m in messages %}[INST] {{ m['content'] }} [/INST]{% endfor %}";
-    const char *bad[] = {llama3, inst, ""};
-    for (int i = 0; i < 3; i++) {
+    assert_true(wk_chat_render(inst, NULL, "hi", out, sizeof out) > 0);
+    assert_string_equal(out, "[INST] hi [/INST]");
+    /* a template that drops the user message is refused */
+    const char *bad[] = {"{{ nonsense }}", ""};
+    for (int i = 0; i < 2; i++) {
         wk_clear_error();
         assert_int_equal(wk_chat_render(bad[i], NULL, "hi", out, sizeof out), -1);
         assert_int_equal(wk_last_status(), WK_ERR_ARG);
-        assert_non_null(strstr(wk_last_error(), "ChatML"));
+        assert_non_null(strstr(wk_last_error(), "user message"));
     }
     wk_clear_error();
     assert_int_equal(wk_chat_render(NULL, NULL, "hi", out, sizeof out), -1);

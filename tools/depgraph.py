@@ -70,7 +70,7 @@ PUBLIC_FLOORS = {
     'autograd.h': 'autograd', 'nn.h': 'autograd',
     'layers.h': 'nn',
     'gguf.h': 'files', 'safetensors.h': 'files',
-    'tokenizer.h': 'text',
+    'tokenizer.h': 'text', 'chat.h': 'text',
     'train.h': 'top', 'lm.h': 'top', 'generate.h': 'top', 'bert.h': 'top',
     'all.h': 'top',
 }

@@ -12,6 +12,7 @@
 #include "wick/gguf.h"
 #include "wick/safetensors.h"
 #include "wick/tokenizer.h"
+#include "wick/chat.h"
 #include "wick/train.h"
 #include "wick/lm.h"
 #include "wick/generate.h"
