@@ -1,6 +1,6 @@
 /*
  * wick — the layer kit (src/nn/layers.c): the layers models are made of,
- * shared by the language models (llama.h, bert.h), training (train.h, which
+ * shared by the language models (lm.h, bert.h), training (train.h, which
  * adds torch-style initialisers) and Python's wick.nn.
  *
  * A layer is a plain struct of tensors it owns (*_free releases them;

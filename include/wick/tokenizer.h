@@ -14,7 +14,7 @@
 #include <stdbool.h>
 
 /* Declared before wick.h is included: wick.h includes this header and
- * llama.h / bert.h, which name wk_tokenizer, so the type must exist first
+ * lm.h / bert.h, which name wk_tokenizer, so the type must exist first
  * whichever header a program includes first. */
 typedef struct wk_tokenizer wk_tokenizer;
 typedef struct wk_gguf wk_gguf; /* include/wick/gguf.h (a repeated typedef is valid C11) */

@@ -609,7 +609,7 @@ wk_status wk_device_release_cache(wk_device *dev, size_t *released);
 
 /* The tensor core's other halves: the fused nn ops and the gradient API.
  * Files (gguf.h, safetensors.h), text (tokenizer.h), training (train.h)
- * and models (llama.h, generate.h, bert.h) stand alone above the core;
+ * and models (lm.h, generate.h, bert.h) stand alone above the core;
  * wick/all.h includes everything. */
 #include "wick/nn.h"
 #include "wick/autograd.h"

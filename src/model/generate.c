@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 #include "base/error.h"
+#include "wick/chat.h"
 #include "model/stop_text.h"
 #include "wick/generate.h"
 
@@ -54,7 +55,7 @@ struct wk_gen {
     char *out;             /* this step's text, NUL-terminated */
     size_t n_out, out_cap;
     bool out_oom;
-    int32_t eos[3];
+    int32_t eos[8];
     int n_eos;
     int32_t last;          /* the sampled id still to run through the model */
     bool need_prefill, need_forward, ended, failed;
@@ -109,28 +110,57 @@ static wk_status copy_stops(wk_gen *g, const wk_generate_opts *o, const char *op
     return WK_OK;
 }
 
-/* The prompt as the model sees it: the chat template applied (a new string
- * in *text) or not (*text stays NULL). */
+/* The text of special id `id` (the template's bos_token / eos_token), or
+ * NULL when the tokenizer has none; a new string. */
+static char *special_text(const wk_tokenizer *tok, int32_t id) {
+    if (id < 0) return NULL;
+    int64_t n = wk_tokenizer_decode(tok, &id, 1, false, NULL, 0);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s && wk_tokenizer_decode(tok, &id, 1, false, s, (size_t)n + 1) < 0) {
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
+
+/* The prompt as the model sees it: the model's chat template rendered (the
+ * Jinja interpreter, wick/chat.h) over [system,] user with the tokenizer's
+ * bos / eos texts and the generation prompt (a new string in *text), or
+ * not (*text stays NULL). Like transformers' apply_chat_template, the
+ * template writes the BOS itself: tokenize() then adds no specials. */
 static wk_status chat_text(const wk_lm *m, const char *prompt, const wk_generate_opts *o, char **text,
                            const char *op) {
     *text = NULL;
     if (!o->chat) return WK_OK;
     const char *tmpl = wk_lm_chat_template(m);
     if (!tmpl) return wk__err(WK_ERR_ARG, op, "chat: the model file has no chat template");
-    int64_t need = wk_chat_render(tmpl, o->system, prompt, NULL, 0);
-    if (need < 0)
-        return wk__err(WK_ERR_ARG, op, "chat: the model's chat template is not ChatML-style; wick cannot render it");
-    if (!(*text = malloc((size_t)need + 1)))
-        return wk__err(WK_ERR_OOM, op, "no memory for a %lld-byte chat prompt", (long long)need);
-    wk_chat_render(tmpl, o->system, prompt, *text, (size_t)need + 1);
-    return WK_OK;
+    const wk_tokenizer *tok = wk_lm_tokenizer(m);
+    char *bos = special_text(tok, wk_tokenizer_bos(tok)), *eos = special_text(tok, wk_tokenizer_eos(tok));
+    wk_chat_message msgs[2] = {{.role = "system", .content = o->system}, {.role = "user", .content = prompt}};
+    wk_chat_opts co = {.bos_token = bos ? bos : "", .eos_token = eos ? eos : "", .add_generation_prompt = true};
+    const wk_chat_message *first = o->system ? msgs : msgs + 1;
+    size_t nm = o->system ? 2 : 1;
+    wk_status st = WK_OK;
+    int64_t need = wk_chat_apply(tmpl, first, nm, &co, NULL, 0);
+    if (need < 0) st = wk__err(wk_last_status(), op, "chat: %s", wk_last_error());
+    else if (!(*text = malloc((size_t)need + 1)))
+        st = wk__err(WK_ERR_OOM, op, "no memory for a %lld-byte chat prompt", (long long)need);
+    else if (wk_chat_apply(tmpl, first, nm, &co, *text, (size_t)need + 1) != need)
+        st = wk__err(WK_ERR_ARG, op, "chat: the template rendered differently twice");
+    free(bos);
+    free(eos);
+    if (st != WK_OK) {
+        free(*text);
+        *text = NULL;
+    }
+    return st;
 }
 
 /* Tokenize into g->ids, with room after the prompt for every id that can
  * be sampled before the context is full (*room of them). */
-static wk_status tokenize(wk_gen *g, const char *text, int64_t ctx, int64_t *room, const char *op) {
+static wk_status tokenize(wk_gen *g, const char *text, bool chat, int64_t ctx, int64_t *room, const char *op) {
     size_t len = strlen(text);
-    unsigned flags = WK_TOK_ADD_SPECIAL | WK_TOK_PARSE_SPECIAL;
+    unsigned flags = chat ? WK_TOK_PARSE_SPECIAL : WK_TOK_ADD_SPECIAL | WK_TOK_PARSE_SPECIAL;
     /* byte-level BPE never needs more ids than bytes, plus BOS/EOS */
     int64_t cap = (int64_t)len + 8, n_prompt = 0;
     for (int pass = 0; pass < 2; pass++) {
@@ -214,7 +244,7 @@ static wk_gen *gen_start(const wk_lm *m, const char *prompt, const wk_generate_o
     if (copy_stops(g, o, op)) goto fail;
     if (!(g->sampler = wk_sampler_new(&o->sampling))) goto fail;
     if (chat_text(m, prompt, o, &text, op)) goto fail;
-    wk_status s = tokenize(g, text ? text : prompt, ctx, &room, op);
+    wk_status s = tokenize(g, text ? text : prompt, text != NULL, ctx, &room, op);
     free(text);
     if (s) goto fail;
     const int64_t n_prompt = g->nh;
@@ -224,8 +254,12 @@ static wk_gen *gen_start(const wk_lm *m, const char *prompt, const wk_generate_o
     if (o->stop_at_eos) {
         if (cfg->eos >= 0) g->eos[g->n_eos++] = cfg->eos;
         if (wk_tokenizer_eos(tok) >= 0) g->eos[g->n_eos++] = wk_tokenizer_eos(tok);
-        if (o->chat && wk_tokenizer_find(tok, "<|im_end|>") >= 0)
-            g->eos[g->n_eos++] = wk_tokenizer_find(tok, "<|im_end|>");
+        /* the end-of-turn tokens of the families' templates */
+        static const char *const turn_ends[] = {"<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|end|>"};
+        for (size_t i = 0; o->chat && i < sizeof turn_ends / sizeof *turn_ends; i++) {
+            int32_t id = wk_tokenizer_find(tok, turn_ends[i]);
+            if (id >= 0 && g->n_eos < (int)(sizeof g->eos / sizeof g->eos[0])) g->eos[g->n_eos++] = id;
+        }
     }
     g->vocab = cfg->vocab;
     /* wk_token_stream_put's bound for any vocabulary (tokenizer.h) */
