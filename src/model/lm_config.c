@@ -384,6 +384,7 @@ static bool json_rope(wk__json *p, wk_lm_config *c, wk__lm_raw *r, bool sliding)
         else if (!strcmp(k, "low_freq_factor")) ok = json_opt_number(p, k, &c->rope_low_freq_factor);
         else if (!strcmp(k, "high_freq_factor")) ok = json_opt_number(p, k, &c->rope_high_freq_factor);
         else if (!strcmp(k, "attention_factor")) ok = json_opt_number(p, k, &r->rope_attn_factor);
+        else if (!strcmp(k, "partial_rotary_factor")) ok = json_opt_number(p, k, &r->partial_rotary);
         else if (!strcmp(k, "long_factor")) ok = json_floats(p, k, &r->long_factor, &r->n_long);
         else if (!strcmp(k, "short_factor")) ok = json_floats(p, k, &r->short_factor, &r->n_short);
         else if (!strcmp(k, "original_max_position_embeddings")) {
@@ -483,6 +484,12 @@ wk_status wk__lm_config_from_json(const char *json, size_t len, const char *path
             else if (!strcmp(k, "rope_local_base_freq")) ok = json_opt_number(&p, k, &r->rope_local_theta);
             else if (!strcmp(k, "partial_rotary_factor")) ok = json_opt_number(&p, k, &r->partial_rotary);
             else if (!strcmp(k, "original_max_position_embeddings")) ok = json_opt_int(&p, k, &r->orig_ctx_top);
+            else if (!strcmp(k, "use_bidirectional_attention")) {
+                /* Gemma 3's encoder use: no causal mask; wick's decoders are causal */
+                bool bidi = false;
+                ok = wk__json_peek(&p) == WK__JSON_NULL ? wk__json_null(&p) : wk__json_bool(&p, &bidi);
+                if (ok && bidi) ok = wk__json_fail(&p, "use_bidirectional_attention true is not supported by wick");
+            }
             else ok = wk__json_skip(&p);
             if (!ok) break;
         }

@@ -1,0 +1,326 @@
+/* Every model family wick runs, as a tiny model with random weights and
+ * every feature of the family switched on (tests/tiny_models.py writes it
+ * at test time from a fixed seed: config.json + f32 safetensors), checked
+ * against the logits transformers 5.24 gave on the same model
+ * (tests/data/tiny/<arch>.json, made by hand with tools/make_tiny_refs.py):
+ *
+ *   - HF directory: 4 full logit rows of a 24-token prefill within 1e-4,
+ *     8 greedy KV-cache steps equal (or parting at a near-tie of the
+ *     reference's top two, < 1e-3);
+ *   - the same model as GGUF (tests/tiny_gguf.py writes what llama.cpp's
+ *     converter writes, byte for byte): the rows within 1e-4 of
+ *     transformers with what the converter drops set as llama.cpp then
+ *     computes it ("as_llamacpp": Mistral's window, Gemma's
+ *     query_pre_attn_scalar, Gemma 2's rope_theta), and within 2e-3 of
+ *     llama.cpp's own logits on that file (<arch>.llamacpp.json: its f32
+ *     kernels differ from torch's by up to ~6e-4);
+ *   - f16 and bf16 weights (load-time conversion) near the f32 rows.
+ * Phi-3 also runs its short-context case (longrope's short factors: a
+ * cache no longer than the original context). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "wick/lm.h"
+#include "llama_testutil.h"
+
+#define VOCAB 320
+#define MAXN 4096
+
+/* Every number under "key" (after "section" when given), nested lists
+ * flattened: the facts files are flat JSON written by the scripts. */
+static int numbers(const char *doc, const char *section, const char *key, double *out, int cap) {
+    const char *p = doc;
+    char pat[128];
+    if (section) {
+        snprintf(pat, sizeof pat, "\"%s\"", section);
+        if (!(p = strstr(p, pat))) return -1;
+    }
+    snprintf(pat, sizeof pat, "\"%s\"", key);
+    if (!(p = strstr(p, pat))) return -1;
+    p = strchr(p + strlen(pat), '[');
+    if (!p) return -1;
+    int depth = 0, n = 0;
+    do {
+        if (*p == '[') depth++, p++;
+        else if (*p == ']') depth--, p++;
+        else {
+            char *end;
+            double v = strtod(p, &end);
+            if (end == p) {
+                p++;
+                continue;
+            }
+            if (n < cap) out[n] = v;
+            n++;
+            p = end;
+        }
+    } while (*p && depth > 0);
+    return n;
+}
+
+static char *read_facts(const char *name) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/data/tiny/%s", WICK_TESTS_DIR, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    assert_non_null(s);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* The prefill of ids (cache of cap positions) and rows' logits into out. */
+static void prefill_rows(const wk_lm *m, const int32_t *ids, int n, int64_t cap, const int *rows, int nrows,
+                         float *out, wk_kv_cache **keep) {
+    wk_kv_cache *c = wk_kv_cache_new(m, cap);
+    if (!c) fail_msg("cache: %s", wk_last_error());
+    wk_tensor *l = wk_lm_forward(m, c, ids, n, true);
+    if (!l) fail_msg("forward: %s", wk_last_error());
+    float *all = malloc(sizeof(float) * (size_t)n * VOCAB);
+    assert_non_null(all);
+    assert_int_equal(wk_to_host_f32(l, all, (size_t)n * VOCAB), WK_OK);
+    for (int r = 0; r < nrows; r++) memcpy(out + (size_t)r * VOCAB, all + (size_t)rows[r] * VOCAB, sizeof(float) * VOCAB);
+    free(all);
+    wk_tensor_free(l);
+    if (keep) *keep = c;
+    else wk_kv_cache_free(c);
+}
+
+static double max_diff(const float *a, const double *b, int n) {
+    double d = 0;
+    for (int i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
+}
+
+/* Greedy steps after the prefill in c (its last row's logits in last):
+ * equal to want, or parting where the reference's top two are within
+ * 1e-3 (then the rest is not compared). */
+static void greedy_check(const char *what, const wk_lm *m, wk_kv_cache *c, const float *last, const double *want,
+                         const double *top2, int steps) {
+    float lg[VOCAB];
+    memcpy(lg, last, sizeof lg);
+    for (int s = 0; s < steps; s++) {
+        int32_t id = lt_argmax(lg, VOCAB);
+        if (id != (int32_t)want[s]) {
+            double gap = top2[2 * s] - top2[2 * s + 1];
+            if (gap < 1e-3) {
+                print_message("%s: greedy parts at step %d (%d vs %d) at a near-tie (gap %.2g)\n", what, s, id,
+                              (int)want[s], gap);
+                return;
+            }
+            fail_msg("%s: greedy step %d gave %d, the reference %d (its top-2 gap %.3g)", what, s, id, (int)want[s],
+                     gap);
+        }
+        wk_tensor *l = wk_lm_forward(m, c, &id, 1, false);
+        if (!l) fail_msg("%s step %d: %s", what, s, wk_last_error());
+        assert_int_equal(wk_to_host_f32(l, lg, VOCAB), WK_OK);
+        wk_tensor_free(l);
+    }
+}
+
+static bool run(const char *cmd) {
+    int rc = system(cmd);
+    if (rc != 0) print_message("command failed (%d): %s\n", rc, cmd);
+    return rc == 0;
+}
+
+static void check_family(const char *arch) {
+    char dir[512], cmd[2048], facts_name[128];
+    lt_tmp_path(dir, sizeof dir, "tiny_");
+    snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "%s_%d", arch, (int)getpid());
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tiny_models.py %s %s", WICK_TESTS_DIR, arch, dir);
+    if (!run(cmd)) fail_msg("tiny_models.py %s failed (Debian's python3-numpy is needed)", arch);
+    snprintf(facts_name, sizeof facts_name, "%s.json", arch);
+    char *facts = read_facts(facts_name);
+    double idsd[64], rowsd[8], greedy[16], top2[32];
+    static double want[8 * VOCAB];
+    int n = numbers(facts, NULL, "ids", idsd, 64), nrows = numbers(facts, NULL, "rows", rowsd, 8);
+    int ng = numbers(facts, NULL, "greedy", greedy, 16);
+    assert_true(n > 0 && n <= 64 && nrows > 0 && nrows <= 8 && ng > 0 && ng <= 16);
+    assert_int_equal(numbers(facts, NULL, "greedy_top2", top2, 32), 2 * ng);
+    assert_int_equal(numbers(facts, NULL, "logits_rows", want, 8 * VOCAB), nrows * VOCAB);
+    int32_t ids[64];
+    int rows[8];
+    for (int i = 0; i < n; i++) ids[i] = (int32_t)idsd[i];
+    for (int i = 0; i < nrows; i++) rows[i] = (int)rowsd[i];
+    float *got = malloc(sizeof(float) * (size_t)nrows * VOCAB);
+    assert_non_null(got);
+
+    /* HF directory */
+    wk_lm *m = wk_lm_load(dir, NULL);
+    if (!m) fail_msg("%s: load: %s", arch, wk_last_error());
+    assert_string_equal(wk_lm_config_of(m)->arch, !strcmp(arch, "llama3") ? "llama" : arch);
+    wk_kv_cache *c = NULL;
+    prefill_rows(m, ids, n, n + ng, rows, nrows, got, &c);
+    double d = max_diff(got, want, nrows * VOCAB);
+    print_message("%-8s HF   vs transformers: max |diff| %.2e\n", arch, d);
+    if (!(d < 1e-4)) fail_msg("%s HF: logits differ from transformers by %g", arch, d);
+    greedy_check(arch, m, c, got + (size_t)(nrows - 1) * VOCAB, greedy, top2, ng);
+    wk_kv_cache_free(c);
+    /* f16 / bf16 weights: the same model, rounded */
+    static const wk_dtype half[2] = {WK_F16, WK_BF16};
+    for (int h = 0; h < 2; h++) {
+        wk_lm_load_opts o = {.dtype = half[h]};
+        wk_lm *mh = wk_lm_load(dir, &o);
+        if (!mh) fail_msg("%s %s: load: %s", arch, wk_dtype_name(half[h]), wk_last_error());
+        float *gh = malloc(sizeof(float) * (size_t)nrows * VOCAB);
+        assert_non_null(gh);
+        prefill_rows(mh, ids, n, n, rows, nrows, gh, NULL);
+        double dh = 0, scale = 0;
+        for (int i = 0; i < nrows * VOCAB; i++) {
+            dh = fmax(dh, fabs((double)gh[i] - got[i]));
+            scale = fmax(scale, fabs((double)got[i]));
+        }
+        print_message("%-8s %-4s vs f32: max |diff| %.2e (logits up to %.2f)\n", arch, wk_dtype_name(half[h]), dh,
+                      scale);
+        if (!(dh < (h == 0 ? 0.02 : 0.1) * fmax(scale, 1.0)))
+            fail_msg("%s %s: logits differ from f32 by %g", arch, wk_dtype_name(half[h]), dh);
+        free(gh);
+        wk_lm_free(mh);
+    }
+    /* Phi-3's short context: longrope's short factors */
+    double sid[64], srow[8];
+    static double swant[8 * VOCAB];
+    int sn = numbers(facts, "short", "ids", sid, 64), snr = numbers(facts, "short", "rows", srow, 8);
+    if (sn > 0) {
+        int32_t s_ids[64];
+        int s_rows[8] = {0};
+        for (int i = 0; i < sn; i++) s_ids[i] = (int32_t)sid[i];
+        for (int i = 0; i < snr; i++) s_rows[i] = (int)srow[i];
+        assert_int_equal(numbers(facts, "short", "logits_rows", swant, 8 * VOCAB), snr * VOCAB);
+        float *sg = malloc(sizeof(float) * (size_t)snr * VOCAB);
+        assert_non_null(sg);
+        prefill_rows(m, s_ids, sn, sn, s_rows, snr, sg, NULL);
+        double ds = max_diff(sg, swant, snr * VOCAB);
+        print_message("%-8s HF short context vs transformers: max |diff| %.2e\n", arch, ds);
+        if (!(ds < 1e-4)) fail_msg("%s short: logits differ from transformers by %g", arch, ds);
+        free(sg);
+    }
+    wk_lm_free(m);
+
+    /* GGUF, as llama.cpp's converter writes it */
+    const char *py = getenv("WICK_VENV_PYTHON");
+    if (!py || !*py) {
+        print_message("%s: GGUF part skipped: WICK_VENV_PYTHON unset (scripts/setup.sh makes the venv)\n", arch);
+    } else {
+        char gguf[700];
+        snprintf(gguf, sizeof gguf, "%s.gguf", dir);
+        snprintf(cmd, sizeof cmd, "%s %s/tiny_gguf.py %s %s", py, WICK_TESTS_DIR, dir, gguf);
+        if (!run(cmd)) fail_msg("tiny_gguf.py %s failed", arch);
+        wk_lm *mg = wk_lm_load(gguf, NULL);
+        if (!mg) fail_msg("%s GGUF: load: %s", arch, wk_last_error());
+        static double as_ll[8 * VOCAB], ll[8 * VOCAB];
+        const double *ref = want;
+        if (numbers(facts, "as_llamacpp", "logits_rows", as_ll, 8 * VOCAB) == nrows * VOCAB) ref = as_ll;
+        prefill_rows(mg, ids, n, n + ng, rows, nrows, got, &c);
+        double dg = max_diff(got, ref, nrows * VOCAB);
+        print_message("%-8s GGUF vs transformers%s: max |diff| %.2e\n", arch,
+                      ref == as_ll ? " (as llama.cpp reads the file)" : "", dg);
+        if (!(dg < 1e-4)) fail_msg("%s GGUF: logits differ from transformers by %g", arch, dg);
+        snprintf(facts_name, sizeof facts_name, "%s.llamacpp.json", arch);
+        char *llf = read_facts(facts_name);
+        assert_int_equal(numbers(llf, NULL, "logits_rows", ll, 8 * VOCAB), nrows * VOCAB);
+        double dl = max_diff(got, ll, nrows * VOCAB);
+        print_message("%-8s GGUF vs llama.cpp: max |diff| %.2e\n", arch, dl);
+        if (!(dl < 2e-3)) fail_msg("%s GGUF: logits differ from llama.cpp's by %g", arch, dl);
+        double lg[16], lt2[32];
+        int lng = numbers(llf, NULL, "greedy", lg, 16);
+        assert_int_equal(numbers(llf, NULL, "greedy_top2", lt2, 32), 2 * lng);
+        char what[64];
+        snprintf(what, sizeof what, "%s GGUF", arch);
+        greedy_check(what, mg, c, got + (size_t)(nrows - 1) * VOCAB, lg, lt2, lng);
+        wk_kv_cache_free(c);
+        free(llf);
+        wk_lm_free(mg);
+        unlink(gguf);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    run(cmd);
+    free(got);
+    free(facts);
+}
+
+#define FAMILY(a) \
+    static void family_##a(void **state) { \
+        (void)state; \
+        check_family(#a); \
+    }
+FAMILY(llama)
+FAMILY(llama3)
+FAMILY(mistral)
+FAMILY(qwen2)
+FAMILY(qwen3)
+FAMILY(gemma2)
+FAMILY(gemma3)
+FAMILY(phi3)
+FAMILY(smollm3)
+
+/* A family feature the file asks for and wick does not run is an error
+ * naming it, never ignored. */
+static void refused_keys(void **state) {
+    (void)state;
+    char dir[512], cmd[2048], cfg[700];
+    lt_tmp_path(dir, sizeof dir, "tiny_refused_");
+    snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tiny_models.py qwen2 %s", WICK_TESTS_DIR, dir);
+    assert_true(run(cmd));
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    static const struct {
+        const char *from, *to, *msg;
+    } cases[] = {
+        {"\"use_sliding_window\": false", "\"use_sliding_window\": true", "use_sliding_window"},
+        {"\"hidden_act\": \"silu\"", "\"hidden_act\": \"relu\"", "hidden activation 'relu'"},
+        {"\"model_type\": \"qwen2\"", "\"model_type\": \"gpt_neox\"", "unknown architecture 'gpt_neox'"},
+    };
+    char *orig = NULL;
+    {
+        FILE *f = fopen(cfg, "rb");
+        assert_non_null(f);
+        orig = calloc(1, 1 << 16);
+        assert_non_null(orig);
+        size_t got = fread(orig, 1, (1 << 16) - 1, f);
+        (void)got;
+        fclose(f);
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *at = strstr(orig, cases[i].from);
+        if (!at) fail_msg("config.json has no %s", cases[i].from);
+        FILE *f = fopen(cfg, "wb");
+        assert_non_null(f);
+        fwrite(orig, 1, (size_t)(at - orig), f);
+        fputs(cases[i].to, f);
+        fputs(at + strlen(cases[i].from), f);
+        fclose(f);
+        wk_clear_error();
+        wk_lm *m = wk_lm_load(dir, NULL);
+        assert_null(m);
+        if (!strstr(wk_last_error(), cases[i].msg))
+            fail_msg("case %zu: error '%s' does not name '%s'", i, wk_last_error(), cases[i].msg);
+        print_message("refused: %s\n", wk_last_error());
+    }
+    free(orig);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    run(cmd);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(family_llama),  cmocka_unit_test(family_llama3), cmocka_unit_test(family_mistral),
+        cmocka_unit_test(family_qwen2),  cmocka_unit_test(family_qwen3),  cmocka_unit_test(family_gemma2),
+        cmocka_unit_test(family_gemma3), cmocka_unit_test(family_phi3),   cmocka_unit_test(family_smollm3),
+        cmocka_unit_test(refused_keys),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
