@@ -496,12 +496,13 @@ static void test_llama_vocab_vectors(void **state) {
         skip();
     }
     /* every vocab with test vectors whose pre-tokenizer wick implements */
-    static const char *names[] = {"gpt-2", "starcoder", "refact", "command-r", "mpt", "llama-bpe", "qwen2", "bert-bge"};
+    static const char *names[] = {"gpt-2",     "starcoder", "refact",   "command-r", "mpt",
+                                  "llama-bpe", "qwen2",     "bert-bge", "llama-spm", "phi-3", "gemma-4"};
     int bad = 0;
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) bad += check_vocab(dir, names[i]);
     assert_int_equal(bad, 0);
     /* the rest are refused by name, not tokenized differently */
-    static const char *refused[] = {"deepseek-coder", "deepseek-llm", "falcon", "llama-spm", "phi-3"};
+    static const char *refused[] = {"deepseek-coder", "deepseek-llm", "falcon"};
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         char p[1024];
         snprintf(p, sizeof p, "%s/ggml-vocab-%s.gguf", dir, refused[i]);
