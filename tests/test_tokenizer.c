@@ -357,6 +357,145 @@ static void test_hostile_gguf(void **state) {
     wk_tokenizer_free(t);
 }
 
+
+/* ------------------------------------------------------- SentencePiece */
+
+/* A tiny "llama" vocabulary: merges by score, <0xC3> <0xA9> byte tokens
+ * (so "é" falls back to bytes) and unk for anything else. */
+#define U2581 "\xE2\x96\x81"
+static const char *const SPM_TOKS[] = {"<unk>", "<s>", "</s>", U2581, "a", "b", U2581 "a", "ab", U2581 "ab", "<0xC3>",
+                                       "<0xA9>", "<sep>"};
+enum { SPM_N = 12 };
+static void g_spm_tokens(wk_gguf_writer *w, int ntypes, int nscores, const char *byte_tok, bool with_unk) {
+    static const char *toks[SPM_N];
+    memcpy(toks, SPM_TOKS, sizeof toks);
+    if (byte_tok) toks[9] = byte_tok;
+    int32_t types[SPM_N] = {with_unk ? 2 : 1, 3, 3, 1, 1, 1, 1, 1, 1, 6, 6, 4};
+    float scores[SPM_N] = {0, 0, 0, -3, -4, -5, -1, -2, -0.5f, 0, 0, 0};
+    wk_gguf_writer_add_string(w, "tokenizer.ggml.model", "llama", 5);
+    wk_gguf_writer_add_string_array(w, "tokenizer.ggml.tokens", toks, NULL, SPM_N);
+    wk_gguf_writer_add_array(w, "tokenizer.ggml.token_type", WK_GGUF_I32, types, (uint64_t)ntypes);
+    wk_gguf_writer_add_array(w, "tokenizer.ggml.scores", WK_GGUF_F32, scores, (uint64_t)nscores);
+    wk_gguf_writer_add_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    wk_gguf_writer_add_u32(w, "tokenizer.ggml.eos_token_id", 2);
+}
+static void g_spm_good(wk_gguf_writer *w) { g_spm_tokens(w, SPM_N, SPM_N, NULL, true); }
+static void g_spm_scores_short(wk_gguf_writer *w) { g_spm_tokens(w, SPM_N, SPM_N - 1, NULL, true); }
+static void g_spm_types_short(wk_gguf_writer *w) { g_spm_tokens(w, SPM_N - 2, SPM_N, NULL, true); }
+static void g_spm_bad_hex(wk_gguf_writer *w) { g_spm_tokens(w, SPM_N, SPM_N, "<0xG3>", true); }
+static void g_spm_bad_byte(wk_gguf_writer *w) { g_spm_tokens(w, SPM_N, SPM_N, "<0xC3", true); }
+static void g_spm_no_unk(wk_gguf_writer *w) { g_spm_tokens(w, SPM_N, SPM_N, NULL, false); }
+static void g_spm_unk_out(wk_gguf_writer *w) {
+    g_spm_good(w);
+    wk_gguf_writer_add_u32(w, "tokenizer.ggml.unknown_token_id", 99);
+}
+static void g_spm_empty(wk_gguf_writer *w) {
+    wk_gguf_writer_add_string(w, "tokenizer.ggml.model", "llama", 5);
+    wk_gguf_writer_add_string_array(w, "tokenizer.ggml.tokens", SPM_TOKS, NULL, 0);
+}
+static void g_gemma4_no_merges(wk_gguf_writer *w) {
+    wk_gguf_writer_add_string(w, "tokenizer.ggml.model", "gemma4", 6);
+    wk_gguf_writer_add_string_array(w, "tokenizer.ggml.tokens", SPM_TOKS, NULL, SPM_N);
+}
+static wk_tokenizer *from_gguf_fill(gguf_fill f);
+
+static void test_spm_gguf(void **state) {
+    (void)state;
+    gguf_fill bad[] = {g_spm_scores_short, g_spm_types_short, g_spm_bad_hex, g_spm_bad_byte,
+                       g_spm_no_unk,       g_spm_unk_out,     g_spm_empty,   g_gemma4_no_merges};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        wk_clear_error();
+        wk_tokenizer *t = from_gguf_fill(bad[i]);
+        if (t) fprintf(stderr, "hostile spm gguf %zu accepted\n", i);
+        assert_null(t);
+        assert_int_equal(wk_last_status(), WK_ERR_FORMAT);
+        wk_clear_error();
+    }
+    wk_tokenizer *t = from_gguf_fill(g_spm_good);
+    if (!t) fprintf(stderr, "%s\n", wk_last_error());
+    assert_non_null(t);
+    assert_true(wk_tokenizer_adds_bos(t)); /* llama.cpp's default for SPM */
+    assert_false(wk_tokenizer_adds_eos(t));
+    int32_t ids[32];
+    /* "▁ab▁ab▁é": "▁a" (-1) beats "ab" (-2), then "▁ab" (-0.5); é as bytes */
+    const char *s = "ab ab \xC3\xA9";
+    int64_t n = enc(t, s, WK_TOK_ADD_SPECIAL, ids, 32);
+    static const int32_t want[] = {1, 8, 8, 3, 9, 10};
+    assert_int_equal(n, 6);
+    assert_memory_equal(ids, want, sizeof want);
+    char out[64];
+    assert_int_equal(wk_tokenizer_decode(t, ids, n, true, out, sizeof out), (int64_t)strlen(s));
+    assert_string_equal(out, s); /* the prefix space goes */
+    /* no byte token for 'x': unk; the user-defined <sep> splits and is followed by a prefix again */
+    n = enc(t, "x<sep>a", 0, ids, 32);
+    static const int32_t want2[] = {3, 0, 11, 6};
+    assert_int_equal(n, 4);
+    assert_memory_equal(ids, want2, sizeof want2);
+    /* the stream holds the first byte of "é" until the second arrives */
+    wk_token_stream st = {0};
+    assert_int_equal(wk_token_stream_put(t, &st, 9, false, out, sizeof out), 0);
+    assert_int_equal(wk_token_stream_put(t, &st, 10, false, out, sizeof out), 2);
+    assert_memory_equal(out, "\xC3\xA9", 2);
+    assert_int_equal(wk_token_stream_put(t, &st, 8, false, out, sizeof out), 3);
+    assert_memory_equal(out, " ab", 3);
+    /* a long text stays fast (heap + linked symbols, not quadratic) */
+    size_t big = 1 << 20;
+    char *long_text = malloc(big + 1);
+    for (size_t i = 0; i < big; i++) long_text[i] = "ab "[i % 3];
+    long_text[big] = 0;
+    n = wk_tokenizer_encode(t, long_text, big, 0, NULL, 0);
+    assert_true(n > 0 && n <= (int64_t)big);
+    free(long_text);
+    wk_tokenizer_free(t);
+}
+
+static void test_spm_json(void **state) {
+    (void)state;
+#define SPM_MODEL                                                                                          \
+    "\"model\":{\"type\":\"BPE\",\"byte_fallback\":true,\"unk_token\":\"<unk>\",\"vocab\":{\"<unk>\":0,\"" U2581 \
+    "\":1,\"a\":2,\"" U2581 "a\":3,\"<0xC3>\":4,\"<0xA9>\":5},\"merges\":[[\"" U2581 "\",\"a\"]]}"
+#define SPM_NORM "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":\"" U2581 \
+    "\"},{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"" U2581 "\"}]},"
+#define SPM_DEC "\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"Replace\",\"pattern\":{\"String\":\"" U2581 \
+    "\"},\"content\":\" \"},{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"},{\"type\":\"Strip\",\"content\":\" \"," \
+    "\"start\":1,\"stop\":0}]},"
+    const char *good = "{" SPM_NORM SPM_DEC SPM_MODEL "}";
+    wk_tokenizer *t = wk_tokenizer_from_json(good, strlen(good));
+    if (!t) fprintf(stderr, "%s\n", wk_last_error());
+    assert_non_null(t);
+    int32_t ids[16];
+    assert_int_equal(enc(t, "a a\xC3\xA9", 0, ids, 16), 4); /* ▁a ▁a <0xC3> <0xA9> */
+    assert_int_equal(ids[0], 3);
+    assert_int_equal(ids[2], 4);
+    char out[32];
+    assert_int_equal(wk_tokenizer_decode(t, ids, 4, false, out, sizeof out), 5);
+    assert_string_equal(out, "a a\xC3\xA9");
+    wk_tokenizer_free(t);
+    /* Metaspace (older files), prepend_scheme first: no prefix after an added token */
+    const char *meta = "{\"added_tokens\":[{\"id\":0,\"content\":\"<unk>\",\"special\":true}],\"pre_tokenizer\":{\"type\":"
+                       "\"Metaspace\",\"replacement\":\"" U2581 "\",\"prepend_scheme\":\"first\",\"split\":false},"
+                       "\"decoder\":{\"type\":\"Metaspace\",\"replacement\":\"" U2581 "\",\"prepend_scheme\":\"first\"},"
+                       SPM_MODEL "}";
+    t = wk_tokenizer_from_json(meta, strlen(meta));
+    if (!t) fprintf(stderr, "%s\n", wk_last_error());
+    assert_non_null(t);
+    assert_int_equal(enc(t, "a<unk>a", WK_TOK_PARSE_SPECIAL, ids, 16), 3);
+    assert_int_equal(ids[0], 3);
+    assert_int_equal(ids[1], 0);
+    assert_int_equal(ids[2], 2);
+    wk_tokenizer_free(t);
+    /* hostile: no U+2581 anywhere, an unknown normalizer / decoder, unk missing */
+    expect_format_error("{" SPM_DEC SPM_MODEL "}");
+    expect_format_error("{\"normalizer\":{\"type\":\"NFKC\"}," SPM_DEC SPM_MODEL "}");
+    expect_format_error("{" SPM_NORM "\"decoder\":{\"type\":\"ByteLevel\"}," SPM_MODEL "}");
+    const char *nounk = "{" SPM_NORM SPM_DEC "\"model\":{\"type\":\"BPE\",\"byte_fallback\":true,\"unk_token\":\"<x>\","
+                        "\"vocab\":{\"a\":0},\"merges\":[]}}";
+    expect_format_error(nounk);
+    const char *nobytes = "{" SPM_NORM SPM_DEC "\"model\":{\"type\":\"BPE\",\"byte_fallback\":true,"
+                          "\"vocab\":{\"a\":0},\"merges\":[]}}";
+    expect_format_error(nobytes);
+}
+
 /* ------------------------------------------------------- real vocabularies */
 
 static void test_smollm2_table(void **state) {
@@ -496,12 +635,13 @@ static void test_llama_vocab_vectors(void **state) {
         skip();
     }
     /* every vocab with test vectors whose pre-tokenizer wick implements */
-    static const char *names[] = {"gpt-2", "starcoder", "refact", "command-r", "mpt", "llama-bpe", "qwen2", "bert-bge"};
+    static const char *names[] = {"gpt-2",     "starcoder", "refact",   "command-r", "mpt",
+                                  "llama-bpe", "qwen2",     "bert-bge", "llama-spm", "phi-3", "gemma-4"};
     int bad = 0;
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) bad += check_vocab(dir, names[i]);
     assert_int_equal(bad, 0);
     /* the rest are refused by name, not tokenized differently */
-    static const char *refused[] = {"deepseek-coder", "deepseek-llm", "falcon", "llama-spm", "phi-3"};
+    static const char *refused[] = {"deepseek-coder", "deepseek-llm", "falcon"};
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         char p[1024];
         snprintf(p, sizeof p, "%s/ggml-vocab-%s.gguf", dir, refused[i]);
@@ -528,7 +668,8 @@ int main(void) {
         cmocka_unit_test(test_tiny_bpe),          cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_stream_split_emoji), cmocka_unit_test(test_hostile_json),
         cmocka_unit_test(test_hostile_gguf),      cmocka_unit_test(test_smollm2_table),
-        cmocka_unit_test(test_llama_vocab_vectors),
+        cmocka_unit_test(test_llama_vocab_vectors), cmocka_unit_test(test_spm_gguf),
+        cmocka_unit_test(test_spm_json),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

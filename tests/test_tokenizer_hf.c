@@ -4,8 +4,12 @@
  * tests/make_tokenizer_json.py) and MiniLM's (WordPiece). Also: byte-level
  * BPE round-trips every string, wick's decode equals HF's, and the GGUF
  * loader gives the same ids as the JSON loader on SmolLM2.
+ * SentencePiece: llama.cpp's llama-spm, phi-3 (model "llama", by score) and
+ * gemma-4 ("gemma4", by rank) vocab GGUFs, each turned into a tokenizer.json
+ * at test time: wick's JSON loader equals HF on it, and wick's GGUF loader
+ * equals HF too (so the two wick paths agree).
  * Skips, saying why, without WICK_VENV_PYTHON / WICK_SMOLLM2_GGUF /
- * WICK_MINILM_DIR. */
+ * WICK_MINILM_DIR / WICK_LLAMA_VOCAB_DIR. */
 #include <setjmp.h>
 #include "wick/gguf.h"
 #include "wick/tokenizer.h"
@@ -202,6 +206,54 @@ static void test_minilm_json(void **state) {
     free_cases(c, n);
 }
 
+static void check_spm_vocab(const char *dir, const char *name, bool round_trip) {
+    char gguf[700], json[700], cases[700], cmd[4096];
+    snprintf(gguf, sizeof gguf, "%s/ggml-vocab-%s.gguf", dir, name);
+    snprintf(json, sizeof json, "%s/spm-%s.json", g_dir, name);
+    snprintf(cases, sizeof cases, "%s/spm-%s.cases", g_dir, name);
+    snprintf(cmd, sizeof cmd, "'%s' '%s/make_tokenizer_json.py' '%s' '%s' && '%s' '%s/tok_oracle.py' '%s' '%s' 56",
+             g_py, g_src, gguf, json, g_py, g_src, json, cases);
+    assert_int_equal(run(cmd), 0);
+    int n;
+    tcase *c = read_cases(cases, &n);
+    assert_true(n > 300);
+    char what[128];
+    wk_tokenizer *tj = wk_tokenizer_load_json(json);
+    if (!tj) fprintf(stderr, "%s: %s\n", json, wk_last_error());
+    assert_non_null(tj);
+    snprintf(what, sizeof what, "%s tokenizer.json", name);
+    int bad = check_cases(tj, c, n, round_trip, what);
+    wk_gguf *g = wk_gguf_open(gguf);
+    assert_non_null(g);
+    wk_tokenizer *tg = wk_tokenizer_from_gguf(g);
+    wk_gguf_close(g);
+    assert_non_null(tg);
+    snprintf(what, sizeof what, "%s GGUF", name);
+    bad += check_cases(tg, c, n, round_trip, what);
+    assert_int_equal(wk_tokenizer_vocab_size(tg), wk_tokenizer_vocab_size(tj));
+    assert_int_equal(wk_tokenizer_bos(tg), wk_tokenizer_bos(tj));
+    assert_true(wk_tokenizer_adds_bos(tg) && wk_tokenizer_adds_bos(tj));
+    assert_false(wk_tokenizer_adds_eos(tg) || wk_tokenizer_adds_eos(tj));
+    wk_tokenizer_free(tg);
+    wk_tokenizer_free(tj);
+    free_cases(c, n);
+    assert_int_equal(bad, 0);
+}
+
+static void test_spm_vocabs(void **state) {
+    (void)state;
+    const char *dir = getenv("WICK_LLAMA_VOCAB_DIR");
+    if (!g_py || !dir) {
+        fprintf(stderr, "skipped: needs WICK_VENV_PYTHON and WICK_LLAMA_VOCAB_DIR (scripts/setup.sh)\n");
+        skip();
+    }
+    /* with a prefix space, "a<added>b" decodes as "a<added> b" (the space
+     * SentencePiece puts after every added token): no exact round trip */
+    check_spm_vocab(dir, "llama-spm", false);
+    check_spm_vocab(dir, "phi-3", false);
+    check_spm_vocab(dir, "gemma-4", true);
+}
+
 static int setup(void **state) {
     (void)state;
     g_py = getenv("WICK_VENV_PYTHON");
@@ -221,6 +273,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_smollm2_json_and_gguf),
         cmocka_unit_test(test_minilm_json),
+        cmocka_unit_test(test_spm_vocabs),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

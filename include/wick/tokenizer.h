@@ -1,7 +1,8 @@
-/* Tokenizers: byte-level BPE (GPT-2 / SmolLM / Llama-3 style) and WordPiece
+/* Tokenizers: byte-level BPE (GPT-2 / SmolLM / Llama-3 style), SentencePiece
+ * BPE with byte fallback (Llama 2, Mistral, Phi-3, Gemma) and WordPiece
  * (BERT), loaded from an HF tokenizer.json, a BERT vocab.txt, or a GGUF
  * file's tokenizer.ggml.* metadata. Token-for-token the same as HF
- * `tokenizers` on the same file.
+ * `tokenizers` on the same file, and as llama.cpp on the same GGUF.
  *
  * A tokenizer is immutable once loaded: any number of threads may encode
  * and decode with one at once. Ids are int32. Errors: NULL / -1 with
@@ -25,8 +26,10 @@ typedef struct wk_gguf wk_gguf; /* include/wick/gguf.h (a repeated typedef is va
 extern "C" {
 #endif
 
-/* HF tokenizer.json (model type "BPE" with a ByteLevel pre-tokenizer, or
- * "WordPiece"), from a path or from bytes in memory. */
+/* HF tokenizer.json (model type "BPE" with a ByteLevel pre-tokenizer; "BPE"
+ * with byte_fallback, spaces made U+2581 by the normalizers Replace /
+ * Prepend or a Metaspace pre-tokenizer, merged by rank; or "WordPiece"),
+ * from a path or from bytes in memory. */
 wk_tokenizer *wk_tokenizer_load_json(const char *path);
 wk_tokenizer *wk_tokenizer_from_json(const char *json, size_t len);
 /* A BERT vocab.txt (one token per line; id = line number), WordPiece with
@@ -34,8 +37,11 @@ wk_tokenizer *wk_tokenizer_from_json(const char *json, size_t len);
  * `lowercase`), [CLS] ... [SEP] added by WK_TOK_ADD_SPECIAL. */
 wk_tokenizer *wk_tokenizer_load_vocab_txt(const char *path, bool lowercase);
 /* tokenizer.ggml.* of a GGUF reader (model "gpt2" = byte-level BPE with the
- * pre-tokenizer named by tokenizer.ggml.pre; "bert" = WordPiece). The
- * tokenizer copies what it needs: the reader may be closed afterwards. */
+ * pre-tokenizer named by tokenizer.ggml.pre; "llama" = SentencePiece BPE
+ * merging by tokenizer.ggml.scores, with add_space_prefix (default true)
+ * and <0xXX> byte fallback, as llama.cpp's SPM tokenizer; "gemma4" = the
+ * same text form merged by tokenizer.ggml.merges rank; "bert" = WordPiece).
+ * The tokenizer copies what it needs: the reader may be closed afterwards. */
 wk_tokenizer *wk_tokenizer_from_gguf(const wk_gguf *g);
 void wk_tokenizer_free(wk_tokenizer *t);
 
@@ -61,7 +67,10 @@ int64_t wk_tokenizer_encode(const wk_tokenizer *t, const char *text, size_t len,
                             int64_t cap);
 /* Decode n ids to bytes in out[0..cap). Returns the byte count needed
  * (may exceed cap; out is NUL-terminated when it fits), or -1 (an id out of
- * range). skip_special drops control / special tokens. */
+ * range). skip_special drops control / special tokens. SentencePiece: U+2581
+ * is a space, <0xXX> tokens are their bytes, and where the tokenizer adds a
+ * prefix space the first piece loses one leading space (HF's Strip /
+ * Metaspace decoders). */
 int64_t wk_tokenizer_decode(const wk_tokenizer *t, const int32_t *ids, int64_t n, bool skip_special, char *out,
                             size_t cap);
 
@@ -69,7 +78,9 @@ int64_t wk_tokenizer_decode(const wk_tokenizer *t, const int32_t *ids, int64_t n
  * come out, a sequence split across tokens is held until it completes
  * (wk_token_stream_flush emits what remains, invalid bytes as U+FFFD).
  * Zero-initialise the struct to start. WordPiece pieces come out as
- * decode's would after a first token (" word", "##ing" -> "ing"). */
+ * decode's would after a first token (" word", "##ing" -> "ing"; a
+ * SentencePiece piece keeps its leading space), and <0xXX> byte tokens of
+ * one character may arrive in separate steps. */
 typedef struct wk_token_stream {
     unsigned char pending[8];
     int npending;
@@ -91,6 +102,11 @@ int32_t wk_tokenizer_find(const wk_tokenizer *t, const char *token);
 /* Special ids from the file, or -1 when it has none. */
 int32_t wk_tokenizer_bos(const wk_tokenizer *t);
 int32_t wk_tokenizer_eos(const wk_tokenizer *t);
+/* Whether WK_TOK_ADD_SPECIAL puts the BOS id first / the EOS id last (GGUF
+ * tokenizer.ggml.add_bos_token / add_eos_token, a tokenizer.json
+ * TemplateProcessing post-processor); false for NULL. */
+bool wk_tokenizer_adds_bos(const wk_tokenizer *t);
+bool wk_tokenizer_adds_eos(const wk_tokenizer *t);
 /* Whether id is a special / control token (not printed by skip_special). */
 bool wk_tokenizer_is_special(const wk_tokenizer *t, int32_t id);
 

@@ -1,5 +1,6 @@
 /* Tokenizer from a GGUF's tokenizer.ggml.* metadata (llama.cpp's layout):
  * model "gpt2" is byte-level BPE with the pre-tokenizer named by .pre;
+ * "llama" / "gemma4" are SentencePiece (tok_gguf_spm.c);
  * "bert" is WordPiece whose vocabulary llama.cpp's converter rewrote to
  * "phantom space" form (a word-initial piece has a U+2581 prefix, a
  * continuation has lost its "##", [BRACKETED] tokens are kept), undone here.
@@ -72,9 +73,11 @@ wk_tokenizer *wk_tokenizer_from_gguf(const wk_gguf *g) {
         wk__err(WK_ERR_FORMAT, OP, "no string tokenizer.ggml.model in the file");
         return NULL;
     }
+    if (str_eq(model, mlen, "llama")) return wk__tok_from_gguf_spm(g, false);
+    if (str_eq(model, mlen, "gemma4")) return wk__tok_from_gguf_spm(g, true);
     bool bert = str_eq(model, mlen, "bert");
     if (!bert && !str_eq(model, mlen, "gpt2")) {
-        wk__err(WK_ERR_FORMAT, OP, "tokenizer.ggml.model '%.*s' is not supported (gpt2 and bert are)",
+        wk__err(WK_ERR_FORMAT, OP, "tokenizer.ggml.model '%.*s' is not supported (gpt2, llama, gemma4 and bert are)",
                 (int)(mlen > 64 ? 64 : mlen), model);
         return NULL;
     }

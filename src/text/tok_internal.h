@@ -8,7 +8,17 @@
 #include <stdint.h>
 #include "wick/tokenizer.h"
 
-typedef enum wk__tok_model { WK__TOK_BPE = 1, WK__TOK_WORDPIECE } wk__tok_model;
+/* WK__TOK_SPM: SentencePiece-style BPE over the characters of a text whose
+ * spaces became U+2581 (spm.c), merging by token score (llama.cpp's
+ * llm_tokenizer_spm: GGUF model "llama") or by merge rank (HF BPE with
+ * byte_fallback; GGUF model "gemma4"); unknown characters fall back to
+ * <0xXX> byte tokens. */
+typedef enum wk__tok_model { WK__TOK_BPE = 1, WK__TOK_WORDPIECE, WK__TOK_SPM } wk__tok_model;
+
+/* Where an SPM tokenizer puts its U+2581 prefix: never, on every text
+ * segment between added tokens (llama.cpp, HF's Prepend normalizer), or only
+ * on a segment that starts the text (Metaspace prepend_scheme "first"). */
+typedef enum wk__spm_prefix { WK__SPM_PREFIX_NONE = 0, WK__SPM_PREFIX_ALWAYS, WK__SPM_PREFIX_FIRST } wk__spm_prefix;
 
 /* Pre-tokenizers, each a hand-written matcher of the regex named. */
 typedef enum wk__pretok {
@@ -63,6 +73,14 @@ struct wk_tokenizer {
     char cont_prefix[16];
     bool wp_cleanup;       /* WordPiece decoder's clean-up of spaces before punctuation */
     size_t max_token_bytes;
+    /* SPM (spm.c) */
+    float *score;          /* by id: merge by score (highest first); NULL: by merge rank */
+    wk__spm_prefix spm_prefix;
+    bool spm_split_words;  /* Metaspace split: a U+2581 starts a new word */
+    bool spm_split_newlines; /* gemma4: runs of '\n' and of other bytes are separate words */
+    bool byte_fallback;    /* unknown characters as <0xXX> tokens (else unk) */
+    bool fuse_unk;         /* consecutive unknown characters give one unk */
+    bool strip_lead_space; /* decode drops one leading space (SentencePiece's prefix) */
 };
 
 /* Growable arrays for the encoder's scratch. */
@@ -94,6 +112,18 @@ int32_t wk__strmap_get(const wk_tokenizer *t, const wk__strmap *m, const char *s
 /* Encoding parts. */
 void wk__bpe_word(const wk_tokenizer *t, const unsigned char *w, size_t n, wk__ids *out);
 void wk__pretok_bpe(const wk_tokenizer *t, const unsigned char *s, size_t n, wk__ids *out);
+/* One text segment (between added tokens) through the SPM model; at_start:
+ * the segment begins the text (for WK__SPM_PREFIX_FIRST). */
+void wk__spm_segment(const wk_tokenizer *t, const unsigned char *s, size_t n, bool at_start, wk__ids *out);
+/* "<0xXX>" (X upper- or lower-case hex) -> the byte; -1 if text is not one. */
+int wk__spm_byte_token(const char *text, size_t n);
+/* A SentencePiece piece's bytes: U+2581 as a space (out holds <= n bytes). */
+size_t wk__spm_unescape(const char *text, size_t n, char *out);
+/* After wk__tok_index: byte_id[] from the <0xXX> tokens, and a check that
+ * unknown characters have somewhere to go. */
+bool wk__spm_index(wk_tokenizer *t, const char *op);
+/* GGUF "llama" (by_rank false) or "gemma4" (true): tok_gguf_spm.c. */
+wk_tokenizer *wk__tok_from_gguf_spm(const wk_gguf *g, bool by_rank);
 void wk__wordpiece_segment(const wk_tokenizer *t, const unsigned char *s, size_t n, wk__ids *out);
 /* Candidate pieces WordPiece has considered on this thread (for the tests'
  * check that a long word stays O(n * longest token)). */

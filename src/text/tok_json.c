@@ -25,14 +25,25 @@ typedef struct jvec { jstr *v; size_t n, cap; } jvec;
 
 typedef struct jadded { jstr content; int64_t id; bool special, lstrip, rstrip, single_word, normalized; } jadded;
 
-enum { MAX_PRE = 8, MAX_POST = 8, MAX_SPECIAL = 16 };
+enum { MAX_PRE = 8, MAX_POST = 8, MAX_SPECIAL = 16, MAX_NORM = 8, MAX_DEC = 8 };
 typedef struct jpre {
     char type[32];
-    bool individual_digits, use_regex, add_prefix_space;
+    bool individual_digits, use_regex, add_prefix_space, has_add_prefix_space;
     char *regex;
     char behavior[16];
     bool invert;
+    char replacement[8], prepend_scheme[16]; /* Metaspace */
+    bool split;
 } jpre;
+/* A normalizer or decoder part (Sequence flattened): the fields of the
+ * kinds wick knows; which ones count depends on type. */
+typedef struct jpart {
+    char type[32];
+    char *pattern, *content, *prepend; /* Replace {pattern: {String}}, content; Prepend */
+    int64_t start, stop;                /* Strip */
+    char replacement[8], prepend_scheme[16];
+    bool add_prefix_space, has_add_prefix_space;
+} jpart;
 typedef struct jspecial { char *name; int32_t ids[4]; int nids; } jspecial;
 typedef struct jpost {
     char type[32];
@@ -49,6 +60,8 @@ typedef struct jdoc {
     size_t nadded, capadded;
     bool has_norm;
     char norm_type[32];
+    jpart norm[MAX_NORM], dec[MAX_DEC];
+    int nnorm, ndec;
     bool clean_text, chinese, lowercase;
     int strip_accents; /* -1 null */
     jpre pre[MAX_PRE];
@@ -65,7 +78,7 @@ typedef struct jdoc {
     char cont_prefix[16];
     bool has_cont_prefix;
     int64_t max_chars;
-    bool ignore_merges, byte_fallback;
+    bool ignore_merges, byte_fallback, fuse_unk;
     char *end_suffix;
     bool oom;
 } jdoc;
@@ -165,25 +178,62 @@ static bool parse_added(jdoc *d) {
     return !d->p.failed;
 }
 
-static bool parse_normalizer(jdoc *d) {
-    if (wk__json_peek(&d->p) == WK__JSON_NULL) return wk__json_null(&d->p);
-    d->has_norm = true;
-    d->strip_accents = -1;
-    d->clean_text = d->chinese = d->lowercase = true;
+/* {"String": "..."} (a Regex pattern is refused where it is used: kept NULL) */
+static bool parse_pattern(jdoc *d, char **out) {
+    if (!wk__json_object(&d->p)) return false;
+    const char *k;
+    size_t kl;
+    while (wk__json_key(&d->p, &k, &kl)) {
+        bool ok = key_is(k, "String") ? jcopy(d, out, NULL) : wk__json_skip(&d->p);
+        if (!ok) return false;
+    }
+    return !d->p.failed;
+}
+
+/* One normalizer / decoder object; a Sequence's parts are appended after it. */
+static bool parse_part(jdoc *d, jpart *parts, int *np, int cap, const char *what, int depth) {
+    if (*np >= cap || depth > 2) return wk__json_fail(&d->p, "%s nests too many parts", what);
+    jpart *q = &parts[(*np)++];
+    memset(q, 0, sizeof *q);
+    q->start = q->stop = -1;
     if (!wk__json_object(&d->p)) return false;
     const char *k;
     size_t kl;
     while (wk__json_key(&d->p, &k, &kl)) {
         bool ok;
-        if (key_is(k, "type")) ok = jsmall(d, d->norm_type, sizeof d->norm_type);
+        if (key_is(k, "type")) ok = jsmall(d, q->type, sizeof q->type);
         else if (key_is(k, "clean_text")) ok = jbool(d, &d->clean_text);
         else if (key_is(k, "handle_chinese_chars")) ok = jbool(d, &d->chinese);
         else if (key_is(k, "lowercase")) ok = jbool(d, &d->lowercase);
         else if (key_is(k, "strip_accents")) ok = jbool_or_null(d, &d->strip_accents);
-        else ok = wk__json_skip(&d->p);
+        else if (key_is(k, "prefix")) ok = jsmall(d, d->dec_prefix, sizeof d->dec_prefix);
+        else if (key_is(k, "cleanup")) ok = jbool(d, &d->dec_cleanup);
+        else if (key_is(k, "pattern")) ok = parse_pattern(d, &q->pattern);
+        else if (key_is(k, "content")) ok = jcopy(d, &q->content, NULL);
+        else if (key_is(k, "prepend")) ok = jcopy(d, &q->prepend, NULL);
+        else if (key_is(k, "start")) ok = wk__json_int(&d->p, &q->start);
+        else if (key_is(k, "stop")) ok = wk__json_int(&d->p, &q->stop);
+        else if (key_is(k, "replacement")) ok = jsmall(d, q->replacement, sizeof q->replacement);
+        else if (key_is(k, "prepend_scheme")) ok = jsmall(d, q->prepend_scheme, sizeof q->prepend_scheme);
+        else if (key_is(k, "add_prefix_space")) ok = jbool(d, &q->add_prefix_space), q->has_add_prefix_space = true;
+        else if (key_is(k, "normalizers") || key_is(k, "decoders")) {
+            ok = wk__json_array(&d->p);
+            while (ok && wk__json_item(&d->p)) ok = parse_part(d, parts, np, cap, what, depth + 1);
+            ok = ok && !d->p.failed;
+        } else ok = wk__json_skip(&d->p);
         if (!ok) return false;
     }
     return !d->p.failed;
+}
+
+static bool parse_normalizer(jdoc *d) {
+    if (wk__json_peek(&d->p) == WK__JSON_NULL) return wk__json_null(&d->p);
+    d->has_norm = true;
+    d->strip_accents = -1;
+    d->clean_text = d->chinese = d->lowercase = true;
+    if (!parse_part(d, d->norm, &d->nnorm, MAX_NORM, "normalizer", 0)) return false;
+    memcpy(d->norm_type, d->norm[0].type, sizeof d->norm_type);
+    return true;
 }
 
 static bool parse_pretok(jdoc *d, int depth) {
@@ -201,8 +251,11 @@ static bool parse_pretok(jdoc *d, int depth) {
         if (key_is(k, "type")) ok = jsmall(d, q->type, sizeof q->type);
         else if (key_is(k, "individual_digits")) ok = jbool(d, &q->individual_digits);
         else if (key_is(k, "use_regex")) ok = jbool(d, &q->use_regex);
-        else if (key_is(k, "add_prefix_space")) ok = jbool(d, &q->add_prefix_space);
+        else if (key_is(k, "add_prefix_space")) ok = jbool(d, &q->add_prefix_space), q->has_add_prefix_space = true;
         else if (key_is(k, "invert")) ok = jbool(d, &q->invert);
+        else if (key_is(k, "replacement")) ok = jsmall(d, q->replacement, sizeof q->replacement);
+        else if (key_is(k, "prepend_scheme")) ok = jsmall(d, q->prepend_scheme, sizeof q->prepend_scheme);
+        else if (key_is(k, "split")) ok = jbool(d, &q->split);
         else if (key_is(k, "behavior")) ok = jsmall(d, q->behavior, sizeof q->behavior);
         else if (key_is(k, "pattern")) {
             ok = wk__json_object(&d->p);
@@ -322,18 +375,9 @@ static bool parse_decoder(jdoc *d) {
     if (wk__json_peek(&d->p) == WK__JSON_NULL) return wk__json_null(&d->p);
     d->dec_cleanup = true;
     memcpy(d->dec_prefix, "##", 3);
-    if (!wk__json_object(&d->p)) return false;
-    const char *k;
-    size_t kl;
-    while (wk__json_key(&d->p, &k, &kl)) {
-        bool ok;
-        if (key_is(k, "type")) ok = jsmall(d, d->dec_type, sizeof d->dec_type);
-        else if (key_is(k, "prefix")) ok = jsmall(d, d->dec_prefix, sizeof d->dec_prefix);
-        else if (key_is(k, "cleanup")) ok = jbool(d, &d->dec_cleanup);
-        else ok = wk__json_skip(&d->p);
-        if (!ok) return false;
-    }
-    return !d->p.failed;
+    if (!parse_part(d, d->dec, &d->ndec, MAX_DEC, "decoder", 0)) return false;
+    memcpy(d->dec_type, d->dec[0].type, sizeof d->dec_type);
+    return true;
 }
 
 /* merges: ["a b", ...] (older files) or [["a", "b"], ...] (newer). */
@@ -421,6 +465,7 @@ static bool parse_model(jdoc *d) {
         } else if (key_is(k, "max_input_chars_per_word")) ok = wk__json_int(&d->p, &d->max_chars);
         else if (key_is(k, "ignore_merges")) ok = jbool(d, &d->ignore_merges);
         else if (key_is(k, "byte_fallback")) ok = jbool(d, &d->byte_fallback);
+        else if (key_is(k, "fuse_unk")) ok = jbool(d, &d->fuse_unk);
         else ok = wk__json_skip(&d->p);
         if (!ok) return false;
     }
@@ -455,6 +500,8 @@ static void jdoc_free(jdoc *d) {
     for (size_t i = 0; i < d->nadded; i++) free(d->added[i].content.s);
     free(d->added);
     for (int i = 0; i < d->npre; i++) free(d->pre[i].regex);
+    for (int i = 0; i < d->nnorm; i++) free(d->norm[i].pattern), free(d->norm[i].content), free(d->norm[i].prepend);
+    for (int i = 0; i < d->ndec; i++) free(d->dec[i].pattern), free(d->dec[i].content), free(d->dec[i].prepend);
     for (int i = 0; i < d->npost; i++) {
         for (int j = 0; j < d->post[i].nsingle; j++) free(d->post[i].single[j]);
         free(d->post[i].cls);
@@ -544,6 +591,84 @@ static bool add_template(const jdoc *d, wk_tokenizer *t, const jpost *q) {
     return true;
 }
 
+
+/* ---- SentencePiece-form BPE: spaces become U+2581 (normalizer Replace,
+ * optionally after Prepend, or a Metaspace pre-tokenizer), merges by rank,
+ * <0xXX> byte fallback; decoder Replace + ByteFallback + Fuse (+ Strip) or
+ * Metaspace. */
+typedef struct spm_form {
+    wk__spm_prefix prefix;
+    bool escape, split_words, split_newlines, strip_lead_space;
+} spm_form;
+
+static const char SPACE_ESC[] = "\xE2\x96\x81";
+static const char NEWLINE_RUNS_RE[] = "[^\n]+|[\n]+";
+
+static bool is_str(const char *s, const char *lit) { return s && strcmp(s, lit) == 0; }
+
+/* Metaspace's prefix rule: prepend_scheme, or the older add_prefix_space. */
+static bool metaspace_prefix(const char *scheme, bool has_aps, bool aps, wk__spm_prefix *out) {
+    if (!scheme[0]) return *out = has_aps && !aps ? WK__SPM_PREFIX_NONE : WK__SPM_PREFIX_ALWAYS, true;
+    if (is_type(scheme, "always")) return *out = WK__SPM_PREFIX_ALWAYS, true;
+    if (is_type(scheme, "first")) return *out = WK__SPM_PREFIX_FIRST, true;
+    if (is_type(scheme, "never")) return *out = WK__SPM_PREFIX_NONE, true;
+    return false;
+}
+
+static bool spm_bad(const char *what, const char *type) {
+    wk__err(WK_ERR_FORMAT, OP, "%s %s is not supported with a SentencePiece-form BPE (Replace(\" \", \"\u2581\"), "
+            "Prepend(\"\u2581\"), Metaspace, ByteFallback, Fuse, Strip are)", what, type);
+    return false;
+}
+
+static bool classify_spm(const jdoc *d, spm_form *f) {
+    memset(f, 0, sizeof *f);
+    for (int i = 0; i < d->nnorm; i++) {
+        const jpart *q = &d->norm[i];
+        if (is_type(q->type, "Sequence")) continue;
+        if (is_type(q->type, "Prepend") && is_str(q->prepend, SPACE_ESC)) f->prefix = WK__SPM_PREFIX_ALWAYS;
+        else if (is_type(q->type, "Replace") && is_str(q->pattern, " ") && is_str(q->content, SPACE_ESC))
+            f->escape = true;
+        else return spm_bad("normalizer", q->type);
+    }
+    for (int i = 0; i < d->npre; i++) {
+        const jpre *q = &d->pre[i];
+        if (is_type(q->type, "Sequence")) continue;
+        if (is_type(q->type, "Metaspace") && is_type(q->replacement, SPACE_ESC) && !f->escape &&
+            metaspace_prefix(q->prepend_scheme, q->has_add_prefix_space, q->add_prefix_space, &f->prefix)) {
+            f->escape = true;
+            f->split_words = q->split;
+        } else if (is_type(q->type, "Split") && q->regex && strcmp(q->regex, NEWLINE_RUNS_RE) == 0 && !q->invert &&
+                   is_type(q->behavior, "Isolated")) {
+            f->split_newlines = true;
+        } else {
+            return spm_bad("pre_tokenizer", q->type);
+        }
+    }
+    if (!f->escape) {
+        wk__err(WK_ERR_FORMAT, OP, "a BPE with byte_fallback needs spaces replaced by U+2581 (a Replace "
+                "normalizer or a Metaspace pre-tokenizer)");
+        return false;
+    }
+    bool replace = false;
+    for (int i = 0; i < d->ndec; i++) {
+        const jpart *q = &d->dec[i];
+        if (is_type(q->type, "Sequence") || is_type(q->type, "ByteFallback") || is_type(q->type, "Fuse")) continue;
+        if (is_type(q->type, "Replace") && is_str(q->pattern, SPACE_ESC) && is_str(q->content, " ")) replace = true;
+        else if (is_type(q->type, "Strip") && is_str(q->content, " ") && q->start == 1 && q->stop == 0)
+            f->strip_lead_space = true;
+        else if (is_type(q->type, "Metaspace") && is_type(q->replacement, SPACE_ESC)) {
+            wk__spm_prefix p;
+            if (!metaspace_prefix(q->prepend_scheme, q->has_add_prefix_space, q->add_prefix_space, &p))
+                return spm_bad("decoder", q->type);
+            replace = true;
+            f->strip_lead_space = p != WK__SPM_PREFIX_NONE;
+        } else return spm_bad("decoder", q->type);
+    }
+    if (!replace) return spm_bad("decoder", d->ndec ? d->dec[0].type : "null");
+    return true;
+}
+
 static wk_tokenizer *build(jdoc *d) {
     bool bpe = is_type(d->model_type, "BPE") || (!d->model_type[0] && d->merges_a.n > 0);
     bool wp = is_type(d->model_type, "WordPiece");
@@ -551,15 +676,20 @@ static wk_tokenizer *build(jdoc *d) {
         wk__err(WK_ERR_FORMAT, OP, "model type \"%s\" is not supported (BPE and WordPiece are)", d->model_type);
         return NULL;
     }
-    wk__pretok pre;
-    bool prefix_space;
-    if (!classify_pre(d, &pre, &prefix_space) || (bpe && pre == WK__PRE_BERT) || (wp && pre != WK__PRE_BERT)) {
+    /* SentencePiece form: byte fallback, or spaces made U+2581 */
+    bool spm = bpe && (d->byte_fallback || d->has_norm || (d->npre && !classify_pre(d, &(wk__pretok){0}, &(bool){0})));
+    spm_form form;
+    if (spm && !classify_spm(d, &form)) return NULL;
+    wk__pretok pre = WK__PRE_NONE;
+    bool prefix_space = false;
+    if (!spm && (!classify_pre(d, &pre, &prefix_space) || (bpe && pre == WK__PRE_BERT) ||
+                 (wp && pre != WK__PRE_BERT))) {
         wk__err(WK_ERR_FORMAT, OP, "pre_tokenizer %s%s%s is not supported with model %s (ByteLevel kinds for BPE, "
                 "BertPreTokenizer for WordPiece)", d->npre ? d->pre[0].type : "null",
                 d->npre > 1 ? " / " : "", d->npre > 1 ? d->pre[1].type : "", bpe ? "BPE" : "WordPiece");
         return NULL;
     }
-    if (d->has_norm && !(wp && is_type(d->norm_type, "BertNormalizer"))) {
+    if (d->has_norm && !spm && !(wp && is_type(d->norm_type, "BertNormalizer"))) {
         wk__err(WK_ERR_FORMAT, OP, "normalizer %s is not supported%s", d->norm_type,
                 wp ? " (BertNormalizer is)" : " with a BPE model");
         return NULL;
@@ -568,9 +698,8 @@ static wk_tokenizer *build(jdoc *d) {
         wk__err(WK_ERR_FORMAT, OP, "a WordPiece model needs a BertNormalizer");
         return NULL;
     }
-    if (bpe && (d->byte_fallback || d->end_suffix || (d->has_cont_prefix && d->cont_prefix[0]))) {
-        wk__err(WK_ERR_FORMAT, OP, "BPE with byte_fallback, end_of_word_suffix or continuing_subword_prefix is "
-                "not supported");
+    if (bpe && (d->end_suffix || (d->has_cont_prefix && d->cont_prefix[0]))) {
+        wk__err(WK_ERR_FORMAT, OP, "BPE with end_of_word_suffix or continuing_subword_prefix is not supported");
         return NULL;
     }
     int64_t n = 0;
@@ -583,7 +712,7 @@ static wk_tokenizer *build(jdoc *d) {
                 (long long)n - 1, d->vocab.n + d->nadded);
         return NULL;
     }
-    wk_tokenizer *t = wk__tok_new(bpe ? WK__TOK_BPE : WK__TOK_WORDPIECE, n);
+    wk_tokenizer *t = wk__tok_new(spm ? WK__TOK_SPM : bpe ? WK__TOK_BPE : WK__TOK_WORDPIECE, n);
     if (!t) {
         wk__err(WK_ERR_OOM, OP, "out of memory");
         return NULL;
@@ -604,7 +733,10 @@ static wk_tokenizer *build(jdoc *d) {
                 if (!nb) goto oom;
                 buf = nb;
             }
-            wk__bytelevel_decode(v->s, v->n, buf, &bl);
+            int b = spm && d->byte_fallback ? wk__spm_byte_token(v->s, v->n) : -1;
+            if (b >= 0) buf[0] = (char)b, bl = 1; /* ByteFallback decodes <0xXX> to its byte */
+            else if (spm) bl = wk__spm_unescape(v->s, v->n, buf);
+            else wk__bytelevel_decode(v->s, v->n, buf, &bl);
             bytes = buf;
         }
         if (!wk__tok_set(t, v->id, v->s, v->n, bytes, bl)) goto oom;
@@ -637,11 +769,23 @@ static wk_tokenizer *build(jdoc *d) {
         t->strip_accents = d->strip_accents < 0 ? d->lowercase : d->strip_accents;
     }
     if (d->unk) t->unk = wk_tokenizer_find(t, d->unk);
+    if ((wp || spm) && t->unk < 0 && d->unk) {
+        wk__err(WK_ERR_FORMAT, OP, "unk_token \"%.64s\" is missing from the vocabulary", d->unk);
+        goto fail;
+    }
     if (wp && t->unk < 0) {
         wk__err(WK_ERR_FORMAT, OP, "WordPiece unk_token is missing from the vocabulary");
         goto fail;
     }
-    if (d->dec_type[0] && !is_type(d->dec_type, "ByteLevel") && !is_type(d->dec_type, "WordPiece")) {
+    if (spm) {
+        t->spm_prefix = form.prefix;
+        t->spm_split_words = form.split_words;
+        t->spm_split_newlines = form.split_newlines;
+        t->strip_lead_space = form.strip_lead_space;
+        t->byte_fallback = d->byte_fallback;
+        t->fuse_unk = d->fuse_unk;
+        if (!wk__spm_index(t, OP)) goto fail;
+    } else if (d->dec_type[0] && !is_type(d->dec_type, "ByteLevel") && !is_type(d->dec_type, "WordPiece")) {
         wk__err(WK_ERR_FORMAT, OP, "decoder %s is not supported (ByteLevel and WordPiece are)", d->dec_type);
         goto fail;
     }
@@ -666,7 +810,7 @@ static wk_tokenizer *build(jdoc *d) {
     /* bos / eos: the first template token, and the usual names */
     if (t->nprefix) t->bos = t->prefix[0];
     if (wp && t->nsuffix) t->eos = t->suffix[0];
-    static const char *eos_names[] = {"<|endoftext|>", "<|im_end|>", "<|end_of_text|>", "</s>"};
+    static const char *eos_names[] = {"<|endoftext|>", "<|im_end|>", "<|end_of_text|>", "</s>", "<eos>"};
     for (size_t i = 0; t->eos < 0 && i < sizeof eos_names / sizeof *eos_names; i++)
         t->eos = wk_tokenizer_find(t, eos_names[i]);
     return t;

@@ -19,6 +19,7 @@ void wk_tokenizer_free(wk_tokenizer *t) {
     free(t->merges.slot);
     free(t->added);
     free(t->added_order);
+    free(t->score);
     free(t);
 }
 
@@ -55,8 +56,12 @@ static const wk__added *match_added(const wk_tokenizer *t, const unsigned char *
     return NULL;
 }
 
-static void encode_segment(const wk_tokenizer *t, const unsigned char *s, size_t n, wk__ids *o) {
+static void encode_segment(const wk_tokenizer *t, const unsigned char *s, size_t n, bool at_start, wk__ids *o) {
     if (n == 0) return;
+    if (t->model == WK__TOK_SPM) {
+        wk__spm_segment(t, s, n, at_start, o);
+        return;
+    }
     if (t->model == WK__TOK_WORDPIECE) {
         wk__wordpiece_segment(t, s, n, o);
         return;
@@ -99,14 +104,14 @@ int64_t wk_tokenizer_encode(const wk_tokenizer *t, const char *text, size_t len,
         size_t end = i;
         if (a->lstrip)
             while (end > seg && ascii_space(s[end - 1])) end--;
-        encode_segment(t, s + seg, end - seg, &o);
+        encode_segment(t, s + seg, end - seg, seg == 0, &o);
         wk__ids_push(&o, a->id);
         i += t->tok[a->id].nbytes;
         if (a->rstrip)
             while (i < len && ascii_space(s[i])) i++;
         seg = i;
     }
-    if (!o.oom) encode_segment(t, s + seg, len - seg, &o);
+    if (!o.oom) encode_segment(t, s + seg, len - seg, seg == 0, &o);
     if (flags & WK_TOK_ADD_SPECIAL)
         for (int i = 0; i < t->nsuffix; i++) wk__ids_push(&o, t->suffix[i]);
     if (o.oom) {
@@ -169,6 +174,8 @@ int64_t wk_tokenizer_decode(const wk_tokenizer *t, const int32_t *ids, int64_t n
         if (skip_special && t->tok[ids[i]].special) continue;
         const char *p;
         size_t k = piece(t, ids[i], first, buf, t->max_token_bytes + 2, &p);
+        /* SentencePiece: the prefix space of the text's first piece goes */
+        if (first && t->strip_lead_space && k > 0 && p[0] == ' ') p++, k--;
         first = false;
         if (need < cap) memcpy(out + need, p, k <= cap - need ? k : cap - need);
         need += k;
@@ -283,6 +290,10 @@ int32_t wk_tokenizer_find(const wk_tokenizer *t, const char *token) {
 
 int32_t wk_tokenizer_bos(const wk_tokenizer *t) { return t ? t->bos : -1; }
 int32_t wk_tokenizer_eos(const wk_tokenizer *t) { return t ? t->eos : -1; }
+bool wk_tokenizer_adds_bos(const wk_tokenizer *t) { return t && t->bos >= 0 && t->nprefix > 0 && t->prefix[0] == t->bos; }
+bool wk_tokenizer_adds_eos(const wk_tokenizer *t) {
+    return t && t->eos >= 0 && t->nsuffix > 0 && t->suffix[t->nsuffix - 1] == t->eos;
+}
 bool wk_tokenizer_is_special(const wk_tokenizer *t, int32_t id) {
     return t && id >= 0 && id < t->n && t->tok[id].special;
 }

@@ -65,7 +65,7 @@ wk_tokenizer *wk__tok_new(wk__tok_model model, int64_t n) {
     }
     t->bos = t->eos = t->unk = -1;
     t->max_word_chars = 100;
-    t->byte_decode = model == WK__TOK_BPE;
+    t->byte_decode = model != WK__TOK_WORDPIECE; /* BPE and SPM pieces are their bytes */
     return t;
 }
 
