@@ -19,9 +19,12 @@ Runs at test time with Debian's /usr/bin/python3 + numpy (no torch, no transform
                             a few pairs. Only llama.cpp's converter needs it (the tests feed ids).
 
 Weights: numpy.random.default_rng(SEEDS[arch]) (PCG64, stable across numpy versions), drawn in the
-order of tensor_specs(); normal(0, std) per tensor: embeddings / lm_head 0.3, projections 0.08 (gemma2's
-q/k projections 0.25, so that attn_logit_softcapping 5.0 bites), biases 0.1, RMSNorm weights 1 + 0.1 N
-(Gemma's norms, which compute x * (1 + w), 0.1 N). Logits come out O(1), nothing saturates.
+order of tensor_specs(); normal(mean, std) per tensor (STD below): untied embeddings and lm_head 0.3,
+tied embeddings 0.1, Gemma embeddings 0.05 (they are multiplied by sqrt(64)), q/k/v/gate/up
+projections 0.08 (gemma2's q/k 0.25, so that attn_logit_softcapping 5.0 bites), o_proj and down_proj
+1.0 (the layers then outweigh the token's own embedding: with small ones a tied model only ever
+repeats its last token), biases 0.1, RMSNorm weights 1 + 0.1 N (Gemma's norms, which compute
+x * (1 + w): 0.1 N). Logits come out O(1) (std 0.4 to 2.5), nothing saturates.
 Deterministic: the same bytes on every run and machine.
 
 What each model switches on (sequence for the references: 24 ids, so the windows of 8 bite):
@@ -406,6 +409,10 @@ CONFIGS = json.loads(r"""
 """)
 
 
+# standard deviations of the weights (see the header)
+STD = {"emb": 0.3, "tied_emb": 0.1, "gemma_emb": 0.05, "proj": 0.08, "gemma2_qk": 0.25, "out": 1.0}
+
+
 def is_gemma(arch):
     return arch in ("gemma2", "gemma3")
 
@@ -416,8 +423,9 @@ def tensor_specs(arch):
     h, inter, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
     hd, nq, nkv = c["head_dim"], c["num_attention_heads"], c["num_key_value_heads"]
     norm_mean = 0.0 if is_gemma(arch) else 1.0
-    proj, qk = 0.08, (0.25 if arch == "gemma2" else 0.08)
-    s = [("model.embed_tokens.weight", [v, h], 0.0, 0.3)]
+    proj, qk, out = STD["proj"], (STD["gemma2_qk"] if arch == "gemma2" else STD["proj"]), STD["out"]
+    emb = STD["gemma_emb"] if is_gemma(arch) else STD["tied_emb"] if c["tie_word_embeddings"] else STD["emb"]
+    s = [("model.embed_tokens.weight", [v, h], 0.0, emb)]
     for i in range(c["num_hidden_layers"]):
         p = f"model.layers.{i}."
         s.append((p + "input_layernorm.weight", [h], norm_mean, 0.1))
@@ -434,7 +442,7 @@ def tensor_specs(arch):
         if arch in ("qwen3", "gemma3"):
             s.append((p + "self_attn.q_norm.weight", [hd], norm_mean, 0.1))
             s.append((p + "self_attn.k_norm.weight", [hd], norm_mean, 0.1))
-        s.append((p + "self_attn.o_proj.weight", [h, nq * hd], 0.0, proj))
+        s.append((p + "self_attn.o_proj.weight", [h, nq * hd], 0.0, out))
         s.append((p + "post_attention_layernorm.weight", [h], norm_mean, 0.1))
         if is_gemma(arch):
             s.append((p + "pre_feedforward_layernorm.weight", [h], norm_mean, 0.1))
@@ -444,10 +452,10 @@ def tensor_specs(arch):
         else:
             s.append((p + "mlp.gate_proj.weight", [inter, h], 0.0, proj))
             s.append((p + "mlp.up_proj.weight", [inter, h], 0.0, proj))
-        s.append((p + "mlp.down_proj.weight", [h, inter], 0.0, proj))
+        s.append((p + "mlp.down_proj.weight", [h, inter], 0.0, out))
     s.append(("model.norm.weight", [h], norm_mean, 0.1))
     if not c["tie_word_embeddings"]:
-        s.append(("lm_head.weight", [v, h], 0.0, 0.3))
+        s.append(("lm_head.weight", [v, h], 0.0, STD["emb"]))
     return s
 
 
