@@ -15,7 +15,8 @@ timed prefill/decode figures and the warm time to first token are the medians
 over the repetitions after it (with R = 1 the cold run is the only one).
 
 The ids are the ones bench/bench_generate.c uses (bench_ids below restates its
-formula): ordinary tokens, none of the 17 special ids, the same on both sides
+formula): ordinary tokens (ids 300 .. 31999: none of the special or byte
+tokens of SmolLM2, Gemma 3 or Qwen2.5), the same on both sides
 so the work is the same. Decode feeds the continuation of that sequence
 rather than sampled ids, so wick and llama.cpp see identical inputs even
 where their quantized arithmetic would pick different tokens.
@@ -46,9 +47,11 @@ import time
 
 def bench_ids(n, vocab):
     """Same formula as bench_generate.c's bench_id(): a fixed pseudo-random
-    walk over the ids 17 .. vocab-1 (ids 0..16 are SmolLM2's specials)."""
-    span = vocab - 17
-    return [17 + (i * 7919 + 104729) % span for i in range(n)]
+    walk over the ids 300 .. min(vocab, 32000)-1 (ordinary tokens in SmolLM2,
+    Gemma 3 and Qwen2.5: their special and byte tokens lie below 300 or at
+    the end of the vocabulary)."""
+    span = min(vocab, 32000) - 300
+    return [300 + (i * 7919 + 104729) % span for i in range(n)]
 
 
 def rss_now_kb():
