@@ -126,7 +126,8 @@ def convert(indir, out_path):
     u32 = lambda k, v: w.add_uint32(f"{arch}.{k}", int(v))  # noqa: E731
     f32 = lambda k, v: w.add_float32(f"{arch}.{k}", float(v))  # noqa: E731
     w.add_string("general.type", "model")
-    w.add_string("general.name", f"tiny-{mt}")
+    # llama.cpp sets token attributes by general.name ("phi3" in it: it wants "<|endoftext|>")
+    w.add_string("general.name", "tiny")
     if arch == "phi3":
         scale = c["max_position_embeddings"] / rp["original_max_position_embeddings"]
         f32("rope.scaling.attn_factor",

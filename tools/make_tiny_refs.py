@@ -22,6 +22,10 @@ tests/data/tiny/<arch>.json:
   "notes"          free text (e.g. which longrope factor applies)
   phi3 only: "short" = {"ids": ids[:12], "rows": [0, 11], "logits_rows": [...]} -- 12 <= 16 =
                    original_max_position_embeddings, so longrope's short_factor applies there
+  mistral, gemma2, gemma3 only: "as_llamacpp" = {"overrides": {config field: value}, "logits_rows":
+                   [...]} -- transformers with the fields llama.cpp's converter drops set the way
+                   llama.cpp then computes (no sliding window; 1/sqrt(head_dim) scaling; Gemma 2's
+                   rope_theta 10000): the logits tests/data/tiny/<arch>.llamacpp.json should match
 """
 import importlib.util
 import json
@@ -106,6 +110,18 @@ def feature_offs(arch, d):
     return {k: v for k, v in f.items() if v is not None}
 
 
+# what llama.cpp computes instead of the fields its converter drops (see tests/tiny_gguf.py)
+def llamacpp_overrides(arch, cfg):
+    if arch == "mistral":
+        return {"sliding_window": None}
+    if arch == "gemma2":
+        return {"query_pre_attn_scalar": cfg.head_dim,
+                "rope_parameters": {**dict(cfg.rope_parameters), "rope_theta": 10000.0}}
+    if arch == "gemma3":
+        return {"query_pre_attn_scalar": cfg.head_dim}
+    return None
+
+
 def one(arch):
     with tempfile.TemporaryDirectory() as d:
         tm.write(arch, d)
@@ -130,6 +146,11 @@ def one(arch):
         for name, over in feature_offs(arch, d).items():
             alt = logits(load(d, **over), IDS)
             rec["features"][name] = sig6(float((alt - full).abs().max()))
+        over = llamacpp_overrides(arch, cfg)
+        if over:
+            alt = logits(load(d, **over), IDS)
+            rec["as_llamacpp"] = {"overrides": over,
+                                  "logits_rows": [[sig6(x) for x in alt[r].tolist()] for r in ROWS]}
         if arch == "phi3":
             short = IDS[:12]
             sl = logits(m, short)
