@@ -24,9 +24,9 @@ where their quantized arithmetic would pick different tokens.
 Process CPU time is taken over the same spans as wall time (tokens per CPU
 second; at one thread it leaves out waiting for a core on a loaded machine).
 
-After the timing, the 4 greedy ids after SmolLM2's "The capital of France
-is" are printed (check=...), as bench_generate does, to show both forwards
-are the model's.
+After the timing, the 4 greedy ids after "The capital of France is" are
+printed (check=...), as bench_generate does for SmolLM2, to show both forwards
+are the model's (CHECK_PROMPTS holds the prompt's ids per vocabulary).
 
 Output: one line of key=value pairs beginning "peer=llama.cpp", the same keys
 as bench_generate prints, parsed by bench/generate/table.py. Peak RSS is
@@ -43,6 +43,16 @@ import resource
 import statistics
 import sys
 import time
+
+
+# "The capital of France is" by vocabulary size, as llama.cpp tokenizes it (BOS where the model adds
+# one): SmolLM2 -> " Paris" first (7042); Gemma 3 (BOS 2) and Qwen2.5 (0.5B and 1.5B share the
+# vocabulary): tests/data/llama_cpp_gemma3_270m.json / llama_cpp_qwen25_coder_05b.json
+CHECK_PROMPTS = {
+    49152: (504, 3575, 282, 4649, 314),
+    262144: (2, 818, 5279, 529, 7001, 563),
+    151936: (785, 6722, 315, 9625, 374),
+}
 
 
 def bench_ids(n, vocab):
@@ -139,14 +149,16 @@ def main():
         return t_prefill, t_first, t_decode, c_prefill, c_decode
 
     def greedy_check():
-        """bench_generate.c's greedy_check: 4 greedy ids after SmolLM2's
-        "The capital of France is" ("-" for another vocabulary)."""
-        if vocab != 49152:
+        """4 greedy ids after "The capital of France is", tokenized for the file's
+        vocabulary (CHECK_PROMPTS; "-" for a vocabulary not listed there).
+        bench_generate.c checks SmolLM2's only."""
+        ids = CHECK_PROMPTS.get(vocab)
+        if ids is None:
             return "-"
         L.llama_memory_clear(mem, True)
         # the array must outlive the decode: the batch only points at it
-        check = (L.llama_token * 5)(504, 3575, 282, 4649, 314)
-        if L.llama_decode(ctx, L.llama_batch_get_one(check, 5)) != 0:
+        check = (L.llama_token * len(ids))(*ids)
+        if L.llama_decode(ctx, L.llama_batch_get_one(check, len(ids))) != 0:
             return "-"
         out = [argmax_last()]
         while len(out) < 4:
