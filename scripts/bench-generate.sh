@@ -8,6 +8,9 @@
 #   scripts/bench-generate.sh                   full run (7 files x 2 thread counts x 3 runs each side;
 #                                               ~10-20 min on 2 cores)
 #   scripts/bench-generate.sh --quick           smoke run: the package's Q4_1, 1 thread, 16 + 8 tokens
+# The full run also takes the real Q4_K_M files that ./scripts/setup.sh puts in .cache/models/
+# (Gemma 3 270M, Qwen2.5-Coder 0.5B; Qwen2.5-Coder 1.5B with setup.sh --large), each that is present;
+# --no-real leaves them out.
 # Options: --venv DIR (the peer venv; default BENCH_VENV, else .bench-venv), --reps R (alternating
 # runs per cell, default 3), --threads "1 2", --types "q4_1 f32 f16 bf16 q8_0 q4_0 q4_k",
 # --prefill N (128), --decode M (64), --inner K (repetitions inside each process, default 3:
@@ -21,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 venv="${BENCH_VENV:-$root/.bench-venv}"
-install=0 reps=3 inner=3 prefill=128 decode=64 peer=1
+install=0 reps=3 inner=3 prefill=128 decode=64 peer=1 real=1
 threads="1 2"
 types="q4_1 f32 f16 bf16 q8_0 q4_0 q4_k"
 need() { [ "$2" -ge 2 ] || { echo "bench-generate: $1 needs a value" >&2; exit 2; }; }
@@ -36,7 +39,8 @@ while [ $# -gt 0 ]; do
     --prefill) need "$1" $#; prefill="$2"; shift ;;
     --decode) need "$1" $#; decode="$2"; shift ;;
     --no-peer) peer=0 ;;
-    --quick) reps=1 inner=1 prefill=16 decode=8 threads=1 types=q4_1 ;;
+    --no-real) real=0 ;;
+    --quick) reps=1 inner=1 prefill=16 decode=8 threads=1 types=q4_1 real=0 ;;
     *) echo "bench-generate: unknown option $1 (see the top of $0)" >&2; exit 2 ;;
   esac
   shift
@@ -77,6 +81,15 @@ for t in $types; do
   fi
   files+=("$out")
 done
+if [ "$real" = 1 ]; then
+  for m in gemma3-270m-Q4_K_M.gguf qwen2.5-coder-0.5b-instruct-Q4_K_M.gguf qwen2.5-coder-1.5b-instruct-Q4_K_M.gguf; do
+    if [ -r "$root/.cache/models/$m" ]; then
+      files+=("$root/.cache/models/$m")
+    else
+      echo "bench-generate: no .cache/models/$m (./scripts/setup.sh [--large] installs it); skipped" >&2
+    fi
+  done
+fi
 
 log="$dir/bench-generate.log"
 : >"$log"

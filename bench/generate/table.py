@@ -42,9 +42,12 @@ def ratio(a, b):
 
 
 def short(name):
-    """SmolLM2-135M-Instruct.Q4_1.gguf -> Q4_1: the type is what differs."""
+    """SmolLM2-135M-Instruct.Q4_1.gguf -> Q4_1 (the type is what differs between the SmolLM2 files);
+    another model's file keeps its whole name (qwen2.5-coder-0.5b-instruct-Q4_K_M: its dots are not
+    a type's)."""
     name = name[:-5] if name.endswith(".gguf") else name
-    return name.rsplit(".", 1)[-1] if "." in name else name
+    tail = name.rsplit(".", 1)[-1]
+    return tail if "." in name and tail.replace("_", "").isalnum() and tail.upper() == tail else name
 
 
 def main(paths):
