@@ -14,7 +14,9 @@
  *     query_pre_attn_scalar, Gemma 2's rope_theta), and within 2e-3 of
  *     llama.cpp's own logits on that file (<arch>.llamacpp.json: its f32
  *     kernels differ from torch's by up to ~6e-4);
- *   - f16 and bf16 weights (load-time conversion) near the f32 rows.
+ *   - f16 and bf16 weights (load-time conversion) and the GGUF requantized
+ *     to Q8_0 and Q4_0 (every layer matrix through wk_qmatmul) near the
+ *     f32 rows.
  * Phi-3 also runs its short-context case (longrope's short factors: a
  * cache no longer than the original context). */
 #include <stdarg.h>
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 #include "wick/lm.h"
+#include "wick/gguf.h"
 #include "llama_testutil.h"
 
 #define VOCAB 320
@@ -128,6 +131,32 @@ static void greedy_check(const char *what, const wk_lm *m, wk_kv_cache *c, const
         assert_int_equal(wk_to_host_f32(l, lg, VOCAB), WK_OK);
         wk_tensor_free(l);
     }
+}
+
+/* src requantized into dst: every 2-D blk.* weight as dt (norms, the
+ * token table and the rest as they are), the metadata copied. */
+static void requantize(const char *src, const char *dst, wk_dtype dt) {
+    wk_gguf *g = wk_gguf_open(src);
+    assert_non_null(g);
+    wk_gguf_writer *w = wk_gguf_writer_new();
+    assert_non_null(w);
+    for (int64_t i = 0; i < wk_gguf_kv_count(g); i++) assert_int_equal(wk_gguf_writer_copy_kv(w, g, i), WK_OK);
+    for (int64_t i = 0; i < wk_gguf_tensor_count(g); i++) {
+        const char *name = wk_gguf_tensor_name(g, i);
+        wk_tensor *t = wk_gguf_tensor(g, name);
+        assert_non_null(t);
+        if (!strncmp(name, "blk.", 4) && wk_rank(t) == 2) {
+            wk_tensor *q = wk_to_dtype(t, dt);
+            if (!q) fail_msg("%s to %s: %s", name, wk_dtype_name(dt), wk_last_error());
+            wk_tensor_free(t);
+            t = q;
+        }
+        assert_int_equal(wk_gguf_writer_add_tensor(w, name, t), WK_OK);
+        wk_tensor_free(t);
+    }
+    assert_int_equal(wk_gguf_writer_write(w, dst), WK_OK);
+    wk_gguf_writer_free(w);
+    wk_gguf_close(g);
 }
 
 static bool run(const char *cmd) {
@@ -242,6 +271,30 @@ static void check_family(const char *arch) {
         snprintf(what, sizeof what, "%s GGUF", arch);
         greedy_check(what, mg, c, got + (size_t)(nrows - 1) * VOCAB, lg, lt2, lng);
         wk_kv_cache_free(c);
+        /* block weights: the same file requantized, near the f32 rows */
+        static const wk_dtype blocks[2] = {WK_Q8_0, WK_Q4_0};
+        for (int b = 0; b < 2; b++) {
+            char qpath[760];
+            snprintf(qpath, sizeof qpath, "%s.%s.gguf", dir, wk_dtype_name(blocks[b]));
+            requantize(gguf, qpath, blocks[b]);
+            wk_lm *mq = wk_lm_load(qpath, NULL);
+            if (!mq) fail_msg("%s %s: load: %s", arch, wk_dtype_name(blocks[b]), wk_last_error());
+            float *gq = malloc(sizeof(float) * (size_t)nrows * VOCAB);
+            assert_non_null(gq);
+            prefill_rows(mq, ids, n, n, rows, nrows, gq, NULL);
+            double dq = 0, scale = 0;
+            for (int i = 0; i < nrows * VOCAB; i++) {
+                dq = fmax(dq, fabs((double)gq[i] - got[i]));
+                scale = fmax(scale, fabs((double)got[i]));
+            }
+            print_message("%-8s %-4s vs f32: max |diff| %.2e (logits up to %.2f)\n", arch, wk_dtype_name(blocks[b]),
+                          dq, scale);
+            if (!(dq < (b == 0 ? 0.05 : 0.5) * fmax(scale, 1.0)))
+                fail_msg("%s %s: logits differ from f32 by %g", arch, wk_dtype_name(blocks[b]), dq);
+            free(gq);
+            wk_lm_free(mq);
+            unlink(qpath);
+        }
         free(llf);
         wk_lm_free(mg);
         unlink(gguf);
