@@ -44,12 +44,17 @@ typedef struct wk_conv_args {
  * D), v (..., Lk, Dv), all with the same batch dims (already broadcast)
  * except the head dim (rank-3) of k / v, which is Hq / group (GQA);
  * mask NULL or an additive mask of q's dtype broadcast to (..., Lq, Lk);
- * causal keeps key j <= query i (top-left aligned, as torch's is_causal). */
+ * causal keeps key j <= query i (top-left aligned, as torch's is_causal).
+ * The keys query i may see form one range [lo, hi): lo = max(0, i +
+ * q_offset - window + 1) with a window, hi = min(Lk, i + q_offset + 1) when
+ * causal; fused entries skip the key tiles outside it. */
 typedef struct wk_attention_args {
     double scale;
-    bool causal;      /* query i sees key j iff j <= i + q_offset */
+    double softcap;   /* > 0: each score s (q.k * scale) becomes softcap * tanh(s / softcap), before the mask */
     int64_t q_offset; /* >= 0 */
     int64_t group;    /* Hq / Hkv >= 1: k / v have Hkv heads at dim rank-3, query head h reads h / group */
+    int64_t window;   /* > 0: query i sees key j only if i + q_offset - j < window (with causal or not); 0: all */
+    bool causal;      /* query i sees key j iff j <= i + q_offset */
 } wk_attention_args;
 
 /* An optimizer step (optim_step): the rule and its hyperparameters, with
