@@ -10,6 +10,11 @@
  *   attention prefill: q (1, 9, L, 64), k / v (1, 3, L, 64), causal, L = 128, 512
  *   rope_thd (interleaved) on (1, 128, 9, 64), cos / sin (128, 32)
  *   rms_norm on (128, 576) and (1, 576); swiglu on (128, 3072)
+ *   sliding window: the decode step over a (1, 3, 4096, 64) cache (q_offset
+ *     4095), no window and window 512 (Mistral / Gemma 2 local layers); the
+ *     fused entry reads only the window's keys, so the line after the table
+ *     gives the ratio no window / window (8 would be the key count's; torch
+ *     does it by hand by slicing the cache's last 512 keys)
  * Columns: "fused" is the CPU backend's entry (wk_attention, wk_rope_thd, ...
  * as a user calls them: result allocated and freed each call); "composite"
  * the same call with the entry removed from the backend table (src/nn/nn.c's
@@ -58,24 +63,34 @@ static struct {
     int repeats;
 } opt = {0, 0, 2, {1, 2}, "/usr/bin/python3", 0.2, 5};
 
-enum { R_DEC128, R_DEC512, R_DEC2048, R_PRE128, R_PRE512, R_ROPE, R_RMS128, R_RMS1, R_SWIGLU, NROWS };
-static const char *const k_rows[NROWS] = {"dec128", "dec512", "dec2048", "pre128", "pre512",
-                                          "rope",   "rms128", "rms1",    "swiglu"};
+enum {
+    R_DEC128, R_DEC512, R_DEC2048, R_PRE128, R_PRE512, R_ROPE, R_RMS128, R_RMS1, R_SWIGLU, R_WIN0, R_WIN512, NROWS
+};
+static const char *const k_rows[NROWS] = {"dec128", "dec512", "dec2048", "pre128", "pre512", "rope",
+                                          "rms128", "rms1",   "swiglu",  "win0",   "win512"};
 static const char *const k_desc[NROWS] = {
     "attn decode 9/3x64 Lk=128", "attn decode 9/3x64 Lk=512", "attn decode 9/3x64 Lk=2048",
     "attn prefill causal L=128", "attn prefill causal L=512", "rope_thd inter 1x128x9x64",
-    "rms_norm 128x576",          "rms_norm 1x576",            "swiglu 128x3072"};
+    "rms_norm 128x576",          "rms_norm 1x576",            "swiglu 128x3072",
+    "attn decode Lk=4096 no win", "attn decode Lk=4096 win=512"};
 
 typedef struct row_in {
     wk_tensor *a, *b, *c, *cache_k, *cache_v;
-    int64_t off;
+    int64_t off, window;
 } row_in;
 
 static wk_tensor *rnd(const int64_t *s, int r) { return wk_rand(s, r, -1, 1, WK_F32, wk_cpu()); }
 
 static bool make_row(int row, row_in *in) {
     memset(in, 0, sizeof *in);
-    if (row <= R_DEC2048) {
+    if (row == R_WIN0 || row == R_WIN512) {
+        int64_t sq[4] = {1, 9, 1, 64}, sc[4] = {1, 3, 4096, 64};
+        in->a = rnd(sq, 4);
+        in->b = rnd(sc, 4);
+        in->c = rnd(sc, 4);
+        in->off = 4095;
+        in->window = row == R_WIN512 ? 512 : 0;
+    } else if (row <= R_DEC2048) {
         int64_t lk = row == R_DEC128 ? 128 : row == R_DEC512 ? 512 : 2048;
         int64_t sq[4] = {1, 9, 1, 64}, sc[4] = {1, 3, 2048, 64};
         in->a = rnd(sq, 4);
@@ -112,8 +127,8 @@ static void free_row(row_in *in) {
 }
 
 static wk_tensor *run_row(int row, const row_in *in) {
-    if (row <= R_PRE512) {
-        wk_attention_opts o = {.causal = true, .q_offset = in->off};
+    if (row <= R_PRE512 || row == R_WIN0 || row == R_WIN512) {
+        wk_attention_opts o = {.causal = true, .q_offset = in->off, .window = in->window};
         return wk_attention(in->a, in->b, in->c, &o);
     }
     if (row == R_ROPE) return wk_rope_thd(in->a, in->b, in->c, true);
@@ -186,6 +201,9 @@ static const char *k_py =
     "    rows.append(('dec%d' % lk, (r(1, 9, 1, 64), cache[0][:, :, :lk], cache[1][:, :, :lk], None), attn))\n"
     "for l in (128, 512):\n"
     "    rows.append(('pre%d' % l, (r(1, 9, l, 64), r(1, 3, l, 64), r(1, 3, l, 64), causal(l)), attn))\n"
+    "cache4 = r(1, 3, 4096, 64), r(1, 3, 4096, 64)\n"
+    "rows.append(('win0', (r(1, 9, 1, 64), cache4[0], cache4[1], None), attn))\n"
+    "rows.append(('win512', (r(1, 9, 1, 64), cache4[0][:, :, -512:], cache4[1][:, :, -512:], None), attn))\n"
     "rows += [('rope', (r(1, 128, 9, 64), r(128, 32), r(128, 32)), rope),\n"
     "         ('rms128', (r(128, 576), r(576)), rms), ('rms1', (r(1, 576), r(576)), rms),\n"
     "         ('swiglu', (r(128, 3072),), swiglu)]\n"
@@ -493,8 +511,9 @@ int main(int argc, char **argv) {
         }
         printf("\nthreads %d\n%-30s %11s %11s %11s %8s %8s\n", T, "op", "fused ms", "comp ms", "torch ms", "vs comp",
                "vs torch");
+        double wt[NROWS], ct[NROWS];
         for (int r = 0; r < NROWS; r++) {
-            double w = time_wick(r, &in[r]), c = time_composite(r, &in[r]);
+            double w = wt[r] = time_wick(r, &in[r]), c = ct[r] = time_composite(r, &in[r]);
             if (w < 0 || c < 0) fail = 1;
             printf("%-30s", k_desc[r]);
             print_ms(w);
@@ -504,6 +523,11 @@ int main(int argc, char **argv) {
             print_ratio(tt[r], w);
             printf("\n");
         }
+        printf("%-30s", "window 512 speedup over 4096");
+        print_ratio(wt[R_WIN0], wt[R_WIN512]);
+        printf(" fused,");
+        print_ratio(ct[R_WIN0], ct[R_WIN512]);
+        printf(" composite (no window / window)\n");
     }
     for (int r = 0; r < NROWS; r++) free_row(&in[r]);
     brow_in bin[NBROWS];

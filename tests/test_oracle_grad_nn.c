@@ -38,7 +38,9 @@ static wk_tensor *run_op(const char *op, const char *params, wk_tensor **in) {
         wk_attention_opts o = {.mask = in[3],
                                .scale = param_d(params, "scale", 0),
                                .causal = param_d(params, "causal", 0) != 0,
-                               .q_offset = (int64_t)param_d(params, "off", 0)};
+                               .q_offset = (int64_t)param_d(params, "off", 0),
+                               .window = (int64_t)param_d(params, "win", 0),
+                               .softcap = param_d(params, "cap", 0)};
         return wk_attention(in[0], in[1], in[2], &o);
     }
     return NULL;

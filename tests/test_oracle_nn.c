@@ -29,9 +29,22 @@ static char g_ebuf[1024]; /* a failure message that quotes msg */
 static int g_total, g_failed, g_noncontig, g_cover_problems, g_composite, g_levels;
 
 /* ---- the fused ops that are not op-table entries ---- */
+/* win= / cap= are optional (most attention cases predate them): 0, off */
+static long long opt_pi(ot_ctx *x, const char *key) {
+    char b[64];
+    return ou_param(x->params, key, b, sizeof b) ? ot_pi(x, key) : 0;
+}
+static double opt_pf(ot_ctx *x, const char *key) {
+    char b[64];
+    return ou_param(x->params, key, b, sizeof b) ? ot_pf(x, key) : 0;
+}
 static wk_tensor *call_attention(ot_ctx *x) {
-    wk_attention_opts o = {.mask = ot_opt(x, 3), .scale = ot_pf(x, "scale"), .causal = ot_pi(x, "causal") != 0,
-                           .q_offset = ot_pi(x, "off")};
+    wk_attention_opts o = {.mask = ot_opt(x, 3),
+                           .scale = ot_pf(x, "scale"),
+                           .causal = ot_pi(x, "causal") != 0,
+                           .q_offset = ot_pi(x, "off"),
+                           .window = opt_pi(x, "win"),
+                           .softcap = opt_pf(x, "cap")};
     return wk_attention(ot_in(x, 0), ot_in(x, 1), ot_in(x, 2), &o);
 }
 static wk_tensor *call_rope_thd(ot_ctx *x) {

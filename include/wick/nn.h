@@ -51,6 +51,16 @@ typedef struct wk_attention_opts {
     double scale;          /* <= 0: 1 / sqrt(D) */
     bool causal;           /* query i sees key j iff j <= i + q_offset */
     int64_t q_offset;      /* position of query 0 among the keys: Lk - Lq when decoding with a cache */
+    /* > 0: sliding window. Query i (at position p = i + q_offset) sees key
+     * j only if p - j < window: the window most recent keys including its
+     * own position (Mistral / Gemma 2 / transformers' sliding_window). Only
+     * the past side is cut: without causal, keys after p stay visible.
+     * 0: no window; < 0 is an error. */
+    int64_t window;
+    /* > 0: logit soft-capping (Gemma 2): each score s = q.k * scale becomes
+     * softcap * tanh(s / softcap) before the mask and the softmax. 0: off;
+     * < 0 is an error. */
+    double softcap;
 } wk_attention_opts;
 /* softmax(q k^T * scale + mask [causal]) v with q (..., Hq, Lq, D),
  * k (..., Hkv, Lk, D), v (..., Hkv, Lk, Dv), rank >= 3, equal batch dims,
@@ -58,7 +68,8 @@ typedef struct wk_attention_opts {
  * Any strides (a narrow of a preallocated KV cache is the usual k / v).
  * opts NULL: no mask, default scale, not causal, offset 0. Result
  * contiguous (..., Hq, Lq, Dv). Fused backends tile over keys with an
- * online softmax (memory O(tile), not O(Lq * Lk)). A query row with every
+ * online softmax (memory O(tile), not O(Lq * Lk)) and never read the keys
+ * a window leaves out (a decode step reads window keys, not Lk). A query row with every
  * key masked gives NaN (as torch); no keys at all (Lk = 0) gives zeros. */
 wk_tensor *wk_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_attention_opts *opts);
 

@@ -316,12 +316,14 @@ static int scale_arg(PyObject *o, const char *fname, double *scale) {
 }
 
 static PyObject *attention_run(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
-                               const wk_tensor *mask, double scale, bool causal, long long q_offset, bool gqa) {
+                               const wk_tensor *mask, double scale, bool causal, long long q_offset, bool gqa,
+                               long long window, double softcap) {
     wk_tensor *am = NULL, *y = NULL;
     bool big = wkpy_big(q) || wkpy_big(k);
     WKPY_NOGIL(big, am = additive_mask(mask, q));
     if (mask && !am) return wkpy_raise();
-    wk_attention_opts o = {.mask = am, .scale = scale, .causal = causal, .q_offset = q_offset};
+    wk_attention_opts o = {
+        .mask = am, .scale = scale, .causal = causal, .q_offset = q_offset, .window = window, .softcap = softcap};
     WKPY_NOGIL(big, y = gqa ? wk_attention(q, k, v, &o) : wk_scaled_dot_product_attention(q, k, v, am, scale, causal));
     wk_tensor_free(am);
     return wkpy_wrap(y);
@@ -343,24 +345,25 @@ static PyObject *f_sdpa(PyObject *m, PyObject *const *args, Py_ssize_t nargs, Py
         return NULL;
     if (p != 0.0)
         return bad_number(fn, "dropout_p must be 0 (wick's attention has no dropout)", p);
-    return attention_run(q, k, v, mask, scale, causal, 0, gqa);
+    return attention_run(q, k, v, mask, scale, causal, 0, gqa, 0, 0.0);
 }
 
 static PyObject *f_attention(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
     (void)m;
     static const char *const fn = "attention";
-    static const char *const names[] = {"q", "k", "v", "mask", "scale", "causal", "q_offset", NULL};
-    PyObject *a[7];
+    static const char *const names[] = {"q", "k", "v", "mask", "scale", "causal", "q_offset", "window", "softcap", NULL};
+    PyObject *a[9];
     wk_tensor *q, *k, *v, *mask;
-    double scale;
+    double scale, softcap;
     bool causal;
-    long long off;
+    long long off, window;
     if (wkpy_parse(fn, args, nargs, kw, names, 3, a) < 0 || !(q = wkpy_tensor_arg(a[0], fn, "q")) ||
         !(k = wkpy_tensor_arg(a[1], fn, "k")) || !(v = wkpy_tensor_arg(a[2], fn, "v")) ||
         opt_tensor(a[3], fn, "mask", &mask) < 0 || scale_arg(a[4], fn, &scale) < 0 ||
-        wkpy_bool(a[5], false, &causal) < 0 || wkpy_int(a[6], 0, &off) < 0)
+        wkpy_bool(a[5], false, &causal) < 0 || wkpy_int(a[6], 0, &off) < 0 || wkpy_int(a[7], 0, &window) < 0 ||
+        wkpy_double(a[8], 0.0, &softcap) < 0)
         return NULL;
-    return attention_run(q, k, v, mask, scale, causal, off, true);
+    return attention_run(q, k, v, mask, scale, causal, off, true, window, softcap);
 }
 
 /* ---- linear, swiglu, dropout ---- */
@@ -503,9 +506,11 @@ static PyMethodDef nn_functions[] = {
      "broadcastable to (..., Lq, Lk); is_causal masks key j > query i (both may be given); scale None is "
      "1/sqrt(D). enable_gqa: key / value may have fewer heads (dim -3) dividing query's. dropout_p must be 0."},
     {"attention", FAST(f_attention),
-     "attention(q, k, v, mask=None, scale=None, causal=False, q_offset=0)\nwick's attention for decoding and "
-     "grouped-query heads: q (..., Hq, Lq, D), k / v (..., Hkv, Lk, D) with Hkv dividing Hq, any strides (a "
-     "narrow of a KV cache); causal lets query i see key j iff j <= i + q_offset. Result contiguous."},
+     "attention(q, k, v, mask=None, scale=None, causal=False, q_offset=0, window=0, softcap=0.0)\nwick's attention "
+     "for decoding and grouped-query heads: q (..., Hq, Lq, D), k / v (..., Hkv, Lk, D) with Hkv dividing Hq, any "
+     "strides (a narrow of a KV cache); causal lets query i see key j iff j <= i + q_offset. window > 0: a sliding "
+     "window, key j visible only if i + q_offset - j < window; softcap > 0: scores become softcap * tanh(s / "
+     "softcap) before the mask (Gemma 2). Result contiguous."},
     {"linear", FAST(f_linear),
      "linear(input, weight, bias=None)\ninput @ weight^T + bias: input (..., in), weight (out, in), bias "
      "(out)."},

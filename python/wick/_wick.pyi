@@ -1396,9 +1396,9 @@ def argsort(input, /, dim=..., descending=..., stable=...):
     """
 def as_tensor(data, dtype=..., device=...) -> Tensor:
     """as_tensor(data, dtype=None, device=None) -> Tensor: shares data's memory when it can (a Tensor, a numpy array on the CPU in its own dtype), else copies."""
-def attention(q, k, v, mask=..., scale=..., causal=..., q_offset=...):
-    """attention(q, k, v, mask=None, scale=None, causal=False, q_offset=0)
-    wick's attention for decoding and grouped-query heads: q (..., Hq, Lq, D), k / v (..., Hkv, Lk, D) with Hkv dividing Hq, any strides (a narrow of a KV cache); causal lets query i see key j iff j <= i + q_offset. Result contiguous.
+def attention(q, k, v, mask=..., scale=..., causal=..., q_offset=..., window=..., softcap=...):
+    """attention(q, k, v, mask=None, scale=None, causal=False, q_offset=0, window=0, softcap=0.0)
+    wick's attention for decoding and grouped-query heads: q (..., Hq, Lq, D), k / v (..., Hkv, Lk, D) with Hkv dividing Hq, any strides (a narrow of a KV cache); causal lets query i see key j iff j <= i + q_offset. window > 0: a sliding window, key j visible only if i + q_offset - j < window; softcap > 0: scores become softcap * tanh(s / softcap) before the mask (Gemma 2). Result contiguous.
     """
 def avg_pool1d(input, kernel_size, stride=..., padding=..., ceil_mode=..., count_include_pad=...):
     """avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True)

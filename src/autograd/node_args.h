@@ -179,7 +179,7 @@ typedef struct {
 
 /* Bytes the floors above autograd may use for their args (their structs
  * _Static_assert that they fit). */
-#define WK__ARGS_UPPER_BYTES 48
+#define WK__ARGS_UPPER_BYTES 56
 
 typedef union wk__node_args {
     wk__args_unary unary;

@@ -263,37 +263,46 @@ void wk__kv_store_free(wk__kv_store *s) {
     s->layers = s->cap = 0;
 }
 
-/* x (1, n, heads, D) with RoPE on its leading rope_dims of each head (all
- * of it unless partial; none with rope_skip): the rotated part and the
- * rest concatenated back. */
-static wk_tensor *rope_heads(const wk__attn_heads *h, wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin) {
-    if (!x || h->rope_skip) return x;
+/* x (1, n, heads, D) with RoPE as h says: none (rope_skip: x itself, a
+ * view), the whole head, or (rope_dims < D) the first rope_dims of each
+ * head rotated and the rest passed through: rope_thd on that narrow, then
+ * cat with the untouched rest (interleaved pairs and halves both live
+ * inside the rotated part, so either layout narrows the same way). */
+static wk_tensor *rope_heads(const wk__attn_heads *h, const wk_tensor *x, const wk_tensor *cos,
+                             const wk_tensor *sin) {
+    if (!x) return NULL;
     int64_t D = h->head_dim, R = h->rope_dims > 0 ? h->rope_dims : D;
+    if (h->rope_skip) return wk_narrow(x, 3, 0, D);
     if (R == D) return wk_rope_thd(x, cos, sin, h->interleaved);
     wk_tensor *parts[2] = {wk_rope_thd(wk_narrow(x, 3, 0, R), cos, sin, h->interleaved), wk_narrow(x, 3, R, D - R)};
-    return parts[0] && parts[1] ? wk_cat(parts, 2, 3) : NULL;
+    if (!parts[0] || !parts[1]) return NULL;
+    return wk_cat(parts, 2, 3);
 }
 
 wk_tensor *wk__rope_cached_attention(const wk__attn_heads *h, const wk_tensor *q, const wk_tensor *k,
                                      const wk_tensor *v, const wk_tensor *cos, const wk_tensor *sin,
                                      wk__kv_store *s, int64_t li, int64_t pos) {
     if (!q || !k || !v) return NULL;
+    const char *op = "wk__rope_cached_attention";
     int64_t H = h->q_heads, Hkv = h->kv_heads, D = h->head_dim, n = q->layout.shape[0];
+    if (h->rope_dims < 0 || h->rope_dims > D || h->rope_dims % 2 != 0) {
+        wk__err(WK_ERR_ARG, op, "rope_dims %lld must be even and within the head dim %lld (0: all)",
+                (long long)h->rope_dims, (long long)D);
+        return NULL;
+    }
     /* (n, H D) rows are (H, D) heads: a (1, n, H, D) view for rope_thd */
     int64_t sq[4] = {1, n, H, D}, skv[4] = {1, n, Hkv, D};
     wk_tensor *qr = rope_heads(h, wk_reshape(q, sq, 4), cos, sin);
     wk_tensor *kr = rope_heads(h, wk_reshape(k, skv, 4), cos, sin);
     wk_tensor *vv = wk_reshape(v, skv, 4);
+    if (!qr || !kr || !vv) return NULL;
     /* (1, n, H, D) -> (1, H, n, D): views; the cache write and attention
      * take strides */
     if (wk_slice_set(s->k[li], wk_transpose(kr, 1, 2), 2, pos) != WK_OK) return NULL;
     if (wk_slice_set(s->v[li], wk_transpose(vv, 1, 2), 2, pos) != WK_OK) return NULL;
     wk_tensor *kc = wk_narrow(s->k[li], 2, 0, pos + n), *vc = wk_narrow(s->v[li], 2, 0, pos + n);
-    if (h->window > 0 || h->softcap > 0) {
-        wk__err(WK_ERR_ARG, "wk__rope_cached_attention", "sliding windows and soft-capping are not implemented yet");
-        return NULL;
-    }
-    wk_attention_opts ao = {.causal = true, .q_offset = pos, .scale = h->scale};
+    wk_attention_opts ao = {
+        .causal = true, .q_offset = pos, .window = h->window, .softcap = h->softcap, .scale = h->scale};
     wk_tensor *a = wk_attention(wk_transpose(qr, 1, 2), kc, vc, &ao); /* (1, H, n, D) */
     int64_t so[2] = {n, H * D};
     return wk_reshape(wk_transpose(a, 1, 2), so, 2); /* copies into (n, H D) */

@@ -64,18 +64,21 @@ void wk__kv_store_free(wk__kv_store *s);
 /* Causal self-attention with rotary embedding and a KV cache for the n new
  * positions pos .. pos+n-1 of one sequence: q (n, Hq*D), k and v (n, Hkv*D)
  * rows, any strides (narrows of a fused projection are fine); cos / sin
- * (n, D/2) the RoPE rows of those positions (interleaved pairs or halves,
- * as wk_rope_thd); layer li of s receives the rotated keys and the values at
- * pos, then every query attends to positions 0 .. its own (GQA: query head
- * h reads kv head h / (Hq / Hkv)). Returns (n, Hq*D). */
+ * (n, R/2) the RoPE rows of those positions (interleaved pairs or halves,
+ * as wk_rope_thd; R = rope_dims, or D); layer li of s receives the rotated
+ * keys and the values at pos, then every query attends to positions 0 ..
+ * its own, or its last window (GQA: query head h reads kv head h / (Hq /
+ * Hkv)). Returns (n, Hq*D). A zero-initialised struct but the head counts
+ * is plain Llama attention. */
 typedef struct wk__attn_heads {
     int64_t q_heads, kv_heads, head_dim;
     bool interleaved;
-    int64_t window;   /* > 0: each query sees its last `window` positions only */
-    double softcap;   /* > 0: scores -> softcap * tanh(scores / softcap) */
-    double scale;     /* <= 0: 1 / sqrt(head_dim) */
-    bool rope_skip;   /* no rotary embedding on this layer (SmolLM3) */
-    int64_t rope_dims; /* leading dims of each head that rotate (cos / sin have rope_dims/2 columns); 0: all */
+    int64_t window;    /* > 0: sliding window (Mistral, Gemma 2's local layers), as wk_attention_opts */
+    double softcap;    /* > 0: attention logit soft-capping (Gemma 2) */
+    double scale;      /* <= 0: 1 / sqrt(head_dim) (Gemma: query_pre_attn_scalar^-1/2) */
+    bool rope_skip;    /* no RoPE on this layer (SmolLM3's NoPE layers): cos / sin unused, may be NULL */
+    int64_t rope_dims; /* partial rotary: only the first rope_dims (even) of each head rotate, the rest
+                        * pass through; 0: the whole head */
 } wk__attn_heads;
 wk_tensor *wk__rope_cached_attention(const wk__attn_heads *h, const wk_tensor *q, const wk_tensor *k,
                                      const wk_tensor *v, const wk_tensor *cos, const wk_tensor *sin,

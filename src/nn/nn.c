@@ -257,6 +257,14 @@ wk_tensor *wk__nn_repeat_kv(const wk_tensor *k, int64_t group) {
     return res;
 }
 
+wk_tensor *wk__nn_softcap(const wk_tensor *s, double cap) {
+    wk_tensor *a = wk_affine(s, 1.0 / cap, 0.0), *t = wk_tanh(a);
+    wk_tensor *r = wk_affine(t, cap, 0.0);
+    wk_tensor_free(a);
+    wk_tensor_free(t);
+    return r;
+}
+
 static wk_tensor *attention_composite(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
                                       const wk_tensor *mask, const wk_attention_args *a) {
     int r = q->layout.rank;
@@ -270,14 +278,19 @@ static wk_tensor *attention_composite(const wk_tensor *q, const wk_tensor *k, co
     tmp[4] = wk_matmul(tmp[0], tmp[3]);
     tmp[5] = wk_affine(tmp[4], a->scale, 0.0);
     wk_tensor *s = tmp[5];
+    if (a->softcap > 0 && s) {
+        wk_tensor *capped = wk__nn_softcap(s, a->softcap);
+        wk_tensor_free(tmp[5]);
+        s = tmp[5] = capped;
+    }
     if (mask) {
         tmp[6] = wk__nn_to_work(mask);
         tmp[7] = wk_add(s, tmp[6]);
         s = tmp[7];
     }
-    if (a->causal && s) {
+    if ((a->causal || a->window > 0) && s) {
         tmp[8] = wk__prim_causal_mask("wk_attention", wk__dev(q), s->dtype, q->layout.shape[r - 2],
-                                      k->layout.shape[r - 2], a->q_offset);
+                                      k->layout.shape[r - 2], a);
         tmp[9] = wk_add(s, tmp[8]);
         s = tmp[9];
     }
@@ -288,14 +301,16 @@ static wk_tensor *attention_composite(const wk_tensor *q, const wk_tensor *k, co
     return from_work(o, q->dtype);
 }
 
+/* req: the options as given (scale, causal, q_offset, window, softcap) */
 static wk_tensor *attention_rec(const char *op, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
-                                const wk_tensor *mask, double scale, bool causal, int64_t q_offset, bool gqa) {
+                                const wk_tensor *mask, const wk_attention_args *req, bool gqa) {
     const wk_tensor *ins[4] = {q, k, v, mask};
     bool ag = wk__ag_onn((wk_tensor *const *)ins, 4), composite;
     wk_attention_args a = {0};
     if (ag) wk__ag_suspend();
-    wk_tensor *r = gqa ? wk__prim_attention(q, k, v, mask, scale, causal, q_offset, &a, &composite)
-                       : wk__prim_scaled_dot_product_attention(q, k, v, mask, scale, causal, &a, &composite);
+    wk_tensor *r = gqa ? wk__prim_attention(q, k, v, mask, req, &a, &composite)
+                       : wk__prim_scaled_dot_product_attention(q, k, v, mask, req->scale, req->causal, &a,
+                                                               &composite);
     if (composite) r = attention_composite(q, k, v, mask, &a);
     if (!ag) return r;
     wk__ag_resume();
@@ -304,11 +319,14 @@ static wk_tensor *attention_rec(const char *op, const wk_tensor *q, const wk_ten
 
 wk_tensor *wk_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
                                            const wk_tensor *mask, double scale, bool causal) {
-    return attention_rec("wk_scaled_dot_product_attention", q, k, v, mask, scale, causal, 0, false);
+    wk_attention_args req = {.scale = scale, .causal = causal};
+    return attention_rec("wk_scaled_dot_product_attention", q, k, v, mask, &req, false);
 }
 
 wk_tensor *wk_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_attention_opts *o) {
     wk_attention_opts d = {0};
     if (!o) o = &d;
-    return attention_rec("wk_attention", q, k, v, o->mask, o->scale, o->causal, o->q_offset, true);
+    wk_attention_args req = {
+        .scale = o->scale, .causal = o->causal, .q_offset = o->q_offset, .window = o->window, .softcap = o->softcap};
+    return attention_rec("wk_attention", q, k, v, o->mask, &req, true);
 }

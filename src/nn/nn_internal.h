@@ -50,6 +50,9 @@ wk_tensor *wk__ag_swiglu(wk_tensor *r, const wk_tensor *x);
 wk_tensor *wk__ag_attention(wk_tensor *r, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
                             const wk_tensor *mask, const wk_attention_args *a, const char *op);
 
+/* nn.c: cap * tanh(s / cap) (attention's logit soft-capping) in public
+ * ops; NULL passes through. */
+wk_tensor *wk__nn_softcap(const wk_tensor *s, double cap);
 /* nn.c: t in the dtype composites compute in (f64 stays, the rest f32; a
  * view when it already is). NULL passes through. */
 wk_tensor *wk__nn_to_work(const wk_tensor *t);

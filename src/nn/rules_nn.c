@@ -305,18 +305,25 @@ static wk_status attention_backward(wk__bw_ctx *c) {
     /* the composite: P recomputed with public ops, then the softmax rule by hand */
     wk_tensor *qw = wk__nn_to_work(q), *gw = wk__nn_to_work(c->g);
     wk_tensor *kr = wk__nn_repeat_kv(wk__nn_to_work(k), a.group), *vr = wk__nn_repeat_kv(wk__nn_to_work(v), a.group);
-    wk_tensor *s = wk_affine(wk_matmul(qw, wk_transpose(kr, r - 2, r - 1)), a.scale, 0.0);
+    wk_tensor *s = wk_affine(wk_matmul(qw, wk_transpose(kr, r - 2, r - 1)), a.scale, 0.0), *th = NULL;
+    if (a.softcap > 0 && s) { /* s = cap tanh(s / cap); th = tanh(s / cap) for its derivative */
+        th = wk_tanh(wk_affine(s, 1.0 / a.softcap, 0.0));
+        s = wk_affine(th, a.softcap, 0.0);
+    }
     if (mask) s = wk_add(s, wk__nn_to_work(mask));
-    if (a.causal && s)
+    if ((a.causal || a.window > 0) && s)
         s = wk_add(s, wk__prim_causal_mask(n->name, wk__dev(q), s->dtype, q->layout.shape[r - 2],
-                                           k->layout.shape[r - 2], a.q_offset));
+                                           k->layout.shape[r - 2], &a));
     wk_tensor *p = wk_softmax(s, -1);
     wk_tensor *dp = wk_matmul(gw, wk_transpose(vr, r - 2, r - 1));
     wk_tensor *ds = wk_mul(p, wk_sub(dp, wk_sum(wk_mul(dp, p), (int[]){r - 1}, 1, true))); /* d scores */
+    /* through the cap: d raw = d capped * (1 - tanh^2); the mask's
+     * gradient is the capped scores' (the mask is added after the cap) */
+    wk_tensor *dsr = th ? wk_sub(ds, wk_mul(ds, wk_mul(th, th))) : ds;
     wk_status st = WK_OK;
-    if (wk__bw_need(c, 0)) st = set_as(c, 0, wk_affine(wk_matmul(ds, kr), a.scale, 0.0));
+    if (wk__bw_need(c, 0)) st = set_as(c, 0, wk_affine(wk_matmul(dsr, kr), a.scale, 0.0));
     if (st == WK_OK && wk__bw_need(c, 1)) {
-        wk_tensor *dkr = wk_affine(wk_matmul(wk_transpose(ds, r - 2, r - 1), qw), a.scale, 0.0);
+        wk_tensor *dkr = wk_affine(wk_matmul(wk_transpose(dsr, r - 2, r - 1), qw), a.scale, 0.0);
         st = set_as(c, 1, sum_groups(dkr, a.group));
     }
     if (st == WK_OK && wk__bw_need(c, 2))

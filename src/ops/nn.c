@@ -169,7 +169,9 @@ wk_tensor *wk__prim_swiglu(const wk_tensor *x, bool *composite) {
 
 /* ---- scaled dot-product attention ---- */
 
-wk_tensor *wk__prim_causal_mask(const char *op, wk_device *dev, wk_dtype dt, int64_t lq, int64_t lk, int64_t off) {
+wk_tensor *wk__prim_causal_mask(const char *op, wk_device *dev, wk_dtype dt, int64_t lq, int64_t lk,
+                                const wk_attention_args *a) {
+    int64_t off = a->q_offset, w = a->window;
     size_t n = (size_t)(lq * lk), es = wk_dtype_size(dt);
     void *buf = malloc(n * es + 1);
     if (!buf) {
@@ -178,7 +180,8 @@ wk_tensor *wk__prim_causal_mask(const char *op, wk_device *dev, wk_dtype dt, int
     }
     for (int64_t i = 0; i < lq; i++)
         for (int64_t j = 0; j < lk; j++) {
-            double v = j <= i + off ? 0.0 : -INFINITY;
+            bool seen = (!a->causal || j <= i + off) && (w <= 0 || i + off - j < w);
+            double v = seen ? 0.0 : -INFINITY;
             if (dt == WK_F64) ((double *)buf)[i * lk + j] = v;
             else ((float *)buf)[i * lk + j] = (float)v;
         }
@@ -189,8 +192,10 @@ wk_tensor *wk__prim_causal_mask(const char *op, wk_device *dev, wk_dtype dt, int
 }
 
 static wk_tensor *attention_prim(const char *op, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
-                                 const wk_tensor *mask, double scale, bool causal, int64_t q_offset, bool gqa,
+                                 const wk_tensor *mask, const wk_attention_args *req, bool gqa,
                                  wk_attention_args *ap, bool *composite) {
+    double scale = req->scale;
+    int64_t q_offset = req->q_offset;
     *composite = false;
     if (!wk__check_same(op, q, k) || !wk__check_same(op, q, v) || (mask && !wk__check_same(op, q, mask)) ||
         !check_float(op, q))
@@ -221,6 +226,14 @@ static wk_tensor *attention_prim(const char *op, const wk_tensor *q, const wk_te
         wk__err(WK_ERR_ARG, op, "q_offset %lld is negative", (long long)q_offset);
         return NULL;
     }
+    if (req->window < 0) {
+        wk__err(WK_ERR_ARG, op, "window %lld is negative (0 means no window)", (long long)req->window);
+        return NULL;
+    }
+    if (!(req->softcap >= 0) || isinf(req->softcap)) {
+        wk__err(WK_ERR_ARG, op, "softcap %g is not a finite number >= 0 (0 means off)", req->softcap);
+        return NULL;
+    }
     int64_t oshape[WK_MAX_RANK];
     memcpy(oshape, lq->shape, sizeof(int64_t) * (size_t)r);
     oshape[r - 1] = lv->shape[r - 1];
@@ -235,7 +248,12 @@ static wk_tensor *attention_prim(const char *op, const wk_tensor *q, const wk_te
     if (!(scale > 0)) scale = 1.0 / sqrt((double)(lq->shape[r - 1] ? lq->shape[r - 1] : 1));
     int64_t on = 1;
     for (int i = 0; i < r; i++) on *= oshape[i];
-    *ap = (wk_attention_args){.scale = scale, .causal = causal, .q_offset = q_offset, .group = group};
+    *ap = (wk_attention_args){.scale = scale,
+                              .causal = req->causal,
+                              .q_offset = q_offset,
+                              .group = group,
+                              .window = req->window,
+                              .softcap = req->softcap};
     const wk_layout *lm_ = mask ? &lm : NULL; /* the mask broadcast to the scores' shape */
     if (on == 0) return wk__tensor_alloc(op, wk__dev(q), q->dtype, oshape, r);
     /* no keys: softmax over nothing times an empty v is zeros (torch's math
@@ -254,10 +272,11 @@ static wk_tensor *attention_prim(const char *op, const wk_tensor *q, const wk_te
 wk_tensor *wk__prim_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
                                                  const wk_tensor *mask, double scale, bool causal, wk_attention_args *a,
                                                  bool *composite) {
-    return attention_prim("wk_scaled_dot_product_attention", q, k, v, mask, scale, causal, 0, false, a, composite);
+    wk_attention_args req = {.scale = scale, .causal = causal};
+    return attention_prim("wk_scaled_dot_product_attention", q, k, v, mask, &req, false, a, composite);
 }
 
 wk_tensor *wk__prim_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_tensor *mask,
-                              double scale, bool causal, int64_t q_offset, wk_attention_args *a, bool *composite) {
-    return attention_prim("wk_attention", q, k, v, mask, scale, causal, q_offset, true, a, composite);
+                              const wk_attention_args *req, wk_attention_args *a, bool *composite) {
+    return attention_prim("wk_attention", q, k, v, mask, req, true, a, composite);
 }

@@ -26,14 +26,17 @@ wk_tensor *wk__prim_swiglu(const wk_tensor *x, bool *composite);
 wk_tensor *wk__prim_scaled_dot_product_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
                                                  const wk_tensor *mask, double scale, bool causal, wk_attention_args *a,
                                                  bool *composite);
-/* wk_attention with its options (wk_attention_opts) passed one by one */
+/* wk_attention with its options (wk_attention_opts but the mask) in req:
+ * scale, causal, q_offset, window, softcap as given (req->group unused) */
 wk_tensor *wk__prim_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_tensor *mask,
-                              double scale, bool causal, int64_t q_offset, wk_attention_args *a, bool *composite);
+                              const wk_attention_args *req, wk_attention_args *a, bool *composite);
 
-/* The additive causal mask (Lq, Lk) in dtype dt (f32 or f64) on dev: 0
- * where key j <= query i + off, -inf elsewhere. A constant (untracked);
- * the forward composite and the backward rule (src/nn) both use it. OOM
- * errors name op. */
-wk_tensor *wk__prim_causal_mask(const char *op, wk_device *dev, wk_dtype dt, int64_t lq, int64_t lk, int64_t off);
+/* The additive visibility mask (Lq, Lk) in dtype dt (f32 or f64) on dev of
+ * a's causal / q_offset / window rules: 0 where query i sees key j (j <= i
+ * + q_offset when causal; i + q_offset - j < window when window > 0), -inf
+ * elsewhere. A constant (untracked); the forward composite and the
+ * backward rule (src/nn) both use it. OOM errors name op. */
+wk_tensor *wk__prim_causal_mask(const char *op, wk_device *dev, wk_dtype dt, int64_t lq, int64_t lk,
+                                const wk_attention_args *a);
 
 #endif

@@ -44,12 +44,17 @@ typedef struct wk_conv_args {
  * D), v (..., Lk, Dv), all with the same batch dims (already broadcast)
  * except the head dim (rank-3) of k / v, which is Hq / group (GQA);
  * mask NULL or an additive mask of q's dtype broadcast to (..., Lq, Lk);
- * causal keeps key j <= query i (top-left aligned, as torch's is_causal). */
+ * causal keeps key j <= query i (top-left aligned, as torch's is_causal).
+ * The keys query i may see form one range [lo, hi): lo = max(0, i +
+ * q_offset - window + 1) with a window, hi = min(Lk, i + q_offset + 1) when
+ * causal; fused entries skip the key tiles outside it. */
 typedef struct wk_attention_args {
     double scale;
-    bool causal;      /* query i sees key j iff j <= i + q_offset */
+    double softcap;   /* > 0: each score s (q.k * scale) becomes softcap * tanh(s / softcap), before the mask */
     int64_t q_offset; /* >= 0 */
     int64_t group;    /* Hq / Hkv >= 1: k / v have Hkv heads at dim rank-3, query head h reads h / group */
+    int64_t window;   /* > 0: query i sees key j only if i + q_offset - j < window (with causal or not); 0: all */
+    bool causal;      /* query i sees key j iff j <= i + q_offset */
 } wk_attention_args;
 
 /* An optimizer step (optim_step): the rule and its hyperparameters, with
@@ -181,7 +186,10 @@ typedef struct wk_backend {
                       const void *sin, const wk_layout *lsn, wk_dtype dt, bool interleaved, bool thd, void *dst);
     /* silu(x[..., :D/2]) * x[..., D/2:] -> dst contiguous (..., D/2). */
     wk_status (*swiglu)(wk_device *dev, const void *x, const wk_layout *lx, wk_dtype dt, void *dst);
-    /* softmax(q k^T * scale + mask [causal]) v; dst contiguous (..., Lq, Dv) */
+    /* softmax(cap(q k^T * scale) + mask [causal, window]) v; dst contiguous
+     * (..., Lq, Dv). a's window and softcap must be honoured (a NULL entry
+     * leaves them to the composite); keys outside a row's window should not
+     * be read. */
     wk_status (*attention)(wk_device *dev, const void *q, const wk_layout *lq, const void *k, const wk_layout *lk,
                            const void *v, const wk_layout *lv, const void *mask, const wk_layout *lm, wk_dtype dt,
                            const wk_attention_args *a, void *dst);
@@ -222,7 +230,8 @@ typedef struct wk_backend {
     wk_status (*norm_backward)(wk_device *dev, const void *x, const wk_layout *lx, const void *w,
                                const wk_layout *lw, const void *g, const wk_layout *lg, wk_dtype dt, double eps,
                                bool rms, void *dx, void *dw, void *db);
-    /* The attention entry's backward: q k v (mask) as the forward got them,
+    /* The attention entry's backward (window and softcap as the forward's:
+     * d raw score = d capped * (1 - tanh^2)): q k v (mask) as the forward got them,
      * its output o and g (o's shape): dq, dk, dv contiguous in q / k / v's
      * shapes (each kv head's summed over its query group). Tiles like the
      * forward (recomputes the scores; memory O(tile), not O(Lq * Lk)). */

@@ -323,6 +323,8 @@ struct AttCase {
     int mask;       /* 0 none, 1 (Lq, Lk) broadcast, 2 (B, 1, Lq, Lk), 3 as 1 with a fully masked row */
     bool thd;       /* q / k / v permuted from (B, T, H, D) storage */
     int64_t tmax;   /* k / v: a narrow of the first Lk of tmax positions */
+    int64_t window; /* > 0: sliding window (keys i + q_offset - j < window) */
+    double softcap; /* > 0: scores capped by softcap * tanh(s / softcap) */
 };
 
 static void check_attention(const AttCase &c, int dt, int64_t splits_mode) {
@@ -383,8 +385,8 @@ static void check_attention(const AttCase &c, int dt, int64_t splits_mode) {
             for (int64_t j = 0; j < c.Lk; j++) wkc_store_f64(m.data(), j * lm.stride[r - 1], dt, -INFINITY);
     }
     const double scale = 1.0 / sqrt((double)(c.D ? c.D : 1));
-    wk_cu_attn_args a = {scale, c.causal, c.q_offset, group};
-    int64_t splits = splits_mode > 0 ? splits_mode : wk__cu_attention_splits(cv(lq), cv(lk), cv(lv));
+    wk_cu_attn_args a = {scale, c.causal, c.q_offset, group, c.window, c.softcap};
+    int64_t splits = splits_mode > 0 ? splits_mode : wk__cu_attention_splits(cv(lq), cv(lk), cv(lv), a);
     size_t wsn = wk__cu_attention_workspace(cv(lq), cv(lv), (wk_dtype)dt, splits);
     Buf ws(wsn + 8);
     int64_t nrows = 1;
@@ -413,11 +415,13 @@ static void check_attention(const AttCase &c, int dt, int64_t splits_mode) {
                 s += ld(q, off_of(lq, qi), dt) * ld(k, off_of(lk, ki), dt);
             }
             s *= scale;
+            if (c.softcap > 0) s = c.softcap * tanh(s / c.softcap);
             if (c.mask) {
                 mi[r - 1] = j;
                 s += ld(m, off_of(lm, mi), dt);
             }
             if (c.causal && j > i + c.q_offset) s = -INFINITY;
+            if (c.window > 0 && i + c.q_offset - j >= c.window) s = -INFINITY;
             sc[(size_t)j] = s;
             if (s > mx) mx = s;
         }
@@ -454,6 +458,16 @@ static void test_attention() {
         {"wide-D300",     1, 2, 1,  3,  20,  300, 300, 4, false, 0, 0, false, 20},
         {"no-keys",       1, 2, 2,  2,  0,   4,  4,  4, false, 0,  0, false, 3},
         {"causal-lq>lk",  1, 1, 1,  6,  4,   8,  8,  4, true, 0,   0, false, 4},
+        /* sliding window and soft-capping (window, softcap last) */
+        {"win-decode",    1, 4, 1,  1,  700, 16, 16, 4, true, 699, 0, false, 800, 512, 0},
+        {"win-decode-cap",1, 4, 2,  1,  300, 8,  8,  4, true, 299, 0, true,  320, 70, 5.0},
+        {"win-prefill",   1, 2, 1,  40, 40,  8,  8,  4, true, 0,   0, false, 40, 7, 0},
+        {"win-chunk-mask",1, 2, 2,  9,  60,  8,  4,  4, true, 51,  1, false, 64, 20, 2.0},
+        {"win-noncausal", 2, 2, 1,  6,  30,  4,  4,  4, false, 10, 0, false, 30, 9, 0},
+        {"win-1",         1, 2, 1,  5,  12,  4,  4,  4, true, 7,   0, false, 12, 1, 0},
+        {"win-wide",      1, 2, 1,  3,  10,  4,  4,  4, true, 7,   0, false, 10, 100, 0},
+        {"win-past-keys", 1, 1, 1,  3,  10,  4,  4,  4, true, 15,  0, false, 10, 4, 0},
+        {"cap-only",      2, 3, 3,  6,  40,  8,  5,  4, false, 0,  2, false, 40, 0, 0.5},
     };
     for (const AttCase &c : cases)
         for (int di = 0; di < NFDT; di++) {
@@ -486,6 +500,8 @@ static void test_attention_random() {
         c.mask = (int)(rnd() % 4);
         c.thd = rnd() % 2;
         c.tmax = c.Lk + (int64_t)(rnd() % 20);
+        c.window = rnd() % 3 == 0 ? 1 + (int64_t)(rnd() % 40) : 0;
+        c.softcap = rnd() % 3 == 0 ? 3.0 : 0.0;
         int dt = FDT[rnd() % NFDT];
         check_attention(c, dt, 1 + (int64_t)(rnd() % 6));
     }
@@ -495,10 +511,15 @@ static void test_attention_random() {
 static void test_attention_splits() {
     int64_t q[4] = {1, 9, 1, 64}, k[4] = {1, 3, 512, 64}, qp[4] = {1, 9, 512, 64};
     wk_layout lq = strided(q, 4, nullptr, 0, 0), lk = strided(k, 4, nullptr, 0, 0), lqp = strided(qp, 4, nullptr, 0, 0);
-    int64_t sd = wk__cu_attention_splits(cv(lq), cv(lk), cv(lk));
-    int64_t sp = wk__cu_attention_splits(cv(lqp), cv(lk), cv(lk));
+    int64_t sd = wk__cu_attention_splits(cv(lq), cv(lk), cv(lk), wk_cu_attn_args{1.0, 0, 0, 1, 0, 0.0});
+    int64_t sp = wk__cu_attention_splits(cv(lqp), cv(lk), cv(lk), wk_cu_attn_args{1.0, 0, 0, 1, 0, 0.0});
     CHECK(sd > 1 && sd <= 512 / 32, "decode splits %lld", (long long)sd);
     CHECK(sp == 1, "prefill splits %lld", (long long)sp);
+    /* a causal window of 128 over 4096 keys: the splits divide the window */
+    int64_t kl[4] = {1, 3, 4096, 64};
+    wk_layout lkl = strided(kl, 4, nullptr, 0, 0);
+    int64_t sw = wk__cu_attention_splits(cv(lq), cv(lkl), cv(lkl), wk_cu_attn_args{1.0, 1, 4095, 1, 128, 0.0});
+    CHECK(sw >= 1 && sw <= 128 / 32, "window decode splits %lld", (long long)sw);
     CHECK(wk__cu_attention_workspace(cv(lq), cv(lk), WK_F16, sd) == (size_t)(9 * sd * 66 * 4), "workspace");
     CHECK(wk__cu_attention_workspace(cv(lq), cv(lk), WK_F16, 1) == 0, "no workspace for 1 split");
 }

@@ -265,6 +265,8 @@ struct AttCase {
     int mask;   /* 0 none, 1 (Lq, Lk) broadcast, 2 (B, 1, Lq, Lk) broadcast over heads, with -inf */
     bool perm;  /* q / k / v stored as (B, L, H, D) */
     int rank;   /* 4, or 2 (B = H = 1) */
+    int64_t window; /* > 0: keys with i + q_offset - j >= window masked */
+    double softcap; /* > 0: scores capped by softcap * tanh(s / softcap) before the mask */
 };
 
 static void check_attention(const AttCase &c, int dt) {
@@ -313,8 +315,11 @@ static void check_attention(const AttCase &c, int dt) {
                         double t = 0;
                         for (int64_t d = 0; d < c.D; d++)
                             t += qv[qi * c.D + d] * kv[((b * c.Hkv + hk) * c.Lk + j) * c.D + d];
-                        t = t * scale + mv[qi * c.Lk + j];
+                        t = t * scale;
+                        if (c.softcap > 0) t = c.softcap * tanh(t / c.softcap);
+                        t += mv[qi * c.Lk + j];
                         if (c.causal && j > i + c.q_offset) t = -INFINITY;
+                        if (c.window > 0 && i + c.q_offset - j >= c.window) t = -INFINITY;
                         s[j] = t;
                         mx = fmax(mx, t);
                     }
@@ -334,7 +339,7 @@ static void check_attention(const AttCase &c, int dt) {
     Vec wq = fd_vjp(F, qv, g.v), wk = fd_vjp(F, kv, g.v), wv = fd_vjp(F, vv, g.v);
     Buf dq = out_buf(numel(q.l), dt), dk = out_buf(numel(k.l), dt), dv = out_buf(numel(v.l), dt);
     Buf ws(wk__cu_attention_backward_workspace(cv(q.l), (wk_dtype)dt) + 8);
-    wk_cu_attn_args a = {scale, c.causal, c.q_offset, group};
+    wk_cu_attn_args a = {scale, c.causal, c.q_offset, group, c.window, c.softcap};
     int rc = wk__cu_attention_backward(nullptr, q.b.data(), cv(q.l), k.b.data(), cv(k.l), v.b.data(), cv(v.l),
                                        c.mask ? m.b.data() : nullptr, cv(m.l), o.b.data(), cv(o.l), g.b.data(),
                                        cv(g.l), (wk_dtype)dt, a, ws.data(), dq.data(), dk.data(), dv.data());
@@ -344,9 +349,10 @@ static void check_attention(const AttCase &c, int dt) {
               close_all(dv, wv, dt, tol, &e3);
     CHECK(ok,
           "attention_backward %s B%lld Hq%lld Hkv%lld Lq%lld Lk%lld D%lld Dv%lld causal %d off %lld mask %d perm %d "
-          "rank %d: rc %d err dq %g dk %g dv %g",
+          "rank %d window %lld softcap %g: rc %d err dq %g dk %g dv %g",
           dtn(dt), (long long)c.B, (long long)c.Hq, (long long)c.Hkv, (long long)c.Lq, (long long)c.Lk,
-          (long long)c.D, (long long)c.Dv, c.causal, (long long)c.q_offset, c.mask, c.perm, r, rc, e1, e2, e3);
+          (long long)c.D, (long long)c.Dv, c.causal, (long long)c.q_offset, c.mask, c.perm, r, (long long)c.window,
+          c.softcap, rc, e1, e2, e3);
 }
 
 static void test_attention() {
@@ -357,6 +363,12 @@ static void test_attention() {
         {1, 1, 1, 40, 45, 6, 5, true, 5, 0, false, 4}, /* several tiles both ways */
         {1, 1, 1, 4, 5, 3, 2, false, 0, 1, false, 2},  /* rank 2 */
         {1, 1, 1, 1, 1, 1, 1, false, 0, 0, false, 4},
+        /* sliding window, soft-capping, both (window, softcap last) */
+        {1, 2, 1, 40, 45, 4, 3, true, 5, 0, false, 4, 7, 0},       /* several tiles, window 7 */
+        {1, 4, 2, 6, 9, 5, 4, true, 3, 1, true, 4, 3, 1.5},        /* GQA, mask, window 3, cap */
+        {1, 2, 2, 5, 8, 4, 4, false, 2, 0, false, 4, 4, 0},        /* window without causal */
+        {2, 2, 1, 4, 6, 3, 3, false, 0, 2, false, 4, 0, 0.7},      /* cap only */
+        {1, 1, 1, 3, 6, 4, 4, true, 3, 0, false, 4, 1, 2.0},       /* window 1: the query's own key */
     };
     for (int di = 0; di < NFDT; di++)
         for (const AttCase &c : cases) check_attention(c, FDT[di]);

@@ -18,7 +18,8 @@ space-separated fields:
   dtype    the dtype every input is converted to (the f64 files hold values
            already on that dtype's grid)
   params   k=v pairs joined by ';': dim=, inter=0|1, causal=0|1, off=,
-           scale= (0: 1/sqrt(D)) ('-' for none); eps is 1e-5
+           scale= (0: 1/sqrt(D)), win= (window), cap= (softcap) ('-' for
+           none); eps is 1e-5
   inputs   ','-joined specs FILE[@VIEW+VIEW...] (tests/oracle_util.h
            views: t, pA:B:..), '-' for an absent optional input. Order:
            softmax x; rms_norm x,w; layer_norm x,w,b; rope x,cos,sin;
@@ -112,19 +113,25 @@ def rope(x, c, s, inter, thd):
     return torch.cat([a * c - b * s, a * s + b * c], -1)
 
 
-def attention(q, k, v, mask, causal, off, scale):
+def attention(q, k, v, mask, causal, off, scale, window=0, softcap=0.0):
     group = q.shape[-3] // k.shape[-3]
     k = k.repeat_interleave(group, dim=-3)
     v = v.repeat_interleave(group, dim=-3)
     if scale <= 0:
         scale = 1.0 / np.sqrt(q.shape[-1])
     s = q @ k.transpose(-1, -2) * scale
+    if softcap > 0:  # Gemma 2's logit soft-capping, before the mask
+        s = softcap * torch.tanh(s / softcap)
     if mask is not None:
         s = s + mask
+    lq, lk = s.shape[-2], s.shape[-1]
+    pos, key = torch.arange(lq)[:, None] + off, torch.arange(lk)[None, :]
+    keep = torch.ones(lq, lk, dtype=torch.bool)
     if causal:
-        lq, lk = s.shape[-2], s.shape[-1]
-        keep = torch.arange(lk)[None, :] <= torch.arange(lq)[:, None] + off
-        s = s.masked_fill(~keep, float('-inf'))
+        keep &= key <= pos
+    if window > 0:  # sliding window: the window most recent keys
+        keep &= pos - key < window
+    s = s.masked_fill(~keep, float('-inf'))
     return torch.softmax(s, -1) @ v
 
 
@@ -184,6 +191,24 @@ def main():
             f = lambda a, bb, cc, mm, ca=causal, o=off, sc=scale: attention(a, bb, cc, mm, ca, o, sc)  # noqa: E731
             pv = 'p0:2:1:3' if perm else 'c'
             params = 'causal=%d;off=%d;scale=%r' % (causal, off, scale)
+            g.case('attention', dt, params, f, [q, k, v, m], [pv, pv, pv, 'c'], [1, 1, 1, tm])
+        # sliding window (win=) and soft-capping (cap=): decode over a cache,
+        # prefill over several key tiles, GQA, no causal; a tracked mask
+        # takes the composite backward
+        for (b_, hq, hkv, lq, lk, d, mrank, causal, off, win, cap, perm, tm, vs) in [
+                (1, 4, 1, 1, 300, 16, 0, 1, 299, 64, 0.0, False, 0, 1.0),
+                (1, 4, 2, 1, 300, 16, 0, 1, 299, 64, 5.0, True, 0, 3.0),
+                (1, 4, 2, 150, 150, 8, 0, 1, 0, 40, 2.0, False, 0, 3.0),
+                (1, 2, 1, 6, 20, 8, 2, 1, 14, 5, 2.0, False, 1, 3.0),
+                (2, 2, 2, 5, 30, 4, 0, 0, 20, 7, 0.0, False, 0, 1.0),
+                (1, 2, 1, 5, 9, 4, 0, 1, 4, 1, 1.5, False, 0, 2.0)]:
+            q = g.values((b_, hq, lq, d), dt, vs)
+            k = g.values((b_, hkv, lk, d), dt, vs)
+            v = g.values((b_, hkv, lk, d), dt)
+            m = g.values((lq, lk), dt) if mrank == 2 else None
+            f = lambda a, bb, cc, mm, ca=causal, o=off, w=win, cp=cap: attention(a, bb, cc, mm, ca, o, 0.0, w, cp)  # noqa: E731,E501
+            pv = 'p0:2:1:3' if perm else 'c'
+            params = 'causal=%d;off=%d;scale=0.0;win=%d;cap=%r' % (causal, off, win, cap)
             g.case('attention', dt, params, f, [q, k, v, m], [pv, pv, pv, 'c'], [1, 1, 1, tm])
         x = g.values((3, 10), dt)
         g.case('swiglu', dt, '-', swiglu, [x], ['t'], [1])

@@ -18,7 +18,8 @@ space-separated fields:
   dtype    the dtype every input is converted to (inputs are f64 files
            whose values are already on that dtype's grid)
   params   k=v pairs joined by ';': dim=, eps=, inter=0|1, scale=,
-           causal=0|1, off= (attention's q_offset) ('-' for none)
+           causal=0|1, off= (attention's q_offset), win= (its window),
+           cap= (its softcap) ('-' for none)
   inputs   ','-joined input specs FILE[@VIEW+VIEW...] (views as in
            tests/oracle_util.h: t = transpose of the last two dims,
            nD:S:L narrow, pA:B:.. permute), '-' for an absent optional
@@ -300,20 +301,29 @@ def gen_sdpa(g):
                                                    g.spec(np.zeros((2, 3, 4)), 'c'), '-'], '!SHAPE')
 
 
-def attention_ref(q, k, v, mask, scale, causal, off):
+def attention_ref(q, k, v, mask, scale, causal, off, window=0, softcap=0.0):
     """wk_attention in float64 torch ops: kv heads repeated for GQA, the
-    causal rule j <= i + off."""
+    scores soft-capped (softcap * tanh(s / softcap)) before the mask, the
+    causal rule j <= i + off and the window's i + off - j < window as one
+    explicit boolean mask."""
     q, k, v = t64(q), t64(k), t64(v)
     group = q.shape[-3] // k.shape[-3]
     k = k.repeat_interleave(group, dim=-3)
     v = v.repeat_interleave(group, dim=-3)
     d = q.shape[-1]
     s = q @ k.transpose(-1, -2) * (scale if scale > 0 else 1.0 / np.sqrt(d if d else 1))
+    if softcap > 0:
+        s = softcap * torch.tanh(s / softcap)
     if mask is not None:
         s = s + t64(mask)
+    pos = torch.arange(s.shape[-2])[:, None] + off  # each query's position among the keys
+    key = torch.arange(s.shape[-1])[None, :]
+    keep = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool)
     if causal:
-        keep = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool).tril(diagonal=off)
-        s = s.masked_fill(~keep, float('-inf'))
+        keep &= key <= pos
+    if window > 0:
+        keep &= pos - key < window
+    s = s.masked_fill(~keep, float('-inf'))
     return (torch.softmax(s, -1) @ v).numpy()
 
 
@@ -392,6 +402,43 @@ def gen_attention(g):
     g.case('attention', 'f32', 'scale=0.0;causal=0;off=0', [g.spec(z((1, 2, 2, 4)), 'c'), g.spec(z((1, 1, 3, 4)), 'c'),
                                                             g.spec(z((1, 1, 3, 4)), 'c'), g.spec(z((2, 2)), 'c')],
            '!SHAPE')
+
+
+def gen_attention_window(g):
+    """Sliding window (win=) and logit soft-capping (cap=): Mistral / Gemma 2
+    decode over a cache and prefill, GQA, windows 1 / inside / past Lk, with
+    and without causal, caps with and without a window, cache narrows."""
+    # (B, Hq, Hkv, Lq, Lk, D, causal, off, win, cap, value scale)
+    shapes = [(1, 4, 1, 1, 700, 32, 1, 699, 512, 0.0, 1.0),   # decode, window 512 of 700 keys
+              (1, 4, 2, 1, 700, 32, 1, 699, 512, 5.0, 3.0),   # the same capped, GQA 2
+              (1, 4, 2, 600, 600, 16, 1, 0, 512, 0.0, 1.0),   # prefill
+              (1, 4, 1, 40, 300, 16, 1, 260, 100, 2.0, 3.0),  # chunked prefill, window and cap
+              (1, 4, 1, 1, 300, 16, 1, 299, 5000, 0.0, 1.0),  # window past Lk: no window
+              (1, 2, 1, 7, 50, 8, 1, 43, 1, 0.0, 1.0),        # window 1: each query's own key
+              (2, 4, 2, 6, 140, 8, 0, 130, 20, 0.0, 1.0),     # window without causal: the past side only
+              (1, 4, 4, 5, 5, 8, 1, 0, 0, 1.5, 4.0),          # cap only
+              (1, 2, 1, 3, 10, 8, 1, 20, 4, 0.0, 1.0)]        # offset past Lk: rows see nothing (NaN)
+    for dt in FLOATS:
+        tol = ATT_TOL[dt]
+        for (b, hq, hkv, lq, lk, d, causal, off, win, cap, vs) in shapes:
+            q = g.values((b, hq, lq, d), dt, vs)
+            k = g.values((b, hkv, lk, d), dt, vs)
+            v = g.values((b, hkv, lk, d), dt)
+            p = 'scale=0.0;causal=%d;off=%d;win=%d;cap=%r' % (causal, off, win, cap)
+            with np.errstate(all='ignore'):
+                want = attention_ref(q, k, v, None, 0.0, causal, off, win, cap)
+            g.case('attention', dt, p, [g.spec(q, 'c'), g.spec(k, 'c'), g.spec(v, 'c'), '-'], want, tol)
+            if lk < 400 or dt == 'f32':
+                # k / v narrows of a bigger cache, q permuted; a (Lq, Lk) mask
+                m2 = oc.round_float(g.rng.standard_normal((lq, lk)), dt)
+                with np.errstate(all='ignore'):
+                    want = attention_ref(q, k, v, m2, 0.0, causal, off, win, cap)
+                g.case('attention', dt, p, [g.spec(q, 'p0:2:1:3'), g.spec(k, 'N2:0:37'), g.spec(v, 'N2:5:40'),
+                                            g.spec(m2, 'c')], want, tol)
+    z = np.zeros
+    for p in ('scale=0.0;causal=1;off=0;win=-1;cap=0.0', 'scale=0.0;causal=1;off=0;win=0;cap=-1.0'):
+        g.case('attention', 'f32', p, [g.spec(z((1, 2, 2, 4)), 'c'), g.spec(z((1, 1, 2, 4)), 'c'),
+                                       g.spec(z((1, 1, 2, 4)), 'c'), '-'], '!ARG')
 
 
 def gen_rope_thd(g):
@@ -510,6 +557,7 @@ def main():
     gen_rope(g)
     gen_sdpa(g)
     gen_attention(g)
+    gen_attention_window(g)
     gen_rope_thd(g)
     gen_swiglu(g)
     n_sections = len(g.lines)

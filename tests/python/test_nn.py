@@ -322,6 +322,13 @@ def test_sdpa_gqa_and_attention(np, torch):
     add = torch.where(allowed, 0.0, float("-inf")).double()
     close(np, wick.attention(q, k, v, causal=True, q_offset=off), sdpa_ref(torch, qr, kx, vx, add), "f64")
     close(np, F.attention(q, k, v, scale=0.5), sdpa_ref(torch, qr, kx, vx, scale=0.5), "f64")
+    # a sliding window of 2 and soft-capping (the cap before the mask)
+    win = allowed & (torch.arange(3)[:, None] + off - torch.arange(7)[None, :] < 2)
+    addw = torch.where(win, 0.0, float("-inf")).double()
+    close(np, wick.attention(q, k, v, causal=True, q_offset=off, window=2), sdpa_ref(torch, qr, kx, vx, addw), "f64")
+    s = 0.7 * torch.tanh((qr @ kx.transpose(-1, -2) / math.sqrt(8)) / 0.7) + addw
+    close(np, wick.attention(q, k, v, causal=True, q_offset=off, window=2, softcap=0.7), torch.softmax(s, -1) @ vx,
+          "f64")
     with pytest.raises(wick.ShapeError):
         wick.scaled_dot_product_attention(q, make(np, (1, 3, 7, 8), "f64"), make(np, (1, 3, 7, 8), "f64"),
                                           enable_gqa=True)

@@ -5,9 +5,13 @@
  * Each item loops over tiles of ATT_KT keys: scores S = Q K^T for the tile
  * (wick's GEMM; for a one-row tile, the decode step, cpu_attention.h's
  * per-ISA kernels or GEMV), the mask
- * and the causal limit, an online softmax (running max m and sum l per row;
+ * and the causal limit, the window's start (key tiles wholly before it are
+ * never read: a decode step over a long cache reads its window only), an
+ * online softmax (running max m and sum l per row;
  * when m grows the accumulator is rescaled by exp(m_old - m_new)), and
- * acc += P V. Memory per thread is O(tile), never O(Lq * Lk).
+ * acc += P V. Memory per thread is O(tile), never O(Lq * Lk). Soft-capping
+ * (softcap > 0) maps each row's visible scores through cap * tanh(s / cap)
+ * before the mask.
  *
  * f32 and f64 compute in their own type; f16 / bf16 / f8 in f32 (their
  * tiles are widened into buffers; f32 / f64 operands are read in place
@@ -45,7 +49,8 @@ typedef struct att_ctx {
     int64_t rows, qt, ntiles;  /* rows per (batch, kv head); rows per tile; tiles per (batch, kv head) */
     double scale;
     bool causal;
-    int64_t off;
+    int64_t off, window; /* window > 0: keys before i + off - window + 1 are skipped */
+    double softcap;      /* > 0: s = softcap * tanh(s / softcap) before the mask */
     void *dst;
     wk_gemm_kernels gk;
     wk_attn_dots_fn dots; /* f32 one-row scores and p V at this SIMD level, or NULL (GEMV) */
@@ -79,6 +84,15 @@ static inline double row_sum_d(const double *x, int64_t n) {
     double a = 0;
     for (int64_t j = 0; j < n; j++) a += x[j];
     return a;
+}
+/* s = cap * tanh(s / cap), in place (Gemma 2's logit soft-capping) */
+static inline void row_cap_f(float *s, float cap, int64_t n) {
+    wk__vbinary_scalar_f32(WK_MUL, s, s, 1.0f / cap, n);
+    wk__vtanh_f32(s, s, n);
+    wk__vbinary_scalar_f32(WK_MUL, s, s, cap, n);
+}
+static inline void row_cap_d(double *s, double cap, int64_t n) {
+    for (int64_t j = 0; j < n; j++) s[j] = cap * tanh(s[j] / cap);
 }
 /* s += mask row */
 static inline void row_add_f(float *s, const float *m, int64_t n) { wk__vbinary_f32(WK_ADD, s, s, m, n); }
@@ -138,6 +152,8 @@ wk_status wk__cpu_attention(wk_device *dev, const void *q, const wk_layout *lq, 
     c->scale = a->scale;
     c->causal = a->causal;
     c->off = a->q_offset;
+    c->window = a->window;
+    c->softcap = a->softcap;
     c->dst = dst;
     c->gk = wk__gemm_kernels();
     const char *isa = wk_cpu_isa();

@@ -10,6 +10,10 @@
  *   - pass 2: recomputes S, P = exp(S - m) / l, dP = dO V^T,
  *     dS = P (dP - Di), then dV += P^T dO, dK += dS^T Qs, dQ += dS K
  *     (wick's GEMM on tiles; dQ scaled at the end).
+ * Each row sees one key range [lo, hi) (the window's start, the causal
+ * end); key tiles outside every row's range are skipped. With soft-capping
+ * the scores are cap * tanh(raw / cap) and dS is carried through the cap:
+ * dS_raw = dS * (1 - tanh^2) (tanh kept per tile from the recomputation).
  * dK / dV of a kv head gather over every query head of its group in the
  * item (the GQA sum, in row order). Memory per thread: the tiles and one kv
  * head's dK / dV (Lk x (D + Dv)), never Lq x Lk.
@@ -42,7 +46,8 @@ typedef struct ab_ctx {
     int64_t rows;                                /* group * Lq */
     double scale;
     bool causal;
-    int64_t off;
+    int64_t off, window; /* window > 0: row i sees keys from i + off - window + 1 */
+    double softcap;      /* > 0: scores capped by softcap * tanh(s / softcap) before the mask */
     void *dq, *dk, *dvo;
     wk_gemm_kernels gk;
     atomic_int failed;
@@ -61,6 +66,18 @@ static inline double ab_sum_d(const double *x, int64_t n) {
     double a = 0;
     for (int64_t j = 0; j < n; j++) a += x[j];
     return a;
+}
+/* s = cap * tanh(s / cap) in place; th (n) gets tanh(s / cap) */
+static inline void ab_cap_f(float *s, float *th, float cap, int64_t n) {
+    wk__vbinary_scalar_f32(WK_MUL, th, s, 1.0f / cap, n);
+    wk__vtanh_f32(th, th, n);
+    wk__vbinary_scalar_f32(WK_MUL, s, th, cap, n);
+}
+static inline void ab_cap_d(double *s, double *th, double cap, int64_t n) {
+    for (int64_t j = 0; j < n; j++) {
+        th[j] = tanh(s[j] / cap);
+        s[j] = cap * th[j];
+    }
 }
 static inline void ab_scale_f(float *x, float f, int64_t n) { wk__vbinary_scalar_f32(WK_MUL, x, x, f, n); }
 static inline void ab_scale_d(double *x, double f, int64_t n) {
@@ -124,6 +141,8 @@ wk_status wk__cpu_attention_backward(wk_device *dev, const void *q, const wk_lay
     c->scale = a->scale;
     c->causal = a->causal;
     c->off = a->q_offset;
+    c->window = a->window;
+    c->softcap = a->softcap;
     c->dq = dq;
     c->dk = dk;
     c->dvo = dv;

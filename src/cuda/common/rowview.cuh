@@ -28,6 +28,8 @@ WKC_HD float row_exp(float x) { return expf(x); }
 WKC_HD double row_exp(double x) { return exp(x); }
 WKC_HD float row_log(float x) { return logf(x); }
 WKC_HD double row_log(double x) { return log(x); }
+WKC_HD float row_tanh(float x) { return tanhf(x); }
+WKC_HD double row_tanh(double x) { return tanh(x); }
 WKC_HD float row_sqrt(float x) { return sqrtf(x); }
 WKC_HD double row_sqrt(double x) { return sqrt(x); }
 template <class C> WKC_HD C row_ninf() { return (C)-INFINITY; }

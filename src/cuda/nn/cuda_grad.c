@@ -55,7 +55,12 @@ wk_status wk__cuda_attention_backward(wk_device *dev, const void *q, const wk_la
     const char *op = "wk_attention backward";
     WK__CUDA_ENTER(op);
     wk_cu_view vq = wk__cu_view(lq);
-    wk_cu_attn_args ca = {.scale = a->scale, .causal = a->causal, .q_offset = a->q_offset, .group = a->group};
+    wk_cu_attn_args ca = {.scale = a->scale,
+                          .causal = a->causal,
+                          .q_offset = a->q_offset,
+                          .group = a->group,
+                          .window = a->window,
+                          .softcap = a->softcap};
     size_t wsn = wk__cu_attention_backward_workspace(vq, dt);
     void *ws = NULL;
     if (wsn > 0) {

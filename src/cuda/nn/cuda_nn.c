@@ -71,8 +71,13 @@ wk_status wk__cuda_attention(wk_device *dev, const void *q, const wk_layout *lq,
     WK__CUDA_ENTER(op);
     wk_cu_view vq = wk__cu_view(lq), vk = wk__cu_view(lk), vv = wk__cu_view(lv);
     wk_cu_view vm = wk__cu_opt_view(mask ? lm : NULL);
-    wk_cu_attn_args ca = {.scale = a->scale, .causal = a->causal, .q_offset = a->q_offset, .group = a->group};
-    int64_t splits = wk__cu_attention_splits(vq, vk, vv);
+    wk_cu_attn_args ca = {.scale = a->scale,
+                          .causal = a->causal,
+                          .q_offset = a->q_offset,
+                          .group = a->group,
+                          .window = a->window,
+                          .softcap = a->softcap};
+    int64_t splits = wk__cu_attention_splits(vq, vk, vv, ca);
     size_t wsn = wk__cu_attention_workspace(vq, vv, dt, splits);
     void *ws = NULL;
     if (wsn > 0 && wk__cupool_alloc(d->pool, wsn, &ws) != WK_OK) {

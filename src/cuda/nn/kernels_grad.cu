@@ -21,7 +21,10 @@
  * delta go to a workspace (2 values per row). Kernel 2, one warp per (key
  * row j, 256 dims): for every query head of j's group, query tiles of 32
  * from the causal start (lane t takes query t0 + t) give p and ds again;
- * lanes add p g_i into dv and ds q_i into dk. Memory: O(rows) workspace.
+ * lanes add p g_i into dv and ds q_i into dk. A window narrows both walks
+ * (kernel 1's keys start at i + q_offset - window + 1, kernel 2's queries
+ * end before j + window - q_offset); soft-capping multiplies ds by the
+ * cap's derivative 1 - tanh^2. Memory: O(rows) workspace.
  * Not yet: shared-memory staging of rows, tensor cores.
  *
  * Host emulation (WKC_HOST_EMULATION, tests/cuda/test_grad_emu.cu): the
@@ -213,9 +216,9 @@ struct AbP {
     int64_t qoff, koff, voff, moff, ooff, goff;
     int64_t Hq, Hkv, Lq, Lk, D, Dv, nbatch;
     int64_t ndq, ndkv; /* dim chunks of the two kernels (>= 1) */
-    int64_t group, q_offset;
+    int64_t group, q_offset, window;
     int32_t causal, has_mask;
-    double scale;
+    double scale, softcap;
     const void *q, *k, *v, *m, *o, *g;
     void *dq, *dk, *dv, *ws;
 };
@@ -264,20 +267,33 @@ WKC_HD AbQ ab_qrow(const AbP &p, int64_t row) {
     U.vb = B.v + (h / p.group) * p.vh;
     return U;
 }
-/* keys query i sees: [0, kend) */
+/* keys query i sees: [ab_kbeg, ab_kend) */
 WKC_HD int64_t ab_kend(const AbP &p, int64_t i) {
     if (!p.causal) return p.Lk;
     int64_t lim = i + p.q_offset + 1;
     return lim < p.Lk ? (lim < 0 ? 0 : lim) : p.Lk;
 }
+WKC_HD int64_t ab_kbeg(const AbP &p, int64_t i) {
+    if (p.window <= 0) return 0;
+    int64_t b = i + p.q_offset - p.window + 1, e = ab_kend(p, i);
+    b = b < 0 ? 0 : b;
+    return b > e ? e : b;
+}
 
 template <int DT> struct Ab {
     typedef typename wkc_t<DT>::C C;
-    /* score of query (at qb / mb) and key j (k at kb); no visibility test */
-    static WKC_HD C score(const AbP &p, int64_t qb, int64_t mb, int64_t kb) {
+    /* score of query (at qb / mb) and key j (k at kb); no visibility test.
+     * *dcap: d score / d (q.k * scale), 1 - tanh^2 with soft-capping, else 1 */
+    static WKC_HD C score(const AbP &p, int64_t qb, int64_t mb, int64_t kb, C *dcap) {
         C s = 0;
         for (int64_t d = 0; d < p.D; d++) s += row_ld<DT>(p.q, qb + d * p.qd) * row_ld<DT>(p.k, kb + d * p.kd);
         s = s * (C)p.scale;
+        *dcap = 1;
+        if (p.softcap > 0) {
+            C t = row_tanh(s / (C)p.softcap);
+            s = (C)p.softcap * t;
+            *dcap = 1 - t * t;
+        }
         if (p.has_mask) s += row_ld<DT>(p.m, mb);
         return s;
     }
@@ -293,7 +309,8 @@ template <int DT> struct Ab {
     static WKC_HD C q_score(const AbP &p, const AbQ &U, int64_t t0, int64_t kend, int lane) {
         int64_t j = t0 + lane;
         if (j >= kend) return row_ninf<C>();
-        return score(p, U.qb, U.mb + j * p.mj, U.kb + j * p.ki);
+        C dcap;
+        return score(p, U.qb, U.mb + j * p.mj, U.kb + j * p.ki, &dcap);
     }
     /* fold a tile's scores into the running (m, l); same on every lane */
     static WKC_HD void q_online(const C *sc, C &m, C &l) {
@@ -317,9 +334,9 @@ template <int DT> struct Ab {
     static WKC_HD C q_ds(const AbP &p, const AbQ &U, int64_t t0, int64_t kend, int lane, C lse, C delta) {
         int64_t j = t0 + lane;
         if (j >= kend) return 0;
-        C pr = prob(score(p, U.qb, U.mb + j * p.mj, U.kb + j * p.ki), lse);
+        C dcap, pr = prob(score(p, U.qb, U.mb + j * p.mj, U.kb + j * p.ki, &dcap), lse);
         if (pr == (C)0) return 0;
-        return pr * (gdotv(p, U.gb, U.vb + j * p.vi) - delta);
+        return pr * (gdotv(p, U.gb, U.vb + j * p.vi) - delta) * dcap;
     }
     /* dq dims dc * 256 + lane + 32 a += sum_j ds_j k_j */
     static WKC_HD void q_accum(const AbP &p, const AbQ &U, int64_t dc, const C *ds, int jn, int64_t t0, int lane,
@@ -346,21 +363,21 @@ template <int DT> struct Ab {
         }
     }
 
-    /* kernel 2: lane's (p, ds) for query t0 + lane of query head h (qrow0:
-     * that head's row 0; base offsets at i = 0) and key row (kb, vb, j) */
+    /* kernel 2: lane's (p, ds) for query t0 + lane (< qend) of query head h
+     * (qrow0: that head's row 0; base offsets at i = 0) and key row (kb, vb, j) */
     static WKC_HD void kv_pds(const AbP &p, int64_t qrow0, const AbQ &H, int64_t kb, int64_t vb, int64_t j,
-                              int64_t t0, int lane, C *pr, C *ds) {
+                              int64_t t0, int64_t qend, int lane, C *pr, C *ds) {
         int64_t i = t0 + lane;
         *pr = 0;
         *ds = 0;
-        if (i >= p.Lq) return;
+        if (i >= qend) return;
         const C *ws = (const C *)p.ws;
         C lse = ws[2 * (qrow0 + i)], delta = ws[2 * (qrow0 + i) + 1];
-        C s = score(p, H.qb + i * p.qi, H.mb + i * p.mi + j * p.mj, kb);
+        C dcap, s = score(p, H.qb + i * p.qi, H.mb + i * p.mi + j * p.mj, kb, &dcap);
         C pv = prob(s, lse);
         if (pv == (C)0) return;
         *pr = pv;
-        *ds = pv * (gdotv(p, H.gb + i * p.gi, vb) - delta);
+        *ds = pv * (gdotv(p, H.gb + i * p.gi, vb) - delta) * dcap;
     }
     static WKC_HD void kv_accum(const AbP &p, const AbQ &H, int64_t dc, const C *pr, const C *ds, int tn, int64_t t0,
                                 int lane, C *ak, C *av) {
@@ -412,6 +429,12 @@ WKC_HD int64_t ab_qstart(const AbP &p, int64_t j) {
     int64_t s = j - p.q_offset;
     return s < 0 ? 0 : s;
 }
+/* queries that see key j end before ab_qend: the window's i + q_offset - j < window */
+WKC_HD int64_t ab_qend(const AbP &p, int64_t j) {
+    if (p.window <= 0) return p.Lq;
+    int64_t e = j + p.window - p.q_offset;
+    return e < 0 ? 0 : (e < p.Lq ? e : p.Lq);
+}
 
 template <int DT> __global__ void __launch_bounds__(WKC_ROW_LANES *WKC_ROW_WARPS) ab_q_kernel(const __grid_constant__ AbP p) {
     typedef typename wkc_t<DT>::C C;
@@ -422,9 +445,9 @@ template <int DT> __global__ void __launch_bounds__(WKC_ROW_LANES *WKC_ROW_WARPS
     for (int64_t u = (int64_t)blockIdx.x * WKC_ROW_WARPS + w; u < units; u += (int64_t)gridDim.x * WKC_ROW_WARPS) {
         const int64_t dc = u % p.ndq;
         const AbQ U = ab_qrow(p, u / p.ndq);
-        const int64_t kend = ab_kend(p, U.i);
+        const int64_t kend = ab_kend(p, U.i), kbeg = ab_kbeg(p, U.i);
         C m = row_ninf<C>(), l = 0;
-        for (int64_t t0 = 0; t0 < kend; t0 += WKC_ROW_LANES) {
+        for (int64_t t0 = kbeg; t0 < kend; t0 += WKC_ROW_LANES) {
             sc[w][lane] = A::q_score(p, U, t0, kend, lane);
             __syncwarp();
             A::q_online(sc[w], m, l);
@@ -439,7 +462,7 @@ template <int DT> __global__ void __launch_bounds__(WKC_ROW_LANES *WKC_ROW_WARPS
         C acc[GR_NA];
         WKC_UNROLL
         for (int a = 0; a < GR_NA; a++) acc[a] = 0;
-        for (int64_t t0 = 0; t0 < kend; t0 += WKC_ROW_LANES) {
+        for (int64_t t0 = kbeg; t0 < kend; t0 += WKC_ROW_LANES) {
             sc[w][lane] = A::q_ds(p, U, t0, kend, lane, lse, delta);
             __syncwarp();
             int jn = kend - t0 < WKC_ROW_LANES ? (int)(kend - t0) : WKC_ROW_LANES;
@@ -466,13 +489,14 @@ template <int DT> __global__ void __launch_bounds__(WKC_ROW_LANES *WKC_ROW_WARPS
         for (int64_t gq = 0; gq < p.group; gq++) {
             const int64_t h = K.hk * p.group + gq, qrow0 = (K.b * p.Hq + h) * p.Lq;
             const AbQ H = ab_head(p, K.b, h);
-            for (int64_t t0 = ab_qstart(p, K.j); t0 < p.Lq; t0 += WKC_ROW_LANES) {
+            const int64_t qend = ab_qend(p, K.j);
+            for (int64_t t0 = ab_qstart(p, K.j); t0 < qend; t0 += WKC_ROW_LANES) {
                 C a, b;
-                A::kv_pds(p, qrow0, H, K.kb, K.vb, K.j, t0, lane, &a, &b);
+                A::kv_pds(p, qrow0, H, K.kb, K.vb, K.j, t0, qend, lane, &a, &b);
                 pr[w][lane] = a;
                 ds[w][lane] = b;
                 __syncwarp();
-                int tn = p.Lq - t0 < WKC_ROW_LANES ? (int)(p.Lq - t0) : WKC_ROW_LANES;
+                int tn = qend - t0 < WKC_ROW_LANES ? (int)(qend - t0) : WKC_ROW_LANES;
                 A::kv_accum(p, H, dc, pr[w], ds[w], tn, t0, lane, ak, av);
                 __syncwarp();
             }
@@ -490,14 +514,14 @@ template <int DT> int ab_t(wk_cu_stream s, const AbP &p) {
     for (int64_t u = 0; u < uq; u++) {
         const int64_t dc = u % p.ndq;
         const AbQ U = ab_qrow(p, u / p.ndq);
-        const int64_t kend = ab_kend(p, U.i);
+        const int64_t kend = ab_kend(p, U.i), kbeg = ab_kbeg(p, U.i);
         C sc[WKC_ROW_LANES], m[WKC_ROW_LANES], l[WKC_ROW_LANES], acc[WKC_ROW_LANES][GR_NA];
         for (int lane = 0; lane < WKC_ROW_LANES; lane++) {
             m[lane] = row_ninf<C>();
             l[lane] = 0;
             for (int a = 0; a < GR_NA; a++) acc[lane][a] = 0;
         }
-        for (int64_t t0 = 0; t0 < kend; t0 += WKC_ROW_LANES) {
+        for (int64_t t0 = kbeg; t0 < kend; t0 += WKC_ROW_LANES) {
             for (int lane = 0; lane < WKC_ROW_LANES; lane++) sc[lane] = A::q_score(p, U, t0, kend, lane);
             for (int lane = 0; lane < WKC_ROW_LANES; lane++) A::q_online(sc, m[lane], l[lane]);
         }
@@ -505,7 +529,7 @@ template <int DT> int ab_t(wk_cu_stream s, const AbP &p) {
         C delta = 0;
         for (int j = 0; j < WKC_ROW_LANES; j++) delta += sc[j];
         const C lse = A::q_lse(m[0], l[0]);
-        for (int64_t t0 = 0; t0 < kend; t0 += WKC_ROW_LANES) {
+        for (int64_t t0 = kbeg; t0 < kend; t0 += WKC_ROW_LANES) {
             for (int lane = 0; lane < WKC_ROW_LANES; lane++) sc[lane] = A::q_ds(p, U, t0, kend, lane, A::q_lse(m[lane], l[lane]), delta);
             int jn = kend - t0 < WKC_ROW_LANES ? (int)(kend - t0) : WKC_ROW_LANES;
             for (int lane = 0; lane < WKC_ROW_LANES; lane++) A::q_accum(p, U, dc, sc, jn, t0, lane, acc[lane]);
@@ -522,10 +546,11 @@ template <int DT> int ab_t(wk_cu_stream s, const AbP &p) {
         for (int64_t gq = 0; gq < p.group; gq++) {
             const int64_t h = K.hk * p.group + gq, qrow0 = (K.b * p.Hq + h) * p.Lq;
             const AbQ H = ab_head(p, K.b, h);
-            for (int64_t t0 = ab_qstart(p, K.j); t0 < p.Lq; t0 += WKC_ROW_LANES) {
+            const int64_t qend = ab_qend(p, K.j);
+            for (int64_t t0 = ab_qstart(p, K.j); t0 < qend; t0 += WKC_ROW_LANES) {
                 for (int lane = 0; lane < WKC_ROW_LANES; lane++)
-                    A::kv_pds(p, qrow0, H, K.kb, K.vb, K.j, t0, lane, &pr[lane], &ds[lane]);
-                int tn = p.Lq - t0 < WKC_ROW_LANES ? (int)(p.Lq - t0) : WKC_ROW_LANES;
+                    A::kv_pds(p, qrow0, H, K.kb, K.vb, K.j, t0, qend, lane, &pr[lane], &ds[lane]);
+                int tn = qend - t0 < WKC_ROW_LANES ? (int)(qend - t0) : WKC_ROW_LANES;
                 for (int lane = 0; lane < WKC_ROW_LANES; lane++) A::kv_accum(p, H, dc, pr, ds, tn, t0, lane, ak[lane], av[lane]);
             }
         }
@@ -677,7 +702,8 @@ extern "C" int wk__cu_attention_backward(wk_cu_stream s, const void *q, wk_cu_vi
                                          wk_cu_attn_args a, void *ws, void *dq, void *dk, void *dv) {
     const int r = lq.rank;
     if (!view_ok(lq) || !view_ok(lk) || !view_ok(lv) || !view_ok(lo) || !view_ok(lg) || r < 2 ||
-        lk.rank != r || lv.rank != r || a.group < 1 || a.q_offset < 0 || compute_size(dt) == 0)
+        lk.rank != r || lv.rank != r || a.group < 1 || a.q_offset < 0 || a.window < 0 || !(a.softcap >= 0) ||
+        compute_size(dt) == 0)
         return WKC_BAD_ARG;
     if (r == 2 && a.group != 1) return WKC_BAD_ARG;
     if (mask && (!view_ok(lm) || lm.rank != r)) return WKC_BAD_ARG;
@@ -744,9 +770,11 @@ extern "C" int wk__cu_attention_backward(wk_cu_stream s, const void *q, wk_cu_vi
     p.ndkv = dmax > GR_DC ? (dmax + GR_DC - 1) / GR_DC : 1;
     p.group = a.group;
     p.q_offset = a.q_offset;
+    p.window = a.window;
     p.causal = a.causal != 0;
     p.has_mask = mask != NULL;
     p.scale = a.scale;
+    p.softcap = a.softcap;
     p.q = q;
     p.k = k;
     p.v = v;

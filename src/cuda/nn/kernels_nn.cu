@@ -19,7 +19,10 @@
  * range); each lane then finds the tile max over the 32 scores, rescales its
  * running sum and its accumulators (output dims lane, lane + 32, ...) by
  * exp(m_old - m_new) and adds p_j v_j over the tile. Causal rows stop at
- * key i + q_offset (tiles past it are never read). Decode (few rows, many
+ * key i + q_offset (tiles past it are never read); with a window, rows
+ * start at key i + q_offset - window + 1 (nothing before it is read, and
+ * the splits divide only that span). Soft-capping maps q . k * scale
+ * through softcap * tanh(s / softcap) before the mask. Decode (few rows, many
  * keys) splits each row's keys over several warps (flash-decoding): each
  * writes (max, sum, partial output) to a workspace and a second kernel
  * merges the splits in order. GQA: the kv head of query head h is
@@ -231,9 +234,9 @@ struct AttP {
     int64_t qd, kj, kd, vj, vd, mj; /* strides: q along D, k along keys / D, v along keys / Dv, mask along keys */
     int64_t D, Dv, Lk;
     int64_t rows, splits, chunk, ndvc;
-    int64_t group, q_offset;
+    int64_t group, q_offset, window;
     int32_t causal, has_mask;
-    double scale;
+    double scale, softcap;
     const void *q, *k, *v, *m;
     void *dst;
     void *ws; /* splits > 1: per (row, split) max, sum, Dv partial outputs, in the compute type */
@@ -267,12 +270,17 @@ WKC_HD AttU att_unit(const AttP &p, int64_t u) {
         U.kb += kvi * p.ks[d];
         U.vb += kvi * p.vs[d];
     }
-    int64_t kend = p.Lk;
+    int64_t kend = p.Lk, kbeg = 0;
     if (p.causal) {
         int64_t lim = i + p.q_offset + 1; /* keys 0 .. i + q_offset */
         if (lim < kend) kend = lim < 0 ? 0 : lim;
     }
-    U.k0 = U.sp * p.chunk;
+    if (p.window > 0) { /* keys from i + q_offset - window + 1: the splits cover only those */
+        kbeg = i + p.q_offset - p.window + 1;
+        if (kbeg < 0) kbeg = 0;
+        if (kbeg > kend) kbeg = kend;
+    }
+    U.k0 = kbeg + U.sp * p.chunk;
     U.k1 = U.k0 + p.chunk < kend ? U.k0 + p.chunk : kend;
     if (U.k1 < U.k0) U.k1 = U.k0;
     U.dv0 = U.dvc * ATT_DVC;
@@ -301,6 +309,7 @@ template <int DT> struct Att {
                 s += row_ld<DT>(p.q, U.qb + d * p.qd) * row_ld<DT>(p.k, kb + d * p.kd);
         }
         s = s * (C)p.scale;
+        if (p.softcap > 0) s = (C)p.softcap * row_tanh(s / (C)p.softcap);
         if (p.has_mask) s += row_ld<DT>(p.m, U.mb + j * p.mj);
         return s;
     }
@@ -572,9 +581,14 @@ static int64_t att_rows(const wk_cu_view &lq) {
     return r;
 }
 
-extern "C" int64_t wk__cu_attention_splits(wk_cu_view lq, wk_cu_view lk, wk_cu_view lv) {
+/* The most keys one row reads: Lk, or with a causal window the window. */
+static int64_t att_span(int64_t lk_n, const wk_cu_attn_args &a) {
+    return a.window > 0 && a.causal && a.window < lk_n ? a.window : lk_n;
+}
+
+extern "C" int64_t wk__cu_attention_splits(wk_cu_view lq, wk_cu_view lk, wk_cu_view lv, wk_cu_attn_args a) {
     if (lq.rank < 2 || lk.rank != lq.rank || lv.rank != lq.rank) return 1;
-    const int64_t lk_n = lk.shape[lk.rank - 2], dv = lv.shape[lv.rank - 1];
+    const int64_t lk_n = att_span(lk.shape[lk.rank - 2], a), dv = lv.shape[lv.rank - 1];
     const int64_t units = att_rows(lq) * ((dv + ATT_DVC - 1) / ATT_DVC > 0 ? (dv + ATT_DVC - 1) / ATT_DVC : 1);
     /* about 2048 warps fill a large GPU (132 SMs x 16); split only rows of
      * more than 128 keys, in pieces of at least 64 keys */
@@ -598,7 +612,7 @@ extern "C" int wk__cu_attention(wk_cu_stream s, const void *q, wk_cu_view lq, co
                                 wk_cu_attn_args a, int64_t splits, void *workspace, void *dst) {
     const int r = lq.rank;
     if (!view_ok(lq) || !view_ok(lk) || !view_ok(lv) || r < 2 || lk.rank != r || lv.rank != r || splits < 1 ||
-        a.group < 1 || a.q_offset < 0 || (splits > 1 && !workspace))
+        a.group < 1 || a.q_offset < 0 || a.window < 0 || !(a.softcap >= 0) || (splits > 1 && !workspace))
         return WKC_BAD_ARG;
     if (mask && (!view_ok(lm) || lm.rank != r)) return WKC_BAD_ARG;
     AttP p;
@@ -638,14 +652,17 @@ extern "C" int wk__cu_attention(wk_cu_stream s, const void *q, wk_cu_view lq, co
     p.rows = att_rows(lq);
     p.ndvc = (p.Dv + ATT_DVC - 1) / ATT_DVC;
     p.splits = splits;
-    p.chunk = (p.Lk + splits - 1) / splits;
+    const int64_t span = att_span(p.Lk, a); /* each row's keys: at most span from its first */
+    p.chunk = (span + splits - 1) / splits;
     if (splits > 1) p.chunk = (p.chunk + WKC_ROW_LANES - 1) / WKC_ROW_LANES * WKC_ROW_LANES;
     if (p.chunk < 1) p.chunk = 1;
     p.group = a.group;
     p.q_offset = a.q_offset;
+    p.window = a.window;
     p.causal = a.causal != 0;
     p.has_mask = mask != NULL;
     p.scale = a.scale;
+    p.softcap = a.softcap;
     p.q = q;
     p.k = k;
     p.v = v;

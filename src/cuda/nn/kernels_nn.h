@@ -41,12 +41,14 @@ typedef struct wk_cu_attn_args {
     int32_t causal;   /* query i sees key j iff j <= i + q_offset */
     int64_t q_offset;
     int64_t group;    /* query head h reads kv head h / group (dim rank-3) */
+    int64_t window;   /* > 0: query i sees key j only if i + q_offset - j < window; 0: no window */
+    double softcap;   /* > 0: scores s * scale become softcap * tanh(s * scale / softcap) before the mask */
 } wk_cu_attn_args;
 
 /* How many pieces each query row's keys are split into (flash-decoding):
  * 1 when the rows alone fill the device, more for few rows over many keys
  * (decode, Lq = 1). Pure host decision; lq / lk / lv as for wk__cu_attention. */
-int64_t wk__cu_attention_splits(wk_cu_view lq, wk_cu_view lk, wk_cu_view lv);
+int64_t wk__cu_attention_splits(wk_cu_view lq, wk_cu_view lk, wk_cu_view lv, wk_cu_attn_args a);
 /* Bytes of workspace wk__cu_attention needs for `splits` (0 for 1). */
 size_t wk__cu_attention_workspace(wk_cu_view lq, wk_cu_view lv, wk_dtype dt, int64_t splits);
 
@@ -59,7 +61,8 @@ size_t wk__cu_attention_workspace(wk_cu_view lq, wk_cu_view lv, wk_dtype dt, int
  * splits > 1 each split writes (max, sum, partial output) into workspace
  * (wk__cu_attention_workspace bytes, device memory) and a second kernel
  * merges them in split order. Deterministic: no atomics. A row with every
- * key masked (or no key) gives NaN. */
+ * key masked (or no key) gives NaN. A window's rows read only their keys
+ * [i + q_offset - window + 1, ...): the splits cover that span, not Lk. */
 int wk__cu_attention(wk_cu_stream s, const void *q, wk_cu_view lq, const void *k, wk_cu_view lk, const void *v,
                      wk_cu_view lv, const void *mask, wk_cu_view lm, wk_dtype dt, wk_cu_attn_args a, int64_t splits,
                      void *workspace, void *dst);
