@@ -133,21 +133,28 @@ static inline void lt_greedy(const wk_lm *m, const int32_t *ids, int64_t n, int 
 
 /* ---- the JSON facts: tests/data/<file> (WICK_LLAMA_DATA) ---- */
 
-static inline char *lt_read_data(const char *file) {
-    const char *d = getenv("WICK_LLAMA_DATA");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", d && *d ? d : "tests/data", file);
+/* The first limit bytes of a file (all of it when limit <= 0),
+ * NUL-terminated; fails the test when it cannot be read. */
+static inline char *lt_read_path(const char *path, long limit) {
     FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("cannot open %s (WICK_LLAMA_DATA)", path);
+    if (!f) fail_msg("cannot open %s", path);
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);
+    if (limit > 0 && n > limit) n = limit;
     char *s = malloc((size_t)n + 1);
     assert_non_null(s);
     assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
     s[n] = 0;
     fclose(f);
     return s;
+}
+
+static inline char *lt_read_data(const char *file) {
+    const char *d = getenv("WICK_LLAMA_DATA");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", d && *d ? d : "tests/data", file);
+    return lt_read_path(path, 0);
 }
 
 /* The numbers of the array under "key" in the object named section (or
@@ -179,6 +186,38 @@ static inline int lt_json_numbers(const char *doc, const char *section, const ch
         n++;
         p = end;
     }
+    return n;
+}
+
+/* Every number under "key" (after "section" when given), nested lists
+ * flattened (rows of logits); -1 when the key is absent. */
+static inline int lt_json_flat_numbers(const char *doc, const char *section, const char *key, double *out, int cap) {
+    const char *p = doc;
+    char pat[128];
+    if (section) {
+        snprintf(pat, sizeof pat, "\"%s\"", section);
+        if (!(p = strstr(p, pat))) return -1;
+    }
+    snprintf(pat, sizeof pat, "\"%s\"", key);
+    if (!(p = strstr(p, pat))) return -1;
+    p = strchr(p + strlen(pat), '[');
+    if (!p) return -1;
+    int depth = 0, n = 0;
+    do {
+        if (*p == '[') depth++, p++;
+        else if (*p == ']') depth--, p++;
+        else {
+            char *end;
+            double v = strtod(p, &end);
+            if (end == p) {
+                p++;
+                continue;
+            }
+            if (n < cap) out[n] = v;
+            n++;
+            p = end;
+        }
+    } while (*p && depth > 0);
     return n;
 }
 

@@ -36,52 +36,10 @@
 #define VOCAB 320
 #define MAXN 4096
 
-/* Every number under "key" (after "section" when given), nested lists
- * flattened: the facts files are flat JSON written by the scripts. */
-static int numbers(const char *doc, const char *section, const char *key, double *out, int cap) {
-    const char *p = doc;
-    char pat[128];
-    if (section) {
-        snprintf(pat, sizeof pat, "\"%s\"", section);
-        if (!(p = strstr(p, pat))) return -1;
-    }
-    snprintf(pat, sizeof pat, "\"%s\"", key);
-    if (!(p = strstr(p, pat))) return -1;
-    p = strchr(p + strlen(pat), '[');
-    if (!p) return -1;
-    int depth = 0, n = 0;
-    do {
-        if (*p == '[') depth++, p++;
-        else if (*p == ']') depth--, p++;
-        else {
-            char *end;
-            double v = strtod(p, &end);
-            if (end == p) {
-                p++;
-                continue;
-            }
-            if (n < cap) out[n] = v;
-            n++;
-            p = end;
-        }
-    } while (*p && depth > 0);
-    return n;
-}
-
 static char *read_facts(const char *name) {
     char path[4096];
     snprintf(path, sizeof path, "%s/data/tiny/%s", WICK_TESTS_DIR, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    assert_non_null(s);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = 0;
-    fclose(f);
-    return s;
+    return lt_read_path(path, 0);
 }
 
 /* The prefill of ids (cache of cap positions) and rows' logits into out. */
@@ -175,11 +133,11 @@ static void check_family(const char *arch) {
     char *facts = read_facts(facts_name);
     double idsd[64], rowsd[8], greedy[16], top2[32];
     static double want[8 * VOCAB];
-    int n = numbers(facts, NULL, "ids", idsd, 64), nrows = numbers(facts, NULL, "rows", rowsd, 8);
-    int ng = numbers(facts, NULL, "greedy", greedy, 16);
+    int n = lt_json_flat_numbers(facts, NULL, "ids", idsd, 64), nrows = lt_json_flat_numbers(facts, NULL, "rows", rowsd, 8);
+    int ng = lt_json_flat_numbers(facts, NULL, "greedy", greedy, 16);
     assert_true(n > 0 && n <= 64 && nrows > 0 && nrows <= 8 && ng > 0 && ng <= 16);
-    assert_int_equal(numbers(facts, NULL, "greedy_top2", top2, 32), 2 * ng);
-    assert_int_equal(numbers(facts, NULL, "logits_rows", want, 8 * VOCAB), nrows * VOCAB);
+    assert_int_equal(lt_json_flat_numbers(facts, NULL, "greedy_top2", top2, 32), 2 * ng);
+    assert_int_equal(lt_json_flat_numbers(facts, NULL, "logits_rows", want, 8 * VOCAB), nrows * VOCAB);
     int32_t ids[64];
     int rows[8];
     for (int i = 0; i < n; i++) ids[i] = (int32_t)idsd[i];
@@ -222,13 +180,13 @@ static void check_family(const char *arch) {
     /* Phi-3's short context: longrope's short factors */
     double sid[64], srow[8];
     static double swant[8 * VOCAB];
-    int sn = numbers(facts, "short", "ids", sid, 64), snr = numbers(facts, "short", "rows", srow, 8);
+    int sn = lt_json_flat_numbers(facts, "short", "ids", sid, 64), snr = lt_json_flat_numbers(facts, "short", "rows", srow, 8);
     if (sn > 0) {
         int32_t s_ids[64];
         int s_rows[8] = {0};
         for (int i = 0; i < sn; i++) s_ids[i] = (int32_t)sid[i];
         for (int i = 0; i < snr; i++) s_rows[i] = (int)srow[i];
-        assert_int_equal(numbers(facts, "short", "logits_rows", swant, 8 * VOCAB), snr * VOCAB);
+        assert_int_equal(lt_json_flat_numbers(facts, "short", "logits_rows", swant, 8 * VOCAB), snr * VOCAB);
         float *sg = malloc(sizeof(float) * (size_t)snr * VOCAB);
         assert_non_null(sg);
         prefill_rows(m, s_ids, sn, sn, s_rows, snr, sg, NULL);
@@ -252,7 +210,7 @@ static void check_family(const char *arch) {
         if (!mg) fail_msg("%s GGUF: load: %s", arch, wk_last_error());
         static double as_ll[8 * VOCAB], ll[8 * VOCAB];
         const double *ref = want;
-        if (numbers(facts, "as_llamacpp", "logits_rows", as_ll, 8 * VOCAB) == nrows * VOCAB) ref = as_ll;
+        if (lt_json_flat_numbers(facts, "as_llamacpp", "logits_rows", as_ll, 8 * VOCAB) == nrows * VOCAB) ref = as_ll;
         prefill_rows(mg, ids, n, n + ng, rows, nrows, got, &c);
         double dg = max_diff(got, ref, nrows * VOCAB);
         print_message("%-8s GGUF vs transformers%s: max |diff| %.2e\n", arch,
@@ -260,13 +218,13 @@ static void check_family(const char *arch) {
         if (!(dg < 1e-4)) fail_msg("%s GGUF: logits differ from transformers by %g", arch, dg);
         snprintf(facts_name, sizeof facts_name, "%s.llamacpp.json", arch);
         char *llf = read_facts(facts_name);
-        assert_int_equal(numbers(llf, NULL, "logits_rows", ll, 8 * VOCAB), nrows * VOCAB);
+        assert_int_equal(lt_json_flat_numbers(llf, NULL, "logits_rows", ll, 8 * VOCAB), nrows * VOCAB);
         double dl = max_diff(got, ll, nrows * VOCAB);
         print_message("%-8s GGUF vs llama.cpp: max |diff| %.2e\n", arch, dl);
         if (!(dl < 2e-3)) fail_msg("%s GGUF: logits differ from llama.cpp's by %g", arch, dl);
         double lg[16], lt2[32];
-        int lng = numbers(llf, NULL, "greedy", lg, 16);
-        assert_int_equal(numbers(llf, NULL, "greedy_top2", lt2, 32), 2 * lng);
+        int lng = lt_json_flat_numbers(llf, NULL, "greedy", lg, 16);
+        assert_int_equal(lt_json_flat_numbers(llf, NULL, "greedy_top2", lt2, 32), 2 * lng);
         char what[64];
         snprintf(what, sizeof what, "%s GGUF", arch);
         greedy_check(what, mg, c, got + (size_t)(nrows - 1) * VOCAB, lg, lt2, lng);

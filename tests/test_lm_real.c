@@ -30,36 +30,6 @@
 #include "wick/lm.h"
 #include "llama_testutil.h"
 
-static int numbers(const char *doc, const char *section, const char *key, double *out, int cap) {
-    const char *p = doc;
-    char pat[128];
-    if (section) {
-        snprintf(pat, sizeof pat, "\"%s\"", section);
-        if (!(p = strstr(p, pat))) return -1;
-    }
-    snprintf(pat, sizeof pat, "\"%s\"", key);
-    if (!(p = strstr(p, pat))) return -1;
-    p = strchr(p + strlen(pat), '[');
-    if (!p) return -1;
-    int depth = 0, n = 0;
-    do {
-        if (*p == '[') depth++, p++;
-        else if (*p == ']') depth--, p++;
-        else {
-            char *end;
-            double v = strtod(p, &end);
-            if (end == p) {
-                p++;
-                continue;
-            }
-            if (n < cap) out[n] = v;
-            n++;
-            p = end;
-        }
-    } while (*p && depth > 0);
-    return n;
-}
-
 /* "key": number after section */
 static double number(const char *doc, const char *section, const char *key) {
     const char *p = strstr(doc, section);
@@ -70,25 +40,10 @@ static double number(const char *doc, const char *section, const char *key) {
     return strtod(p + strlen(pat), NULL);
 }
 
-static char *read_file(const char *path, long limit) {
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    if (limit > 0 && n > limit) n = limit;
-    char *s = malloc((size_t)n + 1);
-    assert_non_null(s);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 static char *facts_of(const char *name) {
     char path[4096];
     snprintf(path, sizeof path, "%s/data/%s", WICK_TESTS_DIR, name);
-    return read_file(path, 0);
+    return lt_read_path(path, 0);
 }
 
 /* The model at env var `var`, or NULL after saying why the part is skipped. */
@@ -119,7 +74,7 @@ static void check_prompt(const wk_lm *m, const char *facts, const char *name, co
     int64_t n;
     int32_t *ids = encode(m, text, &n);
     static double want_ids[4096];
-    int nw = numbers(facts, name, "ids", want_ids, 4096);
+    int nw = lt_json_flat_numbers(facts, name, "ids", want_ids, 4096);
     assert_true(nw > 0 && nw <= 4096);
     if (n != nw) fail_msg("%s: %lld ids, llama.cpp %d", name, (long long)n, nw);
     for (int64_t i = 0; i < n; i++)
@@ -132,8 +87,8 @@ static void check_prompt(const wk_lm *m, const char *facts, const char *name, co
     assert_non_null(c);
     lt_step(m, c, ids, n, lg);
     double tid[10], tl[10];
-    assert_int_equal(numbers(facts, name, "top10_ids", tid, 10), 10);
-    assert_int_equal(numbers(facts, name, "top10_logits", tl, 10), 10);
+    assert_int_equal(lt_json_flat_numbers(facts, name, "top10_ids", tid, 10), 10);
+    assert_int_equal(lt_json_flat_numbers(facts, name, "top10_logits", tl, 10), 10);
     if (lt_argmax(lg, V) != (int32_t)tid[0])
         fail_msg("%s: top id %d, llama.cpp %d", name, lt_argmax(lg, V), (int)tid[0]);
     double worst = 0, sum = 0;
@@ -145,9 +100,9 @@ static void check_prompt(const wk_lm *m, const char *facts, const char *name, co
     print_message("%s: top-10 logits vs llama.cpp: max |diff| %.3f, mean %.3f\n", name, worst, sum / 10);
     if (worst > 0.8 || sum / 10 > 0.4) fail_msg("%s: top-10 logits differ (max %.3f, mean %.3f)", name, worst, sum / 10);
     double greedy[32], top2[64];
-    int ng = numbers(facts, name, "greedy", greedy, 32);
+    int ng = lt_json_flat_numbers(facts, name, "greedy", greedy, 32);
     assert_true(ng > 0 && ng <= 32);
-    assert_int_equal(numbers(facts, name, "greedy_top2", top2, 64), 2 * ng);
+    assert_int_equal(lt_json_flat_numbers(facts, name, "greedy_top2", top2, 64), 2 * ng);
     int same = 0;
     for (int s = 0; s < ng; s++) {
         int32_t id = lt_argmax(lg, V);
@@ -175,7 +130,7 @@ static void check_prompt(const wk_lm *m, const char *facts, const char *name, co
 
 /* llama-perplexity's recipe (tests/data/README.md). */
 static void check_perplexity(const wk_lm *m, const char *facts) {
-    char *text = read_file("/usr/share/common-licenses/GPL-3", 20480);
+    char *text = lt_read_path("/usr/share/common-licenses/GPL-3", 20480);
     int64_t n;
     int32_t *ids = encode(m, text, &n);
     int64_t want_n = (int64_t)number(facts, "\"perplexity\"", "n_tokens");
@@ -225,7 +180,7 @@ static void gemma3(void **state) {
     assert_string_equal(wk_lm_config_of(m)->arch, "gemma3");
     char *facts = facts_of("llama_cpp_gemma3_270m.json");
     check_prompt(m, facts, "capital", "The capital of France is", 64);
-    char *gpl = read_file("/usr/share/common-licenses/GPL-3", 3000);
+    char *gpl = lt_read_path("/usr/share/common-licenses/GPL-3", 3000);
     check_prompt(m, facts, "long", gpl, 1024);
     free(gpl);
     check_perplexity(m, facts);

@@ -10,7 +10,7 @@
 
 static const char *const ACTS[] = {"gelu_pytorch_tanh", "gelu_tanh", NULL};
 
-static wk_status finish(const wk__lm_raw *r, wk_lm_config *c, uint8_t *flags) {
+wk_status wk__gemma_features(const wk__lm_raw *r, wk_lm_config *c, uint8_t *flags, int64_t pattern) {
     wk_status st = wk__lm_need_act(r, ACTS);
     if (st != WK_OK) return st;
     if (r->mlp_bias == 1) return wk__lm_refuse(r, "mlp_bias", "biases on the MLP");
@@ -29,9 +29,16 @@ static wk_status finish(const wk__lm_raw *r, wk_lm_config *c, uint8_t *flags) {
         for (int64_t i = 0; i < c->n_layers; i++)
             if (r->layer_sliding[i]) flags[i] |= WK_LM_SLIDING;
     } else {
-        for (int64_t i = 0; i < c->n_layers; i += 2) flags[i] |= WK_LM_SLIDING;
+        /* every pattern-th layer global, the others local */
+        for (int64_t i = 0; i < c->n_layers; i++)
+            if ((i + 1) % pattern != 0) flags[i] |= WK_LM_SLIDING;
     }
     return WK_OK;
+}
+
+/* even layers local: the pattern 2 */
+static wk_status finish(const wk__lm_raw *r, wk_lm_config *c, uint8_t *flags) {
+    return wk__gemma_features(r, c, flags, 2);
 }
 
 const wk__lm_arch wk__arch_gemma2 = {

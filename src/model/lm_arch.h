@@ -87,6 +87,11 @@ wk_status wk__lm_refuse(const wk__lm_raw *r, const char *key, const char *why);
 /* The hidden activation is one of the names given (NULL-ended); "" (absent) passes. */
 wk_status wk__lm_need_act(const wk__lm_raw *r, const char *const *ok);
 
+/* Gemma 2's features, shared by Gemma 3 (arch_gemma2.c): the (1 + w)
+ * norms are the loader's, the rest is here; pattern: every pattern-th
+ * layer is global unless the config lists layer_types. */
+wk_status wk__gemma_features(const wk__lm_raw *r, wk_lm_config *c, uint8_t *flags, int64_t pattern);
+
 extern const wk__lm_arch wk__arch_llama, wk__arch_mistral, wk__arch_qwen2, wk__arch_qwen3, wk__arch_gemma2,
     wk__arch_gemma3, wk__arch_phi3, wk__arch_smollm3;
 
