@@ -40,7 +40,8 @@ static const char USAGE[] =
     "  --seed S                every reply samples with this seed (default 0)\n"
     "  --stop STR              end a reply before STR (not printed); up to 16\n"
     "  --ignore-eos            do not end a reply at the end-of-turn token\n"
-    "  --ctx N                 the conversation uses at most N positions (default: the model's)\n"
+    "  --ctx N                 the conversation uses at most N positions, allocated at once\n"
+    "                          (default: the model's context, the cache growing as needed)\n"
     "  --dtype f32|f16|bf16    dtype of the unquantized weights (default f32)\n"
     "  --threads N             CPU threads\n"
     "  --device cpu|cuda[:N]   where the model runs (default cpu)\n"
@@ -107,9 +108,10 @@ static int reply(wk_chat_session *s, int turn) {
     int64_t nd = gs.n_generated > 0 ? gs.n_generated - 1 : 0;
     fprintf(stderr,
             "wick chat: turn %d: prompt %lld tokens (%lld cached, prefill %lld in %.1f ms), %lld generated "
-            "(%.1f tok/s), stopped: %s\n",
+            "(%.1f tok/s%s), stopped: %s\n",
             turn, (long long)gs.n_prompt, (long long)(gs.n_prompt - gs.n_prefill), (long long)gs.n_prefill,
             gs.prefill_ms, (long long)gs.n_generated, gs.decode_ms > 0 ? nd * 1e3 / gs.decode_ms : 0.0,
+            gs.n_refill ? ", the cache grew and was refilled" : "",
             g_interrupted ? "interrupted" : wk__cli_stop_name(gs.stop_reason));
     return 0;
 }

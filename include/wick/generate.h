@@ -81,15 +81,15 @@ typedef enum wk_stop_reason {
  * step, n_generated - 1 forward passes with their sampling (the last token
  * is never run), so decode tokens/s is (n_generated - 1) / decode_ms.
  * stop_reason: WK_STOP_NONE until generation ended, and after an error. */
-/* n_prefill: the tokens run in batches: the prompt's (n_prompt for
- * wk_generate / wk_gen_start; for a chat session's reply only those after
- * the conversation prefix its KV cache held), plus the refill of a chat
- * session's cache when it grew during the reply. */
+/* n_prefill: the prompt tokens the prefill ran (n_prompt for wk_generate /
+ * wk_gen_start; for a chat session's reply only those after the
+ * conversation prefix its KV cache held). n_refill: tokens run again
+ * because a chat session's cache grew during the reply (0 otherwise). */
 typedef struct wk_generate_stats {
     int64_t n_prompt, n_generated;
     double prefill_ms, decode_ms, first_token_ms;
     wk_stop_reason stop_reason;
-    int64_t n_prefill;
+    int64_t n_prefill, n_refill;
 } wk_generate_stats;
 
 /* Tokenize prompt (special tokens parsed, BOS as the model says), prefill in
@@ -181,10 +181,11 @@ void wk_gen_free(wk_gen *g);
  *   wk_chat_session_free(s);
  *
  * The context: a conversation uses at most o->max_ctx positions (<= 0: the
- * model's). The cache starts small (256 positions, or the prompt) and grows
- * by doubling up to that, also during a reply (a grown cache is refilled
- * with the whole conversation in one batch: amortised, and counted in
- * n_prefill). When the rendered conversation plus one reply
+ * model's). With o->max_ctx > 0 the cache is allocated once, that long;
+ * with 0 it starts small (256 positions, or the prompt) and grows by
+ * doubling up to the model's context, also during a reply: a grown cache
+ * is refilled with the whole conversation in one batch (amortised O(1) per
+ * token; shown in n_prefill, or n_refill during a reply). When the rendered conversation plus one reply
  * token no longer fits, wk_chat_session_reply fails with WK_ERR_ARG saying
  * so; nothing is dropped behind the caller's back: pop or reset turns
  * (wk_chat_session_pop / _reset) and try again. A reply that fills the

@@ -179,8 +179,8 @@ static PyObject *reason_obj(wk_stop_reason r, bool closed) {
 static PyObject *stats_dict(const wk_generate_stats *st, bool closed) {
     PyObject *reason = reason_obj(st->stop_reason, closed);
     if (!reason) return NULL;
-    PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:d,s:d,s:d,s:N}", "n_prompt", (long long)st->n_prompt, "n_prefill",
-                                (long long)st->n_prefill, "n_generated", (long long)st->n_generated, "prefill_ms",
+    PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:N}", "n_prompt", (long long)st->n_prompt, "n_prefill",
+                                (long long)st->n_prefill, "n_refill", (long long)st->n_refill, "n_generated", (long long)st->n_generated, "prefill_ms",
                                 st->prefill_ms, "first_token_ms", st->first_token_ms, "decode_ms", st->decode_ms,
                                 "stop_reason", reason);
     return d;

@@ -70,6 +70,7 @@ struct wk_gen {
      * this session's own), the prompt ids it already held, the reply text */
     wk__gen_kept *kept;
     bool growable;         /* the cache grows when full (a chat reply's), up to ctx positions */
+    bool fixed_ctx;        /* o->max_ctx was given: a kept cache is made that long at once */
     int64_t n_skip, ctx;
     char *reply;
     size_t n_reply, reply_cap;
@@ -276,7 +277,8 @@ void wk_gen_free(wk_gen *g) {
 static wk_status reuse_cache(wk_gen *g, wk__gen_kept *k, int64_t need, int64_t ctx, const char *op) {
     if (!k->cache || wk_kv_cache_capacity(k->cache) < need) {
         /* doubling: a conversation refills its cache O(log ctx) times */
-        int64_t cap = k->cache ? 2 * wk_kv_cache_capacity(k->cache) : 256;
+        /* the caller's max_ctx: allocated once, never refilled */
+        int64_t cap = k->cache ? 2 * wk_kv_cache_capacity(k->cache) : g->fixed_ctx ? ctx : 256;
         if (cap < need) cap = need;
         if (cap > ctx) cap = ctx;
         wk_kv_cache_free(k->cache);
@@ -323,6 +325,7 @@ static wk_gen *gen_start(const wk_lm *m, const char *prompt, const wk_generate_o
     int64_t ctx = cfg->max_ctx, room = 0;
     if (o->max_ctx > 0 && o->max_ctx < ctx) ctx = o->max_ctx;
     g->ctx = ctx;
+    g->fixed_ctx = o->max_ctx > 0;
     if (copy_stops(g, o, op)) goto fail;
     if (!(g->sampler = wk_sampler_new(&o->sampling))) goto fail;
     const bool chat = rendered || o->chat;
@@ -402,7 +405,7 @@ static wk_status grow_and_forward(wk_gen *g) {
         g->kept->cache = c;
         g->kept->n = 0;
     }
-    g->stats.n_prefill += len;
+    g->stats.n_refill += len;
     return forward(g, g->ids, len + 1); /* g->ids[len] is the token to run */
 }
 
