@@ -14,5 +14,6 @@ int wk__cli_inspect(int argc, char **argv);
 int wk__cli_quantize(int argc, char **argv);
 int wk__cli_embed(int argc, char **argv);
 int wk__cli_generate(int argc, char **argv);
+int wk__cli_chat(int argc, char **argv);
 
 #endif

@@ -1,7 +1,8 @@
 /* The wick command-line tool: `wick info`, `wick demo` (the seeds'
  * experiments replayed on this machine), `wick inspect`, `wick quantize`,
- * `wick generate` and `wick embed` (tools/wick_inspect.c,
- * tools/wick_quantize.c, tools/wick_generate.c, tools/wick_embed.c). */
+ * `wick generate`, `wick chat` and `wick embed` (tools/wick_inspect.c,
+ * tools/wick_quantize.c, tools/wick_generate.c, tools/wick_chat.c,
+ * tools/wick_embed.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,7 +206,8 @@ int main(int argc, char **argv) {
                "  demo       replay the seeds' experiments on this machine\n"
                "  inspect FILE           a GGUF / safetensors file's metadata and tensors\n"
                "  quantize IN OUT TYPE   write a GGUF with its weights in TYPE (q4_0 ... f16)\n"
-               "  generate -m MODEL -p PROMPT [...]   text from a llama-family model (--help for options)\n"
+               "  generate -m MODEL -p PROMPT [...]   text from a decoder model (--help for options)\n"
+               "  chat -m MODEL [...]    a conversation on stdin/stdout, history kept in the KV cache\n"
                "  embed -m DIR TEXT...   sentence embeddings from a BERT directory, one line per text\n");
         return argc < 2 ? 2 : 0;
     }
@@ -214,6 +216,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "inspect") == 0) return wk__cli_inspect(argc - 2, argv + 2);
     if (strcmp(argv[1], "quantize") == 0) return wk__cli_quantize(argc - 2, argv + 2);
     if (strcmp(argv[1], "generate") == 0) return wk__cli_generate(argc - 2, argv + 2);
+    if (strcmp(argv[1], "chat") == 0) return wk__cli_chat(argc - 2, argv + 2);
     if (strcmp(argv[1], "embed") == 0) return wk__cli_embed(argc - 2, argv + 2);
     fprintf(stderr, "wick: unknown command '%s' (try 'wick help')\n", argv[1]);
     return 2;

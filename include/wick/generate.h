@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include "wick/lm.h"
+#include "wick/chat.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -80,10 +81,15 @@ typedef enum wk_stop_reason {
  * step, n_generated - 1 forward passes with their sampling (the last token
  * is never run), so decode tokens/s is (n_generated - 1) / decode_ms.
  * stop_reason: WK_STOP_NONE until generation ended, and after an error. */
+/* n_prefill: the prompt tokens the prefill ran (n_prompt for wk_generate /
+ * wk_gen_start; for a chat session's reply only those after the
+ * conversation prefix its KV cache held). n_refill: tokens run again
+ * because a chat session's cache grew during the reply (0 otherwise). */
 typedef struct wk_generate_stats {
     int64_t n_prompt, n_generated;
     double prefill_ms, decode_ms, first_token_ms;
     wk_stop_reason stop_reason;
+    int64_t n_prefill, n_refill;
 } wk_generate_stats;
 
 /* Tokenize prompt (special tokens parsed, BOS as the model says), prefill in
@@ -152,6 +158,89 @@ void wk_gen_stats(const wk_gen *g, wk_generate_stats *st);
 wk_stop_reason wk_gen_stop_reason(const wk_gen *g);
 /* Frees the session (its KV cache included); NULL is fine. */
 void wk_gen_free(wk_gen *g);
+
+/* ---- chat sessions: a multi-turn conversation over one KV cache ----
+ *
+ * A session holds the messages of one conversation and a KV cache that
+ * outlives each reply, with the ids it holds. A reply renders the WHOLE
+ * conversation with the model's chat template (add_generation_prompt),
+ * tokenizes it, keeps the longest prefix of those ids the cache already
+ * holds (at least the last prompt token is run again, for its logits) and
+ * prefills only the rest: turn k costs its new tokens, not the history.
+ * Because every reply is computed from the rendered conversation, the kept
+ * cache is only a shortcut: a reply is the reply a fresh session would give
+ * for the same messages and options (up to float rounding of batched vs
+ * split prefills), whatever the template does to earlier turns.
+ *
+ *   wk_chat_session *s = wk_chat_session_new(m, &o);  // o->system: a first system message
+ *   wk_chat_session_add(s, "user", "Hi!");
+ *   wk_gen *g = wk_chat_session_reply(s);              // step it as any wk_gen
+ *   ... wk_gen_step until t.stop != WK_STOP_NONE ...
+ *   wk_gen_free(g);                                    // the reply is now an assistant message
+ *   wk_chat_session_add(s, "user", "And then?");  ...
+ *   wk_chat_session_free(s);
+ *
+ * The context: a conversation uses at most o->max_ctx positions (<= 0: the
+ * model's). With o->max_ctx > 0 the cache is allocated once, that long;
+ * with 0 it starts small (256 positions, or the prompt) and grows by
+ * doubling up to the model's context, also during a reply: a grown cache
+ * is refilled with the whole conversation in one batch (amortised O(1) per
+ * token; shown in n_prefill, or n_refill during a reply). When the rendered conversation plus one reply
+ * token no longer fits, wk_chat_session_reply fails with WK_ERR_ARG saying
+ * so; nothing is dropped behind the caller's back: pop or reset turns
+ * (wk_chat_session_pop / _reset) and try again. A reply that fills the
+ * context ends with WK_STOP_CONTEXT_FULL, as wk_gen_step's do.
+ *
+ * Options (copied at wk_chat_session_new): sampling, stop strings,
+ * stop_at_eos, max_new_tokens (per reply) and max_ctx as for wk_gen_start;
+ * chat is implied (the families' end-of-turn tokens end a reply); on_text
+ * and ctx are not used. Every reply samples with the same seed, so a reply
+ * depends only on the conversation and the options. Template clock
+ * (strftime_now) is pinned when the session is made, so renders of one
+ * session agree with each other.
+ *
+ * Threads: one session at a time per thread (as a wk_gen); the model may be
+ * shared by any number of sessions. */
+typedef struct wk_chat_session wk_chat_session;
+
+/* NULL with wk_last_error when the model has no chat template or
+ * tokenizer, the template does not compile, or an option is bad. o NULL:
+ * wk_generate_opts_default. */
+wk_chat_session *wk_chat_session_new(const wk_lm *m, const wk_generate_opts *o);
+/* Frees the session, its messages and its cache. A reply still open is
+ * detached (it keeps working, owning the cache, and is freed by
+ * wk_gen_free as usual; its text goes nowhere). NULL is fine. */
+void wk_chat_session_free(wk_chat_session *s);
+
+/* Append a message (role "system", "user", "assistant", "tool" or
+ * whatever the template knows; both strings are copied). WK_ERR_ARG for
+ * NULL / empty role, NULL content, or while a reply is open. */
+wk_status wk_chat_session_add(wk_chat_session *s, const char *role, const char *content);
+/* Drop the last message (WK_ERR_ARG when there is none or a reply is
+ * open): to retry a turn after an error, or to regenerate a reply. */
+wk_status wk_chat_session_pop(wk_chat_session *s);
+/* Forget every message but the system message given at creation. The
+ * cache is kept: the next reply still reuses the common prefix (the
+ * system prompt). WK_ERR_ARG while a reply is open. */
+wk_status wk_chat_session_reset(wk_chat_session *s);
+
+/* Start the assistant's reply to the conversation so far: a wk_gen to drive
+ * with wk_gen_step / wk_gen_stats / wk_gen_free (its stats: n_prompt is the
+ * whole rendered conversation, n_prefill the tokens the prefill ran). When
+ * the reply ends (its last step), or when it is freed before that, the text
+ * its steps handed back becomes an "assistant" message; a reply that
+ * failed adds nothing (the cache is kept consistent either way). One reply
+ * open at a time: NULL (WK_ERR_ARG) while another is; NULL with
+ * wk_last_error for a conversation that no longer fits, a template error
+ * (raise_exception: roles not alternating, ...) and the like. */
+wk_gen *wk_chat_session_reply(wk_chat_session *s);
+
+/* The messages so far (borrowed: valid until the session changes; *n set),
+ * or NULL with *n 0 when there are none. */
+const wk_chat_message *wk_chat_session_messages(const wk_chat_session *s, size_t *n);
+/* Positions of the KV cache in use (the ids it holds), and its capacity. */
+int64_t wk_chat_session_cached(const wk_chat_session *s);
+int64_t wk_chat_session_capacity(const wk_chat_session *s);
 
 #ifdef __cplusplus
 }

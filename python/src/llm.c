@@ -1,8 +1,10 @@
-/* wick.Llama (a Llama-family language model loaded from a GGUF file or an HF
- * directory) and wick.KVCache (one sequence's keys and values): the forward
- * pass from Python. Generation and streaming are textgen.c (above this file:
- * it loads and reads Llamas); Llama.generate and Llama.stream call it
- * through wkpy_llama_textgen, which module.c sets at import.
+/* wick.Model (a decoder language model of any family wick knows -- llama,
+ * mistral, qwen2, qwen3, gemma2, gemma3, phi3, smollm3 -- loaded from a GGUF
+ * file or an HF directory; wick.Llama is the same type under its old name)
+ * and wick.KVCache (one sequence's keys and values): the forward pass from
+ * Python. Generation, streaming and chat are textgen.c (above this file: it
+ * loads and reads models); Model.generate / stream / chat call it through
+ * wkpy_llama_textgen / wkpy_llama_chat, which module.c sets at import.
  *
  * The model is immutable once loaded, so threads may share one; a cache is
  * one sequence's state and wick does not lock it, so a cache in use by one
@@ -37,10 +39,10 @@ PyObject *wkpy_llama_load(PyObject *path, PyObject *device, PyObject *dtype) {
     if (dtype && dtype != Py_None) {
         if (wkpy_dtype_from(dtype, WK_F32, &o.dtype) < 0) return NULL;
         if (o.dtype != WK_F32 && o.dtype != WK_F16 && o.dtype != WK_BF16)
-            return PyErr_Format(PyExc_ValueError, "Llama(): dtype must be f32, f16 or bf16 (the float weights' "
+            return PyErr_Format(PyExc_ValueError, "Model(): dtype must be f32, f16 or bf16 (the float weights' "
                                                   "dtype), got %s", wk_dtype_name(o.dtype));
     }
-    if (wkpy_path(path, "Llama", &b) < 0) return NULL;
+    if (wkpy_path(path, "Model", &b) < 0) return NULL;
     wk_lm *m;
     Py_BEGIN_ALLOW_THREADS m = wk_lm_load(PyBytes_AS_STRING(b), &o);
     Py_END_ALLOW_THREADS
@@ -59,7 +61,7 @@ static PyObject *llama_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     (void)type;
     static char *names[] = {"path", "device", "dtype", NULL};
     PyObject *path, *device = NULL, *dtype = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:Llama", names, &path, &device, &dtype)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:Model", names, &path, &device, &dtype)) return NULL;
     return wkpy_llama_load(path, device, dtype);
 }
 
@@ -67,6 +69,52 @@ static void llama_dealloc(llama_obj *self) {
     /* every Tokenizer borrowed from the model holds a reference to it: none is left */
     wk_lm_free(self->m);
     PyObject_Free(self);
+}
+
+static PyObject *g_arch(llama_obj *self, void *c) {
+    (void)c;
+    return PyUnicode_FromString(wk_lm_config_of(self->m)->arch);
+}
+
+/* d[key] = str, or lst.append(str) with d NULL */
+static int set_str(PyObject *d, const char *key, const char *v) {
+    PyObject *o = PyUnicode_FromString(v);
+    if (!o) return -1;
+    int rc = PyDict_Check(d) ? PyDict_SetItemString(d, key, o) : PyList_Append(d, o);
+    Py_DECREF(o);
+    return rc;
+}
+
+/* the family features (wk_lm_config's second block) into d */
+static int config_features(const wk_lm_config *k, PyObject *d) {
+    PyObject *f = Py_BuildValue(
+        "{s:O,s:O,s:O,s:O,s:O,s:d,s:d,s:d,s:d,s:L,s:L,s:d,s:d}", "attn_bias", k->attn_bias ? Py_True : Py_False,
+        "qk_norm", k->qk_norm ? Py_True : Py_False, "post_norms", k->post_norms ? Py_True : Py_False, "gelu_mlp",
+        k->gelu_mlp ? Py_True : Py_False, "fused_qkv", k->fused_qkv ? Py_True : Py_False, "embed_scale",
+        k->embed_scale, "attn_scale", k->attn_scale, "attn_softcap", k->attn_softcap, "final_softcap",
+        k->final_softcap, "sliding_window", (long long)k->sliding_window, "rope_dims", (long long)k->rope_dims,
+        "rope_local_theta", k->rope_local_theta, "rope_attn_factor", k->rope_attn_factor);
+    if (!f) return -1;
+    int rc = PyDict_Update(d, f);
+    Py_DECREF(f);
+    if (rc < 0) return -1;
+    /* per layer, the names of its WK_LM_* flags: [] | ["sliding"] | ["no_rope"] ... */
+    PyObject *layers = PyList_New((Py_ssize_t)k->n_layers);
+    if (!layers) return -1;
+    for (int64_t l = 0; l < k->n_layers; l++) {
+        unsigned fl = k->layer_flags ? k->layer_flags[l] : 0;
+        PyObject *names = PyList_New(0);
+        if (!names || ((fl & WK_LM_SLIDING) && set_str(names, NULL, "sliding") < 0) ||
+            ((fl & WK_LM_NO_ROPE) && set_str(names, NULL, "no_rope") < 0)) {
+            Py_XDECREF(names);
+            Py_DECREF(layers);
+            return -1;
+        }
+        PyList_SET_ITEM(layers, (Py_ssize_t)l, names);
+    }
+    rc = PyDict_SetItemString(d, "layer_flags", layers);
+    Py_DECREF(layers);
+    return rc;
 }
 
 static PyObject *g_config(llama_obj *self, void *c) {
@@ -83,7 +131,8 @@ static PyObject *g_config(llama_obj *self, void *c) {
     if (!d) return NULL;
     PyObject *bos = k->bos >= 0 ? PyLong_FromLong(k->bos) : Py_NewRef(Py_None);
     PyObject *eos = k->eos >= 0 ? PyLong_FromLong(k->eos) : Py_NewRef(Py_None);
-    if (!bos || !eos || PyDict_SetItemString(d, "bos", bos) < 0 || PyDict_SetItemString(d, "eos", eos) < 0)
+    if (!bos || !eos || PyDict_SetItemString(d, "bos", bos) < 0 || PyDict_SetItemString(d, "eos", eos) < 0 ||
+        set_str(d, "arch", k->arch) < 0 || config_features(k, d) < 0)
         Py_CLEAR(d);
     Py_XDECREF(bos);
     Py_XDECREF(eos);
@@ -149,10 +198,17 @@ static PyObject *m_stream(PyObject *self, PyObject *const *args, Py_ssize_t narg
     return wkpy_llama_textgen(true, self, args, nargs, kw);
 }
 
+PyObject *(*wkpy_llama_chat)(PyObject *model, PyObject *const *args, Py_ssize_t nargs, PyObject *kw);
+
+static PyObject *m_chat(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw) {
+    return wkpy_llama_chat(self, args, nargs, kw);
+}
+
 static PyObject *llama_repr(llama_obj *self) {
     const wk_lm_config *k = wk_lm_config_of(self->m);
-    return PyUnicode_FromFormat("wick.Llama(vocab=%lld, dim=%lld, n_layers=%lld, max_ctx=%lld)", (long long)k->vocab,
-                                (long long)k->dim, (long long)k->n_layers, (long long)k->max_ctx);
+    return PyUnicode_FromFormat("wick.Model(arch='%s', vocab=%lld, dim=%lld, n_layers=%lld, max_ctx=%lld)", k->arch,
+                                (long long)k->vocab, (long long)k->dim, (long long)k->n_layers,
+                                (long long)k->max_ctx);
 }
 
 #define FAST(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
@@ -169,11 +225,23 @@ static PyMethodDef llama_methods[] = {
      "stream(prompt, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, "
      "repeat_last_n=64, seed=0, stop=None, chat=False, system=None, stop_at_eos=True, max_ctx=0)\nSame as "
      "wick.stream(self, prompt, ...)."},
+    {"chat", FAST(m_chat),
+     "chat(messages, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, "
+     "repeat_last_n=64, seed=0, stop=None, system=None, stop_at_eos=True, max_ctx=0, return_stats=False)\nThe "
+     "assistant's reply to messages (a list of {'role': ..., 'content': ...} dicts or (role, content) pairs), "
+     "rendered with the model's chat template; system, when given, is a first system message. A one-off "
+     "wick.ChatSession: for a conversation that goes on, keep one (its KV cache keeps the history)."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef llama_getset[] = {
-    {"config", (getter)g_config, NULL, "The model's config, a dict (vocab, dim, n_layers, n_heads, ...).", NULL},
+    {"arch", (getter)g_arch, NULL, "The family: 'llama', 'mistral', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3' "
+     "or 'smollm3'.", NULL},
+    {"config", (getter)g_config, NULL,
+     "The model's config, a dict: arch, vocab, dim, n_layers, n_heads, ..., the family features (attn_bias, "
+     "qk_norm, post_norms, gelu_mlp, fused_qkv, embed_scale, attn_scale, attn_softcap, final_softcap, "
+     "sliding_window, rope_dims, rope_local_theta, rope_attn_factor) and layer_flags (per layer, a list of "
+     "'sliding' / 'no_rope').", NULL},
     {"tokenizer", (getter)g_tokenizer, NULL, "The file's tokenizer (a wick.Tokenizer), or None.", NULL},
     {"chat_template", (getter)g_chat_template, NULL, "The file's chat template, or None.", NULL},
     {"vocab_size", (getter)g_vocab_size, NULL, "Logits per position.", NULL},
@@ -181,12 +249,14 @@ static PyGetSetDef llama_getset[] = {
 };
 
 static PyTypeObject llama_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "wick.Llama",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "wick.Model",
     .tp_basicsize = sizeof(llama_obj),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Llama(path, device=None, dtype=None)\nA Llama-family model (Llama 2/3, SmolLM2, ...) from a .gguf "
-              "file (quantized layers stay quantized) or an HF directory. dtype (f32 / f16 / bf16) converts the "
-              "float weight matrices at load; None keeps the file's. Immutable: threads may share one.",
+    .tp_doc = "Model(path, device=None, dtype=None)\nA decoder language model of any family wick knows (llama -- "
+              "Llama 2/3, SmolLM2 --, mistral, qwen2, qwen3, gemma2, gemma3, phi3, smollm3) from a .gguf file "
+              "(quantized layers stay quantized) or an HF directory. dtype (f32 / f16 / bf16) converts the "
+              "float weight matrices at load; None keeps the file's. Immutable: threads may share one. "
+              "wick.Llama is the same type (its former name).",
     .tp_new = llama_new,
     .tp_dealloc = (destructor)llama_dealloc,
     .tp_repr = (reprfunc)llama_repr,
@@ -203,7 +273,7 @@ static PyObject *cache_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     long long max_tokens = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|L:KVCache", names, &model, &max_tokens)) return NULL;
     if (!PyObject_TypeCheck(model, &llama_type))
-        return PyErr_Format(PyExc_TypeError, "KVCache(): model must be a wick.Llama, got %s", Py_TYPE(model)->tp_name);
+        return PyErr_Format(PyExc_TypeError, "KVCache(): model must be a wick.Model, got %s", Py_TYPE(model)->tp_name);
     wk_kv_cache *c;
     Py_BEGIN_ALLOW_THREADS c = wk_kv_cache_new(((llama_obj *)model)->m, (int64_t)max_tokens);
     Py_END_ALLOW_THREADS
@@ -279,6 +349,8 @@ static PyTypeObject cache_type = {
 
 static int llm_init(PyObject *m) {
     if (PyType_Ready(&llama_type) < 0 || PyType_Ready(&cache_type) < 0) return -1;
+    if (PyModule_AddObjectRef(m, "Model", (PyObject *)&llama_type) < 0) return -1;
+    /* the former name, kept for compatibility: the same type */
     if (PyModule_AddObjectRef(m, "Llama", (PyObject *)&llama_type) < 0) return -1;
     return PyModule_AddObjectRef(m, "KVCache", (PyObject *)&cache_type);
 }

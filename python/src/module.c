@@ -56,6 +56,7 @@ static int build_tables(void) {
 /* The Tensor type from every part, then each part added to the module. */
 static int parts_init(PyObject *mod) {
     wkpy_llama_textgen = wkpy_textgen; /* Llama.generate / stream (llm.c) run textgen.c's generator */
+    wkpy_llama_chat = wkpy_chat;       /* Model.chat (llm.c) runs textgen.c's chat session */
     wkpy_tensor_protocols(&wkpy_tensor_type);
     if (build_tables() < 0 || PyType_Ready(&wkpy_tensor_type) < 0 ||
         PyModule_AddObjectRef(mod, "Tensor", (PyObject *)&wkpy_tensor_type) < 0)

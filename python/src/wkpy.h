@@ -134,6 +134,9 @@ extern PyObject *(*wkpy_llama_textgen)(bool stream, PyObject *model, PyObject *c
 /* textgen.c: generate (a str) or stream (an iterator of str) over model (a
  * Llama), the arguments from the prompt on. */
 PyObject *wkpy_textgen(bool stream, PyObject *model, PyObject *const *args, Py_ssize_t nargs, PyObject *kw);
+/* Model.chat(messages, ...): textgen.c's wkpy_chat, stored here by module.c. */
+extern PyObject *(*wkpy_llama_chat)(PyObject *model, PyObject *const *args, Py_ssize_t nargs, PyObject *kw);
+PyObject *wkpy_chat(PyObject *model, PyObject *const *args, Py_ssize_t nargs, PyObject *kw);
 /* ---- autograd ---- */
 /* The process-wide gradient store (autograd.c) behind Tensor.grad /
  * backward and the optimizers, and its lock. wkpy_grads_lock: GIL held (it

@@ -5,6 +5,45 @@ import builtins
 from typing import Any, Iterator, Optional, TypeAlias, final
 
 @final
+class ChatSession:
+    """ChatSession(model, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, stop=None, system=None, stop_at_eos=True, max_ctx=0)
+    A multi-turn conversation with model (its chat template), whose KV cache keeps the history: each reply renders the whole conversation and runs only the tokens the cache lacks. Options apply to every reply (max_new_tokens per reply; every reply samples with seed). A conversation longer than the context (max_ctx: at most that many positions) raises ValueError: pop() or reset() and go on. The GIL is released while a reply runs.
+    """
+    def __new__(cls, model, max_new_tokens=..., temperature=..., top_k=..., top_p=..., min_p=..., repeat_penalty=..., repeat_last_n=..., seed=..., stop=..., system=..., stop_at_eos=..., max_ctx=...) -> ChatSession: ...
+    def add(self, role, content):
+        """add(role, content)
+        Append a message (any role the template knows).
+        """
+    @property
+    def cached(self) -> Any:
+        """Tokens the KV cache holds."""
+    @property
+    def messages(self) -> Any:
+        """The conversation: a list of {'role': ..., 'content': ...} dicts."""
+    @property
+    def model(self) -> Any:
+        """The wick.Model the session runs."""
+    def pop(self):
+        """pop()
+        Drop the last message (to regenerate a reply, say).
+        """
+    def reply(self, return_stats=...):
+        """reply(return_stats=False)
+        The assistant's reply to the conversation so far (it joins the conversation).
+        """
+    def reset(self):
+        """reset()
+        Forget the conversation but the system message; the KV cache still serves its prefix.
+        """
+    def send(self, text, return_stats=...):
+        """send(text, return_stats=False)
+        Add a user message and return the assistant's reply (it joins the conversation). With return_stats, (reply, stats): n_prompt is the whole conversation, n_prefill the tokens this turn ran (the rest came from the KV cache).
+        """
+    @property
+    def stats(self) -> Any:
+        """The last reply's stats dict (generate(..., return_stats=True)'s), or None."""
+
+@final
 class GGUF:
     """GGUF(path)
     A memory-mapped GGUF file (v1-v3): .metadata, .types, .tensor_names, .tensor(name). A context manager; tensors outlive close().
@@ -83,18 +122,25 @@ class KVCache:
         """
 
 @final
-class Llama:
-    """Llama(path, device=None, dtype=None)
-    A Llama-family model (Llama 2/3, SmolLM2, ...) from a .gguf file (quantized layers stay quantized) or an HF directory. dtype (f32 / f16 / bf16) converts the float weight matrices at load; None keeps the file's. Immutable: threads may share one.
+class Model:
+    """Model(path, device=None, dtype=None)
+    A decoder language model of any family wick knows (llama -- Llama 2/3, SmolLM2 --, mistral, qwen2, qwen3, gemma2, gemma3, phi3, smollm3) from a .gguf file (quantized layers stay quantized) or an HF directory. dtype (f32 / f16 / bf16) converts the float weight matrices at load; None keeps the file's. Immutable: threads may share one. wick.Llama is the same type (its former name).
     """
-    def __new__(cls, path, device=..., dtype=...) -> Llama: ...
+    def __new__(cls, path, device=..., dtype=...) -> Model: ...
     def __repr__(self, /) -> str: ...
+    @property
+    def arch(self) -> Any:
+        """The family: 'llama', 'mistral', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3' or 'smollm3'."""
+    def chat(self, messages, max_new_tokens=..., temperature=..., top_k=..., top_p=..., min_p=..., repeat_penalty=..., repeat_last_n=..., seed=..., stop=..., system=..., stop_at_eos=..., max_ctx=..., return_stats=...):
+        """chat(messages, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, stop=None, system=None, stop_at_eos=True, max_ctx=0, return_stats=False)
+        The assistant's reply to messages (a list of {'role': ..., 'content': ...} dicts or (role, content) pairs), rendered with the model's chat template; system, when given, is a first system message. A one-off wick.ChatSession: for a conversation that goes on, keep one (its KV cache keeps the history).
+        """
     @property
     def chat_template(self) -> Any:
         """The file's chat template, or None."""
     @property
     def config(self) -> Any:
-        """The model's config, a dict (vocab, dim, n_layers, n_heads, ...)."""
+        """The model's config, a dict: arch, vocab, dim, n_layers, n_heads, ..., the family features (attn_bias, qk_norm, post_norms, gelu_mlp, fused_qkv, embed_scale, attn_scale, attn_softcap, final_softcap, sliding_window, rope_dims, rope_local_theta, rope_attn_factor) and layer_flags (per layer, a list of 'sliding' / 'no_rope')."""
     def forward(self, ids, cache=..., all_logits=...):
         """forward(ids, cache=None, all_logits=False)
         Run ids (a list of ints or an integer tensor) at the cache's next positions (appending their keys and values; without a cache, a fresh one for these ids only). Returns f32 logits (1, vocab) for the last id, or (n, vocab) with all_logits. The GIL is released meanwhile.
@@ -1141,7 +1187,7 @@ class Tensor:
 @final
 class TextStream:
     """TextStream()
-    The iterator wick.stream / Llama.stream return (not made directly): each item is the text of the tokens sampled since the last (complete UTF-8; text that could still become a stop string is held until it cannot).
+    The iterator wick.stream / Model.stream return (not made directly): each item is the text of the tokens sampled since the last (complete UTF-8; text that could still become a stop string is held until it cannot).
     """
     def __iter__(self, /) -> Iterator[Any]: ...
     def __next__(self, /) -> Any: ...
@@ -1157,7 +1203,7 @@ class TextStream:
         """Tokens in the prompt (after the chat template)."""
     @property
     def stats(self) -> Any:
-        """A dict as of the last piece: n_prompt, n_generated, prefill_ms, first_token_ms, decode_ms, stop_reason (generate(..., return_stats=True)'s)."""
+        """A dict as of the last piece: n_prompt, n_prefill, n_generated, prefill_ms, first_token_ms, decode_ms, stop_reason (generate(..., return_stats=True)'s)."""
     @property
     def stop_reason(self) -> Any:
         """None while running; then 'length' (max_new_tokens), 'eos', 'stop' (a stop string), 'closed' or 'context' (the context is full)."""
@@ -1341,6 +1387,8 @@ class NotCompiledError(Error, builtins.NotImplementedError):
     ...
 
 Bert = SentenceEncoder
+
+Llama = Model
 
 def abs(input):
     """abs(input)
@@ -1606,7 +1654,7 @@ def gelu_erf(input):
     """
 def generate(model, prompt, max_new_tokens=..., temperature=..., top_k=..., top_p=..., min_p=..., repeat_penalty=..., repeat_last_n=..., seed=..., stop=..., chat=..., system=..., stop_at_eos=..., max_ctx=..., return_stats=...):
     """generate(model, prompt, max_new_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, repeat_last_n=64, seed=0, stop=None, chat=False, system=None, stop_at_eos=True, max_ctx=0, return_stats=False)
-    The text the model (a wick.Llama, or a path loaded for this call) generates after prompt (special tokens in it parsed; chat wraps it in the model's ChatML template, system its system message). temperature <= 0 is greedy; top_k <= 0, top_p >= 1, min_p <= 0 and repeat_penalty 1 are off; the same seed gives the same text. Stops at max_new_tokens (<= 0: the context), at EOS (stop_at_eos), before a stop string (a str or a list of str), or when the context (max_ctx: at most that many positions) is full. return_stats=True returns (text, stats), stats a dict: n_prompt, n_generated, prefill_ms, first_token_ms, decode_ms, stop_reason ('length', 'eos', 'stop' or 'context', as TextStream.stop_reason).
+    The text the model (a wick.Model, or a path loaded for this call) generates after prompt (special tokens in it parsed; chat wraps it in the model's ChatML template, system its system message). temperature <= 0 is greedy; top_k <= 0, top_p >= 1, min_p <= 0 and repeat_penalty 1 are off; the same seed gives the same text. Stops at max_new_tokens (<= 0: the context), at EOS (stop_at_eos), before a stop string (a str or a list of str), or when the context (max_ctx: at most that many positions) is full. return_stats=True returns (text, stats), stats a dict: n_prompt, n_prefill, n_generated, prefill_ms, first_token_ms, decode_ms, stop_reason ('length', 'eos', 'stop' or 'context', as TextStream.stop_reason).
     """
 def get_num_threads() -> int:
     """get_num_threads() -> int: the CPU backend's thread count."""

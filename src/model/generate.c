@@ -13,7 +13,11 @@
  * token's text fits the piece buffer (3 * (the longest token + 4) + 64,
  * wk_token_stream_put's bound); the held-back text is at most the longest
  * stop string plus one piece; the step's text buffer grows to what one step
- * hands back (at most the held-back text plus one piece and the flush). */
+ * hands back (at most the held-back text plus one piece and the flush).
+ *
+ * A chat session's reply (model/chat_session.c) is the same session over a
+ * cache it borrows (wk__gen_kept): only the prompt's ids after the prefix
+ * the cache holds are prefilled, and the keeper hears once how it ended. */
 #include <stdlib.h>
 #include "wick/tokenizer.h"
 #include "wick/lm.h"
@@ -22,6 +26,7 @@
 #include "base/error.h"
 #include "wick/chat.h"
 #include "model/stop_text.h"
+#include "model/gen_internal.h"
 #include "wick/generate.h"
 
 void wk_generate_opts_default(wk_generate_opts *o) {
@@ -61,6 +66,15 @@ struct wk_gen {
     bool need_prefill, need_forward, ended, failed;
     double t0, t_dec;
     wk_generate_stats stats;
+    /* a chat session's reply: the keeper of the cache (NULL: the cache is
+     * this session's own), the prompt ids it already held, the reply text */
+    wk__gen_kept *kept;
+    bool growable;         /* the cache grows when full (a chat reply's), up to ctx positions */
+    bool fixed_ctx;        /* o->max_ctx was given: a kept cache is made that long at once */
+    int64_t n_skip, ctx;
+    char *reply;
+    size_t n_reply, reply_cap;
+    bool reply_oom, reported;
 };
 
 static const char *OP_START = "wk_gen_start", *OP_STEP = "wk_gen_step", *OP_GEN = "wk_generate";
@@ -123,6 +137,37 @@ static char *special_text(const wk_tokenizer *tok, int32_t id) {
     return s;
 }
 
+wk_status wk__gen_render(const wk_lm *m, const wk_chat_template *tmpl, const wk_chat_message *msgs, size_t n,
+                         int64_t now, char **text, const char *op) {
+    *text = NULL;
+    wk_chat_template *own = NULL;
+    if (!tmpl) {
+        const char *src = wk_lm_chat_template(m);
+        if (!src) return wk__err(WK_ERR_ARG, op, "chat: the model file has no chat template");
+        if (!(tmpl = own = wk_chat_template_compile(src)))
+            return wk__err(wk_last_status(), op, "chat: %s", wk_last_error());
+    }
+    const wk_tokenizer *tok = wk_lm_tokenizer(m);
+    char *bos = special_text(tok, wk_tokenizer_bos(tok)), *eos = special_text(tok, wk_tokenizer_eos(tok));
+    wk_chat_opts co = {.bos_token = bos ? bos : "", .eos_token = eos ? eos : "", .add_generation_prompt = true,
+                       .now = now};
+    wk_status st = WK_OK;
+    int64_t need = wk_chat_template_render(tmpl, msgs, n, &co, NULL, 0);
+    if (need < 0) st = wk__err(wk_last_status(), op, "chat: %s", wk_last_error());
+    else if (!(*text = malloc((size_t)need + 1)))
+        st = wk__err(WK_ERR_OOM, op, "no memory for a %lld-byte chat prompt", (long long)need);
+    else if (wk_chat_template_render(tmpl, msgs, n, &co, *text, (size_t)need + 1) != need)
+        st = wk__err(WK_ERR_ARG, op, "chat: the template rendered differently twice");
+    free(bos);
+    free(eos);
+    wk_chat_template_free(own);
+    if (st != WK_OK) {
+        free(*text);
+        *text = NULL;
+    }
+    return st;
+}
+
 /* The prompt as the model sees it: the model's chat template rendered (the
  * Jinja interpreter, wick/chat.h) over [system,] user with the tokenizer's
  * bos / eos texts and the generation prompt (a new string in *text), or
@@ -132,28 +177,8 @@ static wk_status chat_text(const wk_lm *m, const char *prompt, const wk_generate
                            const char *op) {
     *text = NULL;
     if (!o->chat) return WK_OK;
-    const char *tmpl = wk_lm_chat_template(m);
-    if (!tmpl) return wk__err(WK_ERR_ARG, op, "chat: the model file has no chat template");
-    const wk_tokenizer *tok = wk_lm_tokenizer(m);
-    char *bos = special_text(tok, wk_tokenizer_bos(tok)), *eos = special_text(tok, wk_tokenizer_eos(tok));
     wk_chat_message msgs[2] = {{.role = "system", .content = o->system}, {.role = "user", .content = prompt}};
-    wk_chat_opts co = {.bos_token = bos ? bos : "", .eos_token = eos ? eos : "", .add_generation_prompt = true};
-    const wk_chat_message *first = o->system ? msgs : msgs + 1;
-    size_t nm = o->system ? 2 : 1;
-    wk_status st = WK_OK;
-    int64_t need = wk_chat_apply(tmpl, first, nm, &co, NULL, 0);
-    if (need < 0) st = wk__err(wk_last_status(), op, "chat: %s", wk_last_error());
-    else if (!(*text = malloc((size_t)need + 1)))
-        st = wk__err(WK_ERR_OOM, op, "no memory for a %lld-byte chat prompt", (long long)need);
-    else if (wk_chat_apply(tmpl, first, nm, &co, *text, (size_t)need + 1) != need)
-        st = wk__err(WK_ERR_ARG, op, "chat: the template rendered differently twice");
-    free(bos);
-    free(eos);
-    if (st != WK_OK) {
-        free(*text);
-        *text = NULL;
-    }
-    return st;
+    return wk__gen_render(m, NULL, o->system ? msgs : msgs + 1, o->system ? 2 : 1, 0, text, op);
 }
 
 /* Tokenize into g->ids, with room after the prompt for every id that can
@@ -177,8 +202,9 @@ static wk_status tokenize(wk_gen *g, const char *text, bool chat, int64_t ctx, i
     }
     if (n_prompt == 0) return wk__err(WK_ERR_ARG, op, "the prompt is empty (no tokens, no BOS)");
     if (n_prompt > ctx)
-        return wk__err(WK_ERR_ARG, op, "the prompt has %lld tokens, more than the context of %lld", (long long)n_prompt,
-                       (long long)ctx);
+        return wk__err(WK_ERR_ARG, op, "the %s has %lld tokens, more than the context of %lld%s",
+                       g->kept ? "conversation" : "prompt", (long long)n_prompt, (long long)ctx,
+                       g->kept ? " (drop turns: wk_chat_session_pop / _reset)" : "");
     /* the history buffer: the prompt plus every token that can be sampled */
     *room = ctx - n_prompt + 1;
     int32_t *ids = realloc(g->ids, (size_t)(n_prompt + *room) * sizeof *ids);
@@ -203,8 +229,37 @@ static bool is_eos(const wk_gen *g, int32_t id) {
     return false;
 }
 
+/* Tell the keeper how the reply ended, once: the ids its cache holds now
+ * (every id run so far is in g->ids, in order), then the text. */
+static void report(wk_gen *g) {
+    if (!g->kept || g->reported) return;
+    g->reported = true;
+    wk__gen_kept *k = g->kept;
+    k->open = NULL;
+    int64_t n = wk_kv_cache_len(k->cache);
+    if (n > k->ids_cap) {
+        int32_t *ids = realloc(k->ids, (size_t)n * sizeof *ids);
+        if (!ids) n = 0; /* no memory to remember them: the cache is refilled next time */
+        else {
+            k->ids = ids;
+            k->ids_cap = n;
+        }
+    }
+    if (n > 0) memcpy(k->ids, g->ids, (size_t)n * sizeof *g->ids);
+    k->n = n;
+    wk_kv_cache_truncate(k->cache, n);
+    if (k->on_end) k->on_end(k->ctx, g->reply ? g->reply : "", g->n_reply, g->failed || g->reply_oom);
+}
+
+void wk__gen_detach(wk_gen *g) {
+    if (g) g->kept = NULL; /* wk_gen_free frees the cache now; it may still grow it */
+}
+
 void wk_gen_free(wk_gen *g) {
     if (!g) return;
+    report(g);
+    if (g->kept) g->cache = NULL; /* the keeper's */
+    free(g->reply);
     free(g->ids);
     free(g->logits);
     free(g->piece);
@@ -216,9 +271,35 @@ void wk_gen_free(wk_gen *g) {
     free(g);
 }
 
-/* wk_gen_start with the caller's name for errors and its start time. */
+/* kept's cache, made or grown to hold need positions (at most ctx; a new
+ * cache holds nothing), truncated to the longest prefix of g->ids[0..nh)
+ * it holds, but for the last id: the prefill runs g->ids[n_skip..nh). */
+static wk_status reuse_cache(wk_gen *g, wk__gen_kept *k, int64_t need, int64_t ctx, const char *op) {
+    if (!k->cache || wk_kv_cache_capacity(k->cache) < need) {
+        /* doubling: a conversation refills its cache O(log ctx) times */
+        /* the caller's max_ctx: allocated once, never refilled */
+        int64_t cap = k->cache ? 2 * wk_kv_cache_capacity(k->cache) : g->fixed_ctx ? ctx : 256;
+        if (cap < need) cap = need;
+        if (cap > ctx) cap = ctx;
+        wk_kv_cache_free(k->cache);
+        k->n = 0;
+        if (!(k->cache = wk_kv_cache_new(g->m, cap))) return wk_last_status();
+    }
+    int64_t keep = 0, lim = k->n < g->nh - 1 ? k->n : g->nh - 1;
+    if (lim > wk_kv_cache_len(k->cache)) lim = wk_kv_cache_len(k->cache);
+    while (keep < lim && k->ids[keep] == g->ids[keep]) keep++;
+    wk_status s = wk_kv_cache_truncate(k->cache, keep);
+    if (s) return wk__err(s, op, "%s", wk_last_error());
+    k->n = keep;
+    g->n_skip = keep;
+    g->cache = k->cache;
+    return WK_OK;
+}
+
+/* wk_gen_start with the caller's name for errors and its start time; text
+ * rendered: the prompt is a chat template's output (kept: over its cache). */
 static wk_gen *gen_start(const wk_lm *m, const char *prompt, const wk_generate_opts *opts, const char *op,
-                         double t0) {
+                         double t0, bool rendered, wk__gen_kept *kept) {
     wk_generate_opts defaults;
     if (!opts) wk_generate_opts_default(&defaults);
     const wk_generate_opts *o = opts ? opts : &defaults;
@@ -237,14 +318,19 @@ static wk_gen *gen_start(const wk_lm *m, const char *prompt, const wk_generate_o
     g->m = m;
     g->tok = tok;
     g->t0 = t0;
+    g->kept = kept;
+    g->growable = kept != NULL;
     g->stats.stop_reason = WK_STOP_NONE;
     char *text = NULL;
     int64_t ctx = cfg->max_ctx, room = 0;
     if (o->max_ctx > 0 && o->max_ctx < ctx) ctx = o->max_ctx;
+    g->ctx = ctx;
+    g->fixed_ctx = o->max_ctx > 0;
     if (copy_stops(g, o, op)) goto fail;
     if (!(g->sampler = wk_sampler_new(&o->sampling))) goto fail;
-    if (chat_text(m, prompt, o, &text, op)) goto fail;
-    wk_status s = tokenize(g, text ? text : prompt, text != NULL, ctx, &room, op);
+    const bool chat = rendered || o->chat;
+    if (!rendered && chat_text(m, prompt, o, &text, op)) goto fail;
+    wk_status s = tokenize(g, text ? text : prompt, chat, ctx, &room, op);
     free(text);
     if (s) goto fail;
     const int64_t n_prompt = g->nh;
@@ -256,7 +342,7 @@ static wk_gen *gen_start(const wk_lm *m, const char *prompt, const wk_generate_o
         if (wk_tokenizer_eos(tok) >= 0) g->eos[g->n_eos++] = wk_tokenizer_eos(tok);
         /* the end-of-turn tokens of the families' templates */
         static const char *const turn_ends[] = {"<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|end|>"};
-        for (size_t i = 0; o->chat && i < sizeof turn_ends / sizeof *turn_ends; i++) {
+        for (size_t i = 0; chat && i < sizeof turn_ends / sizeof *turn_ends; i++) {
             int32_t id = wk_tokenizer_find(tok, turn_ends[i]);
             if (id >= 0 && g->n_eos < (int)(sizeof g->eos / sizeof g->eos[0])) g->eos[g->n_eos++] = id;
         }
@@ -275,17 +361,52 @@ static wk_gen *gen_start(const wk_lm *m, const char *prompt, const wk_generate_o
     g->out[0] = 0;
     g->hold = (wk__stop_text){.stop = (const char *const *)g->stop, .n_stop = o->n_stop, .on_text = out_put, .ctx = g};
     /* every sampled token but the last is run */
-    if (!(g->cache = wk_kv_cache_new(m, n_prompt + g->max_new - 1))) goto fail;
+    if (kept) {
+        /* room for the prompt only: the cache grows as the reply does */
+        if (reuse_cache(g, kept, n_prompt, ctx, op)) goto fail;
+    } else if (!(g->cache = wk_kv_cache_new(m, n_prompt + g->max_new - 1)))
+        goto fail;
     g->stats.n_prompt = n_prompt;
+    g->stats.n_prefill = n_prompt - g->n_skip;
     g->need_prefill = true; /* the first step runs the prompt */
     return g;
 fail:
+    g->reported = true; /* a start that failed is no reply: the keeper hears nothing */
     wk_gen_free(g);
     return NULL;
 }
 
 wk_gen *wk_gen_start(const wk_lm *m, const char *prompt, const wk_generate_opts *o) {
-    return gen_start(m, prompt, o, OP_START, now_ms());
+    return gen_start(m, prompt, o, OP_START, now_ms(), false, NULL);
+}
+
+wk_gen *wk__gen_start_kept(const wk_lm *m, const char *text, const wk_generate_opts *o, const char *op,
+                           wk__gen_kept *kept) {
+    if (kept->open) {
+        wk__err(WK_ERR_ARG, op, "a reply is still open: step it to its end or free it first");
+        return NULL;
+    }
+    wk_gen *g = gen_start(m, text, o, op, now_ms(), true, kept);
+    if (g) kept->open = g;
+    return g;
+}
+
+/* A growable cache that cannot take the next token: a cache twice as long
+ * (at most ctx positions), refilled with every id the old one held, then the
+ * token. One batched pass: amortised over the doublings, O(1) per token. */
+static wk_status grow_and_forward(wk_gen *g) {
+    int64_t len = wk_kv_cache_len(g->cache), cap = 2 * wk_kv_cache_capacity(g->cache);
+    if (cap > g->ctx) cap = g->ctx;
+    wk_kv_cache *c = wk_kv_cache_new(g->m, cap);
+    if (!c) return wk_last_status();
+    wk_kv_cache_free(g->cache);
+    g->cache = c;
+    if (g->kept) {
+        g->kept->cache = c;
+        g->kept->n = 0;
+    }
+    g->stats.n_refill += len;
+    return forward(g, g->ids, len + 1); /* g->ids[len] is the token to run */
 }
 
 /* An error inside a step ends the session. */
@@ -294,6 +415,7 @@ static wk_status step_failed(wk_gen *g, wk_status s) {
     g->stats.stop_reason = WK_STOP_NONE;
     g->n_out = 0;
     g->out[0] = 0;
+    report(g);
     return s;
 }
 
@@ -309,11 +431,13 @@ wk_status wk_gen_step(wk_gen *g, wk_gen_token *out) {
     if (g->need_prefill) {
         g->need_prefill = false;
         const double t_pf = now_ms();
-        if ((s = forward(g, g->ids, g->nh))) return step_failed(g, s);
+        if ((s = forward(g, g->ids + g->n_skip, g->nh - g->n_skip))) return step_failed(g, s);
         g->stats.prefill_ms = now_ms() - t_pf;
     } else if (g->need_forward) {
         g->need_forward = false;
-        if ((s = forward(g, &g->last, 1))) return step_failed(g, s);
+        if (g->growable && wk_kv_cache_len(g->cache) >= wk_kv_cache_capacity(g->cache)) s = grow_and_forward(g);
+        else s = forward(g, &g->last, 1);
+        if (s) return step_failed(g, s);
     }
     int32_t id = wk_sampler_sample(g->sampler, g->logits, g->vocab, g->ids, g->nh);
     if (id < 0) return step_failed(g, wk_last_status());
@@ -345,6 +469,22 @@ wk_status wk_gen_step(wk_gen *g, wk_gen_token *out) {
     /* stop_text's own OOM, or the step buffer's (its sink returned nonzero) */
     if (g->out_oom || (rc != WK__TEXT_GO_ON && rc != WK__TEXT_STOP_STRING))
         return step_failed(g, wk__err(WK_ERR_OOM, OP_STEP, "no memory for the generated text"));
+    /* a reply's text, for its keeper (its own OOM drops the reply, not the step) */
+    if (g->kept && g->n_out && !g->reply_oom) {
+        if (g->n_reply + g->n_out + 1 > g->reply_cap) {
+            size_t cap = (g->n_reply + g->n_out + 1) * 2;
+            char *b = realloc(g->reply, cap);
+            if (!b) g->reply_oom = true;
+            else {
+                g->reply = b;
+                g->reply_cap = cap;
+            }
+        }
+        if (!g->reply_oom) {
+            memcpy(g->reply + g->n_reply, g->out, g->n_out + 1);
+            g->n_reply += g->n_out;
+        }
+    }
     if (r == WK_STOP_NONE) {
         g->last = id;
         g->need_forward = true;
@@ -353,6 +493,7 @@ wk_status wk_gen_step(wk_gen *g, wk_gen_token *out) {
         g->stats.stop_reason = r;
     }
     g->stats.decode_ms = now_ms() - g->t_dec;
+    if (g->ended) report(g);
     *out = (wk_gen_token){.id = id, .text = g->out, .n_text = g->n_out, .stop = r};
     return WK_OK;
 }
@@ -371,7 +512,7 @@ wk_status wk_generate(const wk_lm *m, const char *prompt, const wk_generate_opts
     wk_status s = WK_OK;
     wk_gen *g = NULL;
     if (!o) s = wk__err(WK_ERR_ARG, OP_GEN, "%s is NULL", !m ? "the model" : !prompt ? "the prompt" : "the options");
-    else if (!(g = gen_start(m, prompt, o, OP_GEN, t0))) s = wk_last_status();
+    else if (!(g = gen_start(m, prompt, o, OP_GEN, t0, false, NULL))) s = wk_last_status();
     bool stopped_by_callback = false;
     while (g) {
         wk_gen_token t;

@@ -157,7 +157,7 @@ def test_model_properties(model, smollm2_gguf):
     assert c["max_ctx"] == 8192 and c["eos"] == 2 and c["tied_embeddings"] is True
     assert model.vocab_size == 49152
     assert "<|im_start|>" in model.chat_template
-    assert "wick.Llama" in repr(model)
+    assert "wick.Model" in repr(model)  # wick.Llama is the same type, renamed
     g = wick.GGUF(smollm2_gguf)
     assert c["rope_theta"] == g.metadata["llama.rope.freq_base"]
     assert c["n_heads"] == g.metadata["llama.attention.head_count"]
