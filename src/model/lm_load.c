@@ -533,8 +533,9 @@ wk_lm *wk_lm_load(const char *path, const wk_lm_load_opts *opts) {
     wk__lm_raw raw;
     memset(&raw, 0, sizeof raw);
     wk_status st = WK_OK;
+    /* raw.src points here: it must live as long as raw */
+    char cpath[4096];
     if (is_dir(path)) {
-        char cpath[4096];
         snprintf(cpath, sizeof cpath, "%s/config.json", path);
         size_t len;
         char *txt = wk__read_small_file(OP, cpath, &len);
