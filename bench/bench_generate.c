@@ -212,21 +212,30 @@ static void print_report(const report *r, const timing *runs, double *pre, doubl
            r->model_heap_bytes, (long long)ms.peak_in_use);
 }
 
-/* SmolLM2's ids for "The capital of France is" (models.md): after the timing,
- * the greedy continuation of it is printed (check=...) beside llama.cpp's, a
- * sign that the forward timed is the model's (the f32 reference continues
- * 7042 30 198 198: " Paris.\n\n"). Only for a 49152-id vocabulary. */
-static const int32_t CHECK_PROMPT[] = {504, 3575, 282, 4649, 314};
-enum { CHECK_PROMPT_N = 5, CHECK_GEN = 4 };
+/* After the timing, the greedy continuation of "The capital of France is"
+ * (tokenized by the file's own tokenizer, BOS where the model adds one, as
+ * llama.cpp does) is printed (check=...) beside llama.cpp's, a sign that
+ * the forward timed is the model's (SmolLM2's f32 reference continues
+ * 7042 30 198 198: " Paris.\n\n"; Gemma 3 506 5279 529 506; Qwen2.5 12095
+ * 13 12095 374). */
+static const char CHECK_TEXT[] = "The capital of France is";
+enum { CHECK_MAX_IDS = 16, CHECK_GEN = 4 };
 
-/* Writes "a,b,c,d" into out (or "-" when not SmolLM2's vocabulary or a
+/* Writes "a,b,c,d" into out (or "-" when the file has no tokenizer or a
  * forward fails). */
 static void greedy_check(bench *b, char *out, size_t cap) {
     snprintf(out, cap, "-");
-    if (b->vocab != 49152 || wk_kv_cache_capacity(b->c) < CHECK_PROMPT_N + CHECK_GEN ||
-        wk_kv_cache_truncate(b->c, 0) != WK_OK)
+    const wk_tokenizer *tok = wk_lm_tokenizer(b->m);
+    int32_t prompt[CHECK_MAX_IDS];
+    int64_t n = tok ? wk_tokenizer_encode(tok, CHECK_TEXT, sizeof CHECK_TEXT - 1,
+                                          WK_TOK_ADD_SPECIAL | WK_TOK_PARSE_SPECIAL, prompt, CHECK_MAX_IDS)
+                    : -1;
+    if (n <= 0 || n > CHECK_MAX_IDS || wk_kv_cache_capacity(b->c) < n + CHECK_GEN ||
+        wk_kv_cache_truncate(b->c, 0) != WK_OK) {
+        wk_clear_error();
         return;
-    int32_t id = take_argmax(b, wk_lm_forward(b->m, b->c, CHECK_PROMPT, CHECK_PROMPT_N, false));
+    }
+    int32_t id = take_argmax(b, wk_lm_forward(b->m, b->c, prompt, n, false));
     size_t len = 0;
     for (int k = 0; k < CHECK_GEN && id >= 0; k++) {
         int w = snprintf(out + len, cap - len, "%s%d", k ? "," : "", (int)id);
