@@ -326,12 +326,66 @@ static void refused_keys(void **state) {
     run(cmd);
 }
 
+/* wk_kv_cache_reserve keeps what the cache holds: 10 tokens, grown, then 5
+ * more give the very logits of a cache that was that large from the start
+ * (the same batches), and what cannot be grown is refused. */
+static void cache_reserve(void **state) {
+    (void)state;
+    char dir[512], cmd[2048];
+    lt_tmp_path(dir, sizeof dir, "tiny_reserve_");
+    snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "%d", (int)getpid());
+    const char *archs[2] = {"gemma3", "phi3"};
+    for (int a = 0; a < 2; a++) {
+        snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tiny_models.py %s %s", WICK_TESTS_DIR, archs[a], dir);
+        assert_true(run(cmd));
+        wk_lm *m = wk_lm_load(dir, NULL);
+        assert_non_null(m);
+        int32_t ids[15];
+        for (int i = 0; i < 15; i++) ids[i] = 3 + (i * 37) % 300;
+        /* gemma3: 10 -> 30 positions; phi3 stays within its original context (16) */
+        int64_t small = 10, big = a == 0 ? 30 : 16;
+        wk_kv_cache *grown = wk_kv_cache_new(m, small), *whole = wk_kv_cache_new(m, big);
+        assert_non_null(grown);
+        assert_non_null(whole);
+        wk_tensor *t = wk_lm_forward(m, grown, ids, 10, false);
+        wk_tensor_free(t);
+        t = wk_lm_forward(m, whole, ids, 10, false);
+        wk_tensor_free(t);
+        assert_null(wk_lm_forward(m, grown, ids + 10, 5, false)); /* full */
+        wk_clear_error();
+        assert_int_equal(wk_kv_cache_reserve(grown, big), WK_OK);
+        assert_int_equal(wk_kv_cache_capacity(grown), big);
+        assert_int_equal(wk_kv_cache_len(grown), 10);
+        wk_tensor *lg = wk_lm_forward(m, grown, ids + 10, 5, true), *lw = wk_lm_forward(m, whole, ids + 10, 5, true);
+        assert_non_null(lg);
+        assert_non_null(lw);
+        assert_true(tu_max_abs_diff(lg, lw) == 0.0);
+        wk_tensor_free(lg);
+        wk_tensor_free(lw);
+        /* past the context: refused, the cache unchanged */
+        assert_int_equal(wk_kv_cache_reserve(grown, 1 << 20), WK_ERR_ARG);
+        assert_int_equal(wk_kv_cache_capacity(grown), big);
+        if (a == 1) {
+            /* Phi-3 longrope: the stored keys were rotated with the short
+             * factors; past the original context they would need the long */
+            wk_clear_error();
+            assert_int_equal(wk_kv_cache_reserve(grown, 32), WK_ERR_ARG);
+            assert_non_null(strstr(wk_last_error(), "longrope"));
+        }
+        wk_kv_cache_free(grown);
+        wk_kv_cache_free(whole);
+        wk_lm_free(m);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        run(cmd);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(family_llama),  cmocka_unit_test(family_llama3), cmocka_unit_test(family_mistral),
         cmocka_unit_test(family_qwen2),  cmocka_unit_test(family_qwen3),  cmocka_unit_test(family_gemma2),
         cmocka_unit_test(family_gemma3), cmocka_unit_test(family_phi3),   cmocka_unit_test(family_smollm3),
-        cmocka_unit_test(refused_keys),
+        cmocka_unit_test(refused_keys),  cmocka_unit_test(cache_reserve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

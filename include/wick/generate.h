@@ -84,7 +84,8 @@ typedef enum wk_stop_reason {
 /* n_prefill: the prompt tokens the prefill ran (n_prompt for wk_generate /
  * wk_gen_start; for a chat session's reply only those after the
  * conversation prefix its KV cache held). n_refill: tokens run again
- * because a chat session's cache grew during the reply (0 otherwise). */
+ * because a chat session's cache grew during the reply and its keys could
+ * not be copied (longrope past the original context; 0 otherwise). */
 typedef struct wk_generate_stats {
     int64_t n_prompt, n_generated;
     double prefill_ms, decode_ms, first_token_ms;
@@ -184,8 +185,11 @@ void wk_gen_free(wk_gen *g);
  * model's). With o->max_ctx > 0 the cache is allocated once, that long;
  * with 0 it starts small (256 positions, or the prompt) and grows by
  * doubling up to the model's context, also during a reply: a grown cache
- * is refilled with the whole conversation in one batch (amortised O(1) per
- * token; shown in n_prefill, or n_refill during a reply). When the rendered conversation plus one reply
+ * keeps its keys and values (wk_kv_cache_reserve copies them; nothing runs
+ * again), except where a copy cannot serve (Phi-3's longrope past the
+ * original context): that cache is refilled with the whole conversation in
+ * one batch (shown in n_prefill, or n_refill during a reply). When the
+ * rendered conversation plus one reply
  * token no longer fits, wk_chat_session_reply fails with WK_ERR_ARG saying
  * so; nothing is dropped behind the caller's back: pop or reset turns
  * (wk_chat_session_pop / _reset) and try again. A reply that fills the

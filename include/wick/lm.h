@@ -115,6 +115,14 @@ int64_t wk_kv_cache_len(const wk_kv_cache *c);      /* positions filled */
 int64_t wk_kv_cache_capacity(const wk_kv_cache *c);
 /* Forget positions >= n (0 clears). */
 wk_status wk_kv_cache_truncate(wk_kv_cache *c, int64_t n);
+/* Make room for max_tokens positions (<= max_ctx), keeping the filled ones
+ * (their keys and values are copied into the larger cache; nothing is run
+ * again). A cache already that large is unchanged. WK_ERR_ARG, the cache
+ * unchanged, when max_tokens exceeds the context or when growing would
+ * change the RoPE of keys already stored (Phi-3's longrope takes its long
+ * factors past the original context: make a new cache and run the tokens
+ * again). */
+wk_status wk_kv_cache_reserve(wk_kv_cache *c, int64_t max_tokens);
 
 /* Run n tokens at positions len .. len+n-1 of the cache (one batched pass
  * through the GEMM paths), appending their keys and values. Returns f32

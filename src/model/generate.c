@@ -276,14 +276,19 @@ void wk_gen_free(wk_gen *g) {
  * it holds, but for the last id: the prefill runs g->ids[n_skip..nh). */
 static wk_status reuse_cache(wk_gen *g, wk__gen_kept *k, int64_t need, int64_t ctx, const char *op) {
     if (!k->cache || wk_kv_cache_capacity(k->cache) < need) {
-        /* doubling: a conversation refills its cache O(log ctx) times */
-        /* the caller's max_ctx: allocated once, never refilled */
+        /* doubling: a conversation grows its cache O(log ctx) times, each
+         * a copy of what it holds (refilled only where the copy cannot
+         * serve: longrope past the original context) */
+        /* the caller's max_ctx: allocated once, never grown */
         int64_t cap = k->cache ? 2 * wk_kv_cache_capacity(k->cache) : g->fixed_ctx ? ctx : 256;
         if (cap < need) cap = need;
         if (cap > ctx) cap = ctx;
-        wk_kv_cache_free(k->cache);
-        k->n = 0;
-        if (!(k->cache = wk_kv_cache_new(g->m, cap))) return wk_last_status();
+        if (!k->cache || wk_kv_cache_reserve(k->cache, cap) != WK_OK) {
+            wk_clear_error();
+            wk_kv_cache_free(k->cache);
+            k->n = 0;
+            if (!(k->cache = wk_kv_cache_new(g->m, cap))) return wk_last_status();
+        }
     }
     int64_t keep = 0, lim = k->n < g->nh - 1 ? k->n : g->nh - 1;
     if (lim > wk_kv_cache_len(k->cache)) lim = wk_kv_cache_len(k->cache);
@@ -391,12 +396,16 @@ wk_gen *wk__gen_start_kept(const wk_lm *m, const char *text, const wk_generate_o
     return g;
 }
 
-/* A growable cache that cannot take the next token: a cache twice as long
- * (at most ctx positions), refilled with every id the old one held, then the
- * token. One batched pass: amortised over the doublings, O(1) per token. */
+/* A growable cache that cannot take the next token: twice as long (at
+ * most ctx positions), its keys and values copied (wk_kv_cache_reserve),
+ * then the token. Where the copy cannot serve (longrope past the original
+ * context) a new cache is refilled with every id the old one held, in one
+ * batched pass: amortised over the doublings, O(1) per token either way. */
 static wk_status grow_and_forward(wk_gen *g) {
     int64_t len = wk_kv_cache_len(g->cache), cap = 2 * wk_kv_cache_capacity(g->cache);
     if (cap > g->ctx) cap = g->ctx;
+    if (wk_kv_cache_reserve(g->cache, cap) == WK_OK) return forward(g, &g->last, 1);
+    wk_clear_error();
     wk_kv_cache *c = wk_kv_cache_new(g->m, cap);
     if (!c) return wk_last_status();
     wk_kv_cache_free(g->cache);
