@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "wick/lm.h"
+#include "wick/generate.h"
 #include "llama_testutil.h"
 
 /* "key": number after section */
@@ -128,44 +129,24 @@ static void check_prompt(const wk_lm *m, const char *facts, const char *name, co
     free(ids);
 }
 
-/* llama-perplexity's recipe (tests/data/README.md). */
+/* llama-perplexity's recipe (tests/data/README.md) through
+ * wk_lm_perplexity. */
 static void check_perplexity(const wk_lm *m, const char *facts) {
     char *text = lt_read_path("/usr/share/common-licenses/GPL-3", 20480);
     int64_t n;
     int32_t *ids = encode(m, text, &n);
     int64_t want_n = (int64_t)number(facts, "\"perplexity\"", "n_tokens");
     if (n != want_n) fail_msg("perplexity text: %lld tokens, llama.cpp %lld", (long long)n, (long long)want_n);
-    const int64_t ctx = 512, V = wk_lm_config_of(m)->vocab, chunks = n / ctx;
-    bool bos = wk_tokenizer_adds_bos(wk_lm_tokenizer(m));
-    double nll = 0;
-    int64_t count = 0;
-    float *row = malloc(sizeof(float) * (size_t)V * ctx);
-    assert_non_null(row);
-    for (int64_t ch = 0; ch < chunks; ch++) {
-        int32_t chunk[512];
-        memcpy(chunk, ids + ch * ctx, sizeof chunk);
-        if (bos) chunk[0] = wk_tokenizer_bos(wk_lm_tokenizer(m));
-        wk_kv_cache *c = wk_kv_cache_new(m, ctx);
-        assert_non_null(c);
-        wk_tensor *l = wk_lm_forward(m, c, chunk, ctx, true);
-        if (!l) fail_msg("perplexity chunk %lld: %s", (long long)ch, wk_last_error());
-        assert_int_equal(wk_to_host_f32(l, row, (size_t)V * ctx), WK_OK);
-        wk_tensor_free(l);
-        wk_kv_cache_free(c);
-        for (int64_t i = ctx / 2; i < ctx - 1; i++) {
-            const float *r = row + i * V;
-            double mx = r[0], s = 0;
-            for (int64_t v = 1; v < V; v++) mx = fmax(mx, r[v]);
-            for (int64_t v = 0; v < V; v++) s += exp((double)r[v] - mx);
-            nll += -((double)r[ids[ch * ctx + i + 1]] - mx - log(s));
-            count++;
-        }
-    }
-    double ppl = exp(nll / (double)count), want = number(facts, "\"perplexity\"", "ppl");
-    print_message("perplexity: %.4f over %lld chunks (llama.cpp %.4f, %+.3f%%)\n", ppl, (long long)chunks, want,
-                  100 * (ppl / want - 1));
-    if (fabs(ppl / want - 1) > 0.005) fail_msg("perplexity %.4f is not within 0.5%% of llama.cpp's %.4f", ppl, want);
-    free(row);
+    const wk_tokenizer *t = wk_lm_tokenizer(m);
+    wk_perplexity p;
+    if (wk_lm_perplexity(m, ids, n, 512, wk_tokenizer_adds_bos(t) ? wk_tokenizer_bos(t) : -1, &p) != WK_OK)
+        fail_msg("perplexity: %s", wk_last_error());
+    double want = number(facts, "\"perplexity\"", "ppl");
+    assert_int_equal(p.chunks, (int64_t)number(facts, "\"perplexity\"", "n_chunk"));
+    assert_int_equal(p.scored, p.chunks * (int64_t)number(facts, "\"perplexity\"", "scored_per_chunk"));
+    print_message("perplexity: %.4f over %lld chunks (llama.cpp %.4f, %+.3f%%)\n", p.ppl, (long long)p.chunks, want,
+                  100 * (p.ppl / want - 1));
+    if (fabs(p.ppl / want - 1) > 0.005) fail_msg("perplexity %.4f is not within 0.5%% of llama.cpp's %.4f", p.ppl, want);
     free(ids);
     free(text);
 }

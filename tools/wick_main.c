@@ -1,8 +1,8 @@
 /* The wick command-line tool: `wick info`, `wick demo` (the seeds'
  * experiments replayed on this machine), `wick inspect`, `wick quantize`,
- * `wick generate`, `wick chat` and `wick embed` (tools/wick_inspect.c,
+ * `wick generate`, `wick chat`, `wick embed` and `wick perplexity` (tools/wick_inspect.c,
  * tools/wick_quantize.c, tools/wick_generate.c, tools/wick_chat.c,
- * tools/wick_embed.c). */
+ * tools/wick_embed.c, tools/wick_perplexity.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,7 +208,8 @@ int main(int argc, char **argv) {
                "  quantize IN OUT TYPE   write a GGUF with its weights in TYPE (q4_0 ... f16)\n"
                "  generate -m MODEL -p PROMPT [...]   text from a decoder model (--help for options)\n"
                "  chat -m MODEL [...]    a conversation on stdin/stdout, history kept in the KV cache\n"
-               "  embed -m DIR TEXT...   sentence embeddings from a BERT directory, one line per text\n");
+               "  embed -m DIR TEXT...   sentence embeddings from a BERT directory, one line per text\n"
+               "  perplexity -m MODEL -f TEXT [...]   perplexity as llama-perplexity measures it\n");
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "info") == 0) return cmd_info();
@@ -218,6 +219,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "generate") == 0) return wk__cli_generate(argc - 2, argv + 2);
     if (strcmp(argv[1], "chat") == 0) return wk__cli_chat(argc - 2, argv + 2);
     if (strcmp(argv[1], "embed") == 0) return wk__cli_embed(argc - 2, argv + 2);
+    if (strcmp(argv[1], "perplexity") == 0) return wk__cli_perplexity(argc - 2, argv + 2);
     fprintf(stderr, "wick: unknown command '%s' (try 'wick help')\n", argv[1]);
     return 2;
 }

@@ -246,6 +246,21 @@ const wk_chat_message *wk_chat_session_messages(const wk_chat_session *s, size_t
 int64_t wk_chat_session_cached(const wk_chat_session *s);
 int64_t wk_chat_session_capacity(const wk_chat_session *s);
 
+/* Perplexity as llama.cpp's llama-perplexity measures it: ids cut into
+ * floor(n / ctx) chunks, each run alone from position 0 with its first id
+ * replaced by bos (>= 0; -1 keeps it: pass the BOS id where the model adds
+ * one, wk_tokenizer_adds_bos), the second half of each chunk scored by
+ * -log softmax of the next id. WK_ERR_ARG when n < ctx or ctx is outside
+ * [4, the model's context]. */
+typedef struct wk_perplexity {
+    double ppl;     /* exp(nll) */
+    double nll;     /* mean negative log-likelihood per scored token */
+    int64_t chunks; /* chunks run */
+    int64_t scored; /* tokens scored: chunks * (ctx/2 - 1) */
+} wk_perplexity;
+wk_status wk_lm_perplexity(const wk_lm *m, const int32_t *ids, int64_t n, int64_t ctx, int32_t bos,
+                           wk_perplexity *out);
+
 #ifdef __cplusplus
 }
 #endif
