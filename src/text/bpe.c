@@ -8,40 +8,12 @@
 #include <stdlib.h>
 #include "wick/tokenizer.h"
 #include <string.h>
+#include "text/merge_queue.h"
 #include "text/tok_internal.h"
 
-typedef struct cand { int32_t rank, left, a, b; } cand;
+typedef wk__merge_cand cand; /* x, y: the pair's ids when queued */
 
-static bool cand_less(cand x, cand y) { return x.rank != y.rank ? x.rank < y.rank : x.left < y.left; }
-
-static void heap_push(cand *h, int32_t *n, cand c) {
-    int32_t i = (*n)++;
-    while (i > 0) {
-        int32_t p = (i - 1) / 2;
-        if (!cand_less(c, h[p])) break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = c;
-}
-
-static cand heap_pop(cand *h, int32_t *n) {
-    cand top = h[0], last = h[--*n];
-    int32_t i = 0;
-    for (;;) {
-        int32_t l = 2 * i + 1, r = l + 1, m = i;
-        cand best = last;
-        if (l < *n && cand_less(h[l], best)) { m = l; best = h[l]; }
-        if (r < *n && cand_less(h[r], best)) m = r;
-        if (m == i) break;
-        h[i] = h[m];
-        i = m;
-    }
-    if (*n > 0) h[i] = last;
-    return top;
-}
-
-static const wk__pair_slot *find_merge(const wk_tokenizer *t, int32_t a, int32_t b) {
+const wk__pair_slot *wk__find_merge(const wk_tokenizer *t, int32_t a, int32_t b) {
     if (!t->merges.slot) return NULL;
     uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
     uint64_t k = key;
@@ -105,15 +77,15 @@ void wk__bpe_word(const wk_tokenizer *t, const unsigned char *w, size_t n, wk__i
     int32_t nh = 0;
     const int32_t cap = 2 * m; /* <= 2n entries allocated, both on the stack and the heap path */
     for (int32_t i = 0; i + 1 < m; i++) {
-        const wk__pair_slot *p = find_merge(t, id[i], id[i + 1]);
-        if (p) heap_push(heap, &nh, (cand){p->rank, i, id[i], id[i + 1]});
+        const wk__pair_slot *p = wk__find_merge(t, id[i], id[i + 1]);
+        if (p) wk__merge_push(heap, &nh, (cand){p->rank, i, id[i], id[i + 1]});
     }
     while (nh > 0) {
-        cand c = heap_pop(heap, &nh);
+        cand c = wk__merge_pop(heap, &nh);
         int32_t l = c.left, r = next[l];
         /* stale: the left symbol was merged away or changed, or its right neighbour changed */
-        if (id[l] != c.a || r < 0 || id[r] != c.b) continue;
-        const wk__pair_slot *p = find_merge(t, c.a, c.b);
+        if (id[l] != c.x || r < 0 || id[r] != c.y) continue;
+        const wk__pair_slot *p = wk__find_merge(t, c.x, c.y);
         id[l] = p->merged;
         id[r] = -1;
         next[l] = next[r];
@@ -123,12 +95,12 @@ void wk__bpe_word(const wk_tokenizer *t, const unsigned char *w, size_t n, wk__i
             goto done;
         }
         if (prev[l] >= 0) {
-            const wk__pair_slot *q = find_merge(t, id[prev[l]], id[l]);
-            if (q) heap_push(heap, &nh, (cand){q->rank, prev[l], id[prev[l]], id[l]});
+            const wk__pair_slot *q = wk__find_merge(t, id[prev[l]], id[l]);
+            if (q) wk__merge_push(heap, &nh, (cand){q->rank, prev[l], id[prev[l]], id[l]});
         }
         if (next[l] >= 0) {
-            const wk__pair_slot *q = find_merge(t, id[l], id[next[l]]);
-            if (q) heap_push(heap, &nh, (cand){q->rank, l, id[l], id[next[l]]});
+            const wk__pair_slot *q = wk__find_merge(t, id[l], id[next[l]]);
+            if (q) wk__merge_push(heap, &nh, (cand){q->rank, l, id[l], id[next[l]]});
         }
     }
     for (int32_t i = 0; i >= 0; i = next[i]) wk__ids_push(out, id[i]);

@@ -16,6 +16,7 @@
 #include "wick/tokenizer.h"
 #include <string.h>
 #include "base/error.h"
+#include "text/merge_queue.h"
 #include "text/tok_internal.h"
 
 static const char ESC[3] = {'\xE2', '\x96', '\x81'}; /* U+2581 */
@@ -64,56 +65,7 @@ bool wk__spm_index(wk_tokenizer *t, const char *op) {
     return true;
 }
 
-typedef struct cand {
-    double prio;    /* higher first: the score, or -rank (exact in a double) */
-    int32_t left;
-    int32_t merged; /* the token the pair becomes */
-    uint32_t size;  /* bytes of the pair when queued: a different sum means stale */
-} cand;
-
-static bool cand_before(const cand *x, const cand *y) {
-    return x->prio != y->prio ? x->prio > y->prio : x->left < y->left;
-}
-
-static void heap_push(cand *h, int32_t *n, cand c) {
-    int32_t i = (*n)++;
-    while (i > 0) {
-        int32_t p = (i - 1) / 2;
-        if (!cand_before(&c, &h[p])) break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = c;
-}
-
-static cand heap_pop(cand *h, int32_t *n) {
-    cand top = h[0], last = h[--*n];
-    int32_t i = 0;
-    for (;;) {
-        int32_t l = 2 * i + 1, r = l + 1, m = i;
-        const cand *best = &last;
-        if (l < *n && cand_before(&h[l], best)) m = l, best = &h[l];
-        if (r < *n && cand_before(&h[r], best)) m = r;
-        if (m == i) break;
-        h[i] = h[m];
-        i = m;
-    }
-    if (*n > 0) h[i] = last;
-    return top;
-}
-
-static const wk__pair_slot *find_merge(const wk_tokenizer *t, int32_t a, int32_t b) {
-    if (!t->merges.slot) return NULL;
-    uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b, k = key;
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    for (uint64_t h = k & t->merges.mask;; h = (h + 1) & t->merges.mask) {
-        const wk__pair_slot *s = &t->merges.slot[h];
-        if (s->rank < 0) return NULL;
-        if (s->key == key) return s;
-    }
-}
+typedef wk__merge_cand cand; /* x: the merged id, y: the pair's bytes when queued (a different sum: stale) */
 
 typedef struct word {
     const unsigned char *buf;
@@ -124,19 +76,20 @@ typedef struct word {
 
 static void try_pair(const wk_tokenizer *t, word *w, int32_t l, int32_t r) {
     if (l < 0 || r < 0) return;
-    cand c = {0, l, -1, (uint32_t)(w->len[l] + w->len[r])};
+    cand c = {0, l, -1, w->len[l] + w->len[r]};
     if (t->score) {
-        c.merged = wk__strmap_get(t, &t->by_text, (const char *)w->buf + w->start[l], c.size);
-        if (c.merged < 0) return;
-        c.prio = t->score[c.merged];
+        /* the highest score first */
+        c.x = wk__strmap_get(t, &t->by_text, (const char *)w->buf + w->start[l], (size_t)c.y);
+        if (c.x < 0) return;
+        c.key = -(double)t->score[c.x];
     } else {
         if (w->id[l] < 0 || w->id[r] < 0) return;
-        const wk__pair_slot *p = find_merge(t, w->id[l], w->id[r]);
+        const wk__pair_slot *p = wk__find_merge(t, w->id[l], w->id[r]);
         if (!p) return;
-        c.merged = p->merged;
-        c.prio = -(double)p->rank;
+        c.x = p->merged;
+        c.key = p->rank;
     }
-    heap_push(w->heap, &w->nh, c);
+    wk__merge_push(w->heap, &w->nh, c);
 }
 
 /* A symbol that is no token: its bytes' <0xXX> tokens, or unk. */
@@ -204,12 +157,12 @@ static void spm_word(const wk_tokenizer *t, const unsigned char *s, size_t n, wk
     w.next[m - 1] = -1;
     for (int32_t i = 0; i + 1 < m; i++) try_pair(t, &w, i, i + 1);
     while (w.nh > 0) {
-        cand c = heap_pop(w.heap, &w.nh);
+        cand c = wk__merge_pop(w.heap, &w.nh);
         int32_t l = c.left, r = w.next[l];
-        if (w.len[l] == 0 || r < 0 || (uint32_t)(w.len[l] + w.len[r]) != c.size) continue; /* stale */
+        if (w.len[l] == 0 || r < 0 || w.len[l] + w.len[r] != c.y) continue; /* stale */
         w.len[l] += w.len[r];
         w.len[r] = 0;
-        w.id[l] = c.merged;
+        w.id[l] = c.x;
         w.next[l] = w.next[r];
         if (w.next[r] >= 0) w.prev[w.next[r]] = l;
         if (w.nh + 2 > 2 * m) { /* cannot happen (the bound at the top) */

@@ -129,4 +129,8 @@ void wk__wordpiece_segment(const wk_tokenizer *t, const unsigned char *s, size_t
  * check that a long word stays O(n * longest token)). */
 extern _Thread_local unsigned long long wk__wordpiece_steps;
 
+/* The merge of the pair (a, b) in t's merge table, or NULL (bpe.c; the
+ * SentencePiece form's rank-ordered vocabularies use it too). */
+const wk__pair_slot *wk__find_merge(const wk_tokenizer *t, int32_t a, int32_t b);
+
 #endif
