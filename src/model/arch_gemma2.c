@@ -8,14 +8,7 @@
 #include "model/lm_arch.h"
 #include <math.h>
 
-static const char *const ACTS[] = {"gelu_pytorch_tanh", "gelu_tanh", NULL};
-
 wk_status wk__gemma_features(const wk__lm_raw *r, wk_lm_config *c, uint8_t *flags, int64_t pattern) {
-    wk_status st = wk__lm_need_act(r, ACTS);
-    if (st != WK_OK) return st;
-    if (r->mlp_bias == 1) return wk__lm_refuse(r, "mlp_bias", "biases on the MLP");
-    if (c->rope_dims != c->head_dim) return wk__lm_refuse(r, "rope dimensions", "partial rotary embedding");
-    c->attn_bias = r->attention_bias == 1;
     c->gelu_mlp = true;
     c->post_norms = true;
     c->embed_scale = sqrt((double)c->dim);
@@ -49,5 +42,6 @@ const wk__lm_arch wk__arch_gemma2 = {
                  [WK__S_FFN_NORM] = "pre_feedforward_layernorm",
                  [WK__S_POST_FFN_NORM] = "post_feedforward_layernorm"},
     .hf_norm_minus_one = true,
+    .acts = {"gelu_pytorch_tanh", "gelu_tanh"},
     .finish = finish,
 };

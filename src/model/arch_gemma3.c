@@ -24,5 +24,6 @@ const wk__lm_arch wk__arch_gemma3 = {
                  [WK__S_FFN_NORM] = "pre_feedforward_layernorm",
                  [WK__S_POST_FFN_NORM] = "post_feedforward_layernorm"},
     .hf_norm_minus_one = true,
+    .acts = {"gelu_pytorch_tanh", "gelu_tanh"},
     .finish = finish,
 };

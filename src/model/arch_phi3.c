@@ -9,11 +9,6 @@
 #include <string.h>
 
 static wk_status finish(const wk__lm_raw *r, wk_lm_config *c, uint8_t *flags) {
-    static const char *const acts[] = {"silu", NULL};
-    wk_status st = wk__lm_need_act(r, acts);
-    if (st != WK_OK) return st;
-    if (r->mlp_bias == 1) return wk__lm_refuse(r, "mlp_bias", "biases on the MLP");
-    c->attn_bias = r->attention_bias == 1;
     c->fused_qkv = true;
     if (r->sliding_window > 0) {
         c->sliding_window = r->sliding_window;
@@ -26,5 +21,7 @@ const wk__lm_arch wk__arch_phi3 = {
     .name = "phi3",
     .gguf = {"phi3"},
     .hf = {"phi3"},
+    .acts = {"silu"},
+    .partial_rotary = true,
     .finish = finish,
 };

@@ -6,13 +6,8 @@
 
 static wk_status finish(const wk__lm_raw *r, wk_lm_config *c, uint8_t *flags) {
     (void)flags;
-    static const char *const acts[] = {"silu", NULL};
-    wk_status st = wk__lm_need_act(r, acts);
-    if (st != WK_OK) return st;
     if (r->use_sliding_window == 1)
         return wk__lm_refuse(r, "use_sliding_window", "Qwen2's sliding window on the layers past max_window_layers");
-    if (r->mlp_bias == 1) return wk__lm_refuse(r, "mlp_bias", "biases on the MLP");
-    if (c->rope_dims != c->head_dim) return wk__lm_refuse(r, "rope dimensions", "partial rotary embedding");
     c->attn_bias = true;
     return WK_OK;
 }
@@ -21,5 +16,6 @@ const wk__lm_arch wk__arch_qwen2 = {
     .name = "qwen2",
     .gguf = {"qwen2"},
     .hf = {"qwen2"},
+    .acts = {"silu"},
     .finish = finish,
 };

@@ -5,14 +5,8 @@
 #include "model/lm_arch.h"
 
 static wk_status finish(const wk__lm_raw *r, wk_lm_config *c, uint8_t *flags) {
-    static const char *const acts[] = {"silu", NULL};
-    wk_status st = wk__lm_need_act(r, acts);
-    if (st != WK_OK) return st;
     if (r->use_sliding_window == 1 || (r->use_sliding_window < 0 && r->sliding_window > 0))
         return wk__lm_refuse(r, "sliding_window", "a sliding window on a SmolLM3 model");
-    if (r->mlp_bias == 1) return wk__lm_refuse(r, "mlp_bias", "biases on the MLP");
-    if (c->rope_dims != c->head_dim) return wk__lm_refuse(r, "rope dimensions", "partial rotary embedding");
-    c->attn_bias = r->attention_bias == 1;
     if (r->rope_layers) {
         if (r->n_rope_layers != c->n_layers)
             return wk__lm_refuse(r, "no_rope_layers", "a list whose length differs from num_hidden_layers");
@@ -31,5 +25,6 @@ const wk__lm_arch wk__arch_smollm3 = {
     .gguf = {"smollm3"},
     .hf = {"smollm3"},
     .gguf_interleaved = true,
+    .acts = {"silu"},
     .finish = finish,
 };

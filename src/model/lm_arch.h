@@ -67,7 +67,13 @@ typedef struct wk__lm_arch {
     /* norm weights are stored as w - 1 in HF checkpoints (Gemma): add 1 at
      * load (llama.cpp's converter already did for GGUF) */
     bool hf_norm_minus_one;
-    /* The family's rules: set c's feature fields from r and the common
+    /* The rules every family shares, applied before finish(): the hidden
+     * activations it accepts (NULL-ended; an absent key passes), whether
+     * RoPE may cover part of a head only; MLP biases are refused for all,
+     * q/k/v biases follow attention_bias. */
+    const char *acts[3];
+    bool partial_rotary;
+    /* The family's own rules: set c's feature fields from r and the common
      * fields already read, fill flags (n_layers entries, zeroed), refuse
      * what wick does not implement (an error naming the key). */
     wk_status (*finish)(const wk__lm_raw *r, wk_lm_config *c, uint8_t *flags);
@@ -82,10 +88,10 @@ const wk__lm_arch *wk__lm_arch_find(const char *name, bool gguf);
 const char *wk__lm_gguf_slot(wk__lm_slot s);
 const char *wk__lm_hf_slot(const wk__lm_arch *a, wk__lm_slot s);
 
-/* Helpers the family files share: refuse a key's value naming it. */
+/* Refuse a key's value naming it (for the family files). */
 wk_status wk__lm_refuse(const wk__lm_raw *r, const char *key, const char *why);
-/* The hidden activation is one of the names given (NULL-ended); "" (absent) passes. */
-wk_status wk__lm_need_act(const wk__lm_raw *r, const char *const *ok);
+/* The rules every family shares (the acts and partial_rotary fields above). */
+wk_status wk__lm_shared_rules(const wk__lm_arch *a, const wk__lm_raw *r, wk_lm_config *c);
 
 /* Gemma 2's features, shared by Gemma 3 (arch_gemma2.c): the (1 + w)
  * norms are the loader's, the rest is here; pattern: every pattern-th

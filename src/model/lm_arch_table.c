@@ -56,12 +56,20 @@ wk_status wk__lm_refuse(const wk__lm_raw *r, const char *key, const char *why) {
                    key, why);
 }
 
-wk_status wk__lm_need_act(const wk__lm_raw *r, const char *const *ok) {
-    if (!r->act[0]) return WK_OK;
-    for (int i = 0; ok[i]; i++)
-        if (!strcmp(r->act, ok[i])) return WK_OK;
-    return wk__err(WK_ERR_FORMAT, "wk_lm_load", "%s: %s hidden activation '%s' is not supported (%s%s%s)", r->src,
-                   r->model_type, r->act, ok[0], ok[1] ? ", " : "", ok[1] ? ok[1] : "");
+wk_status wk__lm_shared_rules(const wk__lm_arch *a, const wk__lm_raw *r, wk_lm_config *c) {
+    if (r->act[0]) {
+        bool ok = false;
+        for (int i = 0; i < 3 && a->acts[i]; i++) ok |= !strcmp(r->act, a->acts[i]);
+        if (!ok)
+            return wk__err(WK_ERR_FORMAT, "wk_lm_load", "%s: %s hidden activation '%s' is not supported (%s%s%s)",
+                           r->src, r->model_type, r->act, a->acts[0], a->acts[1] ? ", " : "",
+                           a->acts[1] ? a->acts[1] : "");
+    }
+    if (r->mlp_bias == 1) return wk__lm_refuse(r, "mlp_bias", "biases on the MLP");
+    if (c->rope_dims != c->head_dim && !a->partial_rotary)
+        return wk__lm_refuse(r, "rope dimensions", "partial rotary embedding");
+    c->attn_bias = r->attention_bias == 1;
+    return WK_OK;
 }
 
 void wk__lm_raw_free(wk__lm_raw *r) {

@@ -536,7 +536,7 @@ wk_status wk__lm_config_finish(const wk__lm_arch *a, const wk__lm_raw *r, wk_lm_
         if (r->rope_attn_factor > 0) c->rope_attn_factor = r->rope_attn_factor;
         else if (factor > 1) c->rope_attn_factor = sqrt(1 + log(factor) / log((double)c->rope_orig_ctx));
     }
-    if ((st = a->finish(r, c, flags)) != WK_OK) return st;
+    if ((st = wk__lm_shared_rules(a, r, c)) != WK_OK || (st = a->finish(r, c, flags)) != WK_OK) return st;
     if (c->rope_dims <= 0 || c->rope_dims > c->head_dim || c->rope_dims % 2)
         return wk__err(WK_ERR_FORMAT, OP, "%s: rope dimensions %lld must be even and at most the head size %lld", src,
                        (long long)c->rope_dims, (long long)c->head_dim);
