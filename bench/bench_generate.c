@@ -2,7 +2,7 @@
  * in one forward, decode token by token, and report what a user waits for.
  *
  *   bench_generate [-m MODEL] [--threads T] [--prefill N] [--decode M]
- *                  [--reps R] [--dtype f32|f16|bf16] [--quick]
+ *                  [--depth D] [--reps R] [--dtype f32|f16|bf16] [--quick]
  *
  * MODEL (a .gguf file or an HF directory) defaults to $WICK_SMOLLM2_GGUF,
  * then the project venv's SmolLM2-135M-Instruct.Q4_1.gguf; when it is not
@@ -12,7 +12,11 @@
  * positions, timed together, as llama.cpp's model + context), then R
  * repetitions of: truncate the cache to 0, one wk_lm_forward of the N
  * prompt ids, the argmax of its logits (read back to the host), then M
- * forwards of one id each, every one read back and argmaxed. The first
+ * forwards of one id each, every one read back and argmaxed. --depth D
+ * (llama-bench's -d) first fills D positions of the cache once, untimed
+ * (forwards of up to 512 ids), and each repetition truncates the cache back
+ * to D instead of 0: prefill and decode are then timed with D tokens of
+ * context before them (attention over a long cache). The first
  * repetition is the cold one (first touch of the weights and of the
  * buffers): its prefill + argmax is the time to first token. prefill and
  * decode tok/s and the warm time to first token are the medians over the
@@ -113,7 +117,7 @@ typedef struct bench {
     const wk_lm *m;
     wk_kv_cache *c;
     const int32_t *ids;
-    int64_t n_prefill, n_decode, vocab;
+    int64_t n_prefill, n_decode, depth, vocab;
     float *row; /* vocab floats: one token's logits on the host */
 } bench;
 
@@ -145,17 +149,31 @@ typedef struct timing {
     double prefill_cpu_s, decode_cpu_s;  /* process CPU time */
 } timing;
 
+/* --depth: the first `depth` ids of the walk into the cache, untimed, in
+ * forwards of up to 512 ids (the attention scratch of one forward grows
+ * with its rows times the cache). */
+static bool fill_depth(bench *b) {
+    for (int64_t p = 0; p < b->depth; p += 512) {
+        int64_t n = b->depth - p < 512 ? b->depth - p : 512;
+        wk_tensor *l = wk_lm_forward(b->m, b->c, b->ids + p, n, false);
+        if (!l) return false;
+        wk_tensor_free(l);
+    }
+    return true;
+}
+
 static bool run_once(bench *b, timing *t) {
-    if (wk_kv_cache_truncate(b->c, 0) != WK_OK) return false;
+    if (wk_kv_cache_truncate(b->c, b->depth) != WK_OK) return false;
+    const int32_t *ids = b->ids + b->depth;
     double t0 = bench_now(), c0 = cpu_now();
-    wk_tensor *logits = wk_lm_forward(b->m, b->c, b->ids, b->n_prefill, false);
+    wk_tensor *logits = wk_lm_forward(b->m, b->c, ids, b->n_prefill, false);
     t->prefill_s = bench_now() - t0;
     t->prefill_cpu_s = cpu_now() - c0;
     if (take_argmax(b, logits) < 0) return false;
     t->first_s = bench_now() - t0;
     t0 = bench_now(), c0 = cpu_now();
     for (int64_t j = 0; j < b->n_decode; j++)
-        if (take_argmax(b, wk_lm_forward(b->m, b->c, b->ids + b->n_prefill + j, 1, false)) < 0) return false;
+        if (take_argmax(b, wk_lm_forward(b->m, b->c, ids + b->n_prefill + j, 1, false)) < 0) return false;
     t->decode_s = bench_now() - t0;
     t->decode_cpu_s = cpu_now() - c0;
     return true;
@@ -165,7 +183,7 @@ typedef struct report {
     const char *path;
     int threads, reps;
     wk_dtype dtype;
-    long long n_prefill, n_decode, kv_bytes;
+    long long n_prefill, n_decode, depth, kv_bytes;
     int64_t capacity;
     double load_s;
     long rss_base_kb;
@@ -188,9 +206,9 @@ static void print_report(const report *r, const timing *runs, double *pre, doubl
     long peak = peak_rss_kb();
     long long file_bytes = path_bytes(r->path);
     const double MiB = 1024.0 * 1024.0;
-    printf("wick %s, %s ISA, %d thread%s, dtype %s: prefill %lld, decode %lld, %d rep%s\n", base_name(r->path),
-           wk_cpu_isa(), r->threads, r->threads == 1 ? "" : "s", wk_dtype_name(r->dtype), r->n_prefill, r->n_decode,
-           r->reps, r->reps == 1 ? "" : "s");
+    printf("wick %s, %s ISA, %d thread%s, dtype %s: prefill %lld, decode %lld at depth %lld, %d rep%s\n",
+           base_name(r->path), wk_cpu_isa(), r->threads, r->threads == 1 ? "" : "s", wk_dtype_name(r->dtype),
+           r->n_prefill, r->n_decode, r->depth, r->reps, r->reps == 1 ? "" : "s");
     printf("  load %.1f ms, time to first token %.2f ms cold, %.2f ms warm\n", r->load_s * 1e3, ttft_ms,
            ttft_warm_ms);
     printf("  prefill %.2f tok/s, decode %.2f tok/s (median of %d); per CPU second %.2f, %.2f\n", pre_tok_s,
@@ -202,11 +220,11 @@ static void print_report(const report *r, const timing *runs, double *pre, doubl
            r->rss_base_kb / 1024.0, (double)file_bytes / MiB, (double)r->kv_bytes / MiB);
     printf("  wick's CPU allocator: %.1f MiB held by the model after the load, peak in use %.1f MiB\n",
            (double)r->model_heap_bytes / MiB, (double)ms.peak_in_use / MiB);
-    printf("peer=wick file=%s file_bytes=%lld threads=%d prefill=%lld decode=%lld reps=%d load_ms=%.1f "
+    printf("peer=wick file=%s file_bytes=%lld threads=%d prefill=%lld decode=%lld depth=%lld reps=%d load_ms=%.1f "
            "ttft_ms=%.2f ttft_warm_ms=%.2f prefill_tok_s=%.2f decode_tok_s=%.2f rss_peak_kb=%ld rss_base_kb=%ld "
            "kv_bytes=%lld n_ctx=%lld isa=%s check=%s prefill_cpu_tok_s=%.2f decode_cpu_tok_s=%.2f "
            "model_heap_bytes=%lld heap_peak_bytes=%lld\n",
-           base_name(r->path), file_bytes, r->threads, r->n_prefill, r->n_decode, r->reps, r->load_s * 1e3, ttft_ms,
+           base_name(r->path), file_bytes, r->threads, r->n_prefill, r->n_decode, r->depth, r->reps, r->load_s * 1e3, ttft_ms,
            ttft_warm_ms, pre_tok_s, dec_tok_s, peak, r->rss_base_kb, r->kv_bytes, (long long)r->capacity, wk_cpu_isa(),
            r->check, (double)r->n_prefill / prefill_cpu_s, r->n_decode ? (double)r->n_decode / decode_cpu_s : 0,
            r->model_heap_bytes, (long long)ms.peak_in_use);
@@ -247,15 +265,15 @@ static void greedy_check(bench *b, char *out, size_t cap) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: bench_generate [-m MODEL] [--threads T] [--prefill N] [--decode M] [--reps R]\n"
-                    "                      [--dtype f32|f16|bf16] [--quick]\n");
+    fprintf(stderr, "usage: bench_generate [-m MODEL] [--threads T] [--prefill N] [--decode M] [--depth D]\n"
+                    "                      [--reps R] [--dtype f32|f16|bf16] [--quick]\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
     const char *path = getenv("WICK_SMOLLM2_GGUF");
     int threads = 0, reps = 3;
-    long long n_prefill = 128, n_decode = 64;
+    long long n_prefill = 128, n_decode = 64, depth = 0;
     bool quick = false;
     wk_dtype dtype = WK_F32;
     for (int i = 1; i < argc; i++) {
@@ -266,6 +284,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--prefill") && v) n_prefill = atoll(argv[++i]);
         else if (!strcmp(a, "--decode") && v) n_decode = atoll(argv[++i]);
         else if (!strcmp(a, "--reps") && v) reps = atoi(argv[++i]);
+        else if (!strcmp(a, "--depth") && v) depth = atoll(argv[++i]);
         else if (!strcmp(a, "--dtype") && v) {
             if (!wk_dtype_from_name(argv[++i], &dtype) ||
                 (dtype != WK_F32 && dtype != WK_F16 && dtype != WK_BF16)) {
@@ -275,7 +294,7 @@ int main(int argc, char **argv) {
         } else return usage();
     }
     if (quick) n_prefill = 16, n_decode = 8, reps = 1;
-    if (n_prefill < 1 || n_decode < 0 || reps < 1 || threads < 0) return usage();
+    if (n_prefill < 1 || n_decode < 0 || depth < 0 || reps < 1 || threads < 0) return usage();
     if (!path || !*path) path = MODEL;
     if (access(path, R_OK) != 0) {
         printf("bench_generate: %s not found (run ./scripts/setup.sh, or pass -m); skipped\n", path);
@@ -301,9 +320,9 @@ int main(int argc, char **argv) {
     }
     double model_s = bench_now() - t0;
     const wk_lm_config *cfg = wk_lm_config_of(m);
-    if (n_prefill + n_decode > cfg->max_ctx) {
-        fprintf(stderr, "bench_generate: --prefill + --decode = %lld exceeds the model's context %lld\n",
-                n_prefill + n_decode, (long long)cfg->max_ctx);
+    if (depth + n_prefill + n_decode > cfg->max_ctx) {
+        fprintf(stderr, "bench_generate: --depth + --prefill + --decode = %lld exceeds the model's context %lld\n",
+                depth + n_prefill + n_decode, (long long)cfg->max_ctx);
         wk_lm_free(m);
         return 2;
     }
@@ -312,7 +331,7 @@ int main(int argc, char **argv) {
         after.bytes_in_use > before.bytes_in_use ? (long long)(after.bytes_in_use - before.bytes_in_use) : 0;
     before = after;
     t0 = bench_now();
-    wk_kv_cache *c = wk_kv_cache_new(m, n_prefill + n_decode);
+    wk_kv_cache *c = wk_kv_cache_new(m, depth + n_prefill + n_decode);
     double load_s = model_s + (bench_now() - t0);
     wk_cpu_mem_stats_get(&after);
     if (!c) {
@@ -323,7 +342,7 @@ int main(int argc, char **argv) {
     long long kv_bytes =
         after.bytes_in_use > before.bytes_in_use ? (long long)(after.bytes_in_use - before.bytes_in_use) : 0;
 
-    int64_t n_ids = n_prefill + n_decode;
+    int64_t n_ids = depth + n_prefill + n_decode;
     int32_t *ids = malloc((size_t)n_ids * sizeof *ids);
     float *row = malloc((size_t)cfg->vocab * sizeof *row);
     timing *runs = calloc((size_t)reps, sizeof *runs);
@@ -334,8 +353,12 @@ int main(int argc, char **argv) {
         rc = 1;
     } else {
         for (int64_t i = 0; i < n_ids; i++) ids[i] = bench_id(i, cfg->vocab);
-        bench b = {.m = m, .c = c, .ids = ids, .n_prefill = n_prefill, .n_decode = n_decode, .vocab = cfg->vocab,
-                   .row = row};
+        bench b = {.m = m, .c = c, .ids = ids, .n_prefill = n_prefill, .n_decode = n_decode, .depth = depth,
+                   .vocab = cfg->vocab, .row = row};
+        if (!fill_depth(&b)) {
+            fprintf(stderr, "bench_generate: filling the cache to --depth failed: %s\n", wk_last_error());
+            rc = 1;
+        }
         for (int r = 0; r < reps && rc == 0; r++) {
             if (!run_once(&b, &runs[r])) {
                 fprintf(stderr, "bench_generate: forward failed: %s\n",
@@ -349,7 +372,7 @@ int main(int argc, char **argv) {
         bench b = {.m = m, .c = c, .vocab = cfg->vocab, .row = row};
         greedy_check(&b, check, sizeof check);
         report rep = {.path = path, .threads = threads, .reps = reps, .dtype = dtype, .n_prefill = n_prefill,
-                      .n_decode = n_decode, .load_s = load_s, .rss_base_kb = rss_base, .kv_bytes = kv_bytes,
+                      .n_decode = n_decode, .depth = depth, .load_s = load_s, .rss_base_kb = rss_base, .kv_bytes = kv_bytes,
                       .model_heap_bytes = model_heap, .capacity = wk_kv_cache_capacity(c), .check = check};
         print_report(&rep, runs, pre, dec);
     }

