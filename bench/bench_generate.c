@@ -2,7 +2,12 @@
  * in one forward, decode token by token, and report what a user waits for.
  *
  *   bench_generate [-m MODEL] [--threads T] [--prefill N] [--decode M]
- *                  [--depth D] [--reps R] [--dtype f32|f16|bf16] [--quick]
+ *                  [--depth D] [--reps R] [--dtype f32|f16|bf16]
+ *                  [--kv-type f32|f16|bf16] [--quick]
+ *
+ * --kv-type: the KV cache's dtype (wk_lm_load_opts.kv_dtype; default f32).
+ * scripts/bench-generate.sh passes f16, llama.cpp's default cache type, so
+ * both sides read the same bytes over a long context.
  *
  * MODEL (a .gguf file or an HF directory) defaults to $WICK_SMOLLM2_GGUF,
  * then the project venv's SmolLM2-135M-Instruct.Q4_1.gguf; when it is not
@@ -182,7 +187,7 @@ static bool run_once(bench *b, timing *t) {
 typedef struct report {
     const char *path;
     int threads, reps;
-    wk_dtype dtype;
+    wk_dtype dtype, kv_dtype;
     long long n_prefill, n_decode, depth, kv_bytes;
     int64_t capacity;
     double load_s;
@@ -222,10 +227,10 @@ static void print_report(const report *r, const timing *runs, double *pre, doubl
            (double)r->model_heap_bytes / MiB, (double)ms.peak_in_use / MiB);
     printf("peer=wick file=%s file_bytes=%lld threads=%d prefill=%lld decode=%lld depth=%lld reps=%d load_ms=%.1f "
            "ttft_ms=%.2f ttft_warm_ms=%.2f prefill_tok_s=%.2f decode_tok_s=%.2f rss_peak_kb=%ld rss_base_kb=%ld "
-           "kv_bytes=%lld n_ctx=%lld isa=%s check=%s prefill_cpu_tok_s=%.2f decode_cpu_tok_s=%.2f "
+           "kv_bytes=%lld kv_type=%s n_ctx=%lld isa=%s check=%s prefill_cpu_tok_s=%.2f decode_cpu_tok_s=%.2f "
            "model_heap_bytes=%lld heap_peak_bytes=%lld\n",
            base_name(r->path), file_bytes, r->threads, r->n_prefill, r->n_decode, r->depth, r->reps, r->load_s * 1e3, ttft_ms,
-           ttft_warm_ms, pre_tok_s, dec_tok_s, peak, r->rss_base_kb, r->kv_bytes, (long long)r->capacity, wk_cpu_isa(),
+           ttft_warm_ms, pre_tok_s, dec_tok_s, peak, r->rss_base_kb, r->kv_bytes, wk_dtype_name(r->kv_dtype), (long long)r->capacity, wk_cpu_isa(),
            r->check, (double)r->n_prefill / prefill_cpu_s, r->n_decode ? (double)r->n_decode / decode_cpu_s : 0,
            r->model_heap_bytes, (long long)ms.peak_in_use);
 }
@@ -266,7 +271,7 @@ static void greedy_check(bench *b, char *out, size_t cap) {
 
 static int usage(void) {
     fprintf(stderr, "usage: bench_generate [-m MODEL] [--threads T] [--prefill N] [--decode M] [--depth D]\n"
-                    "                      [--reps R] [--dtype f32|f16|bf16] [--quick]\n");
+                    "                      [--reps R] [--dtype f32|f16|bf16] [--kv-type f32|f16|bf16] [--quick]\n");
     return 2;
 }
 
@@ -275,7 +280,7 @@ int main(int argc, char **argv) {
     int threads = 0, reps = 3;
     long long n_prefill = 128, n_decode = 64, depth = 0;
     bool quick = false;
-    wk_dtype dtype = WK_F32;
+    wk_dtype dtype = WK_F32, kv_dtype = WK_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--quick")) quick = true;
@@ -289,6 +294,12 @@ int main(int argc, char **argv) {
             if (!wk_dtype_from_name(argv[++i], &dtype) ||
                 (dtype != WK_F32 && dtype != WK_F16 && dtype != WK_BF16)) {
                 fprintf(stderr, "bench_generate: --dtype must be f32, f16 or bf16\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--kv-type") && v) {
+            if (!wk_dtype_from_name(argv[++i], &kv_dtype) ||
+                (kv_dtype != WK_F32 && kv_dtype != WK_F16 && kv_dtype != WK_BF16)) {
+                fprintf(stderr, "bench_generate: --kv-type must be f32, f16 or bf16\n");
                 return 2;
             }
         } else return usage();
@@ -311,7 +322,7 @@ int main(int argc, char **argv) {
     long rss_base = rss_kb();
     wk_cpu_mem_stats before, after;
     wk_cpu_mem_stats_get(&before);
-    wk_lm_load_opts opts = {.dtype = dtype};
+    wk_lm_load_opts opts = {.dtype = dtype, .kv_dtype = kv_dtype};
     double t0 = bench_now();
     wk_lm *m = wk_lm_load(path, &opts);
     if (!m) {
@@ -372,7 +383,7 @@ int main(int argc, char **argv) {
         bench b = {.m = m, .c = c, .vocab = cfg->vocab, .row = row};
         greedy_check(&b, check, sizeof check);
         report rep = {.path = path, .threads = threads, .reps = reps, .dtype = dtype, .n_prefill = n_prefill,
-                      .n_decode = n_decode, .depth = depth, .load_s = load_s, .rss_base_kb = rss_base, .kv_bytes = kv_bytes,
+                      .n_decode = n_decode, .depth = depth, .kv_dtype = kv_dtype, .load_s = load_s, .rss_base_kb = rss_base, .kv_bytes = kv_bytes,
                       .model_heap_bytes = model_heap, .capacity = wk_kv_cache_capacity(c), .check = check};
         print_report(&rep, runs, pre, dec);
     }

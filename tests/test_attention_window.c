@@ -172,7 +172,7 @@ static void test_bad_options(void **state) {
     assert_int_equal(wk_last_status(), WK_ERR_ARG);
     /* the layer kit: rope_dims odd or past the head */
     wk__kv_store st;
-    TU_STATUS_OK(wk__kv_store_init(&st, 1, 2, 4, 4, wk_cpu()));
+    TU_STATUS_OK(wk__kv_store_init(&st, 1, 2, 4, 4, WK_F32, wk_cpu()));
     int64_t sr[2] = {1, 8};
     wk_tensor *r = TU_OK(wk_rand(sr, 2, -1, 1, WK_F32, wk_cpu()));
     wk__attn_heads h = {.q_heads = 2, .kv_heads = 2, .head_dim = 4, .rope_dims = 3};
@@ -224,7 +224,7 @@ static void test_layer_kit(void **state) {
                             .rope_skip = skip_rope != 0,
                             .rope_dims = rdims};
         wk__kv_store st;
-        TU_STATUS_OK(wk__kv_store_init(&st, 1, Hkv, n1 + n2 + 3, D, wk_cpu()));
+        TU_STATUS_OK(wk__kv_store_init(&st, 1, Hkv, n1 + n2 + 3, D, WK_F32, wk_cpu()));
         wk_tensor *outs[64];
         int no = 0;
         /* a prefill of n1, then one position at a time */

@@ -59,6 +59,45 @@ static void prefill_rows(const wk_lm *m, const int32_t *ids, int n, int64_t cap,
     else wk_kv_cache_free(c);
 }
 
+/* The logits of the last id after a prefill of the others and one decode
+ * step (the decode kernels of the attention), into out (VOCAB floats). */
+static void two_step_logits(const wk_lm *m, const int32_t *ids, int n, float *out) {
+    wk_kv_cache *c = wk_kv_cache_new(m, n);
+    if (!c) fail_msg("cache: %s", wk_last_error());
+    wk_tensor *l = wk_lm_forward(m, c, ids, n - 1, false);
+    if (!l) fail_msg("prefill: %s", wk_last_error());
+    wk_tensor_free(l);
+    l = wk_lm_forward(m, c, ids + n - 1, 1, false);
+    if (!l) fail_msg("decode: %s", wk_last_error());
+    assert_int_equal(wk_to_host_f32(l, out, VOCAB), WK_OK);
+    wk_tensor_free(l);
+    wk_kv_cache_free(c);
+}
+
+/* An f16 / bf16 KV cache (wk_lm_load_opts.kv_dtype) under f32 weights: the
+ * decode step's logits near the f32 cache's. */
+static void check_half_cache(const char *arch, const char *dir, const wk_lm *m, const int32_t *ids, int n) {
+    static float ref[VOCAB], got[VOCAB];
+    two_step_logits(m, ids, n, ref);
+    static const wk_dtype half[2] = {WK_F16, WK_BF16};
+    for (int h = 0; h < 2; h++) {
+        wk_lm_load_opts o = {.kv_dtype = half[h]};
+        wk_lm *mk = wk_lm_load(dir, &o);
+        if (!mk) fail_msg("%s kv %s: load: %s", arch, wk_dtype_name(half[h]), wk_last_error());
+        two_step_logits(mk, ids, n, got);
+        double d = 0, scale = 0;
+        for (int i = 0; i < VOCAB; i++) {
+            d = fmax(d, fabs((double)got[i] - ref[i]));
+            scale = fmax(scale, fabs((double)ref[i]));
+        }
+        print_message("%-8s kv %-4s vs f32 cache: max |diff| %.2e (logits up to %.2f)\n", arch,
+                      wk_dtype_name(half[h]), d, scale);
+        if (!(d < (h == 0 ? 0.01 : 0.05) * fmax(scale, 1.0)))
+            fail_msg("%s kv %s: decode logits differ from the f32 cache's by %g", arch, wk_dtype_name(half[h]), d);
+        wk_lm_free(mk);
+    }
+}
+
 static double max_diff(const float *a, const double *b, int n) {
     double d = 0;
     for (int i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
@@ -156,6 +195,7 @@ static void check_family(const char *arch) {
     if (!(d < 1e-4)) fail_msg("%s HF: logits differ from transformers by %g", arch, d);
     greedy_check(arch, m, c, got + (size_t)(nrows - 1) * VOCAB, greedy, top2, ng);
     wk_kv_cache_free(c);
+    check_half_cache(arch, dir, m, ids, n);
     /* f16 / bf16 weights: the same model, rounded */
     static const wk_dtype half[2] = {WK_F16, WK_BF16};
     for (int h = 0; h < 2; h++) {

@@ -43,6 +43,8 @@ static const char USAGE[] =
     "  --ctx N                 the conversation uses at most N positions, allocated at once\n"
     "                          (default: the model's context, the cache growing as needed)\n"
     "  --dtype f32|f16|bf16    dtype of the unquantized weights (default f32)\n"
+    "  --kv-type f32|f16|bf16  dtype of the KV cache (default f32; f16 halves what decode reads\n"
+    "                          over a long context, as llama.cpp's default cache does)\n"
     "  --threads N             CPU threads\n"
     "  --device cpu|cuda[:N]   where the model runs (default cpu)\n"
     "\n"

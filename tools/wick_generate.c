@@ -36,6 +36,8 @@ static const char USAGE[] =
     "  --ignore-eos            do not stop at the end-of-sequence token\n"
     "  --ctx N                 use at most N positions of the context\n"
     "  --dtype f32|f16|bf16    dtype of the unquantized weights and activations (default f32)\n"
+    "  --kv-type f32|f16|bf16  dtype of the KV cache (default f32; f16 halves what decode reads\n"
+    "                          over a long context, as llama.cpp's default cache does)\n"
     "  --threads N             CPU threads\n"
     "  --device cpu|cuda[:N]   where the model runs (default cpu)\n"
     "\n"

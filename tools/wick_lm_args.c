@@ -88,7 +88,8 @@ static bool takes_value(const char *f) {
     static const char *flags[] = {"-m",       "--model",  "-p",        "--prompt",         "-n",
                                   "--n-predict", "--temp", "--top-k",  "--top-p",          "--min-p",
                                   "--repeat-penalty", "--repeat-last-n", "--seed", "--system", "--stop",
-                                  "--ctx",    "--threads", "--device", "--dtype"};
+                                  "--ctx",    "--threads", "--device", "--dtype",
+                                  "--kv-type"};
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
         if (!strcmp(f, flags[i])) return true;
     return false;
@@ -145,6 +146,9 @@ int wk__cli_lm_parse(int argc, char **argv, wk__cli_lm_args *a) {
         else if (!strcmp(f, "--dtype")) {
             a->dtype = v;
             ok = !strcmp(v, "f32") || !strcmp(v, "f16") || !strcmp(v, "bf16");
+        } else if (!strcmp(f, "--kv-type")) {
+            a->kv_type = v;
+            ok = !strcmp(v, "f32") || !strcmp(v, "f16") || !strcmp(v, "bf16");
         }
         if (!ok) return wk__cli_lm_fail(a, "bad value '%s' for %s (try 'wick %s --help')", v, f, a->cmd);
     }
@@ -188,6 +192,7 @@ wk_lm *wk__cli_lm_load(const wk__cli_lm_args *a, wk_device **devp, double *load_
     }
     wk_lm_load_opts lo = {.device = dev, .dtype = WK_F32};
     if (a->dtype) wk_dtype_from_name(a->dtype, &lo.dtype);
+    if (a->kv_type) wk_dtype_from_name(a->kv_type, &lo.kv_dtype);
     bar b = {-1, a->cmd};
     if (isatty(STDERR_FILENO)) {
         lo.progress = bar_draw;

@@ -14,7 +14,7 @@ typedef struct wk__cli_lm_args {
     const char *cmd;   /* "generate" or "chat": error lines start "wick CMD: " */
     const char *usage; /* printed by --help */
     bool chat_cmd;     /* wick chat: no -p / --chat (every turn is a chat turn) */
-    const char *model, *prompt, *device, *dtype;
+    const char *model, *prompt, *device, *dtype, *kv_type;
     int64_t n, threads, ctx;
     wk_generate_opts g;
     const char *stops[WK__CLI_MAX_STOPS];

@@ -211,7 +211,7 @@ def main():
         f" load_ms={load_ms:.1f} ttft_ms={ttft_ms:.2f} ttft_warm_ms={ttft_warm_ms:.2f}"
         f" prefill_tok_s={a.prefill / prefill_s:.2f}"
         f" decode_tok_s={(a.decode / decode_s) if a.decode else 0:.2f}"
-        f" rss_peak_kb={peak_kb} rss_base_kb={rss_base} kv_bytes={kv_bytes} n_ctx={n_ctx} check={check}"
+        f" rss_peak_kb={peak_kb} rss_base_kb={rss_base} kv_bytes={kv_bytes} kv_type=f16 n_ctx={n_ctx} check={check}"
         f" prefill_cpu_tok_s={a.prefill / prefill_cpu_s:.2f}"
         f" decode_cpu_tok_s={(a.decode / decode_cpu_s) if a.decode else 0:.2f}"
     )

@@ -84,12 +84,18 @@ typedef struct wk_lm_load_opts {
      * converts every unquantized matrix (and the token table) to it at load;
      * anything else (the zero-initialised default, WK_U8, or opts NULL)
      * keeps them as the file stores them (f64 as f32). Block-quantized
-     * weights always stay blocks; norm weights are f32. Activations and the
-     * KV cache are f32 whatever this says, as llama.cpp does: f16 / bf16 and
-     * block weights run through wk_qmatmul with f32 x (x quantized to the
+     * weights always stay blocks; norm weights are f32. Activations (and
+     * the KV cache, unless kv_dtype says otherwise) are f32 whatever this
+     * says: f16 / bf16 and block weights run through wk_qmatmul with f32 x (x quantized to the
      * weight's partner block type for blocks), f32 weights through
      * wk_matmul with a transposed view (no copy). */
     wk_dtype dtype;
+    /* The dtype of the KV caches made for this model: WK_F16 or WK_BF16
+     * stores keys and values in it (half the bytes a decode step reads over
+     * a long context; llama.cpp's default is f16), and attention then runs
+     * in it, q rounded as the keys are; anything else (the zero-initialised
+     * default) keeps them f32, the exact choice. */
+    wk_dtype kv_dtype;
     /* called with 0..1 while tensors are read (may be NULL) */
     void (*progress)(void *ctx, double fraction);
     void *progress_ctx;

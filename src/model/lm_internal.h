@@ -49,6 +49,7 @@ struct wk_lm {
     const wk__lm_arch *arch;
     uint8_t *layer_flags; /* cfg.layer_flags points here */
     wk_device *dev;
+    wk_dtype kv_dtype;           /* the caches' dtype (wk_lm_load_opts.kv_dtype): f32, f16 or bf16 */
     wk_embedding_layer tok_embd; /* (vocab, dim): f32 / f16 / bf16 or blocks */
     wk_linear output;            /* the lm head: tok_embd's weight when tied */
     wk_norm_layer out_norm;      /* rms, (dim) f32 */

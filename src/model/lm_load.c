@@ -529,6 +529,7 @@ wk_lm *wk_lm_load(const char *path, const wk_lm_load_opts *opts) {
         return NULL;
     }
     m->dev = o.device ? o.device : wk_cpu();
+    m->kv_dtype = o.kv_dtype == WK_F16 || o.kv_dtype == WK_BF16 ? o.kv_dtype : WK_F32;
     source s = {.path = path};
     wk__lm_raw raw;
     memset(&raw, 0, sizeof raw);

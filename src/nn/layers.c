@@ -227,8 +227,12 @@ wk_status wk__rope_tables(const char *op, const double *inv, int64_t half, int64
 /* ---- KV cache, attention ---- */
 
 wk_status wk__kv_store_init(wk__kv_store *s, int64_t layers, int64_t kv_heads, int64_t cap, int64_t head_dim,
-                            wk_device *dev) {
+                            wk_dtype dt, wk_device *dev) {
     const char *op = "wk_kv_cache_new";
+    if (dt != WK_F32 && dt != WK_F16 && dt != WK_BF16) {
+        *s = (wk__kv_store){0};
+        return wk__err(WK_ERR_DTYPE, op, "a KV cache is f32, f16 or bf16, not %s", wk_dtype_name(dt));
+    }
     s->layers = layers;
     s->cap = cap;
     s->k = calloc((size_t)layers, sizeof *s->k);
@@ -241,8 +245,8 @@ wk_status wk__kv_store_init(wk__kv_store *s, int64_t layers, int64_t kv_heads, i
     for (int64_t l = 0; l < layers; l++) {
         /* zeros, not empty: positions past the filled length are never
          * read, but defined bytes keep sanitizers and debuggers quiet */
-        s->k[l] = wk_zeros(shape, 4, WK_F32, dev);
-        s->v[l] = wk_zeros(shape, 4, WK_F32, dev);
+        s->k[l] = wk_zeros(shape, 4, dt, dev);
+        s->v[l] = wk_zeros(shape, 4, dt, dev);
         if (!s->k[l] || !s->v[l]) {
             wk__kv_store_free(s);
             return wk_last_status();
@@ -296,6 +300,13 @@ wk_tensor *wk__rope_cached_attention(const wk__attn_heads *h, const wk_tensor *q
     wk_tensor *kr = rope_heads(h, wk_reshape(k, skv, 4), cos, sin);
     wk_tensor *vv = wk_reshape(v, skv, 4);
     if (!qr || !kr || !vv) return NULL;
+    wk_dtype cdt = wk_tensor_dtype(s->k[li]), adt = wk_tensor_dtype(q);
+    if (cdt != adt) { /* a half cache under wider activations: round all three */
+        qr = wk_to_dtype(qr, cdt);
+        kr = wk_to_dtype(kr, cdt);
+        vv = wk_to_dtype(vv, cdt);
+        if (!qr || !kr || !vv) return NULL;
+    }
     /* (1, n, H, D) -> (1, H, n, D): views; the cache write and attention
      * take strides */
     if (wk_slice_set(s->k[li], wk_transpose(kr, 1, 2), 2, pos) != WK_OK) return NULL;
@@ -305,7 +316,8 @@ wk_tensor *wk__rope_cached_attention(const wk__attn_heads *h, const wk_tensor *q
         .causal = true, .q_offset = pos, .window = h->window, .softcap = h->softcap, .scale = h->scale};
     wk_tensor *a = wk_attention(wk_transpose(qr, 1, 2), kc, vc, &ao); /* (1, H, n, D) */
     int64_t so[2] = {n, H * D};
-    return wk_reshape(wk_transpose(a, 1, 2), so, 2); /* copies into (n, H D) */
+    wk_tensor *o = wk_reshape(wk_transpose(a, 1, 2), so, 2); /* copies into (n, H D) */
+    return cdt != adt ? wk_to_dtype(o, adt) : o;
 }
 
 wk_tensor *wk__key_padding_mask(const int64_t *lens, int64_t B, int64_t L, wk_device *dev) {

@@ -51,14 +51,15 @@ wk_status wk__rope_tables(const char *op, const double *inv, int64_t half, int64
 /* ------------------------------------------------------ KV cache, attention */
 
 /* One sequence's keys and values: per layer (1, kv_heads, cap, head_dim)
- * f32, allocated once (zeros); attention writes new positions in place and
- * reads a narrow of the filled part. */
+ * of dtype dt (f32, or f16 / bf16: half the bytes a decode step reads over
+ * a long context), allocated once (zeros); attention writes new positions
+ * in place and reads a narrow of the filled part. */
 typedef struct wk__kv_store {
     int64_t layers, cap;
     wk_tensor **k, **v;
 } wk__kv_store;
 wk_status wk__kv_store_init(wk__kv_store *s, int64_t layers, int64_t kv_heads, int64_t cap, int64_t head_dim,
-                            wk_device *dev);
+                            wk_dtype dt, wk_device *dev);
 void wk__kv_store_free(wk__kv_store *s);
 
 /* Causal self-attention with rotary embedding and a KV cache for the n new
@@ -68,7 +69,11 @@ void wk__kv_store_free(wk__kv_store *s);
  * as wk_rope_thd; R = rope_dims, or D); layer li of s receives the rotated
  * keys and the values at pos, then every query attends to positions 0 ..
  * its own, or its last window (GQA: query head h reads kv head h / (Hq /
- * Hkv)). Returns (n, Hq*D). A zero-initialised struct but the head counts
+ * Hkv)). Returns (n, Hq*D) in q's dtype. A cache of another float dtype
+ * than q (an f16 cache under f32 activations) receives k and v rounded to
+ * it, and attention runs in it: q is rounded too (as llama.cpp's CPU
+ * attention over an f16 cache does), and the output widened back. A
+ * zero-initialised struct but the head counts
  * is plain Llama attention. */
 typedef struct wk__attn_heads {
     int64_t q_heads, kv_heads, head_dim;

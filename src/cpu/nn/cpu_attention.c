@@ -55,6 +55,10 @@ typedef struct att_ctx {
     wk_gemm_kernels gk;
     wk_attn_dots_fn dots; /* f32 one-row scores and p V at this SIMD level, or NULL (GEMV) */
     wk_attn_pv_fn pv;
+    /* f16 / bf16 operands: the decode kernels that widen in registers, or
+     * NULL (tiles widened into f32 buffers) */
+    wk_attn_dots_h_fn dots_h;
+    wk_attn_pv_h_fn pv_h;
     atomic_int failed;
 } att_ctx;
 
@@ -161,6 +165,15 @@ wk_status wk__cpu_attention(wk_device *dev, const void *q, const wk_layout *lq, 
               : strcmp(isa, "avx2") == 0 ? wk__attn_dots_f32_avx2
                                          : NULL;
     c->pv = strcmp(isa, "avx512") == 0 ? wk__attn_pv_f32_avx512 : strcmp(isa, "avx2") == 0 ? wk__attn_pv_f32_avx2 : NULL;
+    bool avx512 = strcmp(isa, "avx512") == 0, avx2 = strcmp(isa, "avx2") == 0;
+    int64_t hw = avx512 ? 16 : 8;
+    if ((avx512 || avx2) && (dt == WK_F16 || dt == WK_BF16) && c->d % hw == 0 && c->dv % hw == 0) {
+        bool h = dt == WK_F16;
+        c->dots_h = avx512 ? (h ? wk__attn_dots_f16_avx512 : wk__attn_dots_bf16_avx512)
+                           : (h ? wk__attn_dots_f16_avx2 : wk__attn_dots_bf16_avx2);
+        c->pv_h = avx512 ? (h ? wk__attn_pv_f16_avx512 : wk__attn_pv_bf16_avx512)
+                         : (h ? wk__attn_pv_f16_avx2 : wk__attn_pv_bf16_avx2);
+    }
     int64_t nb = 1;
     for (int i = 0; i < c->nbd; i++) nb *= lq->shape[i];
     c->rows = c->group * c->nq;

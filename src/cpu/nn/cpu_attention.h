@@ -18,4 +18,19 @@ typedef void (*wk_attn_pv_fn)(const float *p, const float *v, int64_t vrs, int64
 void wk__attn_pv_f32_avx2(const float *p, const float *v, int64_t vrs, int64_t n, int64_t dv, float *o);
 void wk__attn_pv_f32_avx512(const float *p, const float *v, int64_t vrs, int64_t n, int64_t dv, float *o);
 
+/* The same for an f16 / bf16 cache: k / v rows of 2-byte elements widened
+ * in registers as they are read (cpu_attention_half.inc); q, p, s, o f32.
+ * d and dv must be multiples of the vector width (16 on AVX-512, 8 on AVX2:
+ * every real head size is); the caller widens tiles into f32 otherwise. */
+typedef void (*wk_attn_dots_h_fn)(const float *q, const uint16_t *k, int64_t krs, int64_t n, int64_t d, float *s);
+typedef void (*wk_attn_pv_h_fn)(const float *p, const uint16_t *v, int64_t vrs, int64_t n, int64_t dv, float *o);
+void wk__attn_dots_f16_avx512(const float *q, const uint16_t *k, int64_t krs, int64_t n, int64_t d, float *s);
+void wk__attn_dots_bf16_avx512(const float *q, const uint16_t *k, int64_t krs, int64_t n, int64_t d, float *s);
+void wk__attn_pv_f16_avx512(const float *p, const uint16_t *v, int64_t vrs, int64_t n, int64_t dv, float *o);
+void wk__attn_pv_bf16_avx512(const float *p, const uint16_t *v, int64_t vrs, int64_t n, int64_t dv, float *o);
+void wk__attn_dots_f16_avx2(const float *q, const uint16_t *k, int64_t krs, int64_t n, int64_t d, float *s);
+void wk__attn_dots_bf16_avx2(const float *q, const uint16_t *k, int64_t krs, int64_t n, int64_t d, float *s);
+void wk__attn_pv_f16_avx2(const float *p, const uint16_t *v, int64_t vrs, int64_t n, int64_t dv, float *o);
+void wk__attn_pv_bf16_avx2(const float *p, const uint16_t *v, int64_t vrs, int64_t n, int64_t dv, float *o);
+
 #endif

@@ -74,3 +74,22 @@ void wk__attn_pv_f32_avx2(const float *p, const float *v, int64_t vrs, int64_t n
         _mm256_maskstore_ps(o + e0 + 24, m[3], a3);
     }
 }
+
+/* ---- f16 / bf16 caches (cpu_attention_half.inc) ---- */
+#define HV __m256
+#define HW 8
+#define HZERO() _mm256_setzero_ps()
+#define HSET1(x) _mm256_set1_ps(x)
+#define HFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define HLOADF(p) _mm256_loadu_ps(p)
+#define HSTOREF(p, v) _mm256_storeu_ps(p, v)
+#define HLOAD16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p)))
+#define HLOADB16(p) \
+    _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p))), 16))
+static inline void hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3, float *out) {
+    __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+}
+#define HSUM4(a0, a1, a2, a3, out) hsum4(a0, a1, a2, a3, out)
+#define HSFX avx2
+#include "cpu/nn/cpu_attention_half.inc"

@@ -79,3 +79,22 @@ void wk__attn_pv_f32_avx512(const float *p, const float *v, int64_t vrs, int64_t
         _mm512_mask_storeu_ps(o + e0 + 48, m[3], a3);
     }
 }
+
+/* ---- f16 / bf16 caches (cpu_attention_half.inc) ---- */
+#define HV __m512
+#define HW 16
+#define HZERO() _mm512_setzero_ps()
+#define HSET1(x) _mm512_set1_ps(x)
+#define HFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define HLOADF(p) _mm512_loadu_ps(p)
+#define HSTOREF(p, v) _mm512_storeu_ps(p, v)
+#define HLOAD16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
+#define HLOADB16(p) \
+    _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p))), 16))
+static inline void hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3, float *out) {
+    __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(fold(a0), fold(a1)), _mm256_hadd_ps(fold(a2), fold(a3)));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+}
+#define HSUM4(a0, a1, a2, a3, out) hsum4(a0, a1, a2, a3, out)
+#define HSFX avx512
+#include "cpu/nn/cpu_attention_half.inc"
