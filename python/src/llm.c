@@ -31,7 +31,7 @@ const wk_lm *wkpy_llama_of(PyObject *o) {
     return PyObject_TypeCheck(o, &llama_type) ? ((llama_obj *)o)->m : NULL;
 }
 
-PyObject *wkpy_llama_load(PyObject *path, PyObject *device, PyObject *dtype) {
+PyObject *wkpy_llama_load(PyObject *path, PyObject *device, PyObject *dtype, PyObject *kv_dtype) {
     PyObject *b;
     wk_lm_load_opts o;
     memset(&o, 0, sizeof o); /* dtype 0: keep the file's dtypes */
@@ -41,6 +41,12 @@ PyObject *wkpy_llama_load(PyObject *path, PyObject *device, PyObject *dtype) {
         if (o.dtype != WK_F32 && o.dtype != WK_F16 && o.dtype != WK_BF16)
             return PyErr_Format(PyExc_ValueError, "Model(): dtype must be f32, f16 or bf16 (the float weights' "
                                                   "dtype), got %s", wk_dtype_name(o.dtype));
+    }
+    if (kv_dtype && kv_dtype != Py_None) {
+        if (wkpy_dtype_from(kv_dtype, WK_F32, &o.kv_dtype) < 0) return NULL;
+        if (o.kv_dtype != WK_F32 && o.kv_dtype != WK_F16 && o.kv_dtype != WK_BF16)
+            return PyErr_Format(PyExc_ValueError, "Model(): kv_dtype must be f32, f16 or bf16 (the KV cache's "
+                                                  "dtype), got %s", wk_dtype_name(o.kv_dtype));
     }
     if (wkpy_path(path, "Model", &b) < 0) return NULL;
     wk_lm *m;
@@ -59,10 +65,10 @@ PyObject *wkpy_llama_load(PyObject *path, PyObject *device, PyObject *dtype) {
 
 static PyObject *llama_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     (void)type;
-    static char *names[] = {"path", "device", "dtype", NULL};
-    PyObject *path, *device = NULL, *dtype = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:Model", names, &path, &device, &dtype)) return NULL;
-    return wkpy_llama_load(path, device, dtype);
+    static char *names[] = {"path", "device", "dtype", "kv_dtype", NULL};
+    PyObject *path, *device = NULL, *dtype = NULL, *kv_dtype = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOO:Model", names, &path, &device, &dtype, &kv_dtype)) return NULL;
+    return wkpy_llama_load(path, device, dtype, kv_dtype);
 }
 
 static void llama_dealloc(llama_obj *self) {
@@ -252,10 +258,11 @@ static PyTypeObject llama_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "wick.Model",
     .tp_basicsize = sizeof(llama_obj),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Model(path, device=None, dtype=None)\nA decoder language model of any family wick knows (llama -- "
+    .tp_doc = "Model(path, device=None, dtype=None, kv_dtype=None)\nA decoder language model of any family wick knows (llama -- "
               "Llama 2/3, SmolLM2 --, mistral, qwen2, qwen3, gemma2, gemma3, phi3, smollm3) from a .gguf file "
               "(quantized layers stay quantized) or an HF directory. dtype (f32 / f16 / bf16) converts the "
-              "float weight matrices at load; None keeps the file's. Immutable: threads may share one. "
+              "float weight matrices at load; None keeps the file's. kv_dtype (f32 / f16 / bf16; None: f32) is the "
+              "dtype of its KV caches (f16 halves what decode reads over a long context). Immutable: threads may share one. "
               "wick.Llama is the same type (its former name).",
     .tp_new = llama_new,
     .tp_dealloc = (destructor)llama_dealloc,

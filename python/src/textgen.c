@@ -156,7 +156,7 @@ static PyObject *model_arg(PyObject *o, const char *fname) {
     if (!PyUnicode_Check(o) && !PyObject_HasAttrString(o, "__fspath__"))
         return PyErr_Format(PyExc_TypeError, "%s(): model must be a wick.Model or a path, got %s", fname,
                             Py_TYPE(o)->tp_name);
-    return wkpy_llama_load(o, NULL, NULL);
+    return wkpy_llama_load(o, NULL, NULL, NULL);
 }
 
 /* ---- what generate and stream share ---- */

@@ -125,7 +125,7 @@ int wkpy_ids(PyObject *o, const char *fname, int32_t **ids, int64_t *n);
 /* llm.c: the model of a wick.Llama (or NULL); a new Llama loaded from path. */
 typedef struct wk_lm wk_lm;
 const wk_lm *wkpy_llama_of(PyObject *o);
-PyObject *wkpy_llama_load(PyObject *path, PyObject *device, PyObject *dtype);
+PyObject *wkpy_llama_load(PyObject *path, PyObject *device, PyObject *dtype, PyObject *kv_dtype);
 /* What Llama.generate / Llama.stream call: textgen.c's wkpy_textgen, which
  * module.c stores here at import (textgen.c sits above llm.c: it loads
  * and reads Llamas, so llm.c does not name it). */

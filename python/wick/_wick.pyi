@@ -123,10 +123,10 @@ class KVCache:
 
 @final
 class Model:
-    """Model(path, device=None, dtype=None)
-    A decoder language model of any family wick knows (llama -- Llama 2/3, SmolLM2 --, mistral, qwen2, qwen3, gemma2, gemma3, phi3, smollm3) from a .gguf file (quantized layers stay quantized) or an HF directory. dtype (f32 / f16 / bf16) converts the float weight matrices at load; None keeps the file's. Immutable: threads may share one. wick.Llama is the same type (its former name).
+    """Model(path, device=None, dtype=None, kv_dtype=None)
+    A decoder language model of any family wick knows (llama -- Llama 2/3, SmolLM2 --, mistral, qwen2, qwen3, gemma2, gemma3, phi3, smollm3) from a .gguf file (quantized layers stay quantized) or an HF directory. dtype (f32 / f16 / bf16) converts the float weight matrices at load; None keeps the file's. kv_dtype (f32 / f16 / bf16; None: f32) is the dtype of its KV caches (f16 halves what decode reads over a long context). Immutable: threads may share one. wick.Llama is the same type (its former name).
     """
-    def __new__(cls, path, device=..., dtype=...) -> Model: ...
+    def __new__(cls, path, device=..., dtype=..., kv_dtype=...) -> Model: ...
     def __repr__(self, /) -> str: ...
     @property
     def arch(self) -> Any:

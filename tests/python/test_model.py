@@ -112,3 +112,13 @@ def test_pop_reset_and_errors(smol):
 def test_generate_stats_have_n_prefill(smol):
     text, st = smol.generate("The capital of France is", max_new_tokens=2, temperature=0, return_stats=True)
     assert st["n_prefill"] == st["n_prompt"]
+
+
+def test_kv_dtype(smollm2_gguf, smol):
+    # an f16 cache: the same greedy words as the f32 one on a short prompt
+    half = wick.Model(smollm2_gguf, kv_dtype="f16")
+    prompt = "The capital of France is"
+    assert half.generate(prompt, temperature=0, max_new_tokens=4) == smol.generate(prompt, temperature=0,
+                                                                                     max_new_tokens=4)
+    with pytest.raises(ValueError, match="kv_dtype"):
+        wick.Model(smollm2_gguf, kv_dtype="q8_0")
