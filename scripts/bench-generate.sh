@@ -18,6 +18,7 @@
 # --inner K (repetitions inside each process, default 3: one cold, then the median of the others),
 # --no-peer (wick only), --only-real (the real Q4_K_M files only, no SmolLM2 file), --log FILE
 # (default $BUILD_DIR/bench-generate.log; table.py takes several logs and merges them).
+# --kv-type T: wick's KV cache dtype (default f16, llama.cpp's default: the same bytes read per token).
 # Each run starts with bench_membw (the DRAM read bandwidth at each thread count, in the log): the
 # table's "% of DRAM" column is decode's file bytes per token / that bandwidth.
 # Model files other than the package's Q4_1 are made once with `wick quantize` into
@@ -29,7 +30,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 venv="${BENCH_VENV:-$root/.bench-venv}"
-install=0 reps=3 inner=3 prefill=128 decode=64 depth=0 peer=1 real=1 log=
+kv=f16 install=0 reps=3 inner=3 prefill=128 decode=64 depth=0 peer=1 real=1 log=
 threads="1 2"
 types="q4_1 f32 f16 bf16 q8_0 q4_0 q4_k"
 need() { [ "$2" -ge 2 ] || { echo "bench-generate: $1 needs a value" >&2; exit 2; }; }
@@ -45,6 +46,7 @@ while [ $# -gt 0 ]; do
     --decode) need "$1" $#; decode="$2"; shift ;;
     --depth) need "$1" $#; depth="$2"; shift ;;
     --log) need "$1" $#; log="$2"; shift ;;
+    --kv-type) need "$1" $#; kv="$2"; shift ;;
     --only-real) types="" ;;
     --no-peer) peer=0 ;;
     --no-real) real=0 ;;
@@ -113,7 +115,7 @@ one() { # which file threads prefill depth
   case "$f" in *.F16.gguf) dt=f16 ;; *.BF16.gguf) dt=bf16 ;; esac
   if [ "$who" = wick ]; then
     "$dir/bench/bench_generate" -m "$f" --threads "$t" --prefill "$p" --decode "$decode" --depth "$d" \
-      --reps "$inner" --dtype "$dt" \
+      --reps "$inner" --dtype "$dt" --kv-type "$kv" \
       | tee -a "$log" | grep '^peer=' >/dev/null || { echo "bench-generate: wick failed on $f" >&2; return 1; }
   else
     "$python" bench/generate/llama_cpp_peer.py -m "$f" --threads "$t" --prefill "$p" --decode "$decode" \
