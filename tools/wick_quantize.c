@@ -151,7 +151,8 @@ static const float *imatrix_for(imatrix_use *u, const char *name, const wk_tenso
         return NULL;
     }
     int r = wk_rank(t);
-    int64_t cols = wk_shape(t)[r - 1], mats = r >= 3 ? wk_numel(t) / (cols * wk_shape(t)[r - 2]) : 1;
+    int64_t cols = wk_shape(t)[r - 1], per = cols * (r >= 2 ? wk_shape(t)[r - 2] : 1);
+    int64_t mats = r >= 3 && per > 0 ? wk_numel(t) / per : 1;
     if (*n != cols && *n != cols * mats) {
         if (is_token_embd(name)) {
             fprintf(stderr, "wick quantize: %s: importance matrix of %lld values for %lld columns, quantized without\n",
