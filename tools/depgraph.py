@@ -69,7 +69,7 @@ PUBLIC_FLOORS = {
     'wick_ops.h': 'autograd', 'wick.h': 'autograd', 'custom_op.h': 'autograd',
     'autograd.h': 'autograd', 'nn.h': 'autograd',
     'layers.h': 'nn',
-    'gguf.h': 'files', 'safetensors.h': 'files',
+    'gguf.h': 'files', 'safetensors.h': 'files', 'imatrix.h': 'files',
     'tokenizer.h': 'text', 'chat.h': 'text',
     'train.h': 'top', 'lm.h': 'top', 'generate.h': 'top', 'bert.h': 'top',
     'all.h': 'top',

@@ -53,6 +53,20 @@ static inline void qvg_fill(int set, uint64_t seed, float *x, int64_t n) {
     }
 }
 
+/* An importance matrix of n weights (one per column), seeded: mostly
+ * squares of normals (as activations' mean squares are), one in 16 a large
+ * outlier column, one in 32 exactly zero (a column no token reached). */
+static inline void qvg_imatrix(uint64_t seed, float *w, int64_t n) {
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+    for (int64_t i = 0; i < n; i++) {
+        float g = qvg_gauss(&s), u = qvg_unif(&s);
+        float v = g * g + 0.01f;
+        if (u < 1.0f / 32) v = 0.f;
+        else if (u < 3.0f / 32) v *= 40.f;
+        w[i] = v;
+    }
+}
+
 /* FNV-1a, 64 bits, continuing from h (start with QVG_FNV0). */
 #define QVG_FNV0 0xcbf29ce484222325ull
 static inline uint64_t qvg_fnv(uint64_t h, const void *p, size_t n) {

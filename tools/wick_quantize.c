@@ -8,13 +8,25 @@
  *    they fit (q2_K/q3_K/iq4_xs -> iq4_nl, q4_K -> q5_0, q5_K -> q5_1,
  *    q6_K/q8_K -> q8_0; then f16), said on stderr;
  *  - a tensor already in its target dtype is copied byte for byte.
- * Everything else in a GGUF's metadata is copied; general.file_type is set. */
+ * Everything else in a GGUF's metadata is copied; general.file_type is set.
+ *
+ * --imatrix FILE (llama-imatrix's GGUF or legacy .dat, wick/imatrix.h):
+ * each quantized tensor with an entry of its name is quantized with that
+ * importance matrix (wk_quantize_imatrix: llama-quantize's bytes); tensors
+ * without one quantize as before, and the count of those is said on stderr.
+ * An entry whose size does not fit its tensor is an error (as llama-quantize;
+ * for the token embedding a note, and it goes without). The output records
+ * quantize.imatrix.file / .dataset / .entries_count / .chunks_count, as
+ * llama-quantize does. No wick type needs a matrix (llama.cpp demands one
+ * only for the IQ1/IQ2/IQ3_XXS types and Q2_K_S files, which wick does not
+ * write). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "tools/wick_cli.h"
 #include "wick/gguf.h"
+#include "wick/imatrix.h"
 #include "wick/nn.h"
 #include "wick/safetensors.h"
 
@@ -116,9 +128,50 @@ static void progress_step(progress *p, const char *name) {
     }
 }
 
+/* The importance matrix of a run, and what it did. */
+typedef struct {
+    const wk_imatrix *m; /* NULL: none given */
+    const char *path;
+    int n_used, n_missing;
+} imatrix_use;
+
+static bool is_token_embd(const char *name) {
+    return !strcmp(name, "token_embd.weight") || !strcmp(name, "model.embed_tokens.weight");
+}
+
+/* The weights for tensor t (name) and their count, or NULL to quantize
+ * without; *bad when the entry does not fit t (an error but for the token
+ * embedding, as llama-quantize). */
+static const float *imatrix_for(imatrix_use *u, const char *name, const wk_tensor *t, int64_t *n, bool *bad) {
+    *bad = false;
+    if (!u->m) return NULL;
+    const float *v = wk_imatrix_find(u->m, name, n);
+    if (!v) {
+        if (u->n_missing++ < 8) fprintf(stderr, "wick quantize: %s: no importance matrix entry, quantized without\n", name);
+        return NULL;
+    }
+    int r = wk_rank(t);
+    int64_t cols = wk_shape(t)[r - 1], per = cols * (r >= 2 ? wk_shape(t)[r - 2] : 1);
+    int64_t mats = r >= 3 && per > 0 ? wk_numel(t) / per : 1;
+    if (*n != cols && *n != cols * mats) {
+        if (is_token_embd(name)) {
+            fprintf(stderr, "wick quantize: %s: importance matrix of %lld values for %lld columns, quantized without\n",
+                    name, (long long)*n, (long long)cols);
+            u->n_missing++;
+            return NULL;
+        }
+        fprintf(stderr, "wick quantize: %s: the importance matrix has %lld values, the tensor takes %lld\n", name,
+                (long long)*n, (long long)(cols * mats));
+        *bad = true;
+        return NULL;
+    }
+    u->n_used++;
+    return v;
+}
+
 /* Convert one tensor and hand it to the writer. */
 static bool add_converted(wk_gguf_writer *w, const char *name, wk_tensor *t, wk_dtype want, bool tied,
-                          int *n_fallback) {
+                          int *n_fallback, imatrix_use *imx) {
     wk_dtype to = target_of(name, t, want, tied);
     if (wk_dtype_is_quantized(want) && wk_rank(t) >= 2 && wk_dtype_is_float(wk_tensor_dtype(t)) &&
         !strstr(name, "norm") && to != want && !(is_output(name, tied) && (to == WK_Q6_K || to == WK_Q8_0)) &&
@@ -137,7 +190,14 @@ static bool add_converted(wk_gguf_writer *w, const char *name, wk_tensor *t, wk_
             if (!f32) return false;
             src = f32;
         }
-        out = wk_to_dtype(src, to);
+        int64_t n_w = 0;
+        bool bad = false;
+        const float *qw = wk_dtype_is_quantized(to) ? imatrix_for(imx, name, t, &n_w, &bad) : NULL;
+        if (bad) {
+            wk_tensor_free(f32);
+            return false;
+        }
+        out = qw ? wk_quantize_imatrix(src, to, qw, n_w) : wk_to_dtype(src, to);
         if (!out) {
             wk_tensor_free(f32);
             return false;
@@ -152,16 +212,28 @@ static bool add_converted(wk_gguf_writer *w, const char *name, wk_tensor *t, wk_
 static bool copy_metadata(wk_gguf_writer *w, const wk_gguf *g) {
     for (int64_t i = 0; i < wk_gguf_kv_count(g); i++) {
         const char *k = wk_gguf_key(g, i);
-        if (!strcmp(k, "general.file_type") || !strcmp(k, "general.quantization_version")) continue;
+        if (!strcmp(k, "general.file_type") || !strcmp(k, "general.quantization_version") ||
+            !strncmp(k, "quantize.imatrix.", 17))
+            continue;
         if (wk_gguf_writer_copy_kv(w, g, i) != WK_OK) return false;
     }
     return true;
 }
 
-static bool set_file_type(wk_gguf_writer *w, wk_dtype want) {
+static bool set_file_type(wk_gguf_writer *w, wk_dtype want, const imatrix_use *u) {
     int ft = ftype_of(want);
     if (ft >= 0 && wk_gguf_writer_add_u32(w, "general.file_type", (uint32_t)ft) != WK_OK) return false;
     if (wk_dtype_is_quantized(want) && wk_gguf_writer_add_u32(w, "general.quantization_version", 2) != WK_OK)
+        return false;
+    if (!u->m) return true;
+    /* what llama-quantize records of its matrix */
+    const char *ds = wk_imatrix_dataset(u->m);
+    if (wk_gguf_writer_add_string(w, "quantize.imatrix.file", u->path, strlen(u->path)) != WK_OK) return false;
+    if (ds && wk_gguf_writer_add_string(w, "quantize.imatrix.dataset", ds, strlen(ds)) != WK_OK) return false;
+    if (wk_gguf_writer_add_u32(w, "quantize.imatrix.entries_count", (uint32_t)wk_imatrix_count(u->m)) != WK_OK)
+        return false;
+    int64_t chunks = wk_imatrix_chunk_count(u->m);
+    if (chunks > 0 && wk_gguf_writer_add_u32(w, "quantize.imatrix.chunks_count", (uint32_t)chunks) != WK_OK)
         return false;
     return true;
 }
@@ -176,20 +248,23 @@ typedef struct {
 } model_source;
 
 /* Convert every tensor of m into w (metadata already added) and write out. */
-static int convert_all(wk_gguf_writer *w, const model_source *m, const char *out, wk_dtype want) {
+static int convert_all(wk_gguf_writer *w, const model_source *m, const char *out, wk_dtype want, imatrix_use *imx) {
     int n_fallback = 0;
     progress p = {.total = (int)m->count, .tty = isatty(2), .last_decile = -1};
     for (int64_t i = 0; i < m->count; i++) {
         const char *name = m->name(m->src, i);
         wk_tensor *t = m->tensor(m->src, i);
         if (!t) return wk__cli_fail("quantize");
-        bool ok = add_converted(w, name, t, want, m->tied, &n_fallback);
+        bool ok = add_converted(w, name, t, want, m->tied, &n_fallback, imx);
         wk_tensor_free(t);
         if (!ok) return wk__cli_fail("quantize");
         progress_step(&p, name);
     }
     if (wk_gguf_writer_write(w, out) != WK_OK) return wk__cli_fail("quantize");
     if (n_fallback > 8) fprintf(stderr, "wick quantize: ... %d tensors used a fallback type in all\n", n_fallback);
+    if (imx->m)
+        fprintf(stderr, "wick quantize: importance matrix used for %d tensors, %d quantized without one\n",
+                imx->n_used, imx->n_missing);
     return 0;
 }
 
@@ -200,14 +275,14 @@ static wk_tensor *st_tensor(const void *st, int64_t i) {
     return wk_safetensors_get((wk_safetensors *)st, wk_safetensors_name(st, (int)i));
 }
 
-static int quantize_gguf(const char *in, const char *out, wk_dtype want) {
+static int quantize_gguf(const char *in, const char *out, wk_dtype want, imatrix_use *imx) {
     wk_gguf *g = wk_gguf_open(in);
     if (!g) return wk__cli_fail("quantize");
     wk_gguf_writer *w = wk_gguf_writer_new();
     model_source m = {.count = wk_gguf_tensor_count(g), .tied = wk_gguf_find_tensor(g, "output.weight") < 0,
                       .name = gguf_name, .tensor = gguf_tensor, .src = g};
-    int rc = (!w || !copy_metadata(w, g) || !set_file_type(w, want)) ? wk__cli_fail("quantize")
-                                                                     : convert_all(w, &m, out, want);
+    int rc = (!w || !copy_metadata(w, g) || !set_file_type(w, want, imx)) ? wk__cli_fail("quantize")
+                                                                          : convert_all(w, &m, out, want, imx);
     wk_gguf_writer_free(w);
     wk_gguf_close(g);
     return rc;
@@ -224,14 +299,14 @@ static bool copy_st_metadata(wk_gguf_writer *w, const wk_safetensors *st) {
     return true;
 }
 
-static int quantize_safetensors(const char *in, const char *out, wk_dtype want) {
+static int quantize_safetensors(const char *in, const char *out, wk_dtype want, imatrix_use *imx) {
     wk_safetensors *st = wk_safetensors_open(in);
     if (!st) return wk__cli_fail("quantize");
     wk_gguf_writer *w = wk_gguf_writer_new();
     model_source m = {.count = wk_safetensors_count(st), .tied = wk_safetensors_find(st, "lm_head.weight") < 0,
                       .name = st_name, .tensor = st_tensor, .src = st};
-    int rc = (!w || !set_file_type(w, want) || !copy_st_metadata(w, st)) ? wk__cli_fail("quantize")
-                                                                         : convert_all(w, &m, out, want);
+    int rc = (!w || !set_file_type(w, want, imx) || !copy_st_metadata(w, st)) ? wk__cli_fail("quantize")
+                                                                              : convert_all(w, &m, out, want, imx);
     wk_gguf_writer_free(w);
     wk_safetensors_close(st);
     return rc;
@@ -239,18 +314,48 @@ static int quantize_safetensors(const char *in, const char *out, wk_dtype want) 
 
 int wk__cli_quantize(int argc, char **argv) {
     wk_dtype want;
-    if (argc != 3 || !parse_type(argv[2], &want)) {
+    imatrix_use imx = {0};
+    /* --imatrix FILE, anywhere among the positional arguments */
+    char *pos[3];
+    int npos = 0;
+    bool bad = false;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--imatrix")) {
+            if (i + 1 >= argc || imx.path) bad = true;
+            else imx.path = argv[++i];
+        } else if (npos < 3) {
+            pos[npos++] = argv[i];
+        } else {
+            bad = true;
+        }
+    }
+    if (bad || npos != 3 || !parse_type(pos[2], &want)) {
         fprintf(stderr,
-                "usage: wick quantize IN OUT TYPE\n"
+                "usage: wick quantize [--imatrix FILE] IN OUT TYPE\n"
                 "  IN    a GGUF file, or a safetensors file / index .json / directory\n"
                 "  OUT   the GGUF to write\n"
                 "  TYPE  q4_0 q4_1 q5_0 q5_1 q8_0 q8_1 q2_K q3_K q4_K q5_K q6_K q8_K iq4_nl iq4_xs,\n"
-                "        or f32 f16 bf16 (dequantize); any case\n");
+                "        or f32 f16 bf16 (dequantize); any case\n"
+                "  --imatrix FILE  an importance matrix from llama-imatrix (GGUF or legacy .dat): tensors\n"
+                "        it names are quantized with it (q4_0..q5_1, q2_K..q6_K, iq4_nl, iq4_xs use it),\n"
+                "        the others without\n");
         return 2;
     }
-    int fmt = wk__cli_sniff(argv[0]);
-    if (fmt == WK__CLI_GGUF) return quantize_gguf(argv[0], argv[1], want);
-    if (fmt == WK__CLI_SAFETENSORS) return quantize_safetensors(argv[0], argv[1], want);
-    fprintf(stderr, "wick quantize: %s is neither a GGUF nor a safetensors file or directory\n", argv[0]);
-    return 1;
+    if (imx.path) {
+        wk_imatrix *m = wk_imatrix_load(imx.path);
+        if (!m) return wk__cli_fail("quantize");
+        imx.m = m;
+        fprintf(stderr, "wick quantize: %s: %lld importance matrix entries (%s)\n", imx.path,
+                (long long)wk_imatrix_count(m), wk_imatrix_is_legacy(m) ? "legacy .dat" : "GGUF");
+    }
+    int rc;
+    int fmt = wk__cli_sniff(pos[0]);
+    if (fmt == WK__CLI_GGUF) rc = quantize_gguf(pos[0], pos[1], want, &imx);
+    else if (fmt == WK__CLI_SAFETENSORS) rc = quantize_safetensors(pos[0], pos[1], want, &imx);
+    else {
+        fprintf(stderr, "wick quantize: %s is neither a GGUF nor a safetensors file or directory\n", pos[0]);
+        rc = 1;
+    }
+    wk_imatrix_free((wk_imatrix *)imx.m);
+    return rc;
 }

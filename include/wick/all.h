@@ -10,6 +10,7 @@
 #include "wick/custom_op.h"
 #include "wick/layers.h"
 #include "wick/gguf.h"
+#include "wick/imatrix.h"
 #include "wick/safetensors.h"
 #include "wick/tokenizer.h"
 #include "wick/chat.h"

@@ -100,6 +100,15 @@ wk_tensor *wk_dequantize(const wk_tensor *w, wk_dtype dt);
  * 0.19.0 for q4_0 q4_1 q5_0 q5_1 q8_0 (the others follow ggml's reference
  * quantizers the same way). A block-dtype t is requantized through f32. */
 wk_tensor *wk_quantize(const wk_tensor *t, wk_dtype qdt);
+/* wk_quantize with an importance matrix (llama.cpp's imatrix; see
+ * wick/imatrix.h to read one): imatrix[n] holds one weight per column (the
+ * mean squared activation that column meets), n = t's last dim, or for a
+ * stack of matrices (rank >= 3, shape (..., rows, cols)) n = cols times the
+ * number of matrices, one slice each. The bytes are ggml_quantize_chunk's
+ * with that matrix. It steers q4_0 q4_1 q5_0 q5_1 q2_K..q6_K iq4_nl iq4_xs;
+ * q8_0 q8_1 q8_K quantize as wk_quantize. A wrong n is WK_ERR_SHAPE, a NULL
+ * or non-finite matrix WK_ERR_ARG. Quantizes on the host, one thread. */
+wk_tensor *wk_quantize_imatrix(const wk_tensor *t, wk_dtype qdt, const float *imatrix, int64_t n);
 
 #ifdef __cplusplus
 }

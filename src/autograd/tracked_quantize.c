@@ -15,6 +15,15 @@ wk_tensor *wk_quantize(const wk_tensor *t, wk_dtype qdt) {
     return wk__prim_quantize(t, qdt);
 }
 
+wk_tensor *wk_quantize_imatrix(const wk_tensor *t, wk_dtype qdt, const float *imatrix, int64_t n) {
+    if (wk__ag_on1(t)) {
+        wk__err(WK_ERR_ARG, "wk_quantize_imatrix",
+                "t requires grad while grad mode is on: quantized blocks have no gradient; quantize wk_detach(t)");
+        return NULL;
+    }
+    return wk__prim_quantize_imatrix(t, qdt, imatrix, n);
+}
+
 /* A tracked input is a block tensor made from a tracked float by wk_to_dtype
  * (fake quantization): the gradient goes straight through to that float
  * (rules_quant.c). A block-quantized leaf is frozen. */
