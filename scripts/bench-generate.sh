@@ -16,7 +16,8 @@
 # --prefill "N..." (128; a list runs each), --decode M (64), --depth "D..." (0: tokens already in
 # the cache before the timed prefill and decode, llama-bench's -d; a list runs each),
 # --inner K (repetitions inside each process, default 3: one cold, then the median of the others),
-# --no-peer (wick only), --only-real (the real Q4_K_M files only, no SmolLM2 file), --log FILE
+# --no-peer (wick only), --only-real (the real Q4_K_M files only, no SmolLM2 file), --real "gemma3 0.5b"
+# (only the real files whose names contain one of these words), --log FILE
 # (default $BUILD_DIR/bench-generate.log; table.py takes several logs and merges them).
 # --kv-type T: wick's KV cache dtype (default f16, llama.cpp's default: the same bytes read per token).
 # Each run starts with bench_membw (the DRAM read bandwidth at each thread count, in the log): the
@@ -30,7 +31,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 venv="${BENCH_VENV:-$root/.bench-venv}"
-kv=f16 install=0 reps=3 inner=3 prefill=128 decode=64 depth=0 peer=1 real=1 log=
+kv=f16 realpick="" install=0 reps=3 inner=3 prefill=128 decode=64 depth=0 peer=1 real=1 log=
 threads="1 2"
 types="q4_1 f32 f16 bf16 q8_0 q4_0 q4_k"
 need() { [ "$2" -ge 2 ] || { echo "bench-generate: $1 needs a value" >&2; exit 2; }; }
@@ -48,6 +49,7 @@ while [ $# -gt 0 ]; do
     --log) need "$1" $#; log="$2"; shift ;;
     --kv-type) need "$1" $#; kv="$2"; shift ;;
     --only-real) types="" ;;
+    --real) need "$1" $#; realpick="$2"; shift ;;
     --no-peer) peer=0 ;;
     --no-real) real=0 ;;
     --quick) reps=1 inner=1 prefill=16 decode=8 threads=1 types=q4_1 real=0 ;;
@@ -93,6 +95,11 @@ for t in $types; do
 done
 if [ "$real" = 1 ]; then
   for m in gemma3-270m-Q4_K_M.gguf qwen2.5-coder-0.5b-instruct-Q4_K_M.gguf qwen2.5-coder-1.5b-instruct-Q4_K_M.gguf; do
+    if [ -n "$realpick" ]; then
+      pick=0
+      for w in $realpick; do case "$m" in *"$w"*) pick=1 ;; esac; done
+      [ "$pick" = 1 ] || continue
+    fi
     if [ -r "$root/.cache/models/$m" ]; then
       files+=("$root/.cache/models/$m")
     else
