@@ -8,6 +8,7 @@
  * threads; the kit's fallbacks (biases, f32 weights, tracked x); the
  * argument errors. */
 #include "tensor/tensor.h"
+#include "cpu/cpu_backend.h"
 #include "cpu/quantized/qdot.h"
 #include "cpu/vmath/vmath.h"
 #include "nn/layers.h"
@@ -179,11 +180,44 @@ static void test_errors(void **state) {
     wk_scope_end();
 }
 
+/* ---- a CPU backend without the entry: the composite (qmatmul per weight,
+ * then a cat) gives the same bytes ---- */
+
+static wk_backend g_tab;
+static wk_backend_desc g_desc;
+static wk_device g_dev;
+static wk_device *no_multi_open(int ordinal) { return ordinal == 0 ? &g_dev : NULL; }
+static int no_multi_count(void) { return 1; }
+
+static void test_composite_without_entry(void **state) {
+    (void)state;
+    g_tab = wk__cpu_backend;
+    g_tab.name = "cpu-no-qmatmul-multi";
+    g_tab.qmatmul_multi = NULL;
+    g_desc = (wk_backend_desc){.name = g_tab.name, .kind = WK_DEVICE_CPU, .ops = &g_tab, .open = no_multi_open,
+                               .device_count = no_multi_count};
+    /* a CPU-kind device (host buffers) sharing the CPU's private state */
+    g_dev = (wk_device){.kind = WK_DEVICE_CPU, .ordinal = 0, .instance = 1001, .be = &g_tab, .desc = &g_desc,
+                        .name = "cpu-no-qmatmul-multi", .seed = 0, .priv = wk_cpu()->priv};
+    assert_int_equal(wk__backend_register(&g_desc), WK_OK);
+    wk_scope_begin();
+    wk_tensor *x = make_x(3, 256, 0);
+    wk_tensor *ws[2] = {make_w(WK_Q4_K, 40, 256, 0), make_w(WK_Q4_K, 24, 256, 0)};
+    wk_tensor *y = TU_OK(wk__prim_qmatmul_multi(x, (const wk_tensor *const *)ws, 2));
+    wk_tensor *xo = TU_OK(wk_to_device(x, &g_dev));
+    wk_tensor *wo[2] = {TU_OK(wk_to_device(ws[0], &g_dev)), TU_OK(wk_to_device(ws[1], &g_dev))};
+    wk_tensor *yo = TU_OK(wk__prim_qmatmul_multi(xo, (const wk_tensor *const *)wo, 2));
+    assert_true(wk_tensor_device(yo) == &g_dev);
+    assert_true(tu_max_abs_diff(y, TU_OK(wk_to_device(yo, wk_cpu()))) == 0);
+    wk_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_multi_all_levels),
         cmocka_unit_test(test_layer_kit),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_composite_without_entry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
