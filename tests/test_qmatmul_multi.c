@@ -118,6 +118,10 @@ static void test_multi_all_levels(void **state) {
  * a tracked x) give the cat of the separate forwards. */
 static void kit_case(const wk_linear *a, const wk_linear *b, const wk_tensor *x) {
     const wk_linear *ls[2] = {a, b};
+    /* one backend call only where every condition holds */
+    bool one = !wk_is_tracked(x) && !a->bias && !b->bias && wk_tensor_dtype(a->weight) == wk_tensor_dtype(b->weight) &&
+               wk_tensor_dtype(a->weight) != WK_F32;
+    assert_int_equal(wk__linear_multi_is_one(ls, 2, x), one);
     wk_tensor *p[2] = {TU_OK(wk_linear_forward(a, x)), TU_OK(wk_linear_forward(b, x))};
     wk_tensor *ref = TU_OK(wk_cat(p, 2, 1));
     wk_tensor *y = TU_OK(wk__linear_multi_forward(ls, 2, x));
@@ -208,6 +212,9 @@ static void test_composite_without_entry(void **state) {
     wk_tensor *wo[2] = {TU_OK(wk_to_device(ws[0], &g_dev)), TU_OK(wk_to_device(ws[1], &g_dev))};
     wk_tensor *yo = TU_OK(wk__prim_qmatmul_multi(xo, (const wk_tensor *const *)wo, 2));
     assert_true(wk_tensor_device(yo) == &g_dev);
+    wk_linear la = {.weight = wo[0]}, lb = {.weight = wo[1]}, ca = {.weight = ws[0]}, cb = {.weight = ws[1]};
+    assert_false(wk__linear_multi_is_one((const wk_linear *[]){&la, &lb}, 2, xo)); /* no entry */
+    assert_true(wk__linear_multi_is_one((const wk_linear *[]){&ca, &cb}, 2, x));
     assert_true(tu_max_abs_diff(y, TU_OK(wk_to_device(yo, wk_cpu()))) == 0);
     wk_scope_end();
 }

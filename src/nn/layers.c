@@ -90,6 +90,16 @@ wk_tensor *wk_linear_forward(const wk_linear *l, const wk_tensor *x) {
     return wk__hand_over(y);
 }
 
+bool wk__linear_multi_is_one(const wk_linear *const *ls, int nw, const wk_tensor *x) {
+    if (!ls || nw < 1 || nw > WK__QMM_MULTI_MAX || !x || x->layout.rank < 2 || wk_is_tracked(x)) return false;
+    for (int i = 0; i < nw; i++) {
+        const wk_tensor *w = ls[i] ? ls[i]->weight : NULL;
+        if (!w || ls[i]->bias || wk_is_tracked(w) || w->dtype != ls[0]->weight->dtype || !use_qmatmul(w, x))
+            return false;
+    }
+    return wk__be(ls[0]->weight)->qmatmul_multi != NULL;
+}
+
 wk_tensor *wk__linear_multi_forward(const wk_linear *const *ls, int nw, const wk_tensor *x) {
     const char *op = "wk__linear_multi_forward";
     if (!ls || nw < 1 || nw > WK__QMM_MULTI_MAX) {
@@ -103,13 +113,11 @@ wk_tensor *wk__linear_multi_forward(const wk_linear *const *ls, int nw, const wk
             return NULL;
         }
     if (!wk__check_in(op, x)) return NULL;
-    const wk_tensor *ws[WK__QMM_MULTI_MAX];
-    bool one = x->layout.rank >= 2 && !wk_is_tracked(x);
-    for (int i = 0; one && i < nw; i++) {
-        ws[i] = ls[i]->weight;
-        one = !ls[i]->bias && !wk_is_tracked(ws[i]) && ws[i]->dtype == ws[0]->dtype && use_qmatmul(ws[i], x);
+    if (wk__linear_multi_is_one(ls, nw, x)) {
+        const wk_tensor *ws[WK__QMM_MULTI_MAX];
+        for (int i = 0; i < nw; i++) ws[i] = ls[i]->weight;
+        return wk__prim_qmatmul_multi(x, ws, nw); /* checks the shapes */
     }
-    if (one) return wk__prim_qmatmul_multi(x, ws, nw); /* checks the shapes */
     if (nw == 1) return wk_linear_forward(ls[0], x);
     /* the parts are temporaries of a scope of their own (tracked ones feed
      * the cat's node) */

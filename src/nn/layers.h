@@ -13,6 +13,11 @@
  * weights left where they are (no concatenated copy). Otherwise the
  * separate forwards, concatenated. */
 wk_tensor *wk__linear_multi_forward(const wk_linear *const *ls, int nw, const wk_tensor *x);
+/* Whether wk__linear_multi_forward(ls, nw, x) runs as that one backend
+ * call (the conditions above, and the backend has the qmatmul_multi entry):
+ * a caller with a cheaper form of the separate products (narrows of them,
+ * no cat) takes that form otherwise. */
+bool wk__linear_multi_is_one(const wk_linear *const *ls, int nw, const wk_tensor *x);
 
 /* A composite's result made inside its own scope and kept, handed to the
  * caller as a new result: registered in the caller's scope like any op's
