@@ -7,6 +7,7 @@
 #include "cpu/elementwise/cpu_convert.h"
 #include "cpu/quantized/cpu_quant.h"
 #include "cpu/quantized/qdot.h"
+#include "cpu/quantized/qmatmul_multi.h"
 #include "cpu/vmath/vmath.h"
 
 static wk_status cpu_alloc(wk_device *dev, size_t nbytes, void **buf) {
@@ -142,6 +143,7 @@ const wk_backend wk__cpu_backend = {
     .dequantize = wk__cpu_dequantize,
     .quantize = wk__cpu_quantize,
     .qmatmul = wk__cpu_qmatmul,
+    .qmatmul_multi = wk__cpu_qmatmul_multi,
     /* optional autograd entries: cpu_pool_backward.c */
     .pool2d_backward = wk__cpu_pool2d_backward,
     .upsample2d_backward = wk__cpu_upsample2d_backward,

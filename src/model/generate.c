@@ -218,7 +218,10 @@ static wk_status tokenize(wk_gen *g, const char *text, bool chat, int64_t ctx, i
 static wk_status forward(wk_gen *g, const int32_t *ids, int64_t n) {
     wk_tensor *l = wk_lm_forward(g->m, g->cache, ids, n, false);
     if (!l) return wk_last_status();
-    wk_status s = wk_to_host_f32(l, g->logits, (size_t)g->vocab);
+    /* f32 logits (the usual case) are read as they are: the f32 -> f32 cast
+     * walked the 49152 values of a small model's step element by element */
+    wk_status s = wk_tensor_dtype(l) == WK_F32 ? wk_to_host(l, g->logits, sizeof(float) * (size_t)g->vocab)
+                                                : wk_to_host_f32(l, g->logits, (size_t)g->vocab);
     wk_tensor_free(l);
     return s;
 }

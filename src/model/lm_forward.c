@@ -30,9 +30,13 @@ static wk_tensor *attention_block(const wk_lm *m, const wk__lm_layer *L, wk_kv_c
     int64_t H = cfg->n_heads, Hkv = cfg->n_kv_heads, D = cfg->head_dim;
     wk_tensor *h = wk_norm_layer_forward(&L->attn_norm, x);
     wk_tensor *q, *k, *v;
-    if (L->qkv.weight) {
-        wk_tensor *qkv = wk_linear_forward(&L->qkv, h); /* (n, (H + 2 Hkv) D) */
-        q = wk_narrow(qkv, 1, 0, H * D);
+    const wk_linear *qkv3[3] = {&L->q, &L->k, &L->v};
+    if (L->qkv.weight || wk__linear_multi_is_one(qkv3, 3, h)) {
+        /* q, k, v read h as one product (h quantized once, one parallel
+         * region: a decode step's overhead, not its arithmetic), as a
+         * fused weight does */
+        wk_tensor *qkv = L->qkv.weight ? wk_linear_forward(&L->qkv, h) : wk__linear_multi_forward(qkv3, 3, h);
+        q = wk_narrow(qkv, 1, 0, H * D); /* (n, (H + 2 Hkv) D) */
         k = wk_narrow(qkv, 1, H * D, Hkv * D);
         v = wk_narrow(qkv, 1, (H + Hkv) * D, Hkv * D);
     } else {
@@ -62,30 +66,33 @@ static wk_tensor *attention_block(const wk_lm *m, const wk__lm_layer *L, wk_kv_c
     return wk_add(x, a);
 }
 
+/* x + [post_norm](down(act)) */
+static wk_tensor *ffn_out(const wk_lm_config *cfg, const wk__lm_layer *L, const wk_tensor *x, wk_tensor *act) {
+    wk_tensor *d = wk_linear_forward(&L->down, act);
+    if (cfg->post_norms) d = wk_norm_layer_forward(&L->post_ffn_norm, d);
+    return wk_add(x, d);
+}
+
 /* x -> x + [post_norm](down(act(gate(h)) * up(h))), h = norm(x); act SiLU or
  * GELU-tanh */
 static wk_tensor *ffn_block(const wk_lm *m, const wk__lm_layer *L, const wk_tensor *x) {
     const wk_lm_config *cfg = &m->cfg;
     wk_tensor *h = wk_norm_layer_forward(&L->ffn_norm, x);
-    wk_tensor *act;
-    if (!cfg->gelu_mlp) {
-        if (L->gate_up.weight) act = wk_swiglu(wk_linear_forward(&L->gate_up, h));
-        else act = wk_mul(wk_silu(wk_linear_forward(&L->gate, h)), wk_linear_forward(&L->up, h));
+    const wk_linear *gu2[2] = {&L->gate, &L->up};
+    wk_tensor *act, *g, *u;
+    /* gate and up as one (n, 2F) product where that is one backend call
+     * (or the weight is fused), else separately */
+    if (L->gate_up.weight || wk__linear_multi_is_one(gu2, 2, h)) {
+        wk_tensor *gu = L->gate_up.weight ? wk_linear_forward(&L->gate_up, h) : wk__linear_multi_forward(gu2, 2, h);
+        if (!cfg->gelu_mlp) return ffn_out(cfg, L, x, wk_swiglu(gu));
+        g = wk_narrow(gu, 1, 0, cfg->ffn_dim);
+        u = wk_narrow(gu, 1, cfg->ffn_dim, cfg->ffn_dim);
     } else {
-        wk_tensor *g, *u;
-        if (L->gate_up.weight) {
-            wk_tensor *gu = wk_linear_forward(&L->gate_up, h);
-            g = wk_narrow(gu, 1, 0, cfg->ffn_dim);
-            u = wk_narrow(gu, 1, cfg->ffn_dim, cfg->ffn_dim);
-        } else {
-            g = wk_linear_forward(&L->gate, h);
-            u = wk_linear_forward(&L->up, h);
-        }
-        act = wk_mul(wk_unary(g, WK_GELU), u);
+        g = wk_linear_forward(&L->gate, h);
+        u = wk_linear_forward(&L->up, h);
     }
-    wk_tensor *d = wk_linear_forward(&L->down, act);
-    if (cfg->post_norms) d = wk_norm_layer_forward(&L->post_ffn_norm, d);
-    return wk_add(x, d);
+    act = wk_mul(cfg->gelu_mlp ? wk_unary(g, WK_GELU) : wk_silu(g), u);
+    return ffn_out(cfg, L, x, act);
 }
 
 /* The token rows as f32 (n, dim): the kit's embedding (a block table's

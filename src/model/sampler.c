@@ -229,6 +229,32 @@ static int64_t finish(wk_sampler *s, int64_t k, double max, const int32_t **ids,
     return k;
 }
 
+/* Greedy with no penalty, most decode steps: one pass over the logits
+ * (the checks and the argmax), no candidate copy; the same answers and
+ * errors as the general path. */
+static int64_t greedy(wk_sampler *s, const float *logits, int64_t n, const int32_t **ids, const double **probs) {
+    const char *op = "wk_sampler_sample";
+    int64_t best = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float l = logits[i];
+        if (isnan(l) || l == INFINITY) {
+            wk__err(WK_ERR_ARG, op, "logit %lld is %s (logits must be finite or -inf)", (long long)i,
+                    isnan(l) ? "NaN" : "+inf");
+            return -1;
+        }
+        if (l > logits[best]) best = i; /* strict: the lowest id of a tie */
+    }
+    if (logits[best] == -INFINITY) {
+        wk__err(WK_ERR_ARG, op, "every logit is -inf");
+        return -1;
+    }
+    s->ids[0] = (int32_t)best;
+    s->p[0] = 1;
+    *ids = s->ids;
+    *probs = s->p;
+    return 1;
+}
+
 int64_t wk__sampler_filter(wk_sampler *s, const float *logits, int64_t n, const int32_t *history, int64_t nh,
                            const int32_t **ids, const double **probs) {
     const char *op = "wk_sampler_sample";
@@ -242,6 +268,8 @@ int64_t wk__sampler_filter(wk_sampler *s, const float *logits, int64_t n, const 
         return -1;
     }
     const wk_sampler_opts *o = &s->o;
+    if (o->temperature <= 0 && (o->repeat_penalty == 1 || o->repeat_last_n == 0 || nh <= 0))
+        return greedy(s, logits, n, ids, probs);
     for (int64_t i = 0; i < n; i++) {
         float l = logits[i];
         if (isnan(l) || l == INFINITY) {

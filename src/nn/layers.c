@@ -4,6 +4,7 @@
  * recorded public ops. */
 #include "nn/layers.h"
 #include "autograd/node.h"
+#include "ops/prim_qmatmul.h"
 #include "base/error.h"
 #include "tensor/tensor.h"
 #include <math.h>
@@ -87,6 +88,50 @@ wk_tensor *wk_linear_forward(const wk_linear *l, const wk_tensor *x) {
     if (y) wk_keep(y);
     wk_scope_end();
     return wk__hand_over(y);
+}
+
+bool wk__linear_multi_is_one(const wk_linear *const *ls, int nw, const wk_tensor *x) {
+    if (!ls || nw < 1 || nw > WK__QMM_MULTI_MAX || !x || x->layout.rank < 2 || wk_is_tracked(x)) return false;
+    for (int i = 0; i < nw; i++) {
+        const wk_tensor *w = ls[i] ? ls[i]->weight : NULL;
+        if (!w || ls[i]->bias || wk_is_tracked(w) || w->dtype != ls[0]->weight->dtype || !use_qmatmul(w, x))
+            return false;
+    }
+    return wk__be(ls[0]->weight)->qmatmul_multi != NULL;
+}
+
+wk_tensor *wk__linear_multi_forward(const wk_linear *const *ls, int nw, const wk_tensor *x) {
+    const char *op = "wk__linear_multi_forward";
+    if (!ls || nw < 1 || nw > WK__QMM_MULTI_MAX) {
+        wk__err(WK_ERR_ARG, op, "%s (%d layers; 1..%d)", ls ? "layer count out of range" : "layers are NULL", nw,
+                WK__QMM_MULTI_MAX);
+        return NULL;
+    }
+    for (int i = 0; i < nw; i++)
+        if (!ls[i] || !ls[i]->weight) {
+            wk__err(WK_ERR_ARG, op, "layer %d not initialised", i);
+            return NULL;
+        }
+    if (!wk__check_in(op, x)) return NULL;
+    if (wk__linear_multi_is_one(ls, nw, x)) {
+        const wk_tensor *ws[WK__QMM_MULTI_MAX];
+        for (int i = 0; i < nw; i++) ws[i] = ls[i]->weight;
+        return wk__prim_qmatmul_multi(x, ws, nw); /* checks the shapes */
+    }
+    if (nw == 1) return wk_linear_forward(ls[0], x);
+    /* the parts are temporaries of a scope of their own (tracked ones feed
+     * the cat's node) */
+    if (!wk__scope_open()) {
+        wk_scope_end();
+        return NULL;
+    }
+    wk_tensor *parts[WK__QMM_MULTI_MAX] = {0}, *r = NULL;
+    int i = 0;
+    for (; i < nw; i++)
+        if (!(parts[i] = wk_linear_forward(ls[i], x))) break;
+    if (i == nw && (r = wk_cat(parts, nw, x->layout.rank - 1))) wk_keep(r);
+    wk_scope_end();
+    return wk__hand_over(r);
 }
 
 void wk_linear_free(wk_linear *l) {

@@ -5,6 +5,20 @@
 #define WICK_NN_LAYERS_H
 #include "wick/layers.h"
 
+/* x through nw (1..8) linears of one input size at once: (..., out_0 + ...
+ * + out_{nw-1}), layer i's outputs after layer i-1's, the values of wk_cat
+ * of their wk_linear_forward results. Untracked, block or f16 / bf16
+ * weights of one dtype, no biases (a decode step's q, k, v or gate, up): one
+ * wk__prim_qmatmul_multi, x converted once and one parallel region, the
+ * weights left where they are (no concatenated copy). Otherwise the
+ * separate forwards, concatenated. */
+wk_tensor *wk__linear_multi_forward(const wk_linear *const *ls, int nw, const wk_tensor *x);
+/* Whether wk__linear_multi_forward(ls, nw, x) runs as that one backend
+ * call (the conditions above, and the backend has the qmatmul_multi entry):
+ * a caller with a cheaper form of the separate products (narrows of them,
+ * no cat) takes that form otherwise. */
+bool wk__linear_multi_is_one(const wk_linear *const *ls, int nw, const wk_tensor *x);
+
 /* A composite's result made inside its own scope and kept, handed to the
  * caller as a new result: registered in the caller's scope like any op's
  * (a header of its own; the kept one is dropped). NULL passes through. */

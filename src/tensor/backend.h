@@ -202,6 +202,16 @@ typedef struct wk_backend {
      * the host (the CPU backend's entry) and moves the result back. */
     wk_status (*qmatmul)(wk_device *dev, const void *x, const wk_layout *lx, wk_dtype xdt, const void *w,
                          const wk_layout *lw, wk_dtype wdt, void *dst);
+    /* One x times nw weights w[i] (N_i, K) of one dtype wdt, laid out as
+     * qmatmul's: dst (..., N_0 + ... + N_{nw-1}) contiguous in xdt, weight
+     * i's columns after weight i-1's, the same values as nw qmatmul calls
+     * concatenated along the last dim. What it saves is per-call work (a
+     * decode step's q, k, v or gate, up: x converted once, one parallel
+     * region), not arithmetic. NULL: src/ops/qmatmul_multi.c runs qmatmul
+     * per weight and concatenates. */
+#define WK__QMM_MULTI_MAX 8 /* nw: at most this many weights */
+    wk_status (*qmatmul_multi)(wk_device *dev, const void *x, const wk_layout *lx, wk_dtype xdt, int nw,
+                               const void *const *w, const wk_layout *lw, wk_dtype wdt, void *dst);
     wk_status (*dequantize)(wk_device *dev, const void *w, const wk_layout *lw, wk_dtype wdt, void *dst,
                             wk_dtype ddt);
     /* Quantize x (sdt: f32 f16 bf16 f64, any layout, last dim whole blocks)
