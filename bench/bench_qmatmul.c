@@ -2,7 +2,7 @@
  * bench/qmatmul — wk_qmatmul beside llama.cpp's ggml on the same weights,
  * measured in one run, with the machine's read bandwidth.
  *
- *   bench_qmatmul [--quick] [--threads 1,2] [--types q4_0,q4_1,q8_0,q4_K,q6_K,f16,bf16]
+ *   bench_qmatmul [--quick] [--threads 1,2] [--types q4_0,q4_1,q8_0,q4_K,q6_K,f16,bf16,q5_0,q5_K]
  *                 [--shapes 4096x4096,576x576,...] [--m 1,128,512] [--rounds N]
  *                 [--min-time SECONDS] [--ggml-lib DIR] [--no-peer] [--clock wall|cpu]
  *
@@ -88,6 +88,8 @@ DQ_ADAPTER(q4_1, wk_block_q4_1)
 DQ_ADAPTER(q8_0, wk_block_q8_0)
 DQ_ADAPTER(q4_K, wk_block_q4_K)
 DQ_ADAPTER(q6_K, wk_block_q6_K)
+DQ_ADAPTER(q5_0, wk_block_q5_0)
+DQ_ADAPTER(q5_K, wk_block_q5_K)
 static void dq_f16(const void *b, float *y) {
     uint16_t h;
     memcpy(&h, b, 2);
@@ -112,8 +114,12 @@ static const qtype k_types[] = {
     {"q8_0", WK_Q8_0, GGMLP_Q8_0, dq_q8_0}, {"q4_K", WK_Q4_K, GGMLP_Q4_K, dq_q4_K},
     {"q6_K", WK_Q6_K, GGMLP_Q6_K, dq_q6_K}, {"f16", WK_F16, GGMLP_F16, dq_f16},
     {"bf16", WK_BF16, GGMLP_BF16, dq_bf16},
+    /* by --types only (ggml_type numbers 6 and 13): real models' decode
+     * also runs q5_0 and q5_K */
+    {"q5_0", WK_Q5_0, 6, dq_q5_0}, {"q5_K", WK_Q5_K, 13, dq_q5_K},
 };
 #define NTYPES ((int)(sizeof k_types / sizeof *k_types))
+#define NTYPES_DEFAULT 7
 
 typedef struct shape {
     int64_t n, k;
@@ -140,7 +146,7 @@ static struct {
 
 static void usage(FILE *f, const char *argv0) {
     fprintf(f,
-            "usage: %s [--quick] [--threads 1,2] [--types q4_0,q4_1,q8_0,q4_K,q6_K,f16,bf16]\n"
+            "usage: %s [--quick] [--threads 1,2] [--types q4_0,q4_1,q8_0,q4_K,q6_K,f16,bf16,q5_0,q5_K]\n"
             "       [--shapes NxK,...] [--m 1,128,512] [--rounds N] [--min-time SECONDS]\n"
             "       [--ggml-lib DIR] [--no-peer] [--no-cold] [--clock wall|cpu]\n"
             "  --ggml-lib DIR: the directory with libggml-base.so and libggml-cpu.so\n"
@@ -235,7 +241,7 @@ static bool parse_args(int argc, char **argv) {
         }
     }
     if (!types_set) {
-        opt.ntypes = opt.quick ? 1 : NTYPES;
+        opt.ntypes = opt.quick ? 1 : NTYPES_DEFAULT;
         for (int j = 0; j < opt.ntypes; j++) opt.types[j] = j;
     }
     if (!shapes_set) {

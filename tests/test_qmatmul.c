@@ -5,7 +5,9 @@
  * (bit-identical), decode and prefill row counts (M = 1..9, 16, 17, 33),
  * N not a multiple of any tile or panel, batch dims, f16/bf16 and strided x,
  * row-strided w; SIMD == portable bit for bit on data whose float sums are
- * exact; f16/bf16 weights; the argument errors. */
+ * exact; f16/bf16 weights; the argument errors; the decode tails (nb = 1,
+ * N not a multiple of 4) and the 4-row decode kernels == the 1-row ones bit
+ * for bit. */
 #include "tensor/tensor.h"
 #include "cpu/gemm/gemm.h"
 #include "cpu/quantized/qdot.h"
@@ -340,6 +342,62 @@ static void test_k_panel_all_levels(void **state) {
     each_level(k_panel);
 }
 
+/* The decode paths' tails: nb = 1 block, M = 1..8, N below and past the
+ * 4-row kernels' groups and not a multiple of 4 (the 1-row tail). */
+static void decode_tails(void) {
+    static const int64_t ns[] = {1, 3, 5, 13, 70};
+    for (int t = 0; t < NTYPES; t++)
+        for (int64_t m = 1; m <= 8; m++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) one_case(all_types[t], m, ns[ni], 1, X_PLAIN);
+}
+static void test_decode_tails_all_levels(void **state) {
+    (void)state;
+    each_level(decode_tails);
+}
+
+/* The 4-row decode kernel (wk_qdot4_fn) equals four calls of the 1-row
+ * kernel bit for bit (qdot.h's promise: what keeps 1 thread == 2 threads
+ * however the rows are grouped), for every mr it takes and several nb. */
+static void qdot4_vs_qdot(void) {
+    static const int64_t nbs[] = {1, 2, 3, 7, 20};
+    for (int t = 0; t < NTYPES; t++) {
+        wk_dtype wdt = all_types[t];
+        wk_qmm_kernels kern = wk__qmm_choose(wdt);
+        if (!kern.qdot4) continue;
+        assert_true(kern.qdot4_mr >= 1 && kern.qdot4_mr <= WK_QDOT_MR);
+        bool k32 = wk__qact_kind(wdt) == WK_QACT_32;
+        for (size_t bi = 0; bi < sizeof nbs / sizeof nbs[0]; bi++) {
+            int64_t nb = nbs[bi], k = nb * (k32 ? 32 : 256);
+            size_t nbytes;
+            uint8_t *wb = make_weights(wdt, 4, k, false, &nbytes);
+            size_t wrs = nbytes / 4, as = (size_t)nb * (k32 ? sizeof(wk_qa32) : sizeof(wk_block_q8_K));
+            float *X = malloc(sizeof(float) * (size_t)(WK_QDOT_MR * k));
+            uint8_t *A = malloc(as * WK_QDOT_MR);
+            for (int64_t i = 0; i < WK_QDOT_MR * k; i++) X[i] = (float)urand();
+            for (int i = 0; i < WK_QDOT_MR; i++) {
+                if (k32) wk__qact32_row(X + i * k, k, (wk_qa32 *)(A + (size_t)i * as));
+                else wk__qactK_row(X + i * k, k, (wk_block_q8_K *)(A + (size_t)i * as));
+            }
+            for (int mr = 1; mr <= kern.qdot4_mr; mr++) {
+                float y4[WK_QDOT_MR * 4], y1[WK_QDOT_MR * 4];
+                kern.qdot4(nb, wb, wrs, A, as, mr, y4, 4);
+                for (int r = 0; r < 4; r++) kern.qdot(nb, wb + (size_t)r * wrs, A, as, mr, y1 + r, 4);
+                for (int i = 0; i < 4 * mr; i++)
+                    if (memcmp(&y4[i], &y1[i], sizeof(float)) != 0)
+                        fail_msg("%s at %s nb %lld mr %d: 4-row %.9g != 1-row %.9g at %d", wk_dtype_name(wdt),
+                                 wk_cpu_isa(), (long long)nb, mr, (double)y4[i], (double)y1[i], i);
+            }
+            free(A);
+            free(X);
+            free(wb);
+        }
+    }
+}
+static void test_qdot4_equals_qdot_all_levels(void **state) {
+    (void)state;
+    each_level(qdot4_vs_qdot);
+}
+
 /* rows of w at a stride: every other row of a taller weight (a zero-copy
  * view, as a model file's tensors are) */
 static void test_row_strided_weight(void **state) {
@@ -456,6 +514,8 @@ int main(void) {
         cmocka_unit_test(test_row_strided_weight),
         cmocka_unit_test(test_half_weights_all_levels),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_decode_tails_all_levels),
+        cmocka_unit_test(test_qdot4_equals_qdot_all_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,6 +38,19 @@ typedef enum { WK_QACT_32, WK_QACT_K } wk_qact_kind;
  * i < mr (1 <= mr <= WK_QDOT_MR); activation rows are `as` bytes apart. */
 typedef void (*wk_qdot_fn)(int64_t nb, const void *w, const void *a, size_t as, int mr, float *out, int64_t ldo);
 
+/* The decode form: 4 weight rows (w, w + wrs, w + 2 wrs, w + 3 wrs) with
+ * mr activation rows, 1 <= mr <= the level's WK_QDOT4_MR_*: out[i * ldo + r]
+ * = dot(row r, activation row i). One pass over the activation blocks
+ * serves the four rows, and the four rows' horizontal sums are one
+ * transpose-add. Per row it performs exactly the 1-row kernel's operations
+ * in the same order, so the results are bit-identical to wk_qdot_fn's (a
+ * row's result does not depend on how the rows were grouped: 1 thread ==
+ * 2 threads). */
+typedef void (*wk_qdot4_fn)(int64_t nb, const void *w, size_t wrs, const void *a, size_t as, int mr, float *out,
+                            int64_t ldo);
+#define WK_QDOT4_MR_AVX2 1 /* 16 ymm registers: 4 rows x 2 accumulator sets */
+#define WK_QDOT4_MR_VNNI 2 /* 32 registers */
+
 /* f16 / bf16 weight row (k elements) with up to WK_QDOT_MR f32 rows of x
  * (xs elements apart): out[i * ldo] = sum_p x_i[p] * w[p]. */
 typedef void (*wk_hdot_fn)(int64_t k, const uint16_t *w, bool f16, const float *x, int64_t xs, int mr, float *out,
@@ -56,6 +69,8 @@ void wk__qactK_row(const float *x, int64_t k, wk_block_q8_K *out);
 wk_qdot_fn wk__qdot_generic(wk_dtype wdt);
 wk_qdot_fn wk__qdot_avx2(wk_dtype wdt);
 wk_qdot_fn wk__qdot_avx512vnni(wk_dtype wdt);
+wk_qdot4_fn wk__qdot4_avx2(wk_dtype wdt);
+wk_qdot4_fn wk__qdot4_avx512vnni(wk_dtype wdt);
 void wk__hdot_generic(int64_t k, const uint16_t *w, bool f16, const float *x, int64_t xs, int mr, float *out,
                       int64_t ldo);
 void wk__hdot_avx2(int64_t k, const uint16_t *w, bool f16, const float *x, int64_t xs, int mr, float *out,
@@ -81,6 +96,8 @@ void wk__qmm_force(wk_qmm_mode mode);
 /* The kernels the CPU qmatmul runs for weight dtype wdt now. */
 typedef struct {
     wk_qdot_fn qdot;  /* block wdt: the 1 x MR dot (NULL for f16 / bf16) */
+    wk_qdot4_fn qdot4; /* block wdt: the 4-row decode dot of qdot's level, or NULL */
+    int qdot4_mr;      /* the most activation rows qdot4 takes */
     bool vnni_panel;  /* block wdt: the AVX512-VNNI prefill panel GEMM
                        * (wk__qgemm32_ / wk__qgemmK_avx512vnni) */
     wk_hdot_fn hdot;  /* f16 / bf16 wdt: the decode dot (NULL otherwise) */

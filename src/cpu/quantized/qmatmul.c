@@ -44,7 +44,7 @@ wk_qmm_kernels wk__qmm_choose(wk_dtype wdt) {
     wk_qmm_mode mode = (wk_qmm_mode)atomic_load(&g_mode);
     int level = wk__vmath_level();
     bool simd = mode != WK_QMM_PORTABLE, vnni = simd && mode != WK_QMM_NO_VNNI && wk__cpu_has_avx512vnni();
-    wk_qmm_kernels k = {NULL, false, NULL, false};
+    wk_qmm_kernels k = {NULL, NULL, 0, false, NULL, false};
     if (wdt == WK_F16 || wdt == WK_BF16) {
         k.hdot = !simd ? wk__hdot_generic
                  : level >= WK_VMATH_AVX512 ? wk__hdot_avx512
@@ -53,8 +53,16 @@ wk_qmm_kernels wk__qmm_choose(wk_dtype wdt) {
         k.bf16_gemm = wdt == WK_BF16 && simd && wk__gemm_kernels().bf16_dot;
         return k;
     }
-    if (vnni && level >= WK_VMATH_AVX512) k.qdot = wk__qdot_avx512vnni(wdt);
-    if (!k.qdot && simd && level >= WK_VMATH_AVX2) k.qdot = wk__qdot_avx2(wdt);
+    /* qdot4 always from qdot's level: the two must agree bit for bit */
+    if (vnni && level >= WK_VMATH_AVX512) {
+        k.qdot = wk__qdot_avx512vnni(wdt);
+        if (k.qdot) k.qdot4 = wk__qdot4_avx512vnni(wdt), k.qdot4_mr = WK_QDOT4_MR_VNNI;
+    }
+    if (!k.qdot && simd && level >= WK_VMATH_AVX2) {
+        k.qdot = wk__qdot_avx2(wdt);
+        if (k.qdot) k.qdot4 = wk__qdot4_avx2(wdt), k.qdot4_mr = WK_QDOT4_MR_AVX2;
+    }
+    if (!k.qdot4) k.qdot4_mr = 0;
     if (!k.qdot) k.qdot = wk__qdot_generic(wdt);
     k.vnni_panel = vnni && (wk__qgemm32_supported(wdt) || wk__qgemmK_supported(wdt));
     return k;
@@ -124,6 +132,8 @@ static void quant_rows(void *vc, int64_t b, int64_t e, int tid) {
 
 typedef struct {
     wk_qdot_fn dot;
+    wk_qdot4_fn dot4; /* NULL: none */
+    int dot4_mr;
     const uint8_t *w;
     size_t wrs; /* bytes between weight rows */
     int64_t nb, m, n;
@@ -141,7 +151,13 @@ static void qmm_slice(void *vc, int64_t b, int64_t e, int tid) {
             int mr = (int)(c->m - m0 < WK_QDOT_MR ? c->m - m0 : WK_QDOT_MR);
             const uint8_t *a = c->A + (size_t)m0 * c->as;
             float *o = c->out + m0 * c->n;
-            for (int64_t j = n0; j < n1; j++) c->dot(c->nb, c->w + (size_t)j * c->wrs, a, c->as, mr, o + j, c->n);
+            int64_t j = n0;
+            /* decode: four weight rows per pass over the activations (the
+             * per-row setup and horizontal sum amortized); the same bits
+             * as the 1-row kernel, which takes the tail */
+            if (c->dot4 && mr <= c->dot4_mr)
+                for (; j + 4 <= n1; j += 4) c->dot4(c->nb, c->w + (size_t)j * c->wrs, c->wrs, a, c->as, mr, o + j, c->n);
+            for (; j < n1; j++) c->dot(c->nb, c->w + (size_t)j * c->wrs, a, c->as, mr, o + j, c->n);
         }
     }
 }
@@ -256,7 +272,7 @@ wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk
                              (long long)nb);
             goto convert;
         }
-        qmm_ctx c = {kern.qdot,
+        qmm_ctx c = {kern.qdot, kern.qdot4, kern.qdot4_mr,
                      (const uint8_t *)w + (size_t)(lw->offset / wi->block_elems) * wi->block_bytes,
                      (size_t)(lw->stride[0] / wi->block_elems) * wi->block_bytes,
                      nb, m, n, A, as, out};
