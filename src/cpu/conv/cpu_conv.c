@@ -51,6 +51,9 @@ typedef struct conv_geo {
     int64_t fwd_span;                /* forward: positions per unit (see conv_fwd_block) */
     int64_t fwd_nb, fwd_nblocks;     /* forward: positions per task, tasks per unit */
     bool fwd_gemm_only;              /* forward 1x1 / stride 1 / unpadded on f32, f64: no im2col */
+    bool same;                       /* f32 "same" geometry, see same_geometry() */
+    const int32_t *ixw;              /* same: ixw[q] = q % w, the column of input position q */
+    int64_t tr_imgs, tr_nblocks;     /* same, transposed: images per task, image blocks */
 } conv_geo;
 
 static void geo_init(conv_geo *g, const void *x, const wk_layout *lx, const wk_layout *lw, void *dst,
@@ -214,6 +217,70 @@ static void im2col_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
     }
 }
 
+/* ------------------------------------------------------- same geometry
+ *
+ * Small CNNs (3x3 pad 1 on 8x8 maps) are dominated by im2col / col2im runs
+ * of 4-8 elements. When the conv keeps the map size (stride 1, output size =
+ * input size: padding = dilation * (k - 1) / 2 on each dim), f32, with the
+ * input's rows contiguous, one kernel tap (ki, kj) moves a whole image by
+ * one flat shift s = (ki*dh - ph) * w + (kj*dw - pw): output position q
+ * reads input q + s (forward) or input q adds into output q + s
+ * (transposed). Rows out of the image fall outside [0, npos) and are
+ * clipped with the range; columns that wrap into the next row are masked
+ * with the column table ixw. So each (tap row, image) is one straight,
+ * vectorizable loop instead of oh runs. */
+#define SAME_MAX_POS 16384 /* positions per image: the column table's size */
+
+static bool same_geometry(const conv_geo *g) {
+    int64_t npos = g->h * g->w;
+    return g->dt == WK_F32 && g->sh == 1 && g->sw == 1 && g->oh == g->h && g->ow == g->w && g->xs_w == 1 &&
+           (g->h == 1 || g->xs_h == g->w) && npos > 0 && npos <= SAME_MAX_POS;
+}
+
+/* The flat shift of tap row r (channel, ki, kj) and its column offset. */
+static inline int64_t same_shift(const conv_geo *g, int64_t r, int64_t *offw) {
+    int64_t kk = g->kh * g->kw, ki = (r % kk) / g->kw, kj = r % g->kw;
+    *offw = kj * g->dw - g->pw;
+    return (ki * g->dh - g->ph) * g->w + *offw;
+}
+
+/* [lo, hi): the positions q in [p0, p1) with 0 <= q + sh < npos. */
+static inline void same_range(int64_t p0, int64_t p1, int64_t sh, int64_t npos, int64_t *lo, int64_t *hi) {
+    int64_t l = -sh > p0 ? -sh : p0, h = npos - sh < p1 ? npos - sh : p1;
+    if (h < l) h = l;
+    *lo = l;
+    *hi = h;
+}
+
+/* im2col_rows for the same geometry (the caller's im2col_ctx). */
+static void im2col_same(void *vctx, int64_t r0, int64_t r1, int tid) {
+    (void)tid;
+    const im2col_ctx *c = vctx;
+    const conv_geo *g = c->g;
+    const int64_t nb = c->c1 - c->c0, kk = g->kh * g->kw, npos = g->h * g->w;
+    const uint32_t w = (uint32_t)g->w;
+    const int32_t *ixw = g->ixw;
+    const float *x = g->x;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t offw, sh = same_shift(g, r, &offw), ch = r / kk;
+        const int32_t ow32 = (int32_t)offw;
+        float *drow = (float *)c->col + r * nb;
+        for (int64_t j = c->c0; j < c->c1;) {
+            int64_t bi = j / npos, p0 = j % npos, p1 = npos - p0 < c->c1 - j ? npos : p0 + (c->c1 - j), lo, hi;
+            const float *xp = x + c->xbase + bi * g->xs_n + ch * g->xs_c + sh; /* xp[q]: input q + sh */
+            float *d = drow + (j - c->c0) - p0;                              /* d[q]: output q */
+            same_range(p0, p1, sh, npos, &lo, &hi);
+            for (int64_t q = p0; q < lo; q++) d[q] = 0.0f;
+            for (int64_t q = lo; q < hi; q++) {
+                float v = xp[q];
+                d[q] = (uint32_t)(ixw[q] + ow32) < w ? v : 0.0f;
+            }
+            for (int64_t q = hi; q < p1; q++) d[q] = 0.0f;
+            j += p1 - p0;
+        }
+    }
+}
+
 static bool gemm(const conv_geo *g, int64_t m, int64_t n, int64_t k, const void *a, int64_t ars, int64_t acs,
                  const void *b, int64_t brs, int64_t bcs, void *c) {
     if (g->f64) return g->g64(m, n, k, a, ars, acs, b, brs, bcs, c);
@@ -239,6 +306,10 @@ static bool scratch_alloc(const conv_geo *g, conv_scratch *s) {
         int64_t k = g->cin_g * g->kh * g->kw, nb = g->fwd_nb;
         col_elems = g->fwd_gemm_only ? 1 : k * nb;
         c_elems = g->cout_g * nb;
+    } else if (g->same) {
+        int64_t n = g->tr_imgs * g->h * g->w;
+        col_elems = g->cout_g * g->kh * g->kw * n;
+        c_elems = g->cin_g * n;
     } else {
         int64_t k = g->cout_g * g->kh * g->kw, npos = g->h * g->w, nb = block_cols(g, k, npos);
         col_elems = k * nb;
@@ -301,7 +372,7 @@ static bool conv_fwd_block(const conv_geo *g, int64_t unit, int64_t c0, int64_t 
         ok = gemm(g, m, w, k, a, k, 1, b, g->xs_c, g->xs_w, c);
     } else {
         im2col_ctx ic = {g, xbase, c0, c1, s->col};
-        wk__parallel_for(k, 1, k * w >= PAR_WORK ? 2 : INT64_MAX, im2col_rows, &ic);
+        wk__parallel_for(k, 1, k * w >= PAR_WORK ? 2 : INT64_MAX, g->same ? im2col_same : im2col_rows, &ic);
         ok = gemm(g, m, w, k, a, k, 1, s->col, w, 1, c);
     }
     if (ok && !direct)
@@ -416,11 +487,59 @@ static bool conv_tr_one(const conv_geo *g, int64_t bi, int64_t gi, conv_scratch 
     return true;
 }
 
+/* col2im_chans for the same geometry: c0, c1 are whole images, out is
+ * dst at the group's first output channel. Each output sums its taps in
+ * the order (ki, kj) as col2im_chans does (an invalid tap adds +0). */
+static void col2im_same(void *vctx, int64_t co0, int64_t co1, int tid) {
+    (void)tid;
+    const col2im_ctx *c = vctx;
+    const conv_geo *g = c->g;
+    const int64_t nb = c->c1 - c->c0, kk = g->kh * g->kw, npos = g->h * g->w, istride = g->cout * npos;
+    const uint32_t w = (uint32_t)g->w;
+    const int32_t *ixw = g->ixw;
+    for (int64_t co = co0; co < co1; co++)
+        for (int64_t t = 0; t < kk; t++) {
+            int64_t r = co * kk + t, offw, sh = same_shift(g, r, &offw), lo, hi;
+            const int32_t ow32 = (int32_t)offw;
+            same_range(0, npos, sh, npos, &lo, &hi);
+            for (int64_t j = c->c0; j < c->c1; j += npos) {
+                const float *sp = (const float *)c->col + r * nb + (j - c->c0);
+                float *o = (float *)c->out + (j / npos) * istride + co * npos + sh; /* o[q]: output q + sh */
+                for (int64_t q = lo; q < hi; q++) {
+                    float v = sp[q];
+                    o[q] += (uint32_t)(ixw[q] + ow32) < w ? v : 0.0f;
+                }
+            }
+        }
+}
+
+/* Images [b0, b1) of group gi of a same-geometry transposed conv as ONE
+ * GEMM over their positions (per-image GEMMs of a 4x4 map have 16 columns:
+ * half of one register strip) and one col2im. threaded: the GEMM and the
+ * col2im may use the pool (a single task); else they run on this thread. */
+static bool conv_tr_same(const conv_geo *g, int64_t gi, int64_t b0, int64_t b1, conv_scratch *s, bool threaded) {
+    int64_t kt = g->cout_g * g->kh * g->kw, npos = g->h * g->w, cg = g->cin_g, n = (b1 - b0) * npos;
+    const float *a = (const float *)g->wpack + gi * cg * kt; /* A = W_g^T */
+    float *xb = s->cbuf, *dst = g->dst;
+    const float *x = g->x;
+    for (int64_t ci = 0; ci < cg; ci++)
+        for (int64_t b = b0; b < b1; b++)
+            memcpy(xb + ci * n + (b - b0) * npos, x + g->xoff + b * g->xs_n + (gi * cg + ci) * g->xs_c,
+                   sizeof(float) * (size_t)npos);
+    if (!gemm(g, kt, n, cg, a, 1, kt, xb, n, 1, s->col)) return false;
+    for (int64_t b = b0; b < b1; b++)
+        memset(dst + (b * g->cout + gi * g->cout_g) * npos, 0, sizeof(float) * (size_t)(g->cout_g * npos));
+    col2im_ctx cc = {g, s->col, b0 * npos, b1 * npos, dst + gi * g->cout_g * npos};
+    wk__parallel_for(g->cout_g, 1, threaded && kt * n >= PAR_WORK ? 2 : INT64_MAX, col2im_same, &cc);
+    return true;
+}
+
 /* ------------------------------------------------------------ driver */
 
 typedef struct tasks_ctx {
     const conv_geo *g;
     atomic_int failed;
+    int64_t ntasks;
 } tasks_ctx;
 
 /* Tasks [t0, t1): forward = (unit, position block) (see conv_fwd_block),
@@ -436,7 +555,11 @@ static void tasks_range(void *vctx, int64_t t0, int64_t t1, int tid) {
     }
     for (int64_t t = t0; t < t1; t++) {
         bool ok;
-        if (g->transposed) {
+        if (g->transposed && g->same) {
+            int64_t gi = t / g->tr_nblocks, b0 = (t % g->tr_nblocks) * g->tr_imgs;
+            ok = conv_tr_same(g, gi, b0, b0 + g->tr_imgs < g->n ? b0 + g->tr_imgs : g->n, &s, t1 - t0 == 1 && t0 == 0 &&
+                              c->ntasks == 1);
+        } else if (g->transposed) {
             ok = conv_tr_one(g, t / g->groups, t % g->groups, &s);
         } else {
             int64_t unit = t / g->fwd_nblocks, blk = t % g->fwd_nblocks, span = g->fwd_span;
@@ -458,6 +581,12 @@ static wk_status conv_run(const char *op, const void *x, const wk_layout *lx, co
     conv_geo g;
     geo_init(&g, x, lx, lw, dst, ld, dt, p, transposed);
     int64_t npairs = g.n * g.groups, nt = wk_num_threads();
+    int32_t *ixw = NULL;
+    if (same_geometry(&g) && !g.fwd_gemm_only && (ixw = malloc(sizeof(int32_t) * (size_t)(g.h * g.w)))) {
+        for (int64_t q = 0; q < g.h * g.w; q++) ixw[q] = (int32_t)(q % g.w);
+        g.ixw = ixw;
+        g.same = true;
+    }
     int64_t ntasks = npairs;
     double work; /* multiply-adds per pair, as a double: only compared with a threshold */
     bool spread;
@@ -497,6 +626,27 @@ static wk_status conv_run(const char *op, const void *x, const wk_layout *lx, co
         ntasks = units * g.fwd_nblocks;
         work = (double)k * (double)npos * (double)g.cout_g;
         spread = ntasks >= 2 && nt > 1 && (small_m || ntasks >= nt);
+    } else if (g.same) {
+        /* image blocks of ~1024 positions and ~2 MB of columns, at least two
+         * blocks per thread when the work is worth spreading */
+        int64_t npos = g.h * g.w, kt = g.cout_g * g.kh * g.kw;
+        int64_t imgs = 1024 / npos, by_mem = ((int64_t)2 << 20) / (kt * npos * 4);
+        if (imgs > by_mem) imgs = by_mem;
+        if (imgs < 1) imgs = 1;
+        if (imgs > g.n) imgs = g.n;
+        int64_t nblocks = (g.n + imgs - 1) / imgs;
+        work = (double)(g.cin_g * npos) * (double)kt;
+        spread = nt > 1 && work * (double)npairs >= PAR_MACS;
+        if (spread && g.groups * nblocks < 2 * nt) {
+            nblocks = (2 * nt + g.groups - 1) / g.groups;
+            if (nblocks > g.n) nblocks = g.n;
+            imgs = (g.n + nblocks - 1) / nblocks;
+            nblocks = (g.n + imgs - 1) / imgs;
+        }
+        g.tr_imgs = imgs;
+        g.tr_nblocks = nblocks;
+        ntasks = g.groups * nblocks;
+        spread = spread && ntasks >= 2;
     } else {
         work = (double)(g.cin_g * g.h * g.w) * (double)(g.cout_g * g.kh * g.kw);
         /* the GEMM (cout_g*kh*kw rows) threads itself unless it has too few
@@ -506,11 +656,15 @@ static wk_status conv_run(const char *op, const void *x, const wk_layout *lx, co
     /* a contiguous f32 / f64 weight is used as it lies */
     bool wcopy = !((dt == WK_F32 || dt == WK_F64) && wk__layout_is_contiguous(lw));
     g.wpack = wcopy ? pack_weight(w, lw, dt) : (const void *)((const char *)w + (size_t)lw->offset * g.esz);
-    if (!g.wpack) return wk__err(WK_ERR_OOM, op, "cannot allocate the packed weight");
-    tasks_ctx tc = {&g, 0};
+    if (!g.wpack) {
+        free(ixw);
+        return wk__err(WK_ERR_OOM, op, "cannot allocate the packed weight");
+    }
+    tasks_ctx tc = {&g, 0, spread ? 0 : ntasks};
     if (spread) wk__parallel_for(ntasks, 1, work * (double)npairs >= PAR_MACS ? 2 : INT64_MAX, tasks_range, &tc);
     else tasks_range(&tc, 0, ntasks, 0);
     if (wcopy) free((void *)g.wpack);
+    free(ixw);
     if (atomic_load(&tc.failed)) return wk__err(WK_ERR_OOM, op, "cannot allocate convolution scratch buffers");
     return WK_OK;
 }
