@@ -54,6 +54,8 @@ typedef struct conv_geo {
     bool same;                       /* f32 "same" geometry, see same_geometry() */
     const int32_t *ixw;              /* same: ixw[q] = q % w, the column of input position q */
     int64_t tr_imgs, tr_nblocks;     /* same, transposed: images per task, image blocks */
+    bool small_out;                  /* f32 "kernel covers the map" geometry, see small_out_geometry() */
+    int64_t so_items, so_nblocks;    /* small_out: batch items per task, item blocks */
 } conv_geo;
 
 static void geo_init(conv_geo *g, const void *x, const wk_layout *lx, const wk_layout *lw, void *dst,
@@ -302,7 +304,11 @@ static int64_t block_cols(const conv_geo *g, int64_t rows, int64_t total) {
 static bool scratch_alloc(const conv_geo *g, conv_scratch *s) {
     s->col = s->cbuf = NULL;
     int64_t col_elems, c_elems;
-    if (!g->transposed) {
+    if (g->small_out) {
+        int64_t n = g->so_items * g->oh * g->ow;
+        col_elems = n * g->cin_g * g->h * g->w;
+        c_elems = g->cout_g * n;
+    } else if (!g->transposed) {
         int64_t k = g->cin_g * g->kh * g->kw, nb = g->fwd_nb;
         col_elems = g->fwd_gemm_only ? 1 : k * nb;
         c_elems = g->cout_g * nb;
@@ -332,6 +338,54 @@ static bool scratch_alloc(const conv_geo *g, conv_scratch *s) {
 static void scratch_free(conv_scratch *s) {
     wk__cpu_free(s->col, s->col_bytes);
     wk__cpu_free(s->cbuf, s->cbuf_bytes);
+}
+
+/* The weight gradient of a stride-1 "same" conv arrives (rules_conv.c) as a
+ * conv whose kernel is the gradient map: kernel size = input size, stride
+ * and dilation 1, a few output positions (3x3 for padding 1). im2col would
+ * have kernel-sized rows (N * h * w of them) of only ow columns. Here each
+ * output position p = (oy, ox) is one row of B^T: for every input channel,
+ * the input plane moved by the flat shift (oy - ph) * w + (ox - pw), masked
+ * like im2col_same: long contiguous rows, and one GEMM covers the output
+ * positions of a block of batch items. */
+#define SMALL_OUT_MAX_POS 64
+
+static bool small_out_geometry(const conv_geo *g) {
+    int64_t npos = g->h * g->w;
+    return !g->transposed && g->dt == WK_F32 && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 &&
+           g->kh == g->h && g->kw == g->w && g->xs_w == 1 && (g->h == 1 || g->xs_h == g->w) && npos > 0 &&
+           npos <= SAME_MAX_POS && g->oh * g->ow <= SMALL_OUT_MAX_POS;
+}
+
+/* Batch items [b0, b1) of group gi (see small_out_geometry): B^T in s->col
+ * as [(item, p), cin_g * h * w], C in s->cbuf as [cout_g, (item, p)]. */
+static bool conv_small_out(const conv_geo *g, int64_t gi, int64_t b0, int64_t b1, conv_scratch *s) {
+    const int64_t npos = g->h * g->w, P = g->oh * g->ow, kp = g->cin_g * npos, ni = b1 - b0, m = g->cout_g;
+    const uint32_t w = (uint32_t)g->w;
+    const float *x = g->x;
+    float *bt = s->col, *cb = s->cbuf, *dst = g->dst;
+    for (int64_t b = b0; b < b1; b++)
+        for (int64_t p = 0; p < P; p++) {
+            int64_t oy = p / g->ow, ox = p % g->ow, offw = ox - g->pw, sh = (oy - g->ph) * g->w + offw, lo, hi;
+            const int32_t ow32 = (int32_t)offw;
+            same_range(0, npos, sh, npos, &lo, &hi);
+            for (int64_t ci = 0; ci < g->cin_g; ci++) {
+                const float *xp = x + g->xoff + b * g->xs_n + (gi * g->cin_g + ci) * g->xs_c + sh;
+                float *d = bt + ((b - b0) * P + p) * kp + ci * npos;
+                for (int64_t q = 0; q < lo; q++) d[q] = 0.0f;
+                for (int64_t q = lo; q < hi; q++) {
+                    float v = xp[q];
+                    d[q] = (uint32_t)(g->ixw[q] + ow32) < w ? v : 0.0f;
+                }
+                for (int64_t q = hi; q < npos; q++) d[q] = 0.0f;
+            }
+        }
+    const float *a = (const float *)g->wpack + gi * m * kp;
+    if (!gemm(g, m, ni * P, kp, a, kp, 1, bt, 1, kp, cb)) return false;
+    for (int64_t b = b0; b < b1; b++)
+        for (int64_t co = 0; co < m; co++)
+            memcpy(dst + (b * g->cout + gi * m + co) * P, cb + co * ni * P + (b - b0) * P, sizeof(float) * (size_t)P);
+    return true;
 }
 
 /* Store rows x cols of a compute-type block (row stride srs) into dst (row
@@ -555,7 +609,10 @@ static void tasks_range(void *vctx, int64_t t0, int64_t t1, int tid) {
     }
     for (int64_t t = t0; t < t1; t++) {
         bool ok;
-        if (g->transposed && g->same) {
+        if (g->small_out) {
+            int64_t gi = t / g->so_nblocks, b0 = (t % g->so_nblocks) * g->so_items;
+            ok = conv_small_out(g, gi, b0, b0 + g->so_items < g->n ? b0 + g->so_items : g->n, &s);
+        } else if (g->transposed && g->same) {
             int64_t gi = t / g->tr_nblocks, b0 = (t % g->tr_nblocks) * g->tr_imgs;
             ok = conv_tr_same(g, gi, b0, b0 + g->tr_imgs < g->n ? b0 + g->tr_imgs : g->n, &s, t1 - t0 == 1 && t0 == 0 &&
                               c->ntasks == 1);
@@ -582,15 +639,36 @@ static wk_status conv_run(const char *op, const void *x, const wk_layout *lx, co
     geo_init(&g, x, lx, lw, dst, ld, dt, p, transposed);
     int64_t npairs = g.n * g.groups, nt = wk_num_threads();
     int32_t *ixw = NULL;
-    if (same_geometry(&g) && !g.fwd_gemm_only && (ixw = malloc(sizeof(int32_t) * (size_t)(g.h * g.w)))) {
+    bool same = same_geometry(&g) && !g.fwd_gemm_only, small_out = !same && small_out_geometry(&g);
+    if ((same || small_out) && (ixw = malloc(sizeof(int32_t) * (size_t)(g.h * g.w)))) {
         for (int64_t q = 0; q < g.h * g.w; q++) ixw[q] = (int32_t)(q % g.w);
         g.ixw = ixw;
-        g.same = true;
+        g.same = same;
+        g.small_out = small_out;
     }
     int64_t ntasks = npairs;
     double work; /* multiply-adds per pair, as a double: only compared with a threshold */
     bool spread;
-    if (!transposed) {
+    if (g.small_out) {
+        /* item blocks of ~2 MB of B^T, at least two per thread when worth it */
+        int64_t P = g.oh * g.ow, kp = g.cin_g * g.h * g.w;
+        int64_t items = ((int64_t)2 << 20) / (P * kp * 4);
+        if (items < 1) items = 1;
+        if (items > g.n) items = g.n;
+        int64_t nblocks = (g.n + items - 1) / items;
+        work = (double)kp * (double)P * (double)g.cout_g;
+        spread = nt > 1 && work * (double)npairs >= PAR_MACS;
+        if (spread && g.groups * nblocks < 2 * nt) {
+            nblocks = (2 * nt + g.groups - 1) / g.groups;
+            if (nblocks > g.n) nblocks = g.n;
+            items = (g.n + nblocks - 1) / nblocks;
+            nblocks = (g.n + items - 1) / items;
+        }
+        g.so_items = items;
+        g.so_nblocks = nblocks;
+        ntasks = g.groups * nblocks;
+        spread = spread && ntasks >= 2;
+    } else if (!transposed) {
         /* Position blocks: a column block of about 1 MB stays in cache between
          * im2col and the GEMM's packing. With few tasks, either split the
          * positions so every thread gets the same number of tasks (the GEMM
