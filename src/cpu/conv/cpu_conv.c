@@ -231,7 +231,7 @@ static void im2col_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
  * clipped with the range; columns that wrap into the next row are masked
  * with the column table ixw. So each (tap row, image) is one straight,
  * vectorizable loop instead of oh runs. */
-#define SAME_MAX_POS 16384 /* positions per image: the column table's size */
+#define SAME_MAX_POS 1024 /* positions per image (32x32): larger maps keep the run-wise path, measured as fast there */
 
 static bool same_geometry(const conv_geo *g) {
     int64_t npos = g->h * g->w;
