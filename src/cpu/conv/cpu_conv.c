@@ -347,8 +347,29 @@ static void scratch_free(conv_scratch *s) {
  * output position p = (oy, ox) is one row of B^T: for every input channel,
  * the input plane moved by the flat shift (oy - ph) * w + (ox - pw), masked
  * like im2col_same: long contiguous rows, and one GEMM covers the output
- * positions of a block of batch items. */
+ * positions of a block of batch items. The weight (the gradient map, a
+ * permuted view) is packed transposed, [group][cin_g * kh * kw][cout_g]. */
 #define SMALL_OUT_MAX_POS 64
+
+/* The f32 weight of a small_out conv as W^T per group (see above). */
+static float *pack_weight_t(const float *w, const wk_layout *lw, int64_t groups) {
+    bool two = lw->rank == 4;
+    int64_t o = lw->shape[0], c = lw->shape[1], kh = two ? lw->shape[2] : 1, kw = lw->shape[lw->rank - 1];
+    int64_t s0 = lw->stride[0], s1 = lw->stride[1], s2 = two ? lw->stride[2] : 0, s3 = lw->stride[lw->rank - 1];
+    int64_t m = o / groups, kp = c * kh * kw;
+    float *t = malloc(sizeof(float) * (size_t)(o * kp > 0 ? o * kp : 1));
+    if (!t) return NULL;
+    for (int64_t co = 0; co < o; co++) {
+        float *tg = t + (co / m) * kp * m + co % m;
+        for (int64_t ci = 0; ci < c; ci++)
+            for (int64_t y = 0; y < kh; y++) {
+                const float *src = w + lw->offset + co * s0 + ci * s1 + y * s2;
+                float *d = tg + ((ci * kh + y) * kw) * m;
+                for (int64_t x = 0; x < kw; x++) d[x * m] = src[x * s3];
+            }
+    }
+    return t;
+}
 
 static bool small_out_geometry(const conv_geo *g) {
     int64_t npos = g->h * g->w;
@@ -380,11 +401,16 @@ static bool conv_small_out(const conv_geo *g, int64_t gi, int64_t b0, int64_t b1
                 for (int64_t q = hi; q < npos; q++) d[q] = 0.0f;
             }
         }
-    const float *a = (const float *)g->wpack + gi * m * kp;
-    if (!gemm(g, m, ni * P, kp, a, kp, 1, bt, 1, kp, cb)) return false;
+    /* C^T = B^T W^T: both operands as the GEMM packs them fastest (rows of
+     * contiguous k; W^T packed by conv_run, wpack_t) */
+    const float *wt = (const float *)g->wpack + gi * kp * m;
+    if (!gemm(g, ni * P, m, kp, bt, kp, 1, wt, m, 1, cb)) return false;
     for (int64_t b = b0; b < b1; b++)
-        for (int64_t co = 0; co < m; co++)
-            memcpy(dst + (b * g->cout + gi * m + co) * P, cb + co * ni * P + (b - b0) * P, sizeof(float) * (size_t)P);
+        for (int64_t co = 0; co < m; co++) {
+            float *d = dst + (b * g->cout + gi * m + co) * P;
+            const float *src = cb + (b - b0) * P * m + co;
+            for (int64_t p = 0; p < P; p++) d[p] = src[p * m];
+        }
     return true;
 }
 
@@ -732,8 +758,9 @@ static wk_status conv_run(const char *op, const void *x, const wk_layout *lx, co
         spread = ntasks >= 2 && nt > 1 && g.cout_g * g.kh * g.kw < 32;
     }
     /* a contiguous f32 / f64 weight is used as it lies */
-    bool wcopy = !((dt == WK_F32 || dt == WK_F64) && wk__layout_is_contiguous(lw));
-    g.wpack = wcopy ? pack_weight(w, lw, dt) : (const void *)((const char *)w + (size_t)lw->offset * g.esz);
+    bool wcopy = g.small_out || !((dt == WK_F32 || dt == WK_F64) && wk__layout_is_contiguous(lw));
+    if (g.small_out) g.wpack = pack_weight_t(w, lw, g.groups);
+    else g.wpack = wcopy ? pack_weight(w, lw, dt) : (const void *)((const char *)w + (size_t)lw->offset * g.esz);
     if (!g.wpack) {
         free(ixw);
         return wk__err(WK_ERR_OOM, op, "cannot allocate the packed weight");
