@@ -359,15 +359,15 @@ static float *pack_weight_t(const float *w, const wk_layout *lw, int64_t groups)
     int64_t m = o / groups, kp = c * kh * kw;
     float *t = malloc(sizeof(float) * (size_t)(o * kp > 0 ? o * kp : 1));
     if (!t) return NULL;
-    for (int64_t co = 0; co < o; co++) {
-        float *tg = t + (co / m) * kp * m + co % m;
+    /* contiguous stores, strided loads: the loads cost less */
+    for (int64_t gi = 0; gi < groups; gi++)
         for (int64_t ci = 0; ci < c; ci++)
-            for (int64_t y = 0; y < kh; y++) {
-                const float *src = w + lw->offset + co * s0 + ci * s1 + y * s2;
-                float *d = tg + ((ci * kh + y) * kw) * m;
-                for (int64_t x = 0; x < kw; x++) d[x * m] = src[x * s3];
-            }
-    }
+            for (int64_t y = 0; y < kh; y++)
+                for (int64_t x = 0; x < kw; x++) {
+                    const float *src = w + lw->offset + gi * m * s0 + ci * s1 + y * s2 + x * s3;
+                    float *d = t + gi * kp * m + ((ci * kh + y) * kw + x) * m;
+                    for (int64_t co = 0; co < m; co++) d[co] = src[co * s0];
+                }
     return t;
 }
 
