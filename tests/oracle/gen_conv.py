@@ -198,6 +198,8 @@ for v in VARS + ['b']:
     add('conv1d', 'f32', v, rnd([2, 5, 9]), rnd([3, 5, 9]), 1, 3, 1, 1, 0)
 add('conv2d', 'f32', 'c', rnd([64, 16, 4, 4]), rnd([32, 16, 3, 3]), 1, 1, 1, 1, 0)
 add('conv2d', 'f32', 'c', rnd([16, 64, 4, 4]), rnd([32, 64, 4, 4]), 1, 1, 1, 1, 0)
+add('conv_transpose2d', 'f32', 'c', rnd([0, 4, 5, 5]), rnd([4, 2, 3, 3]), 1, 1, 1, 1, 0)
+add('conv2d', 'f32', 'c', rnd([0, 3, 4, 4]), rnd([2, 3, 4, 4]), 1, 1, 1, 1, 0)
 
 # the op-table sweep: one case for every (op, dtype, layout) op_table.def
 # declares for these ops that the cases above did not write

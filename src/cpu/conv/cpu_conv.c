@@ -18,7 +18,14 @@
  * group) pairs when the GEMM has few rows (depthwise). The GEMM sums every
  * output in the same order (k blocks from 0) whatever the block or thread
  * split, so results do not depend on the thread count.
- * 1-d convs are 2-d convs with a height of 1 (no padding / stride on it). */
+ * 1-d convs are 2-d convs with a height of 1 (no padding / stride on it).
+ *
+ * Two f32 shapes of small CNNs have paths of their own (below): convs that
+ * keep the map size ("same geometry": im2col / col2im as one shifted,
+ * masked loop per tap and image; transposed ones one GEMM per block of
+ * images) and convs whose kernel covers the whole map (the weight gradient
+ * of such a conv, rules_conv.c: "small_out", one GEMM per block of batch
+ * items over shifted input rows). */
 #include "tensor/tensor.h"
 #include "cpu/memory/cpu_alloc.h"
 #include "cpu/cpu_backend.h"
@@ -678,9 +685,9 @@ static wk_status conv_run(const char *op, const void *x, const wk_layout *lx, co
     if (g.small_out) {
         /* item blocks of ~2 MB of B^T, at least two per thread when worth it */
         int64_t P = g.oh * g.ow, kp = g.cin_g * g.h * g.w;
-        int64_t items = ((int64_t)2 << 20) / (P * kp * 4);
-        if (items < 1) items = 1;
+        int64_t items = ((int64_t)2 << 20) / (P * (kp > 0 ? kp : 1) * 4);
         if (items > g.n) items = g.n;
+        if (items < 1) items = 1; /* an empty batch: no blocks */
         int64_t nblocks = (g.n + items - 1) / items;
         work = (double)kp * (double)P * (double)g.cout_g;
         spread = nt > 1 && work * (double)npairs >= PAR_MACS;
@@ -734,10 +741,10 @@ static wk_status conv_run(const char *op, const void *x, const wk_layout *lx, co
         /* image blocks of ~1024 positions and ~2 MB of columns, at least two
          * blocks per thread when the work is worth spreading */
         int64_t npos = g.h * g.w, kt = g.cout_g * g.kh * g.kw;
-        int64_t imgs = 1024 / npos, by_mem = ((int64_t)2 << 20) / (kt * npos * 4);
+        int64_t imgs = 1024 / npos, by_mem = ((int64_t)2 << 20) / ((kt > 0 ? kt : 1) * npos * 4);
         if (imgs > by_mem) imgs = by_mem;
-        if (imgs < 1) imgs = 1;
         if (imgs > g.n) imgs = g.n;
+        if (imgs < 1) imgs = 1; /* an empty batch: no blocks */
         int64_t nblocks = (g.n + imgs - 1) / imgs;
         work = (double)(g.cin_g * npos) * (double)kt;
         spread = nt > 1 && work * (double)npairs >= PAR_MACS;
