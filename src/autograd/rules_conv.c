@@ -18,7 +18,9 @@
  *
  * Outside create_graph, stride-1 weight gradients with >= 64 weight rows per
  * output channel take an im2col GEMM instead (weight_grad_im2col: faster
- * on the CPU; not recorded, which only create_graph would need). */
+ * on the CPU; not recorded, which only create_graph would need), except on
+ * small f32 maps whose conv keeps the map size: there the swapped conv has
+ * a CPU path of its own (cpu_conv.c, small_out_geometry) that is faster. */
 #include "autograd/record.h"
 
 static wk_tensor *conv_op(const wk_tensor *x, const wk_tensor *w, const wk_conv_params *p, int sp, bool tr) {
@@ -153,7 +155,19 @@ static wk_status conv_backward(wk__bw_ctx *c) {
              * 0.55 ms; 8x64x32x32 -> 64: 20 vs 11 ms, 1 thread) */
             int64_t rows = ew->shape[1];
             for (int k = 0; k < sp; k++) rows *= ew->shape[2 + k];
-            bool im2col = p.stride == 1 && !c->create_graph && rows >= 64;
+            /* a stride-1, dilation-1 conv that keeps the map size (3x3 pad
+             * 1) on f32: the swapped conv's kernel then covers its input and
+             * the CPU conv runs it as long shifted rows (cpu_conv.c,
+             * small_out_geometry): faster than the im2col GEMM's copies */
+            bool keeps = p.stride == 1 && p.dilation == 1 && ex->dtype == WK_F32 && ew->shape[2] <= 8 &&
+                         ew->shape[sp + 1] <= 8;
+            int64_t map = 1;
+            for (int k = 0; k < sp; k++) {
+                keeps = keeps && g->layout.shape[2 + k] == ex->shape[2 + k];
+                map *= ex->shape[2 + k];
+            }
+            keeps = keeps && map <= 256; /* larger maps: the im2col GEMM's wide N wins */
+            bool im2col = p.stride == 1 && !c->create_graph && rows >= 64 && !keeps;
             dw = im2col ? weight_grad_im2col(sl, kt, &p, sp, ew->shape + 2) : weight_grad(sl, kt, &p, sp, ew->shape + 2);
         }
         st = wk__bw_set(c, 1, dw);

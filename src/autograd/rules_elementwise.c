@@ -69,7 +69,14 @@ static wk_status unary_backward(wk__bw_ctx *c) {
         break;
     }
     case BW_ERF: d = wk_mul(g, wk_affine(wk_exp(wk_neg(wk_sqr(v))), 2.0 / sqrt(M_PI), 0.0)); break;
-    case BW_RELU: d = wk_mul(g, mask_scalar(v, 0.0, WK_GT)); break;
+    case BW_RELU: {
+        /* g where x > 0, else 0 (torch's threshold_backward: a NaN x or an
+         * infinite g gives 0, not NaN). A select: the mask's cast to g's
+         * dtype cost 15x the rest of the rule. */
+        wk_tensor *zero = wk_zeros(NULL, 0, g->dtype, wk_tensor_device(g));
+        d = wk_where(wk_cmp_scalar(v, 0.0, WK_GT), g, zero);
+        break;
+    }
     case BW_SILU: {
         wk_tensor *s = wk_sigmoid(v);
         d = wk_mul(g, wk_mul(s, wk_affine(wk_mul(v, wk_affine(s, -1.0, 1.0)), 1.0, 1.0)));

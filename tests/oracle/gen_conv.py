@@ -182,6 +182,25 @@ add('conv_transpose2d', 'f16', 'c', rnd([2, 16, 10, 10]), rnd([16, 1, 3, 3]), 1,
 add('conv1d', 'f32', 'c', rnd([2, 64, 300]), rnd([64, 64, 5]), 1, 2, 1, 1, 0)
 add('conv_transpose1d', 'f32', 'n', rnd([2, 64, 300]), rnd([64, 32, 5]), 2, 2, 1, 2, 1)
 
+# f32 "same" geometry (stride 1, map size kept: cpu_conv.c im2col_same /
+# col2im_same, image blocks of one GEMM) and kernel-covers-the-map convs
+# (the weight gradient's swapped conv: small_out), batch 1 and many, groups,
+# dilation, 1-d, odd sizes, strided inputs
+for v in VARS + ['b']:
+    add('conv2d', 'f32', v, rnd([3, 4, 5, 7]), rnd([6, 2, 3, 3]), 1, 1, 1, 2, 0)
+    add('conv2d', 'f32', v, rnd([1, 3, 6, 5]), rnd([4, 3, 3, 3]), 1, 2, 2, 1, 0)
+    add('conv_transpose2d', 'f32', v, rnd([3, 4, 5, 7]), rnd([4, 3, 3, 3]), 1, 1, 1, 2, 0)
+    add('conv_transpose2d', 'f32', v, rnd([40, 8, 4, 4]), rnd([8, 6, 3, 3]), 1, 1, 1, 1, 0)
+    add('conv1d', 'f32', v, rnd([2, 3, 11]), rnd([5, 3, 5]), 1, 2, 1, 1, 0)
+    add('conv_transpose1d', 'f32', v, rnd([2, 4, 11]), rnd([4, 5, 3]), 1, 1, 1, 1, 0)
+    add('conv2d', 'f32', v, rnd([1, 32, 8, 8]), rnd([16, 32, 8, 8]), 1, 1, 1, 1, 0)
+    add('conv2d', 'f32', v, rnd([3, 6, 5, 4]), rnd([4, 3, 5, 4]), 1, 2, 1, 2, 0)
+    add('conv1d', 'f32', v, rnd([2, 5, 9]), rnd([3, 5, 9]), 1, 3, 1, 1, 0)
+add('conv2d', 'f32', 'c', rnd([64, 16, 4, 4]), rnd([32, 16, 3, 3]), 1, 1, 1, 1, 0)
+add('conv2d', 'f32', 'c', rnd([16, 64, 4, 4]), rnd([32, 64, 4, 4]), 1, 1, 1, 1, 0)
+add('conv_transpose2d', 'f32', 'c', rnd([0, 4, 5, 5]), rnd([4, 2, 3, 3]), 1, 1, 1, 1, 0)
+add('conv2d', 'f32', 'c', rnd([0, 3, 4, 4]), rnd([2, 3, 4, 4]), 1, 1, 1, 1, 0)
+
 # the op-table sweep: one case for every (op, dtype, layout) op_table.def
 # declares for these ops that the cases above did not write
 SWEEP = {  # op: (x shape, w shape, stride, padding, dilation, groups, output_padding)

@@ -145,6 +145,15 @@ for dt in DTS:
     conv_case('conv2d', dt, 'c', 1, 1, 1, 1, 4, 1, 16, (8, 8), (3, 3))
     conv_case('conv2d', dt, 'c', 1, 1, 1, 0, 4, 16, 2, (4, 4), (3, 3))
 
+# f32 convs that keep the map size (stride 1, "same" padding): the CPU's
+# shifted-row paths for the forward, dx and dw (cpu_conv.c); groups,
+# dilation, 1-d, batch 1, odd sizes, layouts
+for j, (g, d, p, ks, sizes, n) in enumerate([(1, 1, 1, (3, 3), (5, 7), 3), (2, 1, 1, (3, 3), (4, 4), 1),
+                                            (1, 2, 2, (3, 3), (6, 5), 2), (1, 1, 2, (5, 5), (3, 4), 2),
+                                            (1, 1, 1, (3,), (11,), 2), (2, 1, 0, (1, 1), (3, 5), 2)]):
+    op = 'conv2d' if len(ks) == 2 else 'conv1d'
+    conv_case(op, 'f32', ['c', 't', 'p'][j % 3], g, 1, d, p, n, 2, 3, sizes, ks)
+    conv_case(op, 'f32', 'c', g, 1, d, p, n, 3, 2, sizes, ks)
 
 def pool_case(kind, dt, k, s, p, cip, x, variant='c'):
     if kind == 'max_pool2d':
@@ -173,6 +182,18 @@ for dt in ('f32', 'f64'):  # NaN windows: torch sends the gradient to the last N
     x[0, 1, 4, 3] = np.nan
     pool_case('max_pool2d', dt, (3, 3), (2, 2), (1, 1), 0, x)
     pool_case('max_pool2d', dt, (2, 2), (1, 1), (0, 0), 0, x)
+# 2x2 / 2 max pool (the f32 select kernels): ties, NaN (first / later / two
+# in one window), -inf windows, an odd edge, layouts
+for j, shape in enumerate([(2, 3, 8, 8), (1, 2, 7, 9), (3, 1, 4, 6)]):
+    x = np.round(rng.standard_normal(shape) * 2) / 2
+    x.flat[0] = np.nan
+    x.flat[5] = np.nan
+    x.flat[shape[-1] + 5] = np.nan
+    x[..., 2:4, 0:2] = -np.inf
+    if shape[-1] > 4:
+        x[..., 2, 3] = np.nan
+    pool_case('max_pool2d', 'f32', (2, 2), (2, 2), (0, 0), 0, x, ['c', 't', 'p'][j])
+    pool_case('max_pool2d', 'f64', (2, 2), (2, 2), (0, 0), 0, x, ['c', 't', 'p'][j])
 
 UPS = [(3, 4, 6, 8), (5, 7, 3, 4), (4, 5, 9, 7), (6, 6, 6, 6), (2, 3, 5, 2), (1, 4, 3, 1)]
 for j, (h, w, oh, ow) in enumerate(UPS):

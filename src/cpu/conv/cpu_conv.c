@@ -18,7 +18,14 @@
  * group) pairs when the GEMM has few rows (depthwise). The GEMM sums every
  * output in the same order (k blocks from 0) whatever the block or thread
  * split, so results do not depend on the thread count.
- * 1-d convs are 2-d convs with a height of 1 (no padding / stride on it). */
+ * 1-d convs are 2-d convs with a height of 1 (no padding / stride on it).
+ *
+ * Two f32 shapes of small CNNs have paths of their own (below): convs that
+ * keep the map size ("same geometry": im2col / col2im as one shifted,
+ * masked loop per tap and image; transposed ones one GEMM per block of
+ * images) and convs whose kernel covers the whole map (the weight gradient
+ * of such a conv, rules_conv.c: "small_out", one GEMM per block of batch
+ * items over shifted input rows). */
 #include "tensor/tensor.h"
 #include "cpu/memory/cpu_alloc.h"
 #include "cpu/cpu_backend.h"
@@ -51,6 +58,11 @@ typedef struct conv_geo {
     int64_t fwd_span;                /* forward: positions per unit (see conv_fwd_block) */
     int64_t fwd_nb, fwd_nblocks;     /* forward: positions per task, tasks per unit */
     bool fwd_gemm_only;              /* forward 1x1 / stride 1 / unpadded on f32, f64: no im2col */
+    bool same;                       /* f32 "same" geometry, see same_geometry() */
+    const int32_t *ixw;              /* same: ixw[q] = q % w, the column of input position q */
+    int64_t tr_imgs, tr_nblocks;     /* same, transposed: images per task, image blocks */
+    bool small_out;                  /* f32 "kernel covers the map" geometry, see small_out_geometry() */
+    int64_t so_items, so_nblocks;    /* small_out: batch items per task, item blocks */
 } conv_geo;
 
 static void geo_init(conv_geo *g, const void *x, const wk_layout *lx, const wk_layout *lw, void *dst,
@@ -214,6 +226,70 @@ static void im2col_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
     }
 }
 
+/* ------------------------------------------------------- same geometry
+ *
+ * Small CNNs (3x3 pad 1 on 8x8 maps) are dominated by im2col / col2im runs
+ * of 4-8 elements. When the conv keeps the map size (stride 1, output size =
+ * input size: padding = dilation * (k - 1) / 2 on each dim), f32, with the
+ * input's rows contiguous, one kernel tap (ki, kj) moves a whole image by
+ * one flat shift s = (ki*dh - ph) * w + (kj*dw - pw): output position q
+ * reads input q + s (forward) or input q adds into output q + s
+ * (transposed). Rows out of the image fall outside [0, npos) and are
+ * clipped with the range; columns that wrap into the next row are masked
+ * with the column table ixw. So each (tap row, image) is one straight,
+ * vectorizable loop instead of oh runs. */
+#define SAME_MAX_POS 1024 /* positions per image (32x32): larger maps keep the run-wise path, measured as fast there */
+
+static bool same_geometry(const conv_geo *g) {
+    int64_t npos = g->h * g->w;
+    return g->dt == WK_F32 && g->sh == 1 && g->sw == 1 && g->oh == g->h && g->ow == g->w && g->xs_w == 1 &&
+           (g->h == 1 || g->xs_h == g->w) && npos > 0 && npos <= SAME_MAX_POS;
+}
+
+/* The flat shift of tap row r (channel, ki, kj) and its column offset. */
+static inline int64_t same_shift(const conv_geo *g, int64_t r, int64_t *offw) {
+    int64_t kk = g->kh * g->kw, ki = (r % kk) / g->kw, kj = r % g->kw;
+    *offw = kj * g->dw - g->pw;
+    return (ki * g->dh - g->ph) * g->w + *offw;
+}
+
+/* [lo, hi): the positions q in [p0, p1) with 0 <= q + sh < npos. */
+static inline void same_range(int64_t p0, int64_t p1, int64_t sh, int64_t npos, int64_t *lo, int64_t *hi) {
+    int64_t l = -sh > p0 ? -sh : p0, h = npos - sh < p1 ? npos - sh : p1;
+    if (h < l) h = l;
+    *lo = l;
+    *hi = h;
+}
+
+/* im2col_rows for the same geometry (the caller's im2col_ctx). */
+static void im2col_same(void *vctx, int64_t r0, int64_t r1, int tid) {
+    (void)tid;
+    const im2col_ctx *c = vctx;
+    const conv_geo *g = c->g;
+    const int64_t nb = c->c1 - c->c0, kk = g->kh * g->kw, npos = g->h * g->w;
+    const uint32_t w = (uint32_t)g->w;
+    const int32_t *ixw = g->ixw;
+    const float *x = g->x;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t offw, sh = same_shift(g, r, &offw), ch = r / kk;
+        const int32_t ow32 = (int32_t)offw;
+        float *drow = (float *)c->col + r * nb;
+        for (int64_t j = c->c0; j < c->c1;) {
+            int64_t bi = j / npos, p0 = j % npos, p1 = npos - p0 < c->c1 - j ? npos : p0 + (c->c1 - j), lo, hi;
+            const float *xp = x + c->xbase + bi * g->xs_n + ch * g->xs_c + sh; /* xp[q]: input q + sh */
+            float *d = drow + (j - c->c0) - p0;                              /* d[q]: output q */
+            same_range(p0, p1, sh, npos, &lo, &hi);
+            for (int64_t q = p0; q < lo; q++) d[q] = 0.0f;
+            for (int64_t q = lo; q < hi; q++) {
+                float v = xp[q];
+                d[q] = (uint32_t)(ixw[q] + ow32) < w ? v : 0.0f;
+            }
+            for (int64_t q = hi; q < p1; q++) d[q] = 0.0f;
+            j += p1 - p0;
+        }
+    }
+}
+
 static bool gemm(const conv_geo *g, int64_t m, int64_t n, int64_t k, const void *a, int64_t ars, int64_t acs,
                  const void *b, int64_t brs, int64_t bcs, void *c) {
     if (g->f64) return g->g64(m, n, k, a, ars, acs, b, brs, bcs, c);
@@ -235,10 +311,18 @@ static int64_t block_cols(const conv_geo *g, int64_t rows, int64_t total) {
 static bool scratch_alloc(const conv_geo *g, conv_scratch *s) {
     s->col = s->cbuf = NULL;
     int64_t col_elems, c_elems;
-    if (!g->transposed) {
+    if (g->small_out) {
+        int64_t n = g->so_items * g->oh * g->ow;
+        col_elems = n * g->cin_g * g->h * g->w;
+        c_elems = g->cout_g * n;
+    } else if (!g->transposed) {
         int64_t k = g->cin_g * g->kh * g->kw, nb = g->fwd_nb;
         col_elems = g->fwd_gemm_only ? 1 : k * nb;
         c_elems = g->cout_g * nb;
+    } else if (g->same) {
+        int64_t n = g->tr_imgs * g->h * g->w;
+        col_elems = g->cout_g * g->kh * g->kw * n;
+        c_elems = g->cin_g * n;
     } else {
         int64_t k = g->cout_g * g->kh * g->kw, npos = g->h * g->w, nb = block_cols(g, k, npos);
         col_elems = k * nb;
@@ -261,6 +345,80 @@ static bool scratch_alloc(const conv_geo *g, conv_scratch *s) {
 static void scratch_free(conv_scratch *s) {
     wk__cpu_free(s->col, s->col_bytes);
     wk__cpu_free(s->cbuf, s->cbuf_bytes);
+}
+
+/* The weight gradient of a stride-1 "same" conv arrives (rules_conv.c) as a
+ * conv whose kernel is the gradient map: kernel size = input size, stride
+ * and dilation 1, a few output positions (3x3 for padding 1). im2col would
+ * have kernel-sized rows (N * h * w of them) of only ow columns. Here each
+ * output position p = (oy, ox) is one row of B^T: for every input channel,
+ * the input plane moved by the flat shift (oy - ph) * w + (ox - pw), masked
+ * like im2col_same: long contiguous rows, and one GEMM covers the output
+ * positions of a block of batch items. The weight (the gradient map, a
+ * permuted view) is packed transposed, [group][cin_g * kh * kw][cout_g]. */
+#define SMALL_OUT_MAX_POS 64
+
+/* The f32 weight of a small_out conv as W^T per group (see above). */
+static float *pack_weight_t(const float *w, const wk_layout *lw, int64_t groups) {
+    bool two = lw->rank == 4;
+    int64_t o = lw->shape[0], c = lw->shape[1], kh = two ? lw->shape[2] : 1, kw = lw->shape[lw->rank - 1];
+    int64_t s0 = lw->stride[0], s1 = lw->stride[1], s2 = two ? lw->stride[2] : 0, s3 = lw->stride[lw->rank - 1];
+    int64_t m = o / groups, kp = c * kh * kw;
+    float *t = malloc(sizeof(float) * (size_t)(o * kp > 0 ? o * kp : 1));
+    if (!t) return NULL;
+    /* contiguous stores, strided loads: the loads cost less */
+    for (int64_t gi = 0; gi < groups; gi++)
+        for (int64_t ci = 0; ci < c; ci++)
+            for (int64_t y = 0; y < kh; y++)
+                for (int64_t x = 0; x < kw; x++) {
+                    const float *src = w + lw->offset + gi * m * s0 + ci * s1 + y * s2 + x * s3;
+                    float *d = t + gi * kp * m + ((ci * kh + y) * kw + x) * m;
+                    for (int64_t co = 0; co < m; co++) d[co] = src[co * s0];
+                }
+    return t;
+}
+
+static bool small_out_geometry(const conv_geo *g) {
+    int64_t npos = g->h * g->w;
+    return !g->transposed && g->dt == WK_F32 && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 &&
+           g->kh == g->h && g->kw == g->w && g->xs_w == 1 && (g->h == 1 || g->xs_h == g->w) && npos > 0 &&
+           npos <= SAME_MAX_POS && g->oh * g->ow <= SMALL_OUT_MAX_POS;
+}
+
+/* Batch items [b0, b1) of group gi (see small_out_geometry): B^T in s->col
+ * as [(item, p), cin_g * h * w], C in s->cbuf as [cout_g, (item, p)]. */
+static bool conv_small_out(const conv_geo *g, int64_t gi, int64_t b0, int64_t b1, conv_scratch *s) {
+    const int64_t npos = g->h * g->w, P = g->oh * g->ow, kp = g->cin_g * npos, ni = b1 - b0, m = g->cout_g;
+    const uint32_t w = (uint32_t)g->w;
+    const float *x = g->x;
+    float *bt = s->col, *cb = s->cbuf, *dst = g->dst;
+    for (int64_t b = b0; b < b1; b++)
+        for (int64_t p = 0; p < P; p++) {
+            int64_t oy = p / g->ow, ox = p % g->ow, offw = ox - g->pw, sh = (oy - g->ph) * g->w + offw, lo, hi;
+            const int32_t ow32 = (int32_t)offw;
+            same_range(0, npos, sh, npos, &lo, &hi);
+            for (int64_t ci = 0; ci < g->cin_g; ci++) {
+                const float *xp = x + g->xoff + b * g->xs_n + (gi * g->cin_g + ci) * g->xs_c + sh;
+                float *d = bt + ((b - b0) * P + p) * kp + ci * npos;
+                for (int64_t q = 0; q < lo; q++) d[q] = 0.0f;
+                for (int64_t q = lo; q < hi; q++) {
+                    float v = xp[q];
+                    d[q] = (uint32_t)(g->ixw[q] + ow32) < w ? v : 0.0f;
+                }
+                for (int64_t q = hi; q < npos; q++) d[q] = 0.0f;
+            }
+        }
+    /* C^T = B^T W^T: both operands as the GEMM packs them fastest (rows of
+     * contiguous k; W^T packed by conv_run, wpack_t) */
+    const float *wt = (const float *)g->wpack + gi * kp * m;
+    if (!gemm(g, ni * P, m, kp, bt, kp, 1, wt, m, 1, cb)) return false;
+    for (int64_t b = b0; b < b1; b++)
+        for (int64_t co = 0; co < m; co++) {
+            float *d = dst + (b * g->cout + gi * m + co) * P;
+            const float *src = cb + (b - b0) * P * m + co;
+            for (int64_t p = 0; p < P; p++) d[p] = src[p * m];
+        }
+    return true;
 }
 
 /* Store rows x cols of a compute-type block (row stride srs) into dst (row
@@ -301,7 +459,7 @@ static bool conv_fwd_block(const conv_geo *g, int64_t unit, int64_t c0, int64_t 
         ok = gemm(g, m, w, k, a, k, 1, b, g->xs_c, g->xs_w, c);
     } else {
         im2col_ctx ic = {g, xbase, c0, c1, s->col};
-        wk__parallel_for(k, 1, k * w >= PAR_WORK ? 2 : INT64_MAX, im2col_rows, &ic);
+        wk__parallel_for(k, 1, k * w >= PAR_WORK ? 2 : INT64_MAX, g->same ? im2col_same : im2col_rows, &ic);
         ok = gemm(g, m, w, k, a, k, 1, s->col, w, 1, c);
     }
     if (ok && !direct)
@@ -416,11 +574,59 @@ static bool conv_tr_one(const conv_geo *g, int64_t bi, int64_t gi, conv_scratch 
     return true;
 }
 
+/* col2im_chans for the same geometry: c0, c1 are whole images, out is
+ * dst at the group's first output channel. Each output sums its taps in
+ * the order (ki, kj) as col2im_chans does (an invalid tap adds +0). */
+static void col2im_same(void *vctx, int64_t co0, int64_t co1, int tid) {
+    (void)tid;
+    const col2im_ctx *c = vctx;
+    const conv_geo *g = c->g;
+    const int64_t nb = c->c1 - c->c0, kk = g->kh * g->kw, npos = g->h * g->w, istride = g->cout * npos;
+    const uint32_t w = (uint32_t)g->w;
+    const int32_t *ixw = g->ixw;
+    for (int64_t co = co0; co < co1; co++)
+        for (int64_t t = 0; t < kk; t++) {
+            int64_t r = co * kk + t, offw, sh = same_shift(g, r, &offw), lo, hi;
+            const int32_t ow32 = (int32_t)offw;
+            same_range(0, npos, sh, npos, &lo, &hi);
+            for (int64_t j = c->c0; j < c->c1; j += npos) {
+                const float *sp = (const float *)c->col + r * nb + (j - c->c0);
+                float *o = (float *)c->out + (j / npos) * istride + co * npos + sh; /* o[q]: output q + sh */
+                for (int64_t q = lo; q < hi; q++) {
+                    float v = sp[q];
+                    o[q] += (uint32_t)(ixw[q] + ow32) < w ? v : 0.0f;
+                }
+            }
+        }
+}
+
+/* Images [b0, b1) of group gi of a same-geometry transposed conv as ONE
+ * GEMM over their positions (per-image GEMMs of a 4x4 map have 16 columns:
+ * half of one register strip) and one col2im. threaded: the GEMM and the
+ * col2im may use the pool (a single task); else they run on this thread. */
+static bool conv_tr_same(const conv_geo *g, int64_t gi, int64_t b0, int64_t b1, conv_scratch *s, bool threaded) {
+    int64_t kt = g->cout_g * g->kh * g->kw, npos = g->h * g->w, cg = g->cin_g, n = (b1 - b0) * npos;
+    const float *a = (const float *)g->wpack + gi * cg * kt; /* A = W_g^T */
+    float *xb = s->cbuf, *dst = g->dst;
+    const float *x = g->x;
+    for (int64_t ci = 0; ci < cg; ci++)
+        for (int64_t b = b0; b < b1; b++)
+            memcpy(xb + ci * n + (b - b0) * npos, x + g->xoff + b * g->xs_n + (gi * cg + ci) * g->xs_c,
+                   sizeof(float) * (size_t)npos);
+    if (!gemm(g, kt, n, cg, a, 1, kt, xb, n, 1, s->col)) return false;
+    for (int64_t b = b0; b < b1; b++)
+        memset(dst + (b * g->cout + gi * g->cout_g) * npos, 0, sizeof(float) * (size_t)(g->cout_g * npos));
+    col2im_ctx cc = {g, s->col, b0 * npos, b1 * npos, dst + gi * g->cout_g * npos};
+    wk__parallel_for(g->cout_g, 1, threaded && kt * n >= PAR_WORK ? 2 : INT64_MAX, col2im_same, &cc);
+    return true;
+}
+
 /* ------------------------------------------------------------ driver */
 
 typedef struct tasks_ctx {
     const conv_geo *g;
     atomic_int failed;
+    int64_t ntasks;
 } tasks_ctx;
 
 /* Tasks [t0, t1): forward = (unit, position block) (see conv_fwd_block),
@@ -436,7 +642,14 @@ static void tasks_range(void *vctx, int64_t t0, int64_t t1, int tid) {
     }
     for (int64_t t = t0; t < t1; t++) {
         bool ok;
-        if (g->transposed) {
+        if (g->small_out) {
+            int64_t gi = t / g->so_nblocks, b0 = (t % g->so_nblocks) * g->so_items;
+            ok = conv_small_out(g, gi, b0, b0 + g->so_items < g->n ? b0 + g->so_items : g->n, &s);
+        } else if (g->transposed && g->same) {
+            int64_t gi = t / g->tr_nblocks, b0 = (t % g->tr_nblocks) * g->tr_imgs;
+            ok = conv_tr_same(g, gi, b0, b0 + g->tr_imgs < g->n ? b0 + g->tr_imgs : g->n, &s, t1 - t0 == 1 && t0 == 0 &&
+                              c->ntasks == 1);
+        } else if (g->transposed) {
             ok = conv_tr_one(g, t / g->groups, t % g->groups, &s);
         } else {
             int64_t unit = t / g->fwd_nblocks, blk = t % g->fwd_nblocks, span = g->fwd_span;
@@ -458,10 +671,37 @@ static wk_status conv_run(const char *op, const void *x, const wk_layout *lx, co
     conv_geo g;
     geo_init(&g, x, lx, lw, dst, ld, dt, p, transposed);
     int64_t npairs = g.n * g.groups, nt = wk_num_threads();
+    int32_t *ixw = NULL;
+    bool same = same_geometry(&g) && !g.fwd_gemm_only, small_out = !same && small_out_geometry(&g);
+    if ((same || small_out) && (ixw = malloc(sizeof(int32_t) * (size_t)(g.h * g.w)))) {
+        for (int64_t q = 0; q < g.h * g.w; q++) ixw[q] = (int32_t)(q % g.w);
+        g.ixw = ixw;
+        g.same = same;
+        g.small_out = small_out;
+    }
     int64_t ntasks = npairs;
     double work; /* multiply-adds per pair, as a double: only compared with a threshold */
     bool spread;
-    if (!transposed) {
+    if (g.small_out) {
+        /* item blocks of ~2 MB of B^T, at least two per thread when worth it */
+        int64_t P = g.oh * g.ow, kp = g.cin_g * g.h * g.w;
+        int64_t items = ((int64_t)2 << 20) / (P * (kp > 0 ? kp : 1) * 4);
+        if (items > g.n) items = g.n;
+        if (items < 1) items = 1; /* an empty batch: no blocks */
+        int64_t nblocks = (g.n + items - 1) / items;
+        work = (double)kp * (double)P * (double)g.cout_g;
+        spread = nt > 1 && work * (double)npairs >= PAR_MACS;
+        if (spread && g.groups * nblocks < 2 * nt) {
+            nblocks = (2 * nt + g.groups - 1) / g.groups;
+            if (nblocks > g.n) nblocks = g.n;
+            items = (g.n + nblocks - 1) / nblocks;
+            nblocks = (g.n + items - 1) / items;
+        }
+        g.so_items = items;
+        g.so_nblocks = nblocks;
+        ntasks = g.groups * nblocks;
+        spread = spread && ntasks >= 2;
+    } else if (!transposed) {
         /* Position blocks: a column block of about 1 MB stays in cache between
          * im2col and the GEMM's packing. With few tasks, either split the
          * positions so every thread gets the same number of tasks (the GEMM
@@ -497,6 +737,27 @@ static wk_status conv_run(const char *op, const void *x, const wk_layout *lx, co
         ntasks = units * g.fwd_nblocks;
         work = (double)k * (double)npos * (double)g.cout_g;
         spread = ntasks >= 2 && nt > 1 && (small_m || ntasks >= nt);
+    } else if (g.same) {
+        /* image blocks of ~1024 positions and ~2 MB of columns, at least two
+         * blocks per thread when the work is worth spreading */
+        int64_t npos = g.h * g.w, kt = g.cout_g * g.kh * g.kw;
+        int64_t imgs = 1024 / npos, by_mem = ((int64_t)2 << 20) / ((kt > 0 ? kt : 1) * npos * 4);
+        if (imgs > by_mem) imgs = by_mem;
+        if (imgs > g.n) imgs = g.n;
+        if (imgs < 1) imgs = 1; /* an empty batch: no blocks */
+        int64_t nblocks = (g.n + imgs - 1) / imgs;
+        work = (double)(g.cin_g * npos) * (double)kt;
+        spread = nt > 1 && work * (double)npairs >= PAR_MACS;
+        if (spread && g.groups * nblocks < 2 * nt) {
+            nblocks = (2 * nt + g.groups - 1) / g.groups;
+            if (nblocks > g.n) nblocks = g.n;
+            imgs = (g.n + nblocks - 1) / nblocks;
+            nblocks = (g.n + imgs - 1) / imgs;
+        }
+        g.tr_imgs = imgs;
+        g.tr_nblocks = nblocks;
+        ntasks = g.groups * nblocks;
+        spread = spread && ntasks >= 2;
     } else {
         work = (double)(g.cin_g * g.h * g.w) * (double)(g.cout_g * g.kh * g.kw);
         /* the GEMM (cout_g*kh*kw rows) threads itself unless it has too few
@@ -504,13 +765,18 @@ static wk_status conv_run(const char *op, const void *x, const wk_layout *lx, co
         spread = ntasks >= 2 && nt > 1 && g.cout_g * g.kh * g.kw < 32;
     }
     /* a contiguous f32 / f64 weight is used as it lies */
-    bool wcopy = !((dt == WK_F32 || dt == WK_F64) && wk__layout_is_contiguous(lw));
-    g.wpack = wcopy ? pack_weight(w, lw, dt) : (const void *)((const char *)w + (size_t)lw->offset * g.esz);
-    if (!g.wpack) return wk__err(WK_ERR_OOM, op, "cannot allocate the packed weight");
-    tasks_ctx tc = {&g, 0};
+    bool wcopy = g.small_out || !((dt == WK_F32 || dt == WK_F64) && wk__layout_is_contiguous(lw));
+    if (g.small_out) g.wpack = pack_weight_t(w, lw, g.groups);
+    else g.wpack = wcopy ? pack_weight(w, lw, dt) : (const void *)((const char *)w + (size_t)lw->offset * g.esz);
+    if (!g.wpack) {
+        free(ixw);
+        return wk__err(WK_ERR_OOM, op, "cannot allocate the packed weight");
+    }
+    tasks_ctx tc = {&g, 0, spread ? 0 : ntasks};
     if (spread) wk__parallel_for(ntasks, 1, work * (double)npairs >= PAR_MACS ? 2 : INT64_MAX, tasks_range, &tc);
     else tasks_range(&tc, 0, ntasks, 0);
     if (wcopy) free((void *)g.wpack);
+    free(ixw);
     if (atomic_load(&tc.failed)) return wk__err(WK_ERR_OOM, op, "cannot allocate convolution scratch buffers");
     return WK_OK;
 }

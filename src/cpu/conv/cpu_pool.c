@@ -19,6 +19,7 @@
  *    in f32 and round the result once (torch 1.13's own bf16 kernel keeps
  *    intermediates in bf16 and is less accurate; it has no f16 kernels). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
@@ -212,6 +213,39 @@ AVG_POOL(bf16, uint16_t, float, LD_BF16, ST_BF16)
 AVG_POOL(f16, uint16_t, float, LD_F16, ST_F16)
 AVG_POOL(f8, uint8_t, float, LD_F8, ST_F8)
 
+/* f32 max pool, 2x2 windows at stride 2, no padding (every CNN's pool):
+ * one pass, no scratch, the NaN-propagating max as bit selects (a float
+ * ternary compiles to a branch that mispredicts on real data). */
+static inline float max_nan_f32(float m, float v) {
+    uint32_t um, uv, mask = 0u - (uint32_t)((v > m) | (v != v));
+    memcpy(&um, &m, sizeof um);
+    memcpy(&uv, &v, sizeof uv);
+    um = (uv & mask) | (um & ~mask);
+    memcpy(&m, &um, sizeof m);
+    return m;
+}
+
+static void max_pool_2x2_f32(void *vctx, int64_t b, int64_t e, int tid) {
+    (void)tid;
+    const pool_ctx *c = vctx;
+    const plane_geo *g = &c->g;
+    const float *x = g->x;
+    float *y = g->y;
+    const int64_t sh = g->xsh, sw = g->xsw, OH = g->OH, OW = g->OW;
+    for (int64_t pl = b; pl < e; pl++) {
+        const float *xp = x + plane_off(g, pl);
+        float *yp = y + pl * OH * OW;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            const float *r0 = xp + 2 * oh * sh, *r1 = r0 + sh;
+            for (int64_t ow = 0; ow < OW; ow++) {
+                float m = max_nan_f32(r0[2 * ow * sw], r0[(2 * ow + 1) * sw]);
+                m = max_nan_f32(m, r1[2 * ow * sw]);
+                yp[oh * OW + ow] = max_nan_f32(m, r1[(2 * ow + 1) * sw]);
+            }
+        }
+    }
+}
+
 wk_status wk__cpu_pool2d(wk_device *dev, const void *x, const wk_layout *lx, void *dst, const wk_layout *ld,
                          wk_dtype dt, const wk_pool_params *p) {
     pool_ctx c = {.p = p};
@@ -219,7 +253,12 @@ wk_status wk__cpu_pool2d(wk_device *dev, const void *x, const wk_layout *lx, voi
     wk_range_fn fn = NULL;
     if (p->is_max) {
         switch (dt) {
-        case WK_F32: fn = max_pool_f32; break;
+        case WK_F32:
+            fn = p->k[0] == 2 && p->k[1] == 2 && p->s[0] == 2 && p->s[1] == 2 && p->p[0] == 0 && p->p[1] == 0 &&
+                         c.g.OH * 2 <= c.g.H && c.g.OW * 2 <= c.g.W
+                     ? max_pool_2x2_f32
+                     : max_pool_f32;
+            break;
         case WK_F64: fn = max_pool_f64; break;
         case WK_BF16: fn = max_pool_bf16; break;
         case WK_F16: fn = max_pool_f16; break;

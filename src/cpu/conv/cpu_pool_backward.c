@@ -60,6 +60,23 @@ static inline int64_t gplane(const bw_ctx *c, int64_t pl) {
     return c->goff + (pl / c->C) * c->gsn + (pl % c->C) * c->gsc;
 }
 
+/* take ? a : b on the bits: compilers turn a float ternary into a branch,
+ * which mispredicts about every other window on real data (a max pool's
+ * backward ran at ~20 ns per window). */
+static inline uint32_t select_u(uint32_t take, uint32_t a, uint32_t b) {
+    uint32_t mask = 0u - take;
+    return (a & mask) | (b & ~mask);
+}
+
+static inline float select_f(uint32_t take, float a, float b) {
+    uint32_t ua, ub, mask = 0u - take;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    ub = (ua & mask) | (ub & ~mask);
+    memcpy(&b, &ub, sizeof b);
+    return b;
+}
+
 /* Per dtype: SUF, storage type, accumulator type, load, store. The
  * accumulator plane is dx itself when the types agree (DIRECT), else
  * scratch. Each kernel: zero the plane's accumulator, scatter, store. */
@@ -96,11 +113,11 @@ static inline int64_t gplane(const bw_ctx *c, int64_t pl) {
                     float m = -INFINITY;                                                                             \
                     for (int64_t ih = h0; ih < h1; ih++)                                                             \
                         for (int64_t iw = w0; iw < w1; iw++) {                                                       \
+                            /* selects, not a branch: on real data "v > m" is a coin toss */                        \
                             float v = (float)LD(xp, ih * c->xsh + iw * c->xsw);                                      \
-                            if (v > m || isnan(v)) {                                                                 \
-                                m = v;                                                                               \
-                                best = ih * c->W + iw;                                                               \
-                            }                                                                                        \
+                            uint32_t take = (uint32_t)((v > m) | (v != v));                                          \
+                            m = select_f(take, v, m);                                                                \
+                            best = take ? ih * c->W + iw : best;                                                     \
                         }                                                                                            \
                     a[best] += (AT)LD(gp, oh * c->gsh + ow * c->gsw);                                                \
                 }                                                                                                    \
@@ -204,6 +221,46 @@ BILINEAR_BW(bf16, uint16_t, float, LD_BF16, l, 0)
 BILINEAR_BW(f16, uint16_t, float, LD_F16, l, 0)
 BILINEAR_BW(f8, uint8_t, float, LD_F8, l, 0)
 
+/* f32 max pool with 2x2 windows at stride 2, no padding (every CNN's
+ * pool): the windows tile the plane, so each input cell gets at most one
+ * gradient and is written once (0 or g) instead of zeroed and scattered
+ * into. The same first-maximum / last-NaN rule as max_bw, written as
+ * selects: a ~2x faster plane on 8x8 maps than the general kernel. */
+static void max_bw_2x2_f32(void *vc, int64_t b, int64_t e, int tid) {
+    (void)tid;
+    const bw_ctx *c = vc;
+    const float *x = c->x, *g = c->g;
+    float *dx = c->dx;
+    const int64_t W = c->W, HW = c->H * W, OH = c->OH, OW = c->OW;
+    for (int64_t pl = b; pl < e; pl++) {
+        const float *xp = x + c->xoff + (pl / c->C) * c->xsn + (pl % c->C) * c->xsc;
+        const float *gp = g + gplane(c, pl);
+        float *a = dx + pl * HW;
+        if (OH * 2 != c->H || OW * 2 != W) memset(a, 0, sizeof(float) * (size_t)HW); /* an odd edge */
+        for (int64_t oh = 0; oh < OH; oh++) {
+            const float *r0 = xp + 2 * oh * c->xsh, *r1 = r0 + c->xsh;
+            float *d0 = a + 2 * oh * W, *d1 = d0 + W;
+            for (int64_t ow = 0; ow < OW; ow++) {
+                float v0 = r0[2 * ow * c->xsw], v1 = r0[(2 * ow + 1) * c->xsw];
+                float v2 = r1[2 * ow * c->xsw], v3 = r1[(2 * ow + 1) * c->xsw];
+                uint32_t t1 = (uint32_t)((v1 > v0) | (v1 != v1)), best = t1;
+                float m = select_f(t1, v1, v0);
+                uint32_t t2 = (uint32_t)((v2 > m) | (v2 != v2));
+                m = select_f(t2, v2, m);
+                best = select_u(t2, 2u, best);
+                uint32_t t3 = (uint32_t)((v3 > m) | (v3 != v3));
+                best = select_u(t3, 3u, best);
+                /* v0 = -inf with no later taker keeps cell 0, as max_bw */
+                float gv = gp[oh * c->gsh + ow * c->gsw];
+                d0[2 * ow] = select_f(best == 0, gv, 0.0f);
+                d0[2 * ow + 1] = select_f(best == 1, gv, 0.0f);
+                d1[2 * ow] = select_f(best == 2, gv, 0.0f);
+                d1[2 * ow + 1] = select_f(best == 3, gv, 0.0f);
+            }
+        }
+    }
+}
+
 enum { K_MAX, K_AVG, K_NEAREST, K_BILINEAR };
 
 static wk_range_fn pick(wk_dtype dt, int kind) {
@@ -266,6 +323,9 @@ wk_status wk__cpu_pool2d_backward(wk_device *dev, const void *x, const wk_layout
     c.x = x;
     c.xsn = lx->stride[0], c.xsc = lx->stride[1], c.xsh = lx->stride[2], c.xsw = lx->stride[3];
     c.xoff = lx->offset;
+    if (dt == WK_F32 && p->is_max && p->k[0] == 2 && p->k[1] == 2 && p->s[0] == 2 && p->s[1] == 2 && p->p[0] == 0 &&
+        p->p[1] == 0 && c.OH * 2 <= c.H && c.OW * 2 <= c.W)
+        fn = max_bw_2x2_f32;
     double kh = (double)(p->k[0] < c.H ? p->k[0] : c.H), kw = (double)(p->k[1] < c.W ? p->k[1] : c.W);
     return run(op, &c, lx->shape[0] * lx->shape[1], dt, (double)c.OH * (double)c.OW * kh * kw + (double)(c.H * c.W),
                fn);
