@@ -108,6 +108,15 @@ typedef struct {
  * (vmath's, honouring WICK_ISA), cpuid and the override considered. */
 wk_qmm_kernels wk__qmm_choose(wk_dtype wdt);
 
+/* The matrix-vector / small-M loop over block weights, shared by qmatmul
+ * and qmatmul_multi (so both give the same bits): weight rows [b, e)
+ * (wrs bytes apart, nb blocks each) against m quantized activation rows
+ * (`as` bytes apart), in cache panels of weight rows, groups of
+ * WK_QDOT_MR activation rows, four weight rows per kernel call where the
+ * 4-row kernel takes the group; out[i * ldo + j] for row j of w. */
+void wk__qmm_rows(const wk_qmm_kernels *k, int64_t nb, const uint8_t *w, size_t wrs, const uint8_t *A, size_t as,
+                  int64_t m, int64_t b, int64_t e, float *out, int64_t ldo);
+
 /* Prefill GEMM for the 32-element types on AVX512-VNNI (qmatmul_panel_avx512vnni.c):
  * out (m, n) = A (m rows of nb wk_qa32 blocks, `as` bytes apart) times the
  * n weight rows (wrs bytes apart)^T; threads on the pool. false: out of

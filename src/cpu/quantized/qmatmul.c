@@ -130,10 +130,27 @@ static void quant_rows(void *vc, int64_t b, int64_t e, int tid) {
 
 /* ---- the quantized product ---- */
 
+void wk__qmm_rows(const wk_qmm_kernels *k, int64_t nb, const uint8_t *w, size_t wrs, const uint8_t *A, size_t as,
+                  int64_t m, int64_t b, int64_t e, float *out, int64_t ldo) {
+    for (int64_t n0 = b; n0 < e; n0 += QM_NC) {
+        int64_t n1 = n0 + QM_NC < e ? n0 + QM_NC : e;
+        for (int64_t m0 = 0; m0 < m; m0 += WK_QDOT_MR) {
+            int mr = (int)(m - m0 < WK_QDOT_MR ? m - m0 : WK_QDOT_MR);
+            const uint8_t *a = A + (size_t)m0 * as;
+            float *o = out + m0 * ldo;
+            int64_t j = n0;
+            /* decode: four weight rows per pass over the activations (the
+             * per-row setup and horizontal sum amortized); the same bits
+             * as the 1-row kernel, which takes the tail */
+            if (k->qdot4 && mr <= k->qdot4_mr)
+                for (; j + 4 <= n1; j += 4) k->qdot4(nb, w + (size_t)j * wrs, wrs, a, as, mr, o + j, ldo);
+            for (; j < n1; j++) k->qdot(nb, w + (size_t)j * wrs, a, as, mr, o + j, ldo);
+        }
+    }
+}
+
 typedef struct {
-    wk_qdot_fn dot;
-    wk_qdot4_fn dot4; /* NULL: none */
-    int dot4_mr;
+    wk_qmm_kernels kern;
     const uint8_t *w;
     size_t wrs; /* bytes between weight rows */
     int64_t nb, m, n;
@@ -145,21 +162,7 @@ typedef struct {
 static void qmm_slice(void *vc, int64_t b, int64_t e, int tid) {
     (void)tid;
     const qmm_ctx *c = vc;
-    for (int64_t n0 = b; n0 < e; n0 += QM_NC) {
-        int64_t n1 = n0 + QM_NC < e ? n0 + QM_NC : e;
-        for (int64_t m0 = 0; m0 < c->m; m0 += WK_QDOT_MR) {
-            int mr = (int)(c->m - m0 < WK_QDOT_MR ? c->m - m0 : WK_QDOT_MR);
-            const uint8_t *a = c->A + (size_t)m0 * c->as;
-            float *o = c->out + m0 * c->n;
-            int64_t j = n0;
-            /* decode: four weight rows per pass over the activations (the
-             * per-row setup and horizontal sum amortized); the same bits
-             * as the 1-row kernel, which takes the tail */
-            if (c->dot4 && mr <= c->dot4_mr)
-                for (; j + 4 <= n1; j += 4) c->dot4(c->nb, c->w + (size_t)j * c->wrs, c->wrs, a, c->as, mr, o + j, c->n);
-            for (; j < n1; j++) c->dot(c->nb, c->w + (size_t)j * c->wrs, a, c->as, mr, o + j, c->n);
-        }
-    }
+    wk__qmm_rows(&c->kern, c->nb, c->w, c->wrs, c->A, c->as, c->m, b, e, c->out, c->n);
 }
 
 /* ---- f16 / bf16 weights ---- */
@@ -272,7 +275,7 @@ wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk
                              (long long)nb);
             goto convert;
         }
-        qmm_ctx c = {kern.qdot, kern.qdot4, kern.qdot4_mr,
+        qmm_ctx c = {kern,
                      (const uint8_t *)w + (size_t)(lw->offset / wi->block_elems) * wi->block_bytes,
                      (size_t)(lw->stride[0] / wi->block_elems) * wi->block_bytes,
                      nb, m, n, A, as, out};

@@ -11,9 +11,9 @@
  *
  * Same values as qmatmul (cpu/quantized/qmatmul.c) bit for bit: the same
  * kernel choice (wk__qmm_choose), the same partner quantization of x and
- * the same per-row dot over groups of WK_QDOT_MR rows of x; a dot does not
- * depend on which thread or slice runs it. Keep the decode loop below in
- * step with qmatmul.c's qmm_slice / hmm_slice. Prefill (M >= 16) takes
+ * the same loop over weight rows (wk__qmm_rows, qmatmul's own; f16 / bf16:
+ * hmm_slice's per-row dot); a dot does not depend on which thread or slice
+ * runs it. Prefill (M >= 16) takes
  * qmatmul's panel GEMMs per weight instead and copies each result into its
  * columns: there the per-call cost is small against the GEMM. */
 #include "cpu/quantized/qmatmul_multi.h"
@@ -25,7 +25,6 @@
 #include <string.h>
 
 #define MM_PREFILL 16 /* qmatmul.c's QM_PREFILL: from here it runs panel GEMMs */
-#define MM_NC 64      /* qmatmul.c's QM_NC: weight rows per cache panel */
 
 typedef struct {
     int nw;
@@ -33,8 +32,7 @@ typedef struct {
     size_t wrs[WK__QMM_MULTI_MAX]; /* bytes between rows of weight i */
     int64_t off[WK__QMM_MULTI_MAX + 1]; /* weight i's first column; off[nw] = ntot */
     int64_t m, k, nb, ntot;
-    wk_qdot_fn qdot; /* block weights */
-    wk_hdot_fn hdot; /* f16 / bf16 weights */
+    wk_qmm_kernels kern; /* block weights: kern.qdot set; f16 / bf16: kern.hdot */
     bool f16;
     const uint8_t *A; /* quantized rows of x, `as` bytes apart (block weights) */
     size_t as;
@@ -42,24 +40,21 @@ typedef struct {
     float *out;     /* (m, ntot) */
 } multi_ctx;
 
-/* Global columns [b, e) of weight i (local rows lb .. le-1). */
+/* Global columns [b, e) of weight i (local rows lb .. le-1): block weights
+ * through qmatmul's own loop (wk__qmm_rows), f16 / bf16 through the same
+ * per-row dot as qmatmul.c's hmm_slice. */
 static void run_rows(const multi_ctx *c, int i, int64_t lb, int64_t le) {
     float *o0 = c->out + c->off[i];
-    for (int64_t n0 = lb; n0 < le; n0 += MM_NC) {
-        int64_t n1 = n0 + MM_NC < le ? n0 + MM_NC : le;
-        for (int64_t m0 = 0; m0 < c->m; m0 += WK_QDOT_MR) {
-            int mr = (int)(c->m - m0 < WK_QDOT_MR ? c->m - m0 : WK_QDOT_MR);
-            float *o = o0 + m0 * c->ntot;
-            if (c->qdot) {
-                const uint8_t *a = c->A + (size_t)m0 * c->as;
-                for (int64_t j = n0; j < n1; j++) c->qdot(c->nb, c->w[i] + (size_t)j * c->wrs[i], a, c->as, mr, o + j, c->ntot);
-            } else {
-                const float *x = c->X + m0 * c->k;
-                for (int64_t j = n0; j < n1; j++)
-                    c->hdot(c->k, (const uint16_t *)(c->w[i] + (size_t)j * c->wrs[i]), c->f16, x, c->k, mr, o + j,
-                            c->ntot);
-            }
-        }
+    if (c->kern.qdot) {
+        wk__qmm_rows(&c->kern, c->nb, c->w[i], c->wrs[i], c->A, c->as, c->m, lb, le, o0, c->ntot);
+        return;
+    }
+    for (int64_t m0 = 0; m0 < c->m; m0 += WK_QDOT_MR) {
+        int mr = (int)(c->m - m0 < WK_QDOT_MR ? c->m - m0 : WK_QDOT_MR);
+        const float *x = c->X + m0 * c->k;
+        for (int64_t j = lb; j < le; j++)
+            c->kern.hdot(c->k, (const uint16_t *)(c->w[i] + (size_t)j * c->wrs[i]), c->f16, x, c->k, mr,
+                         o0 + m0 * c->ntot + j, c->ntot);
     }
 }
 
@@ -130,8 +125,7 @@ wk_status wk__cpu_qmatmul_multi(wk_device *dev, const void *x, const wk_layout *
     const wk_dtype_info *wi = wk_dtype_info_of(wdt);
     bool quant = wk_dtype_is_quantized(wdt);
     const wk_qmm_kernels kern = wk__qmm_choose(wdt);
-    multi_ctx c = {.nw = nw, .m = m, .k = k, .ntot = ntot, .qdot = quant ? kern.qdot : NULL,
-                   .hdot = quant ? NULL : kern.hdot, .f16 = wdt == WK_F16};
+    multi_ctx c = {.nw = nw, .m = m, .k = k, .ntot = ntot, .kern = kern, .f16 = wdt == WK_F16};
     for (int i = 0; i < nw; i++) {
         c.off[i + 1] = c.off[i] + lw[i].shape[0];
         if (quant) {
