@@ -238,9 +238,12 @@ static void max_pool_2x2_f32(void *vctx, int64_t b, int64_t e, int tid) {
         for (int64_t oh = 0; oh < OH; oh++) {
             const float *r0 = xp + 2 * oh * sh, *r1 = r0 + sh;
             for (int64_t ow = 0; ow < OW; ow++) {
-                float m = max_nan_f32(r0[2 * ow * sw], r0[(2 * ow + 1) * sw]);
-                m = max_nan_f32(m, r1[2 * ow * sw]);
-                yp[oh * OW + ow] = max_nan_f32(m, r1[(2 * ow + 1) * sw]);
+                /* columns first, then across, as max_pool_f32 and the CUDA
+                 * kernel: which NaN (payload, sign) survives depends on the
+                 * order */
+                float c0 = max_nan_f32(r0[2 * ow * sw], r1[2 * ow * sw]);
+                float c1 = max_nan_f32(r0[(2 * ow + 1) * sw], r1[(2 * ow + 1) * sw]);
+                yp[oh * OW + ow] = max_nan_f32(c0, c1);
             }
         }
     }
