@@ -2,7 +2,7 @@
  * decode of a model larger than the caches runs against (bench/generate's
  * "% of DRAM" column divides by it).
  *
- *   bench_membw [--threads "1 2"] [--mib N] [--reps R]
+ *   bench_membw [--threads "1 2"] [--mib N] [--reps R] [--quick]
  *
  * Per thread count T: a buffer of N MiB (default 1024: many times any L3
  * here) is written once (page faults out of the timing), then read R times
@@ -11,6 +11,8 @@
  * prefetcher to stream; wider loads do not read DRAM faster), on huge
  * pages where the kernel gives them (MADV_HUGEPAGE). The figure is
  * the median of the R passes, bytes read / wall time, in GB/s (10^9).
+ *
+ * --quick (the CI smoke run): 64 MiB, 2 passes, 1 thread.
  *
  * Output: one line per T, "peer=membw threads=T read_gbs=X mib=N reps=R",
  * which bench/generate/table.py picks up from bench-generate.sh's log. */
@@ -88,8 +90,9 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--threads") && v) threads = argv[++i];
         else if (!strcmp(a, "--mib") && v) mib = atol(argv[++i]);
         else if (!strcmp(a, "--reps") && v) reps = atoi(argv[++i]);
+        else if (!strcmp(a, "--quick")) threads = "1", mib = 64, reps = 2;
         else {
-            fprintf(stderr, "usage: bench_membw [--threads \"1 2\"] [--mib N] [--reps R]\n");
+            fprintf(stderr, "usage: bench_membw [--threads \"1 2\"] [--mib N] [--reps R] [--quick]\n");
             return 2;
         }
     }
