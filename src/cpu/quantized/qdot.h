@@ -114,6 +114,11 @@ wk_qmm_kernels wk__qmm_choose(wk_dtype wdt);
  * (`as` bytes apart), in cache panels of weight rows, groups of
  * WK_QDOT_MR activation rows, four weight rows per kernel call where the
  * 4-row kernel takes the group; out[i * ldo + j] for row j of w. */
+/* Row `row` of x (any rank and strides, f32 / f16 / bf16; k elements in
+ * its last dim) as contiguous f32 into y: qmatmul's and qmatmul_multi's
+ * gather. */
+void wk__qmm_gather_row(const void *x, const wk_layout *l, wk_dtype xdt, int64_t k, int64_t row, float *y);
+
 void wk__qmm_rows(const wk_qmm_kernels *k, int64_t nb, const uint8_t *w, size_t wrs, const uint8_t *A, size_t as,
                   int64_t m, int64_t b, int64_t e, float *out, int64_t ldo);
 

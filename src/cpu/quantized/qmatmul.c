@@ -78,34 +78,30 @@ typedef struct {
     float *X;
 } gather_ctx;
 
+void wk__qmm_gather_row(const void *x, const wk_layout *l, wk_dtype xdt, int64_t k, int64_t row, float *y) {
+    int r = l->rank;
+    int64_t off = l->offset, rem = row, ks = l->stride[r - 1];
+    for (int d = r - 2; d >= 0; d--) {
+        off += (rem % l->shape[d]) * l->stride[d];
+        rem /= l->shape[d];
+    }
+    if (xdt == WK_F32) {
+        const float *s = (const float *)x + off;
+        if (ks == 1) memcpy(y, s, sizeof(float) * (size_t)k);
+        else for (int64_t p = 0; p < k; p++) y[p] = s[p * ks];
+        return;
+    }
+    const uint16_t *s = (const uint16_t *)x + off;
+    bool f16 = xdt == WK_F16;
+    if (ks == 1 && f16) wk__vcvt_f16_to_f32(y, s, k);
+    else if (ks == 1) wk__vcvt_bf16_to_f32(y, s, k);
+    else for (int64_t p = 0; p < k; p++) y[p] = f16 ? wk_f16_to_f32(s[p * ks]) : wk_bf16_to_f32(s[p * ks]);
+}
+
 static void gather_rows(void *vc, int64_t b, int64_t e, int tid) {
     (void)tid;
     const gather_ctx *c = vc;
-    const wk_layout *l = c->lx;
-    int r = l->rank;
-    int64_t ks = l->stride[r - 1];
-    for (int64_t row = b; row < e; row++) {
-        int64_t off = l->offset, rem = row;
-        for (int d = r - 2; d >= 0; d--) {
-            off += (rem % l->shape[d]) * l->stride[d];
-            rem /= l->shape[d];
-        }
-        float *y = c->X + row * c->k;
-        if (c->xdt == WK_F32) {
-            const float *s = (const float *)c->x + off;
-            if (ks == 1) memcpy(y, s, sizeof(float) * (size_t)c->k);
-            else for (int64_t p = 0; p < c->k; p++) y[p] = s[p * ks];
-        } else {
-            const uint16_t *s = (const uint16_t *)c->x + off;
-            bool f16 = c->xdt == WK_F16;
-            if (ks == 1) {
-                if (f16) wk__vcvt_f16_to_f32(y, s, c->k);
-                else wk__vcvt_bf16_to_f32(y, s, c->k);
-            } else {
-                for (int64_t p = 0; p < c->k; p++) y[p] = f16 ? wk_f16_to_f32(s[p * ks]) : wk_bf16_to_f32(s[p * ks]);
-            }
-        }
-    }
+    for (int64_t row = b; row < e; row++) wk__qmm_gather_row(c->x, c->lx, c->xdt, c->k, row, c->X + row * c->k);
 }
 
 /* ---- activation quantization ---- */

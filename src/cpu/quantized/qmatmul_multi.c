@@ -68,26 +68,6 @@ static void multi_slice(void *vc, int64_t b, int64_t e, int tid) {
 }
 
 /* Row `row` of x (any strides, f32 / f16 / bf16) -> y (k floats). */
-static void gather_row(const void *x, const wk_layout *l, wk_dtype xdt, int64_t k, int64_t row, float *y) {
-    int r = l->rank;
-    int64_t off = l->offset, rem = row, ks = l->stride[r - 1];
-    for (int d = r - 2; d >= 0; d--) {
-        off += (rem % l->shape[d]) * l->stride[d];
-        rem /= l->shape[d];
-    }
-    if (xdt == WK_F32) {
-        const float *s = (const float *)x + off;
-        if (ks == 1) memcpy(y, s, sizeof(float) * (size_t)k);
-        else for (int64_t p = 0; p < k; p++) y[p] = s[p * ks];
-        return;
-    }
-    const uint16_t *s = (const uint16_t *)x + off;
-    bool f16 = xdt == WK_F16;
-    if (ks == 1 && f16) wk__vcvt_f16_to_f32(y, s, k);
-    else if (ks == 1) wk__vcvt_bf16_to_f32(y, s, k);
-    else for (int64_t p = 0; p < k; p++) y[p] = f16 ? wk_f16_to_f32(s[p * ks]) : wk_bf16_to_f32(s[p * ks]);
-}
-
 /* Prefill: qmatmul per weight into a scratch (m, N_i), then into its columns. */
 static wk_status by_weight(wk_device *dev, const void *x, const wk_layout *lx, wk_dtype xdt, int nw,
                            const void *const *w, const wk_layout *lw, wk_dtype wdt, void *dst, int64_t m,
@@ -145,7 +125,7 @@ wk_status wk__cpu_qmatmul_multi(wk_device *dev, const void *x, const wk_layout *
         goto done;
     }
     /* M < 16 rows of at most a few thousand: no region for these */
-    for (int64_t row = 0; row < m; row++) gather_row(x, lx, xdt, k, row, X + row * k);
+    for (int64_t row = 0; row < m; row++) wk__qmm_gather_row(x, lx, xdt, k, row, X + row * k);
     if (quant) {
         wk_qact_kind kind = wk__qact_kind(wdt);
         int64_t bel = kind == WK_QACT_32 ? WK_QK : WK_QK_K;
