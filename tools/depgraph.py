@@ -57,6 +57,7 @@ FLOORS = [
     ('files', {'io'}),           # safetensors, GGUF, npy, JSON
     ('text', {'text'}),          # tokenizers
     ('top', {'train', 'model'}), # training; model architectures and generation
+    ('serve', {'serve'}),        # the serving engine (scheduler, paged batches) and its HTTP front
 ]
 FLOOR_OF = {f: i for i, (_, folders) in enumerate(FLOORS) for f in folders}
 
@@ -70,9 +71,10 @@ PUBLIC_FLOORS = {
     'autograd.h': 'autograd', 'nn.h': 'autograd',
     'layers.h': 'nn',
     'gguf.h': 'files', 'safetensors.h': 'files', 'imatrix.h': 'files',
-    'tokenizer.h': 'text', 'chat.h': 'text',
+    'tokenizer.h': 'text', 'chat.h': 'text', 'grammar.h': 'text',
     'train.h': 'top', 'lm.h': 'top', 'generate.h': 'top', 'bert.h': 'top',
-    'all.h': 'top',
+    'serve.h': 'serve',
+    'all.h': 'serve',
 }
 # Any source file may read the core's declarations (types, enums, the op
 # API): what it may CALL is checked by the call edges above. The headers of

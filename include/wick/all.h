@@ -18,4 +18,6 @@
 #include "wick/lm.h"
 #include "wick/generate.h"
 #include "wick/bert.h"
+#include "wick/grammar.h"
+#include "wick/serve.h"
 #endif /* WICK_ALL_H */

@@ -139,6 +139,27 @@ wk_status wk_kv_cache_reserve(wk_kv_cache *c, int64_t max_tokens);
  * of caches may run on one model at once. */
 wk_tensor *wk_lm_forward(const wk_lm *m, wk_kv_cache *c, const int32_t *ids, int64_t n, bool all_logits);
 
+/* ---- ragged batches: several sequences in one forward pass ----
+ *
+ * One sequence of a batch: n >= 1 new tokens for its cache, run at
+ * positions len .. len+n-1 of it; all_logits: n rows of logits, else the
+ * last token's row only. */
+typedef struct wk_lm_seq {
+    wk_kv_cache *cache;
+    const int32_t *ids;
+    int64_t n;
+    bool all_logits;
+} wk_lm_seq;
+/* Run every sequence's new tokens in one forward pass: the rows of all
+ * sequences go through each linear layer as one product; attention runs
+ * per sequence over its own cache. Returns f32 logits (rows, vocab), the
+ * sequences' rows in order (n or 1 each), on the model's device (a new
+ * reference). Batch-invariant: each row is bit-identical to what
+ * wk_lm_forward gives for that cache and ids alone, whatever else is in the
+ * batch. WK_ERR_ARG for NULL arguments, n_seqs < 1, one cache twice, or any
+ * sequence wk_lm_forward would refuse; every cache is then unchanged. */
+wk_tensor *wk_lm_forward_batch(const wk_lm *m, const wk_lm_seq *seqs, int64_t n_seqs);
+
 #ifdef __cplusplus
 }
 #endif

@@ -47,7 +47,8 @@ typedef enum wk_status {
     WK_ERR_IO,             /* file could not be opened/read/written          */
     WK_ERR_FORMAT,         /* file content is malformed or hostile           */
     WK_ERR_DIV_ZERO,       /* integer division by zero                       */
-    WK_ERR_INTERNAL        /* an internal invariant failed (a wick bug)      */
+    WK_ERR_INTERNAL,       /* an internal invariant failed (a wick bug)      */
+    WK_ERR_BUSY            /* a bounded resource is full (a server's queue, a KV pool): retry later */
 } wk_status;
 
 /* The error state is per thread and explicit (errno-like):

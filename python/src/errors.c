@@ -4,7 +4,7 @@
 #include "py_base.h"
 
 static PyObject *g_base;
-static PyObject *g_by_status[WK_ERR_INTERNAL + 1];
+static PyObject *g_by_status[WK_ERR_BUSY + 1];
 
 static const struct {
     wk_status st;
@@ -22,6 +22,7 @@ static const struct {
     {WK_ERR_FORMAT, "FormatError", &PyExc_ValueError},
     {WK_ERR_DIV_ZERO, "DivZeroError", &PyExc_ZeroDivisionError},
     {WK_ERR_INTERNAL, "InternalError", &PyExc_RuntimeError},
+    {WK_ERR_BUSY, "BusyError", &PyExc_RuntimeError},
 };
 
 int wkpy_errors_init(PyObject *m) {
@@ -44,7 +45,7 @@ PyObject *wkpy_raise(void) {
     if (PyErr_Occurred()) return NULL; /* a Python error came first (a conversion) */
     wk_status st = wk_last_status();
     const char *msg = wk_last_error();
-    PyObject *cls = (st > WK_OK && st <= WK_ERR_INTERNAL && g_by_status[st]) ? g_by_status[st] : g_base;
+    PyObject *cls = (st > WK_OK && st <= WK_ERR_BUSY && g_by_status[st]) ? g_by_status[st] : g_base;
     PyErr_SetString(cls, msg && *msg ? msg : "wick: unknown error");
     wk_clear_error();
     return NULL;
@@ -56,5 +57,5 @@ int wkpy_raise_int(void) {
 }
 
 PyObject *wkpy_error_class(wk_status st) {
-    return (st > WK_OK && st <= WK_ERR_INTERNAL && g_by_status[st]) ? g_by_status[st] : g_base;
+    return (st > WK_OK && st <= WK_ERR_BUSY && g_by_status[st]) ? g_by_status[st] : g_base;
 }

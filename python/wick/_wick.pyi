@@ -1356,6 +1356,9 @@ class Error(builtins.Exception):
 class ArgError(Error, builtins.ValueError):
     ...
 
+class BusyError(Error, builtins.RuntimeError):
+    ...
+
 class DTypeError(Error, builtins.TypeError):
     ...
 

@@ -48,6 +48,7 @@ const char *wk_status_name(wk_status s) {
     case WK_ERR_FORMAT: return "format error";
     case WK_ERR_DIV_ZERO: return "division by zero";
     case WK_ERR_INTERNAL: return "internal error";
+    case WK_ERR_BUSY: return "busy";
     }
     return "unknown status";
 }

@@ -22,6 +22,7 @@ CLASSES = {
     "FormatError": ValueError,
     "DivZeroError": ZeroDivisionError,
     "InternalError": RuntimeError,
+    "BusyError": RuntimeError,
 }
 
 HUGE = 1 << 62
