@@ -6,7 +6,7 @@
 set -euo pipefail
 pkgs=(cmake make curl gcc clang pkg-config zlib1g-dev libcmocka-dev libclang-rt-14-dev
       python3 python3-dev python3-venv python3-pytest python3-numpy python3-torch python3-sklearn
-      libopenblas-dev libblis-dev ccache)
+      libopenblas-dev libblis-dev ccache libmicrohttpd-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -28,7 +28,7 @@ fi
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="$root/.venv"
 [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv"
-want=(gguf==0.19.0 safetensors==0.8.0 tokenizers==0.23.3 jinja2==3.1.6)
+want=(gguf==0.19.0 safetensors==0.8.0 tokenizers==0.23.3 jinja2==3.1.6 openai==3.63.0 jsonschema==4.26.0)
 "$venv/bin/python" - "${want[@]}" <<'PY' || "$venv/bin/pip" install -q --disable-pip-version-check "${want[@]}"
 import sys
 from importlib.metadata import version, PackageNotFoundError
