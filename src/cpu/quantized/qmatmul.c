@@ -35,9 +35,6 @@
 #define QM_NC 64    /* weight rows per cache panel */
 #define QM_HNC 512  /* f16/bf16 prefill: weight rows widened per GEMM call */
 #define QM_PREFILL 16
-/* 1: every kernel choice independent of the row count (issue 24's batch
- * invariance), at the price of the VNNI prefill panels */
-#define WK_QMM_BATCH_INVARIANT 1
 
 static atomic_int g_mode; /* wk_qmm_mode, wk__qmm_force */
 
@@ -67,12 +64,12 @@ wk_qmm_kernels wk__qmm_choose(wk_dtype wdt) {
     }
     if (!k.qdot4) k.qdot4_mr = 0;
     if (!k.qdot) k.qdot = wk__qdot_generic(wdt);
-    /* The AVX512-VNNI panel GEMMs sum each output in another order than the
-     * 1 x MR kernels (one f32 chain over blocks, lanes = activation rows,
-     * against 2 x 8 lanes reduced at the end), so a row's bits would depend
-     * on whether its batch had >= QM_PREFILL rows: off while
-     * WK_QMM_BATCH_INVARIANT (issue 24; the cost is in bench/README.md). */
-    k.vnni_panel = !WK_QMM_BATCH_INVARIANT && vnni && (wk__qgemm32_supported(wdt) || wk__qgemmK_supported(wdt));
+    /* The AVX512-VNNI panel GEMMs (M >= QM_PREFILL) sum each output in the
+     * order the VNNI qdot kernels use (one f32 sum per output in block
+     * order, qdot_simd.inc's QD_CANON), so a row's bits do not depend on M
+     * (batch invariance, issue 24). q8_1 weights have no VNNI qdot kernel
+     * (the portable one sums otherwise): no panel for them. */
+    k.vnni_panel = vnni && wdt != WK_Q8_1 && (wk__qgemm32_supported(wdt) || wk__qgemmK_supported(wdt));
     return k;
 }
 
