@@ -67,12 +67,7 @@ static wk_tensor *g_x;      /* (MMAX, KDIM) f32 */
 static wk_tensor *g_w[2];   /* the weights ((NDIM, KDIM) of one dtype; two for qmatmul_multi) */
 static lin_kind g_kind;
 static const char *g_name;
-/* KNOWN GAPS (not fixed yet, issue 24): f32 weights at M = 1 take the GEMV
- * (another summation order than the GEMM rows of M >= 2), and f16 / bf16
- * weights below QM_PREFILL rows take the row dot (hdot) while M >= 16
- * widens panels for the f32 GEMM. Those M are left out here (the rest must
- * hold) and the gap is printed, so a fix only has to lower g_min_m. */
-static int64_t g_min_m;
+
 
 static wk_tensor *lin(const wk_tensor *x) {
     switch (g_kind) {
@@ -96,7 +91,6 @@ static void lin_rows(int threads) {
     float *full = host(lin(g_x), MMAX * ncols); /* the rows inside M = 64 */
     for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
         int64_t m = ms[mi];
-        if (m < g_min_m) continue;
         int64_t offs[3] = {0, MMAX - m, (m * 7 + 5) % (MMAX - m + 1)};
         for (int oi = 0; oi < 3; oi++) {
             float *y = host(lin(wk_narrow(g_x, 0, offs[oi], m)), m * ncols);
@@ -123,10 +117,6 @@ static wk_tensor *weight_of(wk_dtype dt, uint64_t seed) {
 }
 
 static void check_linear(wk_dtype dt, lin_kind kind) {
-    g_min_m = kind == LIN_F32 ? 2 : (dt == WK_F16 || dt == WK_BF16) ? 16 : 1;
-    if (g_min_m > 1)
-        print_message("KNOWN GAP: %s %s rows are checked from M = %lld only\n", kind == LIN_F32 ? "matmul" : "qmatmul",
-                      wk_dtype_name(dt), (long long)g_min_m);
     g_w[0] = weight_of(dt, 1);
     g_w[1] = kind == LIN_MULTI ? weight_of(dt, 2) : NULL;
     g_kind = kind;
@@ -146,6 +136,8 @@ static void test_linear_rows(void **state) {
     check_linear(WK_F32, LIN_F32);
     check_linear(WK_F16, LIN_QMM);
     check_linear(WK_BF16, LIN_QMM);
+    check_linear(WK_F16, LIN_MULTI);
+    check_linear(WK_BF16, LIN_MULTI);
     for (size_t i = 0; i < sizeof block_types / sizeof block_types[0]; i++) {
         check_linear(block_types[i], LIN_QMM);
         check_linear(block_types[i], LIN_MULTI);

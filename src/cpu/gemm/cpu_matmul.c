@@ -172,9 +172,12 @@ wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, con
         }
         return WK_OK;
     }
-    if ((m == 1 || n == 1) && (dt == WK_F32 || dt == WK_F64) && !blas) {
+    if (n == 1 && (dt == WK_F32 || dt == WK_F64) && !blas) {
         /* matrix-vector: read the matrix once, no packing. For n == 1 the
-         * product is the transpose view: y = b^T A^T. */
+         * product is the transpose view: y = b^T A^T. m == 1 (n > 1) takes
+         * the GEMM below, whose rows are summed in an order that depends
+         * only on k: a row of x gives the same bits alone as inside M rows
+         * (batch invariance, issue 24; the GEMV sums in another order). */
         for (int64_t bi = 0; bi < nb; bi++) {
             int64_t ao = batch_offset(la, bi), bo = batch_offset(lb, bi);
             if (dt == WK_F32) {

@@ -35,6 +35,8 @@
 #define QM_NC 64    /* weight rows per cache panel */
 #define QM_HNC 512  /* f16/bf16 prefill: weight rows widened per GEMM call */
 #define QM_PREFILL 16
+/* f16 / bf16 weights: one path for every M (see wk__cpu_qmatmul) */
+#define WK_QMM_HALF_INVARIANT 1
 
 static atomic_int g_mode; /* wk_qmm_mode, wk__qmm_force */
 
@@ -284,7 +286,19 @@ wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk
         wk__parallel_for(n, m >= QM_PREFILL ? QM_NC : 16, n * k * m >= (1 << 17) ? 0 : INT64_MAX, qmm_slice, &c);
     } else {
         hmm_ctx h = {kern.hdot, (const uint16_t *)w + lw->offset, lw->stride[0], k, m, n, wdt == WK_F16, X, out};
-        if (m >= QM_PREFILL && k > 0 && kern.bf16_gemm) {
+        /* Batch invariance (issue 24): every M takes the same path, the
+         * widened panels through the f32 GEMM (whose rows are summed in an
+         * order that depends only on k). The row dot (hdot) of a small M
+         * and the bf16 GEMM (x rounded to bf16) would give a row other bits
+         * than the same row inside a prefill. */
+        if (WK_QMM_HALF_INVARIANT && k > 0) {
+            st = half_prefill(&h);
+            if (st != WK_OK) {
+                wk__err(st, op, "cannot allocate the widened weight panel (%lld x %lld floats)",
+                        (long long)(n < QM_HNC ? n : QM_HNC), (long long)k);
+                goto done;
+            }
+        } else if (m >= QM_PREFILL && k > 0 && kern.bf16_gemm) {
             /* AVX512-BF16: x rounded to bf16 (as ggml's bf16 vec_dot_type)
              * and vdpbf16ps straight on the weights, sums in f32 */
             uint16_t *Xb = malloc(sizeof(uint16_t) * (size_t)(m * k));
