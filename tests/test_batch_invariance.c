@@ -261,6 +261,20 @@ static void test_model_chunks(void **state) {
         each_config(model_chunks);
         wk_lm_free(g_lm);
     }
+    /* f32 and f16 weights: the HF directory of the same model (the
+     * llama_hf fixture), at the default level only (scalar f32 is slow) */
+    const char *hf = getenv("WICK_LM_HF_DIR");
+    if (!hf) print_message("note: WICK_LM_HF_DIR is not set: f32 / f16 weights not checked\n");
+    wk_lm_load_opts hopts[2] = {{.dtype = WK_F32}, {.dtype = WK_F16}};
+    for (int i = 0; hf && i < 2; i++) {
+        g_lm = wk_lm_load(hf, &hopts[i]);
+        if (!g_lm) fail_msg("wk_lm_load(%s): %s", hf, wk_last_error());
+        for (int t = 1; t <= 2; t++) {
+            TU_STATUS_OK(wk_set_num_threads(t));
+            model_chunks(t);
+        }
+        wk_lm_free(g_lm);
+    }
     if (g_fail) fail_msg("%d batch-invariance failures (listed above)", g_fail);
 }
 
