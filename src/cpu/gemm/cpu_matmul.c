@@ -5,7 +5,9 @@
  * system BLAS in a -DWICK_BLAS build), f16 / bf16 to the same loop nest with
  * their own packers (widened to f32 strip by strip; bf16 on vdpbf16ps where
  * the CPU has AVX512-BF16), f8 through f32 copies, each result rounded once.
- * m == 1 / n == 1 take the GEMV path. */
+ * f32 / f64 with n == 1 take the GEMV path (m == 1 stays on the GEMM: a row's
+ * bits must not depend on M, issue 24); f16 / bf16 with m == 1 or n == 1 a
+ * widening GEMV. */
 #include "tensor/tensor.h"
 #include "cpu/memory/cpu_alloc.h"
 #include "cpu/cpu_backend.h"

@@ -15,7 +15,10 @@
  * and q4_K / q5_K / q6_K its super-block twin, qmatmul_panel_k_avx512vnni.c.
  * Nothing is cached between calls: packed panels live for one call.
  *
- * f16/bf16 w: decode dots each weight row with the f32 rows of x, widening
+ * f16/bf16 w: while WK_QMM_HALF_INVARIANT (the default) every M takes the
+ * prefill path below (widened panels, f32 GEMM), so a row of x gets the
+ * same bits whatever M (batch invariance, issue 24). Otherwise:
+ * decode dots each weight row with the f32 rows of x, widening
  * in registers (on AVX-512, M = 1 takes four weight rows per pass over x,
  * qmatmul_half_avx512.c; x stays f32, so the result keeps f32 accuracy);
  * prefill widens panels of QM_HNC weight rows to f32 and runs wick's f32 GEMM (its packing, micro-kernels and threads) on them, except
