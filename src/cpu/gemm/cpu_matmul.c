@@ -5,7 +5,9 @@
  * system BLAS in a -DWICK_BLAS build), f16 / bf16 to the same loop nest with
  * their own packers (widened to f32 strip by strip; bf16 on vdpbf16ps where
  * the CPU has AVX512-BF16), f8 through f32 copies, each result rounded once.
- * m == 1 / n == 1 take the GEMV path. */
+ * f32 / f64 with n == 1 take the GEMV path (m == 1 stays on the GEMM: a row's
+ * bits must not depend on M, issue 24); f16 / bf16 with m == 1 or n == 1 a
+ * widening GEMV. */
 #include "tensor/tensor.h"
 #include "cpu/memory/cpu_alloc.h"
 #include "cpu/cpu_backend.h"
@@ -172,9 +174,12 @@ wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, con
         }
         return WK_OK;
     }
-    if ((m == 1 || n == 1) && (dt == WK_F32 || dt == WK_F64) && !blas) {
+    if (n == 1 && (dt == WK_F32 || dt == WK_F64) && !blas) {
         /* matrix-vector: read the matrix once, no packing. For n == 1 the
-         * product is the transpose view: y = b^T A^T. */
+         * product is the transpose view: y = b^T A^T. m == 1 (n > 1) takes
+         * the GEMM below, whose rows are summed in an order that depends
+         * only on k: a row of x gives the same bits alone as inside M rows
+         * (batch invariance, issue 24; the GEMV sums in another order). */
         for (int64_t bi = 0; bi < nb; bi++) {
             int64_t ao = batch_offset(la, bi), bo = batch_offset(lb, bi);
             if (dt == WK_F32) {

@@ -15,7 +15,10 @@
  * and q4_K / q5_K / q6_K its super-block twin, qmatmul_panel_k_avx512vnni.c.
  * Nothing is cached between calls: packed panels live for one call.
  *
- * f16/bf16 w: decode dots each weight row with the f32 rows of x, widening
+ * f16/bf16 w: while WK_QMM_HALF_INVARIANT (the default) every M takes the
+ * prefill path below (widened panels, f32 GEMM), so a row of x gets the
+ * same bits whatever M (batch invariance, issue 24). Otherwise:
+ * decode dots each weight row with the f32 rows of x, widening
  * in registers (on AVX-512, M = 1 takes four weight rows per pass over x,
  * qmatmul_half_avx512.c; x stays f32, so the result keeps f32 accuracy);
  * prefill widens panels of QM_HNC weight rows to f32 and runs wick's f32 GEMM (its packing, micro-kernels and threads) on them, except
@@ -35,6 +38,8 @@
 #define QM_NC 64    /* weight rows per cache panel */
 #define QM_HNC 512  /* f16/bf16 prefill: weight rows widened per GEMM call */
 #define QM_PREFILL 16
+/* f16 / bf16 weights: one path for every M (see wk__cpu_qmatmul) */
+#define WK_QMM_HALF_INVARIANT 1
 
 static atomic_int g_mode; /* wk_qmm_mode, wk__qmm_force */
 
@@ -64,7 +69,12 @@ wk_qmm_kernels wk__qmm_choose(wk_dtype wdt) {
     }
     if (!k.qdot4) k.qdot4_mr = 0;
     if (!k.qdot) k.qdot = wk__qdot_generic(wdt);
-    k.vnni_panel = vnni && (wk__qgemm32_supported(wdt) || wk__qgemmK_supported(wdt));
+    /* The AVX512-VNNI panel GEMMs (M >= QM_PREFILL) sum each output in the
+     * order the VNNI qdot kernels use (one f32 sum per output in block
+     * order, qdot_simd.inc's QD_CANON), so a row's bits do not depend on M
+     * (batch invariance, issue 24). q8_1 weights have no VNNI qdot kernel
+     * (the portable one sums otherwise): no panel for them. */
+    k.vnni_panel = vnni && wdt != WK_Q8_1 && (wk__qgemm32_supported(wdt) || wk__qgemmK_supported(wdt));
     return k;
 }
 
@@ -279,7 +289,19 @@ wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk
         wk__parallel_for(n, m >= QM_PREFILL ? QM_NC : 16, n * k * m >= (1 << 17) ? 0 : INT64_MAX, qmm_slice, &c);
     } else {
         hmm_ctx h = {kern.hdot, (const uint16_t *)w + lw->offset, lw->stride[0], k, m, n, wdt == WK_F16, X, out};
-        if (m >= QM_PREFILL && k > 0 && kern.bf16_gemm) {
+        /* Batch invariance (issue 24): every M takes the same path, the
+         * widened panels through the f32 GEMM (whose rows are summed in an
+         * order that depends only on k). The row dot (hdot) of a small M
+         * and the bf16 GEMM (x rounded to bf16) would give a row other bits
+         * than the same row inside a prefill. */
+        if (WK_QMM_HALF_INVARIANT && k > 0) {
+            st = half_prefill(&h);
+            if (st != WK_OK) {
+                wk__err(st, op, "cannot allocate the widened weight panel (%lld x %lld floats)",
+                        (long long)(n < QM_HNC ? n : QM_HNC), (long long)k);
+                goto done;
+            }
+        } else if (m >= QM_PREFILL && k > 0 && kern.bf16_gemm) {
             /* AVX512-BF16: x rounded to bf16 (as ggml's bf16 vec_dot_type)
              * and vdpbf16ps straight on the weights, sums in f32 */
             uint16_t *Xb = malloc(sizeof(uint16_t) * (size_t)(m * k));

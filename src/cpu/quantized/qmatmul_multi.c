@@ -100,7 +100,9 @@ wk_status wk__cpu_qmatmul_multi(wk_device *dev, const void *x, const wk_layout *
     for (int i = 0; i < r - 1; i++) m *= lx->shape[i];
     for (int i = 0; i < nw; i++) ntot += lw[i].shape[0];
     if (m == 0 || ntot == 0) return WK_OK;
-    if (m >= MM_PREFILL || nw == 1) return by_weight(dev, x, lx, xdt, nw, w, lw, wdt, dst, m, ntot);
+    /* f16 / bf16: qmatmul's one path for every M (batch invariance) */
+    if (m >= MM_PREFILL || nw == 1 || !wk_dtype_is_quantized(wdt))
+        return by_weight(dev, x, lx, xdt, nw, w, lw, wdt, dst, m, ntot);
 
     const wk_dtype_info *wi = wk_dtype_info_of(wdt);
     bool quant = wk_dtype_is_quantized(wdt);
