@@ -583,7 +583,7 @@ static int cleanup(void **state) {
     (void)state;
     for (int a = 0; a < 5; a++)
         if (g_dirs[a][0]) {
-            char cmd[600];
+            char cmd[2100];
             snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dirs[a]);
             if (system(cmd) != 0) return 1;
         }
