@@ -29,6 +29,7 @@
 #include "wick/gguf.h"
 #include "llama_testutil.h"
 #include "kv_pool_testutil.h"
+#include "tensor/tensor.h" /* wk__scope_fail_begin_number: failures after the blocks were taken */
 
 static char g_dirs[5][400];
 static const char *ARCHS[4] = {"llama", "qwen3", "mistral", "gemma3"};
@@ -416,7 +417,19 @@ static void copy_on_write(void **state) {
     assert_int_equal(wk_kv_cache_truncate(cb, 6), WK_OK);
     assert_int_equal(wk_kv_cache_len(cb), 6);
     assert_int_equal(stats(p).used, 3); /* still shared until written */
-    run_last(m, cb, y, 6, 10, a);       /* writes position 6: a private copy first */
+    /* a forward failing at its k-th scope (the copy's, the pass's, a
+     * layer's): every block given back, the shared one still b's */
+    for (int k = 1; k <= 4; k++) {
+        wk_clear_error();
+        wk__scope_fail_begin_number(k);
+        wk_tensor *t = wk_lm_forward(m, cb, y + 6, 4, false);
+        wk__scope_fail_begin_number(0);
+        assert_null(t);
+        assert_int_equal(wk_last_status(), WK_ERR_OOM);
+        assert_int_equal(wk_kv_cache_len(cb), 6);
+        assert_int_equal(stats(p).used, 3);
+    }
+    run_last(m, cb, y, 6, 10, a); /* writes position 6: a private copy first */
     run_last(m, rb, y, 0, 6, b);
     run_last(m, rb, y, 6, 10, b);
     assert_int_equal(stats(p).used, 5); /* a 3, b's copy + its third block */
