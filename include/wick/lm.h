@@ -130,6 +130,59 @@ wk_status wk_kv_cache_truncate(wk_kv_cache *c, int64_t n);
  * again). */
 wk_status wk_kv_cache_reserve(wk_kv_cache *c, int64_t max_tokens);
 
+/* ---- the paged KV pool: caches as block tables over one shared pool ----
+ *
+ * A pool holds, per layer, keys and values for `blocks` blocks of `block`
+ * positions each, on the model's device. A paged cache (a block table, its
+ * len and capacity) takes blocks as its positions fill; a forward over a
+ * paged cache writes the new keys and values into its blocks and gathers
+ * them for attention, so its logits are bit-identical to a contiguous
+ * cache's of the same dtype. With prefix_cache, every full block is kept
+ * under its token prefix (a hash chain over the ids, the ids compared too):
+ * a new cache attaches the blocks of a prefix it shares (refcounted, never
+ * written: a write into a shared block copies it first), and blocks no
+ * cache holds stay cached until the pool needs them (least recently used
+ * first). A pool and its caches are used by one thread at a time. */
+typedef struct wk_kv_pool wk_kv_pool;
+typedef struct wk_kv_pool_opts {
+    int64_t block;      /* positions per block (<= 0: 16) */
+    int64_t blocks;     /* blocks in the pool (required > 0) */
+    /* WK_F32, WK_F16, WK_BF16 or WK_Q8_0 (head_dim % 32 == 0, attention in
+     * f32 over the dequantized keys and values); 0 (WK_U8, the
+     * zero-initialised default): the model's kv_dtype (f32 unless its load
+     * options said otherwise). Anything else: WK_ERR_ARG. */
+    wk_dtype dtype;
+    bool prefix_cache;  /* keep and reuse full blocks by their token prefix */
+} wk_kv_pool_opts;
+wk_kv_pool *wk_kv_pool_new(const wk_lm *m, const wk_kv_pool_opts *o);
+/* Frees the pool; with paged caches of it still alive it frees nothing and
+ * records WK_ERR_ARG (free the caches first). NULL: nothing. */
+void wk_kv_pool_free(wk_kv_pool *p);
+/* A paged cache for up to max_tokens positions (<= 0: the model's context;
+ * at most the positions the model's RoPE tables cover, and no further than
+ * the original context under longrope: WK_ERR_ARG). It takes no block yet.
+ * wk_kv_cache_len / capacity / truncate / reserve / free and wk_lm_forward
+ * take it like a contiguous cache: reserve(c, n) also TAKES the blocks for
+ * positions < n now (and makes a shared block it will write private):
+ * WK_ERR_BUSY, the cache unchanged, when the pool cannot; truncate(c, n)
+ * gives back every block past position n (and any reservation); a forward
+ * that needs a block and finds none free or evictable is WK_ERR_BUSY, every
+ * cache unchanged. */
+wk_kv_cache *wk_kv_cache_new_paged(wk_kv_pool *p, int64_t max_tokens);
+/* Attach the longest run of full cached blocks matching ids' prefix,
+ * leaving at least one id to run (for its logits). The cache must be paged,
+ * empty and hold no block (call it before reserve). Returns the positions
+ * reused (its new len; 0 without prefix_cache), or -1 (WK_ERR_ARG). */
+int64_t wk_kv_cache_reuse_prefix(wk_kv_cache *c, const int32_t *ids, int64_t n);
+/* blocks = used (held by a cache) + cached (kept for their prefix, held by
+ * none: evictable) + free; reused_tokens: positions reuse_prefix attached,
+ * in total. (The brief named the function wk_kv_pool_stats: C cannot give
+ * a function and a typedef one name.) */
+typedef struct wk_kv_pool_stats {
+    int64_t blocks, used, cached, free, reused_tokens;
+} wk_kv_pool_stats;
+void wk_kv_pool_get_stats(const wk_kv_pool *p, wk_kv_pool_stats *st);
+
 /* Run n tokens at positions len .. len+n-1 of the cache (one batched pass
  * through the GEMM paths), appending their keys and values. Returns f32
  * logits (n, vocab) when all_logits, else (1, vocab) for the last token, on
@@ -156,8 +209,10 @@ typedef struct wk_lm_seq {
  * sequences' rows in order (n or 1 each), on the model's device (a new
  * reference). Batch-invariant: each row is bit-identical to what
  * wk_lm_forward gives for that cache and ids alone, whatever else is in the
- * batch. WK_ERR_ARG for NULL arguments, n_seqs < 1, one cache twice, or any
- * sequence wk_lm_forward would refuse; every cache is then unchanged. */
+ * batch. WK_ERR_ARG for NULL arguments, n_seqs < 1 or > 1024, one cache twice, or any
+ * sequence wk_lm_forward would refuse; WK_ERR_BUSY when the paged caches'
+ * pool cannot supply the blocks the batch needs; every cache is then
+ * unchanged. */
 wk_tensor *wk_lm_forward_batch(const wk_lm *m, const wk_lm_seq *seqs, int64_t n_seqs);
 
 #ifdef __cplusplus

@@ -1,4 +1,5 @@
-/* The KV cache: the layer kit's store (per layer one (1, Hkv, cap, D) f32
+/* The KV cache (a paged one is a block table: src/model/kv_pool.c, which
+ * the functions here hand it to): the layer kit's store (per layer one (1, Hkv, cap, D) f32
  * tensor for keys and one for values, allocated once; a forward step writes
  * its new positions in place and attention reads a narrow of the filled
  * part), the filled length, and RoPE tables when the model's are short. */
@@ -63,6 +64,7 @@ wk_kv_cache *wk_kv_cache_new(const wk_lm *m, int64_t max_tokens) {
 wk_status wk_kv_cache_reserve(wk_kv_cache *c, int64_t max_tokens) {
     const char *op = "wk_kv_cache_reserve";
     if (!c) return wk__err(WK_ERR_ARG, op, "cache is NULL");
+    if (c->pool) return wk__kv_paged_reserve(c, max_tokens);
     const wk_lm *m = c->m;
     const wk_lm_config *cfg = &m->cfg;
     if (max_tokens <= c->kv.cap) return WK_OK;
@@ -106,6 +108,7 @@ wk_status wk_kv_cache_reserve(wk_kv_cache *c, int64_t max_tokens) {
 
 void wk_kv_cache_free(wk_kv_cache *c) {
     if (!c) return;
+    if (c->pool) wk__kv_paged_free(c);
     wk__kv_store_free(&c->kv);
     rope_free(c->rope);
     free(c);
@@ -117,6 +120,7 @@ int64_t wk_kv_cache_capacity(const wk_kv_cache *c) { return c ? c->kv.cap : 0; }
 wk_status wk_kv_cache_truncate(wk_kv_cache *c, int64_t n) {
     if (!c) return wk__err(WK_ERR_ARG, "wk_kv_cache_truncate", "cache is NULL");
     if (n < 0) return wk__err(WK_ERR_ARG, "wk_kv_cache_truncate", "length %lld is negative", (long long)n);
+    if (c->pool) return wk__kv_paged_truncate(c, n);
     if (n < c->len) c->len = n;
     return WK_OK;
 }

@@ -70,12 +70,50 @@ struct wk_lm {
 struct wk_kv_cache {
     const wk_lm *m;
     int64_t len;
-    /* per layer (1, Hkv, cap, D) f32, allocated once: the kit's store */
+    /* per layer (1, Hkv, cap, D) f32, allocated once: the kit's store. A
+     * paged cache has no tensors here (layers 0), only kv.cap, its capacity */
     wk__kv_store kv;
     /* the cache's own RoPE tables when it is longer than the model's or
      * takes longrope's long factors (cos NULL: the model's serve) */
     wk__lm_rope rope[WK__LM_ROPE_SETS];
+
+    /* --- paged caches only (pool != NULL; src/model/kv_pool.c) --- */
+    wk_kv_pool *pool;
+    int64_t *table;   /* ceil(cap / block) slots; the first n_table hold block ids */
+    int64_t n_table;
+    int32_t *ids;     /* cap token ids: position i's (the prefix cache's keys) */
+    int64_t n_reg;    /* the first n_reg blocks of the table are registered in the prefix cache */
+    /* undo of the forward in flight (wk__kv_paged_prepare): the table's length
+     * before it, and the shared block a copy-on-write replaced (-1: none) */
+    int64_t undo_n_table, undo_cow_slot, undo_cow_block;
 };
+
+/* The most sequences one wk_lm_forward_batch takes. */
+#define WK__LM_BATCH_MAX 1024
+
+/* ---- the paged KV pool's side of a forward (src/model/kv_pool.c) ---- */
+/* Take the blocks positions len .. len+n[i]-1 of every paged cache need
+ * (and a private copy of a shared block about to be written), all or none:
+ * WK_ERR_BUSY naming the shortfall, no cache changed. Contiguous caches are
+ * skipped. */
+wk_status wk__kv_paged_prepare(const wk_lm_seq *seqs, int64_t n_seqs);
+/* After a failed forward: give back what prepare took, every table as before. */
+void wk__kv_paged_rollback(const wk_lm_seq *seqs, int64_t n_seqs);
+/* After a successful one (len already advanced): register the blocks it filled. */
+void wk__kv_paged_commit(const wk_lm_seq *seqs, int64_t n_seqs);
+/* Attention of one layer li for a paged cache: kr, vv (1, Hkv, n, D) in the
+ * attention dtype go into the cache's blocks at pos (rounded / quantized to
+ * the pool's dtype), then qr attends over the positions 0 .. pos+n-1
+ * gathered from the blocks. (n, Hq*D) in adt. */
+wk_tensor *wk__kv_paged_attend(wk_kv_cache *c, const wk__attn_heads *h, int64_t li, const wk_tensor *qr,
+                               const wk_tensor *kr, const wk_tensor *vv, int64_t pos, wk_dtype adt);
+/* The dtype attention runs in for this cache (the store's, or the pool's
+ * float dtype; f32 for a q8_0 pool). */
+wk_dtype wk__kv_attn_dtype(const wk_kv_cache *c);
+/* Paged caches: reserve, truncate and free (kv_cache.c dispatches). */
+wk_status wk__kv_paged_reserve(wk_kv_cache *c, int64_t max_tokens);
+wk_status wk__kv_paged_truncate(wk_kv_cache *c, int64_t n);
+void wk__kv_paged_free(wk_kv_cache *c);
 
 /* The rope set layer l uses. */
 static inline int wk__lm_rope_set(const wk_lm *m, int64_t l) {

@@ -328,41 +328,59 @@ static wk_tensor *rope_heads(const wk__attn_heads *h, const wk_tensor *x, const 
     return wk_cat(parts, 2, 3);
 }
 
-wk_tensor *wk__rope_cached_attention(const wk__attn_heads *h, const wk_tensor *q, const wk_tensor *k,
-                                     const wk_tensor *v, const wk_tensor *cos, const wk_tensor *sin,
-                                     wk__kv_store *s, int64_t li, int64_t pos) {
-    if (!q || !k || !v) return NULL;
+wk_status wk__rope_qkv(const wk__attn_heads *h, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
+                       const wk_tensor *cos, const wk_tensor *sin, wk_dtype cdt, wk_tensor **qo, wk_tensor **ko,
+                       wk_tensor **vo) {
+    *qo = *ko = *vo = NULL;
+    if (!q || !k || !v) return wk_last_status();
     const char *op = "wk__rope_cached_attention";
     int64_t H = h->q_heads, Hkv = h->kv_heads, D = h->head_dim, n = q->layout.shape[0];
-    if (h->rope_dims < 0 || h->rope_dims > D || h->rope_dims % 2 != 0) {
-        wk__err(WK_ERR_ARG, op, "rope_dims %lld must be even and within the head dim %lld (0: all)",
-                (long long)h->rope_dims, (long long)D);
-        return NULL;
-    }
+    if (h->rope_dims < 0 || h->rope_dims > D || h->rope_dims % 2 != 0)
+        return wk__err(WK_ERR_ARG, op, "rope_dims %lld must be even and within the head dim %lld (0: all)",
+                       (long long)h->rope_dims, (long long)D);
     /* (n, H D) rows are (H, D) heads: a (1, n, H, D) view for rope_thd */
     int64_t sq[4] = {1, n, H, D}, skv[4] = {1, n, Hkv, D};
     wk_tensor *qr = rope_heads(h, wk_reshape(q, sq, 4), cos, sin);
     wk_tensor *kr = rope_heads(h, wk_reshape(k, skv, 4), cos, sin);
     wk_tensor *vv = wk_reshape(v, skv, 4);
-    if (!qr || !kr || !vv) return NULL;
-    wk_dtype cdt = wk_tensor_dtype(s->k[li]), adt = wk_tensor_dtype(q);
-    if (cdt != adt) { /* a half cache under wider activations: round all three */
+    if (!qr || !kr || !vv) return wk_last_status();
+    if (cdt != wk_tensor_dtype(q)) { /* a half cache under wider activations: round all three */
         qr = wk_to_dtype(qr, cdt);
         kr = wk_to_dtype(kr, cdt);
         vv = wk_to_dtype(vv, cdt);
-        if (!qr || !kr || !vv) return NULL;
+        if (!qr || !kr || !vv) return wk_last_status();
     }
     /* (1, n, H, D) -> (1, H, n, D): views; the cache write and attention
      * take strides */
-    if (wk_slice_set(s->k[li], wk_transpose(kr, 1, 2), 2, pos) != WK_OK) return NULL;
-    if (wk_slice_set(s->v[li], wk_transpose(vv, 1, 2), 2, pos) != WK_OK) return NULL;
-    wk_tensor *kc = wk_narrow(s->k[li], 2, 0, pos + n), *vc = wk_narrow(s->v[li], 2, 0, pos + n);
+    *qo = wk_transpose(qr, 1, 2);
+    *ko = wk_transpose(kr, 1, 2);
+    *vo = wk_transpose(vv, 1, 2);
+    return *qo && *ko && *vo ? WK_OK : wk_last_status();
+}
+
+wk_tensor *wk__cached_attend(const wk__attn_heads *h, const wk_tensor *qr, const wk_tensor *kc, const wk_tensor *vc,
+                             int64_t pos, wk_dtype adt) {
+    if (!qr || !kc || !vc) return NULL;
+    int64_t H = h->q_heads, D = h->head_dim, n = qr->layout.shape[2];
     wk_attention_opts ao = {
         .causal = true, .q_offset = pos, .window = h->window, .softcap = h->softcap, .scale = h->scale};
-    wk_tensor *a = wk_attention(wk_transpose(qr, 1, 2), kc, vc, &ao); /* (1, H, n, D) */
+    wk_tensor *a = wk_attention(qr, kc, vc, &ao); /* (1, H, n, D) */
     int64_t so[2] = {n, H * D};
     wk_tensor *o = wk_reshape(wk_transpose(a, 1, 2), so, 2); /* copies into (n, H D) */
-    return cdt != adt ? wk_to_dtype(o, adt) : o;
+    return o && wk_tensor_dtype(o) != adt ? wk_to_dtype(o, adt) : o;
+}
+
+wk_tensor *wk__rope_cached_attention(const wk__attn_heads *h, const wk_tensor *q, const wk_tensor *k,
+                                     const wk_tensor *v, const wk_tensor *cos, const wk_tensor *sin,
+                                     wk__kv_store *s, int64_t li, int64_t pos) {
+    if (!q || !k || !v) return NULL;
+    wk_tensor *qr, *kr, *vv;
+    if (wk__rope_qkv(h, q, k, v, cos, sin, wk_tensor_dtype(s->k[li]), &qr, &kr, &vv) != WK_OK) return NULL;
+    int64_t n = qr->layout.shape[2];
+    if (wk_slice_set(s->k[li], kr, 2, pos) != WK_OK) return NULL;
+    if (wk_slice_set(s->v[li], vv, 2, pos) != WK_OK) return NULL;
+    wk_tensor *kc = wk_narrow(s->k[li], 2, 0, pos + n), *vc = wk_narrow(s->v[li], 2, 0, pos + n);
+    return wk__cached_attend(h, qr, kc, vc, pos, wk_tensor_dtype(q));
 }
 
 wk_tensor *wk__key_padding_mask(const int64_t *lens, int64_t B, int64_t L, wk_device *dev) {

@@ -103,6 +103,19 @@ wk_tensor *wk__rope_cached_attention(const wk__attn_heads *h, const wk_tensor *q
                                      const wk_tensor *v, const wk_tensor *cos, const wk_tensor *sin,
                                      wk__kv_store *s, int64_t li, int64_t pos);
 
+/* The two halves of wk__rope_cached_attention, for a cache that is not one
+ * wk__kv_store (the paged KV pool, src/model/kv_pool.c): q, k, v as above,
+ * rotated and rounded to cdt, as (1, heads, n, D) views (*qo, *ko, *vo);
+ * then attention of those queries (positions pos .. pos+n-1) over kc, vc
+ * (1, Hkv, pos+n, D) keys and values, any strides, returned as (n, Hq*D)
+ * in adt. The composition with a store write between is bit for bit
+ * wk__rope_cached_attention. */
+wk_status wk__rope_qkv(const wk__attn_heads *h, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
+                       const wk_tensor *cos, const wk_tensor *sin, wk_dtype cdt, wk_tensor **qo, wk_tensor **ko,
+                       wk_tensor **vo);
+wk_tensor *wk__cached_attend(const wk__attn_heads *h, const wk_tensor *qr, const wk_tensor *kc, const wk_tensor *vc,
+                             int64_t pos, wk_dtype adt);
+
 /* An additive key-padding mask (B, 1, 1, L) f32 on dev: 0 on the first
  * lens[i] keys of row i, -inf after, so no query attends to padding. */
 wk_tensor *wk__key_padding_mask(const int64_t *lens, int64_t B, int64_t L, wk_device *dev);
