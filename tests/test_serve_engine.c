@@ -427,6 +427,10 @@ static void test_cancel_queue_busy(void **state) {
     wk_engine_get_stats(e, &st);
     assert_int_equal(st.running, 1);
     assert_int_equal(st.queued, 1);
+    assert_int_equal(st.kv_blocks_total, 512 / 16); /* one slot of ctx 512, 16 positions a block */
+    assert_int_equal(st.kv_blocks_used, 512 / 16);
+    assert_false(wk_engine_wait_idle(e, 0));
+    assert_false(wk_engine_wait_idle(e, 5)); /* manual: nobody steps */
     wk_engine_cancel(e, rb); /* queued */
     wk_engine_cancel(e, ra); /* running */
     wk_engine_cancel(e, 12345);
@@ -557,6 +561,42 @@ static void test_bad_args(void **state) {
     wk_engine_free(e);
 }
 
+/* A grammar: only its sentences come out, and the request ends when the
+ * grammar is complete with nothing but EOS to follow. Skipped while the
+ * grammar is the placeholder (src/text/grammar_stub.c). */
+static void test_grammar(void **state) {
+    (void)state;
+    need_model();
+    const char *gbnf = "root ::= (\"yes\" | \"no\") \".\"";
+    wk_grammar *g = wk_grammar_from_gbnf(gbnf, strlen(gbnf), NULL);
+    if (!g && wk_last_status() == WK_ERR_NOT_COMPILED) {
+        printf("skip: %s\n", wk_last_error());
+        skip();
+    }
+    assert_non_null(g);
+    wk_engine *e = manual_engine(g_model, 2, 512, 4);
+    int32_t ids[256];
+    int n = tokenize("<|im_start|>user\nIs water wet? Answer yes or no.<|im_end|>\n<|im_start|>assistant\n", ids, 256);
+    for (int greedy = 0; greedy < 2; greedy++) {
+        wk_request_opts ro;
+        wk_request_opts_default(&ro);
+        if (greedy) ro.sampling.temperature = 0;
+        ro.max_tokens = 16;
+        ro.grammar = g;
+        ro.logprobs = true;
+        out_t o = {0};
+        assert_true(wk_engine_submit(e, ids, n, &ro, on_event, &o) >= 0);
+        run_all(e);
+        assert_int_equal(o.done, 1);
+        assert_int_equal(o.errors, 0);
+        assert_true(!strcmp(o.text, "yes.") || !strcmp(o.text, "no."));
+        assert_int_equal(o.stop, WK_STOP_EOS);
+        for (int i = 0; i < o.n; i++) assert_true(o.lp[i] <= 0 && o.lp[i] > -INFINITY);
+    }
+    wk_engine_free(e);
+    wk_grammar_free(g);
+}
+
 /* The engine thread: 6 requests from this thread, wait_idle, the ids of
  * manual mode; then free while requests still run. */
 static void test_threaded(void **state) {
@@ -680,6 +720,7 @@ int main(void) {
         cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_cancel_queue_busy),
         cmocka_unit_test(test_shutdown_drain),
+        cmocka_unit_test(test_grammar),
         cmocka_unit_test(test_threaded),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
