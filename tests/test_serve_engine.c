@@ -19,6 +19,7 @@
 #include "testutil.h"
 #include "wick/serve.h"
 #include "wick/tokenizer.h"
+#include "cpu/memory/cpu_alloc.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -561,6 +562,45 @@ static void test_bad_args(void **state) {
     wk_engine_free(e);
 }
 
+static int fail_all(size_t nbytes) {
+    (void)nbytes;
+    return 1;
+}
+
+/* A forward that fails (every tensor allocation refused) fails the
+ * requests of that step with WK_EV_ERROR, frees their slots, and the
+ * engine serves the next ones. */
+static void test_forward_error(void **state) {
+    (void)state;
+    need_model();
+    int32_t ids[256];
+    int n = tokenize(PROMPT, ids, 256);
+    wk_engine *e = manual_engine(g_model, 2, 512, 4);
+    wk_request_opts ro;
+    greedy_req_opts(&ro, 8);
+    out_t a = {0}, b = {0}, c = {0};
+    assert_true(wk_engine_submit(e, ids, n, &ro, on_event, &a) >= 0);
+    assert_true(wk_engine_step(e) > 0);
+    assert_true(wk_engine_submit(e, ids, n, &ro, on_event, &b) >= 0);
+    wk__cpu_alloc_set_fail_hook(fail_all);
+    int64_t r = wk_engine_step(e);
+    wk__cpu_alloc_set_fail_hook(NULL);
+    assert_int_equal(r, -1);
+    assert_int_equal(wk_last_status(), WK_ERR_OOM);
+    assert_int_equal(a.errors + b.errors, 2);
+    assert_int_equal(a.status, WK_ERR_OOM);
+    assert_int_equal(a.done + b.done, 0);
+    wk_engine_stats st;
+    wk_engine_get_stats(e, &st);
+    assert_int_equal(st.requests_failed, 2);
+    assert_int_equal(st.running + st.queued, 0);
+    assert_true(wk_engine_submit(e, ids, n, &ro, on_event, &c) >= 0);
+    run_all(e);
+    assert_int_equal(c.n, 8);
+    assert_int_equal(a.after_end + b.after_end, 0);
+    wk_engine_free(e);
+}
+
 /* A grammar: only its sentences come out, and the request ends when the
  * grammar is complete with nothing but EOS to follow. Skipped while the
  * grammar is the placeholder (src/text/grammar_stub.c). */
@@ -720,6 +760,7 @@ int main(void) {
         cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_cancel_queue_busy),
         cmocka_unit_test(test_shutdown_drain),
+        cmocka_unit_test(test_forward_error),
         cmocka_unit_test(test_grammar),
         cmocka_unit_test(test_threaded),
     };
