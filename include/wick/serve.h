@@ -12,7 +12,11 @@
  * what else is in the batch (wk_lm_forward_batch's promise), so a greedy
  * request gives what wk_generate gives for the same ids.
  *
- * KV caches are paged (wk_kv_pool, include/wick/lm.h): fixed-size blocks
+ * KV caches (src/serve/engine_kv.c): for now one contiguous cache of ctx
+ * positions per slot, made at wk_engine_new, so admission never waits for
+ * room, n_cached is 0 and kv_dtype must be f32; the stats count blocks of
+ * kv_block positions as the pool will. Once the pool lands they are paged
+ * (wk_kv_pool, include/wick/lm.h): fixed-size blocks
  * from one pool, no per-sequence preallocation of the context; full blocks
  * of a prompt prefix another request computed are reused (prefix_cache);
  * blocks no sequence uses are kept for reuse and evicted least recently
@@ -81,6 +85,12 @@ typedef enum wk_engine_event_kind {
     WK_EV_ERROR = 2  /* the request failed (status, error); no more events for it */
 } wk_engine_event_kind;
 
+/* Every sampled id gets one WK_EV_TOKEN, an EOS that ends the text too (its text is empty; stop says
+ * WK_STOP_EOS). The TOKEN that ends a request carries the reason in stop (WK_STOP_NONE on the others);
+ * WK_EV_DONE follows at once with the text that was held back until the end (a stop string's prefix that
+ * never completed, an incomplete UTF-8 tail), often empty. So the whole output is the concatenation of
+ * every TOKEN's text and the DONE's. A cancelled request gets no more TOKEN events, only DONE (WK_STOP_CALLBACK,
+ * empty text: what was held back is dropped). */
 typedef struct wk_engine_event {
     wk_engine_event_kind kind;
     int64_t request;        /* the id wk_engine_submit returned */
@@ -88,11 +98,14 @@ typedef struct wk_engine_event {
     int32_t id;             /* the sampled id */
     const char *text;       /* text that became final with this token (complete UTF-8; held back while it */
     size_t n_text;          /* may still begin a stop string), n_text bytes; valid during the callback */
-    float logprob;          /* log softmax of the sampled id (logprobs or top_logprobs) */
+    float logprob;          /* log softmax of the sampled id (logprobs or top_logprobs): the model's
+                             * distribution (the logits as the forward gave them, after the grammar's mask,
+                             * before repetition penalty, temperature and top-k / top-p / min-p) */
     int n_top;              /* top_logprobs entries: */
     const int32_t *top_ids; /* ids, most likely first */
     const float *top_logprobs;
-    /* WK_EV_DONE: why it ended, with the final text (text held back for a stop string that never completed) */
+    /* WK_EV_DONE: why it ended, with the final text (text held back for a stop string that never completed);
+     * WK_EV_TOKEN: the reason when this token ended the request, else WK_STOP_NONE */
     wk_stop_reason stop;
     int64_t n_prompt, n_generated, n_cached; /* n_cached: prompt positions reused from the prefix cache */
     /* WK_EV_ERROR */

@@ -29,6 +29,10 @@ void wk__engine_finish(wk_engine *e, wk__req *r, wk_stop_reason stop, wk_status 
             ev.n_text = r->n_out - r->n_tok_text;
         }
     }
+    /* the grammar is borrowed until the last event: its state goes first,
+     * so the callback may free the grammar */
+    wk_grammar_state_free(r->gs);
+    r->gs = NULL;
     if (r->cb) r->cb(r->ctx, &ev);
     pthread_mutex_lock(&e->mu);
     if (err != WK_OK) e->st.requests_failed++;
