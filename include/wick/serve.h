@@ -12,10 +12,10 @@
  * what else is in the batch (wk_lm_forward_batch's promise), so a greedy
  * request gives what wk_generate gives for the same ids.
  *
- * KV caches (src/serve/engine_kv.c): for now one contiguous cache of ctx
- * positions per slot, made at wk_engine_new, so admission never waits for
- * room, n_cached is 0 and kv_dtype must be f32; the stats count blocks of
- * kv_block positions as the pool will. Once the pool lands they are paged
+ * KV caches (src/serve/engine_kv.c): for now one contiguous cache per
+ * slot, grown at admission to the request's prompt + max_tokens, so
+ * admission never waits for room, n_cached is 0 and kv_dtype must be f32;
+ * the stats count blocks of kv_block positions as the pool will. Once the pool lands they are paged
  * (wk_kv_pool, include/wick/lm.h): fixed-size blocks
  * from one pool, no per-sequence preallocation of the context; full blocks
  * of a prompt prefix another request computed are reused (prefix_cache);
