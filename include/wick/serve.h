@@ -12,7 +12,11 @@
  * what else is in the batch (wk_lm_forward_batch's promise), so a greedy
  * request gives what wk_generate gives for the same ids.
  *
- * KV caches are paged (wk_kv_pool, include/wick/lm.h): fixed-size blocks
+ * KV caches (src/serve/engine_kv.c): for now one contiguous cache per
+ * slot, grown at admission to the request's prompt + max_tokens, so
+ * admission never waits for room, n_cached is 0 and kv_dtype must be f32;
+ * the stats count blocks of kv_block positions as the pool will. Once the pool lands they are paged
+ * (wk_kv_pool, include/wick/lm.h): fixed-size blocks
  * from one pool, no per-sequence preallocation of the context; full blocks
  * of a prompt prefix another request computed are reused (prefix_cache);
  * blocks no sequence uses are kept for reuse and evicted least recently
@@ -63,13 +67,16 @@ typedef struct wk_request_opts {
     int64_t max_tokens;           /* tokens to generate at most (<= 0: until EOS or the context is full) */
     const char *const *stop;      /* stop strings (copied at submit), n_stop of them */
     int n_stop;
-    bool stop_at_eos;             /* default true */
+    bool stop_at_eos;             /* default true: the config's and the tokenizer's eos end the text */
+    bool end_of_turn;             /* with stop_at_eos, the families' end-of-turn ids (<|im_end|>,
+                                   * <end_of_turn>, <|eot_id|>, <|end|>) end it too, as wk_gen_start does
+                                   * for a chat prompt (default true: a served prompt usually is one) */
     int top_logprobs;             /* 0..20: the most likely ids and their logprobs with each token */
     bool logprobs;                /* report the sampled token's logprob */
     const wk_grammar *grammar;    /* NULL: free text; else only ids the grammar allows are sampled (borrowed
                                    * until the request's last event) */
 } wk_request_opts;
-/* wk_sampler_opts_default, max_tokens 128, stop_at_eos, no stops, no logprobs, no grammar. */
+/* wk_sampler_opts_default, max_tokens 128, stop_at_eos, end_of_turn, no stops, no logprobs, no grammar. */
 void wk_request_opts_default(wk_request_opts *o);
 
 typedef enum wk_engine_event_kind {
@@ -78,6 +85,12 @@ typedef enum wk_engine_event_kind {
     WK_EV_ERROR = 2  /* the request failed (status, error); no more events for it */
 } wk_engine_event_kind;
 
+/* Every sampled id gets one WK_EV_TOKEN, an EOS that ends the text too (its text is empty; stop says
+ * WK_STOP_EOS). The TOKEN that ends a request carries the reason in stop (WK_STOP_NONE on the others);
+ * WK_EV_DONE follows at once with the text that was held back until the end (a stop string's prefix that
+ * never completed, an incomplete UTF-8 tail), often empty. So the whole output is the concatenation of
+ * every TOKEN's text and the DONE's. A cancelled request gets no more TOKEN events, only DONE (WK_STOP_CALLBACK,
+ * empty text: what was held back is dropped). */
 typedef struct wk_engine_event {
     wk_engine_event_kind kind;
     int64_t request;        /* the id wk_engine_submit returned */
@@ -85,11 +98,14 @@ typedef struct wk_engine_event {
     int32_t id;             /* the sampled id */
     const char *text;       /* text that became final with this token (complete UTF-8; held back while it */
     size_t n_text;          /* may still begin a stop string), n_text bytes; valid during the callback */
-    float logprob;          /* log softmax of the sampled id (logprobs or top_logprobs) */
+    float logprob;          /* log softmax of the sampled id (logprobs or top_logprobs): the model's
+                             * distribution (the logits as the forward gave them, after the grammar's mask,
+                             * before repetition penalty, temperature and top-k / top-p / min-p) */
     int n_top;              /* top_logprobs entries: */
     const int32_t *top_ids; /* ids, most likely first */
     const float *top_logprobs;
-    /* WK_EV_DONE: why it ended, with the final text (text held back for a stop string that never completed) */
+    /* WK_EV_DONE: why it ended, with the final text (text held back for a stop string that never completed);
+     * WK_EV_TOKEN: the reason when this token ended the request, else WK_STOP_NONE */
     wk_stop_reason stop;
     int64_t n_prompt, n_generated, n_cached; /* n_cached: prompt positions reused from the prefix cache */
     /* WK_EV_ERROR */
@@ -121,7 +137,8 @@ typedef struct wk_engine_stats {
     int64_t steps;                      /* forward passes run */
     int64_t kv_blocks_total, kv_blocks_used, kv_blocks_cached; /* cached: held only for prefix reuse */
 } wk_engine_stats;
-void wk_engine_stats(wk_engine *e, wk_engine_stats *st);
+/* (Named get_stats: a function named wk_engine_stats would clash with the type's name in C.) */
+void wk_engine_get_stats(wk_engine *e, wk_engine_stats *st);
 
 /* Stop accepting requests (submit answers WK_ERR_BUSY); drain: let running and queued requests finish,
  * else cancel them. Returns at once; wk_engine_wait_idle waits for the end. */
