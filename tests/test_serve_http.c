@@ -66,13 +66,13 @@ static void test_writer(void **state) {
     free(p);
 }
 
-static bool parse(wk__req *q, wk__req_kind k, const char *body, char *msg, char *param) {
-    return wk__req_parse(q, k, body, strlen(body), msg, 512, param, 64);
+static bool parse(wk__hreq *q, wk__hreq_kind k, const char *body, char *msg, char *param) {
+    return wk__hreq_parse(q, k, body, strlen(body), msg, 512, param, 64);
 }
 
 static void test_chat_request(void **state) {
     (void)state;
-    wk__req q;
+    wk__hreq q;
     char msg[512], param[64];
     const char *body =
         "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},"
@@ -82,7 +82,7 @@ static void test_chat_request(void **state) {
         "\"max_tokens\":7,\"temperature\":0,\"top_p\":0.5,\"seed\":-1,\"n\":2,\"logprobs\":true,\"top_logprobs\":3,"
         "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"object\"}}},"
         "\"unknown\":{\"deep\":[1,2,{\"x\":null}]},\"presence_penalty\":0}";
-    assert_true(parse(&q, WK__REQ_CHAT, body, msg, param));
+    assert_true(parse(&q, WK__HREQ_CHAT, body, msg, param));
     assert_int_equal(q.n_msgs, 4);
     assert_string_equal(q.msgs[1].content, "Hi there");
     assert_string_equal(q.msgs[2].content, "");
@@ -97,61 +97,61 @@ static void test_chat_request(void **state) {
     assert_int_equal(q.top_logprobs, 3);
     assert_int_equal(q.format, WK__FMT_JSON_SCHEMA);
     assert_string_equal(q.schema, "{\"type\":\"object\"}");
-    wk__req_free(&q);
+    wk__hreq_free(&q);
 
     /* defaults */
-    assert_true(parse(&q, WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":\"s\"}", msg, param));
+    assert_true(parse(&q, WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":\"s\"}", msg, param));
     assert_true(q.max_tokens == -1 && q.temperature == 1 && q.n == 1 && !q.stream && q.n_stops == 1);
-    wk__req_free(&q);
+    wk__hreq_free(&q);
 }
 
 static void test_bad_requests(void **state) {
     (void)state;
     static const struct {
-        wk__req_kind k;
+        wk__hreq_kind k;
         const char *body, *param, *needle;
     } cases[] = {
-        {WK__REQ_CHAT, "{\"messages\":", "", "not valid JSON"},
-        {WK__REQ_CHAT, "[1]", "", "JSON object"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]} x", "", "not valid JSON"},
-        {WK__REQ_CHAT, "{}", "messages", "required"},
-        {WK__REQ_CHAT, "{\"messages\":\"hi\"}", "messages", "must be an array"},
-        {WK__REQ_CHAT, "{\"messages\":[]}", "messages", "empty"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\"}]}", "messages[].content", "content"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"robot\",\"content\":\"x\"}]}", "messages[].role", "robot"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages[].content", "got a number"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}", "content[].type",
+        {WK__HREQ_CHAT, "{\"messages\":", "", "not valid JSON"},
+        {WK__HREQ_CHAT, "[1]", "", "JSON object"},
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]} x", "", "not valid JSON"},
+        {WK__HREQ_CHAT, "{}", "messages", "required"},
+        {WK__HREQ_CHAT, "{\"messages\":\"hi\"}", "messages", "must be an array"},
+        {WK__HREQ_CHAT, "{\"messages\":[]}", "messages", "empty"},
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\"}]}", "messages[].content", "content"},
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"robot\",\"content\":\"x\"}]}", "messages[].role", "robot"},
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages[].content", "got a number"},
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}", "content[].type",
          "image_url"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\\u0000b\"}]}", "messages[].content", "NUL"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":\"5\"}", "max_tokens",
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\\u0000b\"}]}", "messages[].content", "NUL"},
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":\"5\"}", "max_tokens",
          "got a string"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":1.5}", "max_tokens",
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":1.5}", "max_tokens",
          "integer"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":0}", "max_tokens", "from 1"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"temperature\":3}", "temperature", "0 to 2"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":1}", "stream", "boolean"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[1]}", "stop", "string"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":\"\"}", "stop", "empty"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":100}", "n", "from 1"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_logprobs\":2}", "top_logprobs",
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":0}", "max_tokens", "from 1"},
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"temperature\":3}", "temperature", "0 to 2"},
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stream\":1}", "stream", "boolean"},
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[1]}", "stop", "string"},
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":\"\"}", "stop", "empty"},
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":100}", "n", "from 1"},
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"top_logprobs\":2}", "top_logprobs",
          "logprobs"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"xml\"}}",
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"xml\"}}",
          "response_format.type", "xml"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_schema\"}}",
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_schema\"}}",
          "response_format.json_schema.schema", "schema"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"grammar\":7}", "grammar", "string"},
-        {WK__REQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"frequency_penalty\":1}",
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"grammar\":7}", "grammar", "string"},
+        {WK__HREQ_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"frequency_penalty\":1}",
          "frequency_penalty", "not supported"},
-        {WK__REQ_COMPLETION, "{\"prompt\":[\"a\",\"b\"]}", "prompt", "one prompt"},
-        {WK__REQ_COMPLETION, "{\"prompt\":{}}", "prompt", "got an object"},
-        {WK__REQ_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":true}", "logprobs", "got a boolean"},
-        {WK__REQ_COMPLETION, "{\"model\":3,\"prompt\":\"x\"}", "model", "string"},
-        {WK__REQ_EMBEDDING, "{\"input\":[\"a\",2]}", "input", "got a number"},
-        {WK__REQ_EMBEDDING, "{\"input\":[]}", "input", "empty"},
-        {WK__REQ_EMBEDDING, "{\"input\":\"a\",\"encoding_format\":\"base64\"}", "encoding_format", "float"},
+        {WK__HREQ_COMPLETION, "{\"prompt\":[\"a\",\"b\"]}", "prompt", "one prompt"},
+        {WK__HREQ_COMPLETION, "{\"prompt\":{}}", "prompt", "got an object"},
+        {WK__HREQ_COMPLETION, "{\"prompt\":\"x\",\"logprobs\":true}", "logprobs", "got a boolean"},
+        {WK__HREQ_COMPLETION, "{\"model\":3,\"prompt\":\"x\"}", "model", "string"},
+        {WK__HREQ_EMBEDDING, "{\"input\":[\"a\",2]}", "input", "got a number"},
+        {WK__HREQ_EMBEDDING, "{\"input\":[]}", "input", "empty"},
+        {WK__HREQ_EMBEDDING, "{\"input\":\"a\",\"encoding_format\":\"base64\"}", "encoding_format", "float"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        wk__req q;
+        wk__hreq q;
         char msg[512], param[64];
         bool ok = parse(&q, cases[i].k, cases[i].body, msg, param);
         if (ok || strcmp(param, cases[i].param) || !strstr(msg, cases[i].needle))
@@ -161,21 +161,21 @@ static void test_bad_requests(void **state) {
 
 static void test_completion_and_embedding(void **state) {
     (void)state;
-    wk__req q;
+    wk__hreq q;
     char msg[512], param[64];
-    assert_true(parse(&q, WK__REQ_COMPLETION, "{\"prompt\":[\"Once\"],\"logprobs\":2,\"echo\":false,\"max_tokens\":null}",
+    assert_true(parse(&q, WK__HREQ_COMPLETION, "{\"prompt\":[\"Once\"],\"logprobs\":2,\"echo\":false,\"max_tokens\":null}",
                       msg, param));
     assert_string_equal(q.prompt, "Once");
     assert_true(q.logprobs && q.top_logprobs == 2 && q.max_tokens == -1);
-    wk__req_free(&q);
-    assert_true(parse(&q, WK__REQ_EMBEDDING, "{\"input\":[\"a\",\"b c\"],\"model\":\"x\",\"encoding_format\":\"float\"}",
+    wk__hreq_free(&q);
+    assert_true(parse(&q, WK__HREQ_EMBEDDING, "{\"input\":[\"a\",\"b c\"],\"model\":\"x\",\"encoding_format\":\"float\"}",
                       msg, param));
     assert_int_equal(q.n_inputs, 2);
     assert_string_equal(q.inputs[1], "b c");
-    wk__req_free(&q);
-    assert_true(parse(&q, WK__REQ_EMBEDDING, "{\"input\":\"solo\"}", msg, param));
+    wk__hreq_free(&q);
+    assert_true(parse(&q, WK__HREQ_EMBEDDING, "{\"input\":\"solo\"}", msg, param));
     assert_int_equal(q.n_inputs, 1);
-    wk__req_free(&q);
+    wk__hreq_free(&q);
 }
 
 int main(void) {

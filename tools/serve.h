@@ -75,7 +75,7 @@ void wk__reply_error(wk__reply *r, unsigned status, const char *message, const c
 void wk__reply_json(wk__reply *r, unsigned status, wk__sbuf *b); /* takes b's bytes (500 on oom) */
 
 /* routes (conn: for the disconnect check while waiting) */
-void wk__srv_generate(wk__srv *s, struct MHD_Connection *conn, wk__req_kind kind, const char *body, size_t n,
+void wk__srv_generate(wk__srv *s, struct MHD_Connection *conn, wk__hreq_kind kind, const char *body, size_t n,
                       wk__reply *r);
 void wk__srv_embeddings(wk__srv *s, const char *body, size_t n, wk__reply *r);
 void wk__srv_models(wk__srv *s, wk__reply *r);

@@ -12,7 +12,7 @@
 #include "tools/serve_stream.h"
 
 /* The chat template over the messages, with the generation prompt; a new string. */
-static char *render_chat(wk__srv *s, const wk__req *q, wk__reply *r) {
+static char *render_chat(wk__srv *s, const wk__hreq *q, wk__reply *r) {
     if (!s->tmpl) {
         wk__reply_error(r, 400, "the model has no chat template: use /v1/completions", "messages");
         return NULL;
@@ -70,7 +70,7 @@ static int32_t *tokenize(wk__srv *s, const char *text, bool chat, int64_t *n, wk
     return NULL;
 }
 
-static bool make_grammar(const wk__req *q, wk_grammar **g, wk__reply *r) {
+static bool make_grammar(const wk__hreq *q, wk_grammar **g, wk__reply *r) {
     *g = NULL;
     const char *param = q->grammar ? "grammar" : "response_format";
     if (q->grammar) *g = wk_grammar_from_gbnf(q->grammar, strlen(q->grammar), NULL);
@@ -93,8 +93,8 @@ typedef struct {
     int64_t n_prompt, n_generated;
 } choice_acc;
 
-static void write_whole(wk__srv *s, const wk__req *q, const char *id, int64_t created, choice_acc *c, wk__reply *r) {
-    bool chat = q->kind == WK__REQ_CHAT;
+static void write_whole(wk__srv *s, const wk__hreq *q, const char *id, int64_t created, choice_acc *c, wk__reply *r) {
+    bool chat = q->kind == WK__HREQ_CHAT;
     wk__sbuf b = {0};
     wk__fmt_head(&b, id, chat ? "chat.completion" : "text_completion", created, s->model_id);
     wk__sbuf_puts(&b, ",\"choices\":[");
@@ -131,7 +131,7 @@ static void write_whole(wk__srv *s, const wk__req *q, const char *id, int64_t cr
 
 /* Wait for every choice to end, collecting its text; false when the
  * client went away (the job is cancelled) or a choice failed (r says so). */
-static bool collect(wk__srv *s, struct MHD_Connection *conn, const wk__req *q, wk__job *j, choice_acc *c,
+static bool collect(wk__srv *s, struct MHD_Connection *conn, const wk__hreq *q, wk__job *j, choice_acc *c,
                     wk__reply *r) {
     bool failed = false;
     for (;;) {
@@ -157,7 +157,7 @@ static bool collect(wk__srv *s, struct MHD_Connection *conn, const wk__req *q, w
             }
         } else {
             if (ev.kind == WK_EV_TOKEN && q->logprobs) {
-                if (q->kind == WK__REQ_CHAT) {
+                if (q->kind == WK__HREQ_CHAT) {
                     if (a->lp.n) wk__sbuf_put(&a->lp, ",", 1);
                     wk__fmt_lp_chat(&a->lp, s->tok, &ev);
                 } else {
@@ -176,15 +176,15 @@ static bool collect(wk__srv *s, struct MHD_Connection *conn, const wk__req *q, w
     return !failed;
 }
 
-void wk__srv_generate(wk__srv *s, struct MHD_Connection *conn, wk__req_kind kind, const char *body, size_t n,
+void wk__srv_generate(wk__srv *s, struct MHD_Connection *conn, wk__hreq_kind kind, const char *body, size_t n,
                       wk__reply *r) {
-    wk__req q;
+    wk__hreq q;
     char msg[512], param[64];
-    if (!wk__req_parse(&q, kind, body, n, msg, sizeof msg, param, sizeof param)) {
+    if (!wk__hreq_parse(&q, kind, body, n, msg, sizeof msg, param, sizeof param)) {
         wk__reply_error(r, 400, msg, param[0] ? param : NULL);
         return;
     }
-    bool chat = kind == WK__REQ_CHAT;
+    bool chat = kind == WK__HREQ_CHAT;
     int32_t *ids = NULL;
     int64_t n_ids = 0;
     wk_grammar *g = NULL;
@@ -286,5 +286,5 @@ out:
     wk_grammar_free(g);
     free(ids);
     if (chat) free(text);
-    wk__req_free(&q);
+    wk__hreq_free(&q);
 }

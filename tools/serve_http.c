@@ -135,8 +135,8 @@ static void dispatch(wk__srv *s, struct MHD_Connection *conn, conn_state *cs, wk
         return;
     }
     switch (cs->route) {
-    case R_CHAT: wk__srv_generate(s, conn, WK__REQ_CHAT, b, n, r); break;
-    case R_COMPLETIONS: wk__srv_generate(s, conn, WK__REQ_COMPLETION, b, n, r); break;
+    case R_CHAT: wk__srv_generate(s, conn, WK__HREQ_CHAT, b, n, r); break;
+    case R_COMPLETIONS: wk__srv_generate(s, conn, WK__HREQ_COMPLETION, b, n, r); break;
     case R_EMBEDDINGS: wk__srv_embeddings(s, b, n, r); break;
     case R_MODELS: wk__srv_models(s, r); break;
     case R_HEALTH: wk__srv_health(s, r); break;

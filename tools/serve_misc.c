@@ -123,15 +123,15 @@ void wk__srv_metrics(wk__srv *s, wk__reply *r) {
 }
 
 void wk__srv_embeddings(wk__srv *s, const char *body, size_t n, wk__reply *r) {
-    wk__req q;
+    wk__hreq q;
     char msg[512], param[64];
-    if (!wk__req_parse(&q, WK__REQ_EMBEDDING, body, n, msg, sizeof msg, param, sizeof param)) {
+    if (!wk__hreq_parse(&q, WK__HREQ_EMBEDDING, body, n, msg, sizeof msg, param, sizeof param)) {
         wk__reply_error(r, 400, msg, param[0] ? param : NULL);
         return;
     }
     if (!s->bert) {
         wk__reply_error(r, 400, "this server has no embedding model (start it with --embedding-model DIR)", "model");
-        wk__req_free(&q);
+        wk__hreq_free(&q);
         return;
     }
     /* tokens for usage: the texts as the encoder sees them ([CLS] ... [SEP], cut to its length) */
@@ -174,5 +174,5 @@ void wk__srv_embeddings(wk__srv *s, const char *body, size_t n, wk__reply *r) {
         wk__reply_json(r, 200, &b);
     }
     free(v);
-    wk__req_free(&q);
+    wk__hreq_free(&q);
 }

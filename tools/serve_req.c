@@ -185,17 +185,17 @@ static bool read_content(rd *r, const char *field, char **out) {
     return true;
 }
 
-static bool read_messages(rd *r, wk__req *q) {
+static bool read_messages(rd *r, wk__hreq *q) {
     if (!want(r, "messages", WK__JSON_ARRAY, "an array")) return false;
     wk__json_array(&r->p);
     while (wk__json_item(&r->p)) {
         if (!want(r, "messages", WK__JSON_OBJECT, "an array of objects")) return false;
         if (q->n_msgs >= 4096) return bad(r, "messages", "more than 4096 messages");
-        wk__req_msg *m = realloc(q->msgs, (size_t)(q->n_msgs + 1) * sizeof *m);
+        wk__hreq_msg *m = realloc(q->msgs, (size_t)(q->n_msgs + 1) * sizeof *m);
         if (!m) return bad(r, "messages", "no memory");
         q->msgs = m;
         m = &q->msgs[q->n_msgs++];
-        *m = (wk__req_msg){0};
+        *m = (wk__hreq_msg){0};
         bool has_content = false;
         wk__json_object(&r->p);
         const char *key;
@@ -218,7 +218,7 @@ static bool read_messages(rd *r, wk__req *q) {
     return !r->failed;
 }
 
-static bool read_stop(rd *r, wk__req *q) {
+static bool read_stop(rd *r, wk__hreq *q) {
     if (is_null(r)) return true;
     wk__json_type t = wk__json_peek(&r->p);
     if (t == WK__JSON_STRING) {
@@ -242,7 +242,7 @@ static bool read_stop(rd *r, wk__req *q) {
 }
 
 /* prompt (completions): a string, or a list of exactly one string */
-static bool read_prompt(rd *r, wk__req *q) {
+static bool read_prompt(rd *r, wk__hreq *q) {
     wk__json_type t = wk__json_peek(&r->p);
     if (t == WK__JSON_STRING) return read_str(r, "prompt", &q->prompt);
     if (t != WK__JSON_ARRAY) {
@@ -260,7 +260,7 @@ static bool read_prompt(rd *r, wk__req *q) {
     return true;
 }
 
-static bool read_inputs(rd *r, wk__req *q) {
+static bool read_inputs(rd *r, wk__hreq *q) {
     wk__json_type t = wk__json_peek(&r->p);
     if (t == WK__JSON_STRING) {
         if (!(q->inputs = calloc(1, sizeof *q->inputs))) return bad(r, "input", "no memory");
@@ -285,7 +285,7 @@ static bool read_inputs(rd *r, wk__req *q) {
     return true;
 }
 
-static bool read_stream_options(rd *r, wk__req *q) {
+static bool read_stream_options(rd *r, wk__hreq *q) {
     if (is_null(r)) return true;
     if (!want(r, "stream_options", WK__JSON_OBJECT, "an object")) return false;
     wk__json_object(&r->p);
@@ -300,7 +300,7 @@ static bool read_stream_options(rd *r, wk__req *q) {
 }
 
 /* {"type":"text"|"json_object"} or {"type":"json_schema","json_schema":{"schema":{...},...}} */
-static bool read_format(rd *r, wk__req *q) {
+static bool read_format(rd *r, wk__hreq *q) {
     if (is_null(r)) return true;
     if (!want(r, "response_format", WK__JSON_OBJECT, "an object")) return false;
     char *type = NULL;
@@ -338,8 +338,8 @@ static bool read_format(rd *r, wk__req *q) {
     return !r->failed;
 }
 
-static void defaults(wk__req *q, wk__req_kind kind) {
-    *q = (wk__req){0};
+static void defaults(wk__hreq *q, wk__hreq_kind kind) {
+    *q = (wk__hreq){0};
     q->kind = kind;
     q->max_tokens = -1;
     q->temperature = 1.0; /* OpenAI's defaults: plain sampling at temperature 1 */
@@ -350,15 +350,15 @@ static void defaults(wk__req *q, wk__req_kind kind) {
     q->n = 1;
 }
 
-static bool field(rd *r, wk__req *q, const char *key) {
-    bool gen = q->kind != WK__REQ_EMBEDDING;
+static bool field(rd *r, wk__hreq *q, const char *key) {
+    bool gen = q->kind != WK__HREQ_EMBEDDING;
     int64_t v;
     double d;
     if (KEY("model")) return read_str(r, "model", &q->model);
-    if (q->kind == WK__REQ_CHAT && KEY("messages")) return read_messages(r, q);
-    if (q->kind == WK__REQ_COMPLETION && KEY("prompt")) return read_prompt(r, q);
-    if (q->kind == WK__REQ_EMBEDDING && KEY("input")) return read_inputs(r, q);
-    if (q->kind == WK__REQ_EMBEDDING && KEY("encoding_format")) {
+    if (q->kind == WK__HREQ_CHAT && KEY("messages")) return read_messages(r, q);
+    if (q->kind == WK__HREQ_COMPLETION && KEY("prompt")) return read_prompt(r, q);
+    if (q->kind == WK__HREQ_EMBEDDING && KEY("input")) return read_inputs(r, q);
+    if (q->kind == WK__HREQ_EMBEDDING && KEY("encoding_format")) {
         char *f = NULL;
         bool ok = read_str(r, "encoding_format", &f) &&
                   (!strcmp(f, "float") || bad(r, "encoding_format", "wick answers encoding_format 'float' only"));
@@ -394,19 +394,19 @@ static bool field(rd *r, wk__req *q, const char *key) {
         return true;
     }
     if (KEY("logprobs")) {
-        if (q->kind == WK__REQ_CHAT) return read_bool(r, "logprobs", &q->logprobs);
+        if (q->kind == WK__HREQ_CHAT) return read_bool(r, "logprobs", &q->logprobs);
         /* completions: logprobs is how many alternatives (0..5) */
         if (!read_int(r, "logprobs", 0, 5, &v)) return false;
         q->logprobs = true;
         q->top_logprobs = (int)v;
         return true;
     }
-    if (q->kind == WK__REQ_CHAT && KEY("top_logprobs")) {
+    if (q->kind == WK__HREQ_CHAT && KEY("top_logprobs")) {
         if (!read_int(r, "top_logprobs", 0, 20, &v)) return false;
         q->top_logprobs = (int)v;
         return true;
     }
-    if (q->kind == WK__REQ_COMPLETION && KEY("echo")) return read_bool(r, "echo", &q->echo);
+    if (q->kind == WK__HREQ_COMPLETION && KEY("echo")) return read_bool(r, "echo", &q->echo);
     if (KEY("response_format")) return read_format(r, q);
     if (KEY("grammar")) return read_str(r, "grammar", &q->grammar);
     if (KEY("presence_penalty") || KEY("frequency_penalty")) {
@@ -418,7 +418,7 @@ static bool field(rd *r, wk__req *q, const char *key) {
     return wk__json_skip(&r->p) || syntax(r);
 }
 
-bool wk__req_parse(wk__req *q, wk__req_kind kind, const char *body, size_t n, char *msg, size_t msglen, char *param,
+bool wk__hreq_parse(wk__hreq *q, wk__hreq_kind kind, const char *body, size_t n, char *msg, size_t msglen, char *param,
                    size_t paramlen) {
     defaults(q, kind);
     rd r = {.msg = msg, .param = param, .msglen = msglen, .paramlen = paramlen};
@@ -440,20 +440,20 @@ bool wk__req_parse(wk__req *q, wk__req_kind kind, const char *body, size_t n, ch
         if (!r.failed && (r.p.failed || !wk__json_finish(&r.p))) syntax(&r);
     }
     if (!r.failed) {
-        if (kind == WK__REQ_CHAT && !q->msgs) bad(&r, "messages", "'messages' is required");
-        else if (kind == WK__REQ_COMPLETION && !q->prompt) bad(&r, "prompt", "'prompt' is required");
-        else if (kind == WK__REQ_EMBEDDING && !q->inputs) bad(&r, "input", "'input' is required");
-        else if (q->top_logprobs > 0 && kind == WK__REQ_CHAT && !q->logprobs)
+        if (kind == WK__HREQ_CHAT && !q->msgs) bad(&r, "messages", "'messages' is required");
+        else if (kind == WK__HREQ_COMPLETION && !q->prompt) bad(&r, "prompt", "'prompt' is required");
+        else if (kind == WK__HREQ_EMBEDDING && !q->inputs) bad(&r, "input", "'input' is required");
+        else if (q->top_logprobs > 0 && kind == WK__HREQ_CHAT && !q->logprobs)
             bad(&r, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
         else if (q->grammar && q->format != WK__FMT_TEXT)
             bad(&r, "grammar", "give 'grammar' or a JSON 'response_format', not both");
     }
     wk__json_free(&r.p);
-    if (r.failed) wk__req_free(q);
+    if (r.failed) wk__hreq_free(q);
     return !r.failed;
 }
 
-void wk__req_free(wk__req *q) {
+void wk__hreq_free(wk__hreq *q) {
     free(q->model);
     for (int i = 0; i < q->n_msgs; i++) free(q->msgs[i].role), free(q->msgs[i].content);
     free(q->msgs);
@@ -463,5 +463,5 @@ void wk__req_free(wk__req *q) {
     for (int i = 0; i < q->n_stops; i++) free(q->stops[i]);
     free(q->schema);
     free(q->grammar);
-    *q = (wk__req){0};
+    *q = (wk__hreq){0};
 }

@@ -12,17 +12,17 @@
 #define WK__SERVE_MAX_STOPS 16
 #define WK__SERVE_MAX_N 16
 
-typedef enum { WK__REQ_CHAT, WK__REQ_COMPLETION, WK__REQ_EMBEDDING } wk__req_kind;
-typedef enum { WK__FMT_TEXT, WK__FMT_JSON_OBJECT, WK__FMT_JSON_SCHEMA } wk__req_format;
+typedef enum { WK__HREQ_CHAT, WK__HREQ_COMPLETION, WK__HREQ_EMBEDDING } wk__hreq_kind;
+typedef enum { WK__FMT_TEXT, WK__FMT_JSON_OBJECT, WK__FMT_JSON_SCHEMA } wk__hreq_format;
 
-typedef struct wk__req_msg {
+typedef struct wk__hreq_msg {
     char *role, *content; /* content: the string, or the text parts joined */
-} wk__req_msg;
+} wk__hreq_msg;
 
-typedef struct wk__req {
-    wk__req_kind kind;
+typedef struct wk__hreq {
+    wk__hreq_kind kind;
     char *model;
-    wk__req_msg *msgs;   /* chat */
+    wk__hreq_msg *msgs;   /* chat */
     int n_msgs;
     char *prompt;        /* completion */
     char **inputs;       /* embeddings */
@@ -38,16 +38,16 @@ typedef struct wk__req {
     int n;               /* choices */
     bool logprobs;
     int top_logprobs;
-    wk__req_format format;
+    wk__hreq_format format;
     char *schema;        /* json_schema: the schema object's text */
     char *grammar;       /* GBNF (llama-server's extension) */
-} wk__req;
+} wk__hreq;
 
 /* Parse body[0, n) as a request of this kind into r (zeroed first, then
  * OpenAI's defaults). false: msg holds the problem, param the field's
  * name ("" when it is the body itself); r is freed. */
-bool wk__req_parse(wk__req *r, wk__req_kind kind, const char *body, size_t n, char *msg, size_t msglen, char *param,
+bool wk__hreq_parse(wk__hreq *r, wk__hreq_kind kind, const char *body, size_t n, char *msg, size_t msglen, char *param,
                    size_t paramlen);
-void wk__req_free(wk__req *r);
+void wk__hreq_free(wk__hreq *r);
 
 #endif

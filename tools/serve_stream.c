@@ -27,7 +27,7 @@ typedef struct {
 
 static void head(sse *x, wk__sbuf *b) {
     wk__sbuf_puts(b, "data: ");
-    wk__fmt_head(b, x->id, x->o.kind == WK__REQ_CHAT ? "chat.completion.chunk" : "text_completion", x->o.created,
+    wk__fmt_head(b, x->id, x->o.kind == WK__HREQ_CHAT ? "chat.completion.chunk" : "text_completion", x->o.created,
                  x->s->model_id);
     wk__sbuf_puts(b, ",\"system_fingerprint\":\"wick\",\"choices\":[");
 }
@@ -38,7 +38,7 @@ static void chunk(sse *x, int c, const char *text, size_t n, const wk__job_ev *e
     wk__sbuf *b = &x->out;
     head(x, b);
     wk__sbuf_printf(b, "{\"index\":%d,", c);
-    if (x->o.kind == WK__REQ_CHAT) {
+    if (x->o.kind == WK__HREQ_CHAT) {
         wk__sbuf_puts(b, "\"delta\":{");
         bool first = true;
         if (role) wk__sbuf_puts(b, "\"role\":\"assistant\""), first = false;
@@ -116,7 +116,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
         if (!x->began) {
             /* OpenAI's first chunk: the role, empty content */
             x->began = true;
-            if (x->o.kind == WK__REQ_CHAT)
+            if (x->o.kind == WK__HREQ_CHAT)
                 for (int c = 0; c < x->o.n; c++) chunk(x, c, "", 0, NULL, NULL, true);
             continue;
         }

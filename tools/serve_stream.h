@@ -7,7 +7,7 @@
 #include "tools/serve_job.h"
 
 typedef struct wk__sse_opts {
-    wk__req_kind kind;
+    wk__hreq_kind kind;
     int n;
     bool logprobs, include_usage;
     const char *id;    /* copied */
