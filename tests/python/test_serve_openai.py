@@ -221,6 +221,36 @@ def test_embeddings_equal_wick_embed(server, client):
         assert len(d.embedding) == len(w)
         # wick embed prints %.7g, the server the f32 exactly (%.9g)
         assert all(abs(a - b) <= 1e-6 * max(1.0, abs(b)) for a, b in zip(d.embedding, w))
+    # encoding_format float: the same f32 values as the client's default base64
+    r2 = httpx.post(server["url"] + "/v1/embeddings", json={"input": texts, "encoding_format": "float"}).json()
+    import array
+    as_f32 = [list(array.array("f", x["embedding"])) for x in r2["data"]]  # %.9g text back to the exact f32
+    assert as_f32 == [d.embedding for d in r.data]
+
+
+def test_disconnect_cancels(server):
+    """A client that hangs up mid-stream cancels its engine request."""
+    import http.client
+
+    def cancelled():
+        m = re.search(r"^wick_engine_requests_cancelled_total (\d+)$", httpx.get(server["url"] + "/metrics").text, re.M)
+        return int(m.group(1))
+
+    before = cancelled()
+    host, port = server["url"][len("http://"):].split(":")
+    c = http.client.HTTPConnection(host, int(port), timeout=60)
+    c.request("POST", "/v1/completions", body=json.dumps({"prompt": "Once upon a time", "max_tokens": 400,
+                                                          "temperature": 0, "stream": True}),
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    assert r.status == 200 and r.getheader("Content-Type") == "text/event-stream"
+    assert r.read(6) == b"data: "
+    c.sock.shutdown(2)
+    c.close()
+    deadline = time.time() + 20
+    while cancelled() == before and time.time() < deadline:
+        time.sleep(0.1)
+    assert cancelled() == before + 1
 
 
 def test_metrics(server, client):
@@ -284,5 +314,19 @@ def test_api_key_and_body_limit(smollm2_gguf):
         _err(httpx.post(url + "/v1/completions", json=big, headers={"Authorization": "Bearer sekret"}), 413)
         r = c.completions.create(model="m", prompt="Hi", max_tokens=2, temperature=0)
         assert r.usage.completion_tokens == 2
+        # SIGTERM drains: the request running when it comes still gets its whole answer, then exit 0
+        got = {}
+
+        def run():
+            got["r"] = c.completions.create(model="m", prompt="Once upon a time", max_tokens=24, temperature=0)
+
+        t = threading.Thread(target=run)
+        t.start()
+        time.sleep(0.5)
+        err = _stop(p)
+        t.join()
+        assert got["r"].usage.completion_tokens == 24 and "draining" in err
+        p = None
     finally:
-        _stop(p)
+        if p:
+            _stop(p)
