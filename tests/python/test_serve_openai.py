@@ -186,6 +186,9 @@ def test_stop_and_length(client):
     r = client.completions.create(model="m", prompt="One, two, three, four,", max_tokens=16, temperature=0,
                                   stop=[","])
     assert r.choices[0].finish_reason == "stop" and "," not in r.choices[0].text
+    e = client.completions.create(model="m", prompt="One, two,", max_tokens=3, temperature=0, echo=True)
+    g = client.completions.create(model="m", prompt="One, two,", max_tokens=3, temperature=0)
+    assert e.choices[0].text == "One, two," + g.choices[0].text
 
 
 def test_n_choices_and_logprobs(client):
