@@ -47,6 +47,12 @@ wk_status wk_grammar_state_accept(wk_grammar_state *s, int32_t id);
 /* true when the text so far is a complete sentence of the grammar. */
 bool wk_grammar_state_complete(const wk_grammar_state *s);
 
+/* Match a whole text (UTF-8 bytes) without a tokenizer: 2 when it is a
+ * complete sentence of g, 1 when it is a proper prefix of one (more text
+ * could complete it), 0 when no continuation can make it one, -1 with
+ * wk_last_error (a limit or out of memory). */
+int wk_grammar_match(const wk_grammar *g, const char *text, size_t len);
+
 #ifdef __cplusplus
 }
 #endif
