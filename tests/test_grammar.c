@@ -361,12 +361,142 @@ static void masks_small_vocab(void **state) {
     wk_tokenizer_free(t);
 }
 
+/* ---- JSON schema ---- */
+
+typedef struct {
+    const char *schema;
+    const char *yes[6];
+    const char *no[6];
+} scase;
+
+static const scase SCHEMAS[] = {
+    {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"string\"}},"
+     "\"required\":[\"a\"]}",
+     {"{\"a\":1}", "{\"a\": -12, \"b\": \"x\"}", "{\n  \"a\": 0,\n  \"b\": \"\\u00e9\\n\"\n}", "{ \"a\":5 }"},
+     {"{}", "{\"b\":\"x\"}", "{\"b\":\"x\",\"a\":1}", "{\"a\":01}", "{\"a\":1,\"c\":2}", "{\"a\":1}  "}},
+    {"{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"boolean\"},\"y\":{\"type\":\"null\"},\"z\":{}}}",
+     {"{}", "{\"y\":null}", "{\"x\":true,\"z\":[1,{\"k\":\"v\"}]}", "{\"z\":\"s\"}"},
+     {"{\"y\":1}", "{\"z\":1,\"x\":true}", "{,}", "{\"x\":true,}"}},
+    {"{\"type\":\"array\",\"items\":{\"type\":\"number\"},\"minItems\":1,\"maxItems\":3}",
+     {"[1]", "[1.5, -2e10, 0]", "[ 3 ]"}, {"[]", "[1,2,3,4]", "[1,]", "[01]", "[1.]"}},
+    {"{\"enum\":[\"red\",\"green\",3,null,{\"a\":[1]}]}", {"\"red\"", "3", "null", "{\"a\":[1]}"},
+     {"\"blue\"", "\"Red\"", "4", "{\"a\": [1]}"}},
+    {"{\"const\":\"x\\\"y\"}", {"\"x\\\"y\""}, {"\"xy\""}},
+    {"{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"integer\",\"minimum\":10,\"maximum\":205}]}",
+     {"\"s\"", "10", "99", "205", "150"}, {"9", "206", "-1", "1000", "true"}},
+    {"{\"type\":\"integer\",\"minimum\":-15,\"exclusiveMaximum\":7}", {"-15", "-1", "0", "6"}, {"-16", "7", "-0", "100"}},
+    {"{\"type\":\"integer\",\"minimum\":1000}", {"1000", "99999", "123456789012"}, {"999", "-5", "0"}},
+    {"{\"type\":\"integer\",\"maximum\":-3}", {"-3", "-1000"}, {"-2", "0", "5"}},
+    {"{\"type\":[\"string\",\"null\"],\"maxLength\":3}", {"null", "\"abc\"", "\"\""}, {"\"abcd\"", "1"}},
+    {"{\"type\":\"string\",\"format\":\"date\"}", {"\"2024-02-29\""}, {"\"2024-13-01\"", "\"24-01-01\""}},
+    {"{\"type\":\"string\",\"format\":\"date-time\"}", {"\"2024-02-29T12:30:00Z\"", "\"2024-02-29T23:59:59.123+02:00\""},
+     {"\"2024-02-29 12:30:00Z\"", "\"2024-02-29T24:00:00Z\""}},
+    {"{\"type\":\"string\",\"format\":\"uuid\"}", {"\"123e4567-e89b-12d3-a456-426614174000\""}, {"\"123e4567\""}},
+    {"{\"$defs\":{\"node\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":\"integer\"},"
+     "\"kids\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/node\"}}},\"required\":[\"v\"]}},"
+     "\"$ref\":\"#/$defs/node\"}",
+     {"{\"v\":1}", "{\"v\":1,\"kids\":[{\"v\":2},{\"v\":3,\"kids\":[]}]}"}, {"{\"v\":1,\"kids\":[{}]}"}},
+    {"{\"definitions\":{\"a/b\":{\"type\":\"boolean\"}},\"properties\":{\"f\":{\"$ref\":\"#/definitions/a~1b\"}},"
+     "\"required\":[\"f\"],\"additionalProperties\":false}",
+     {"{\"f\":false}"}, {"{\"f\":0}", "{}"}},
+    {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"additionalProperties\":{\"type\":\"string\"}}",
+     {"{}", "{\"a\":1,\"x\":\"y\"}", "{\"x\":\"y\",\"z\":\"w\"}"}, {"{\"x\":1}", "{\"x\":\"y\",\"a\":1}"}},
+    {"{\"type\":\"object\"}", {"{}", "{\"k\":[1,2,{\"a\":null}],\"m\":\"\"}"}, {"[]", "{\"k\"}"}},
+    {"{\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"},{\"type\":\"string\"}]}", {"[1,\"a\"]"},
+     {"[1]", "[1,\"a\",2]", "[\"a\",1]"}},
+    {"{\"allOf\":[{\"properties\":{\"a\":{\"type\":\"integer\"}},\"required\":[\"a\"]},"
+     "{\"properties\":{\"b\":{\"type\":\"integer\"}},\"required\":[\"b\"]}]}",
+     {"{\"a\":1,\"b\":2}"}, {"{\"a\":1}", "{\"b\":2}"}},
+    {"{\"type\":\"number\",\"minimum\":0}", {"0", "1.5", "3e2"}, {"-1", "-0.5"}},
+    {"{\"type\":\"string\"}", {"\"\"", "\"a\\\\b\\u12aF\"", "\"😀\""}, {"\"\n\"", "\"\\x\"", "\"a"}},
+    {"true", {"1", "\"x\"", "[]"}, {"", "x"}},
+};
+
+static void json_schemas(void **state) {
+    (void)state;
+    for (size_t i = 0; i < sizeof SCHEMAS / sizeof *SCHEMAS; i++) {
+        const scase *c = &SCHEMAS[i];
+        wk_grammar *g = wk_grammar_from_json_schema(c->schema, strlen(c->schema));
+        if (!g) fail_msg("schema %zu: %s", i, wk_last_error());
+        for (int k = 0; k < 6 && c->yes[k]; k++)
+            if (match(g, c->yes[k]) != 2) fail_msg("schema %zu: %s should be accepted (%d)", i, c->yes[k], match(g, c->yes[k]));
+        for (int k = 0; k < 6 && c->no[k]; k++)
+            if (match(g, c->no[k]) == 2) fail_msg("schema %zu: %s should be rejected", i, c->no[k]);
+        wk_grammar_free(g);
+    }
+    wk_grammar *g = wk_grammar_json_object();
+    assert_non_null(g);
+    assert_int_equal(match(g, "{\"a\": {\"b\": [true, false, null, -0.5e3]}}"), 2);
+    assert_int_equal(match(g, "[1]"), 0);
+    assert_int_equal(match(g, "{\"a\":1}\n"), 0); /* nothing after the value */
+    assert_int_equal(match(g, "{\"a\":      1}"), 0); /* one blank run at most: a space or a newline + indent */
+    wk_grammar_free(g);
+}
+
+static void schema_error(const char *schema, const char *needle) {
+    wk_clear_error();
+    wk_grammar *g = wk_grammar_from_json_schema(schema, strlen(schema));
+    if (g) fail_msg("schema should be refused: %s", schema);
+    if (!strstr(wk_last_error(), needle))
+        fail_msg("schema %s: error \"%s\", expected \"%s\"", schema, wk_last_error(), needle);
+}
+
+static void json_schema_errors(void **state) {
+    (void)state;
+    schema_error("{\"type\":", "not JSON");
+    schema_error("{\"type\":\"string\",\"pattern\":\"^a+$\"}", "keyword \"pattern\" is not supported");
+    schema_error("{\"type\":\"object\",\"minProperties\":1}", "minProperties");
+    schema_error("{\"not\":{}}", "\"not\"");
+    schema_error("{\"type\":\"strin\"}", "unknown type \"strin\"");
+    schema_error("{\"$ref\":\"#/$defs/missing\"}", "names no definition");
+    schema_error("{\"$ref\":\"http://x/y.json\"}", "only \"#\"");
+    schema_error("false", "matches nothing");
+    schema_error("3", "must be an object or a boolean");
+    schema_error("{\"type\":\"array\",\"maxItems\":1000000}", "above the limit");
+    schema_error("{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}", "is empty");
+    schema_error("{\"type\":\"number\",\"maximum\":1}", "not supported");
+    schema_error("{\"enum\":[]}", "non-empty");
+    schema_error("{\"allOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", "only object schemas");
+    schema_error("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}},\"$ref\":\"#/$defs/a\"}", "left recursive");
+    /* deep nesting: the JSON reader's depth limit or the schema's */
+    char *s = malloc(200 * 30 + 64);
+    size_t n = 0;
+    for (int i = 0; i < 200; i++) n += (size_t)sprintf(s + n, "{\"items\":");
+    n += (size_t)sprintf(s + n, "{}");
+    for (int i = 0; i < 200; i++) s[n++] = '}';
+    s[n] = 0;
+    wk_clear_error();
+    assert_null(wk_grammar_from_json_schema(s, n));
+    assert_int_equal(wk_last_status(), WK_ERR_FORMAT);
+    free(s);
+    /* a recursive chain of definitions through properties is fine */
+    const char *rec = "{\"$defs\":{\"a\":{\"properties\":{\"b\":{\"$ref\":\"#/$defs/b\"}}},"
+                      "\"b\":{\"properties\":{\"a\":{\"$ref\":\"#/$defs/a\"}}}},\"$ref\":\"#/$defs/a\"}";
+    wk_grammar *g = wk_grammar_from_json_schema(rec, strlen(rec));
+    assert_non_null(g);
+    assert_int_equal(match(g, "{\"b\":{\"a\":{\"b\":{}}}}"), 2);
+    wk_grammar_free(g);
+    /* a big enum */
+    s = malloc(20000 * 12 + 32);
+    n = (size_t)sprintf(s, "{\"enum\":[");
+    for (int i = 0; i < 20000; i++) n += (size_t)sprintf(s + n, "%s\"v%d\"", i ? "," : "", i);
+    n += (size_t)sprintf(s + n, "]}");
+    g = wk_grammar_from_json_schema(s, n);
+    assert_non_null(g);
+    assert_int_equal(match(g, "\"v19999\""), 2);
+    assert_int_equal(match(g, "\"v20000\""), 0);
+    wk_grammar_free(g);
+    free(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gbnf_constructs),
         cmocka_unit_test(gbnf_errors),
         cmocka_unit_test(gbnf_hostile),
         cmocka_unit_test(masks_small_vocab),
+        cmocka_unit_test(json_schemas),
+        cmocka_unit_test(json_schema_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,4 +69,8 @@ static inline bool wk__gr_match(const wk_grammar *g, const wk__gelem *e, uint32_
  * character: every code point it can still become). */
 bool wk__gr_match_range(const wk_grammar *g, const wk__gelem *e, uint32_t lo, uint32_t hi);
 
+/* The GBNF text a JSON schema compiles to (malloc'd, *len bytes and a
+ * NUL), or NULL with wk_last_error; for tests and debugging. */
+char *wk__grammar_schema_gbnf(const char *schema, size_t len, size_t *out_len);
+
 #endif
