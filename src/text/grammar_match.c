@@ -190,6 +190,7 @@ static int32_t intern(wk__gm *m, bool complete) {
     if (n) memcpy(m->pool + m->npool, m->tmp, sizeof *m->tmp * n);
     wk__gm_set *s = &m->sets[m->ns];
     memset(s, 0, sizeof *s);
+    s->succ = WK__GM_ERR;
     s->off = (uint32_t)m->npool;
     s->n = n;
     s->complete = complete;
@@ -269,16 +270,45 @@ bool wk__gm_can_range(const wk__gm *m, int32_t set, uint32_t lo, uint32_t hi) {
     return false;
 }
 
-int wk__gm_loops(wk__gm *m, int32_t set, uint32_t b) {
+int wk__gm_uniform(wk__gm *m, int32_t set, const uint64_t bytes[2], int32_t *next) {
+    if (m->sets[set].succ == WK__GM_ERR) { /* the successor of a letter, a digit or a space: the usual run */
+        static const uint8_t probe[] = {'a', '0', ' '};
+        int32_t r = WK__GM_DEAD;
+        for (size_t i = 0; i < sizeof probe && r == WK__GM_DEAD; i++) r = wk__gm_next(m, set, probe[i]);
+        if (r == WK__GM_ERR) return -1;
+        m->sets[set].succ = r; /* WK__GM_DEAD: no usual run; set below from the query */
+    }
+    unsigned b0 = bytes[0] ? (unsigned)__builtin_ctzll(bytes[0]) : 64u + (unsigned)__builtin_ctzll(bytes[1]);
+    int32_t y = wk__gm_next(m, set, b0);
+    if (y < 0) return y == WK__GM_ERR ? -1 : 0;
     wk__gm_set *s = &m->sets[set];
-    uint64_t bit = 1ull << (b & 63);
-    if (s->known[b >> 6] & bit) return (s->loop[b >> 6] & bit) != 0;
-    int32_t r = wk__gm_next(m, set, b);
-    if (r == WK__GM_ERR) return -1;
-    s = &m->sets[set];
-    s->known[b >> 6] |= bit;
-    if (r == set) s->loop[b >> 6] |= bit;
-    return r == set;
+    if (s->succ == WK__GM_DEAD) s->succ = y;
+    if (y == s->succ) { /* the cached case */
+        for (int w = 0; w < 2; w++)
+            if (bytes[w] & s->known[w] & ~s->same[w]) return 0;
+        for (int w = 0; w < 2; w++) {
+            uint64_t todo = bytes[w] & ~m->sets[set].known[w];
+            while (todo) {
+                unsigned b = (unsigned)(w * 64 + __builtin_ctzll(todo));
+                todo &= todo - 1;
+                int32_t r = wk__gm_next(m, set, b);
+                if (r == WK__GM_ERR) return -1;
+                s = &m->sets[set];
+                s->known[w] |= 1ull << (b & 63);
+                if (r != y) return 0;
+                s->same[w] |= 1ull << (b & 63);
+            }
+        }
+    } else { /* another successor: check each byte (memoised lookups) */
+        for (int w = 0; w < 2; w++)
+            for (uint64_t todo = bytes[w]; todo; todo &= todo - 1) {
+                int32_t r = wk__gm_next(m, set, (unsigned)(w * 64 + __builtin_ctzll(todo)));
+                if (r == WK__GM_ERR) return -1;
+                if (r != y) return 0;
+            }
+    }
+    *next = y;
+    return 1;
 }
 
 /* ---- life cycle ---- */

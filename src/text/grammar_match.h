@@ -25,7 +25,8 @@
 typedef struct wk__gm_set {
     uint32_t off, n;       /* tops in pool[off, off + n) */
     bool complete;         /* the empty stack: the text so far is a sentence */
-    uint64_t loop[2], known[2]; /* ASCII byte b maps this set to itself (loop), once computed (known) */
+    int32_t succ;          /* the set most ASCII bytes lead to (chosen on first use; -1: not yet) */
+    uint64_t same[2], known[2]; /* ASCII byte b leads to succ (same), once computed (known) */
 } wk__gm_set;
 
 typedef struct wk__gm {
@@ -61,8 +62,11 @@ int32_t wk__gm_next(wk__gm *m, int32_t set, uint32_t cp);
 /* Whether some code point in [lo, hi] can follow (a partial character). */
 bool wk__gm_can_range(const wk__gm *m, int32_t set, uint32_t lo, uint32_t hi);
 static inline bool wk__gm_complete(const wk__gm *m, int32_t set) { return m->sets[set].complete; }
-/* Whether ASCII byte b keeps set unchanged (computed on first ask); -1 error. */
-int wk__gm_loops(wk__gm *m, int32_t set, uint32_t b);
+/* Whether every ASCII byte of bytes[] (a 128-bit set, not empty) leads
+ * from set to one and the same live set: 1 with *next set, 0 if not, -1 on
+ * error. Inside a string (or a counted run of characters) nearly every
+ * byte does, so the mask walk can take whole trie subtrees at once. */
+int wk__gm_uniform(wk__gm *m, int32_t set, const uint64_t bytes[2], int32_t *next);
 /* Drop every node, set and transition except set's own; returns its new id. */
 int32_t wk__gm_rebase(wk__gm *m, int32_t set);
 /* Memory in use is past the point where a rebase is worth it. */

@@ -5,9 +5,10 @@
  *
  * The mask walk steps the matcher byte by byte down the trie. A subtree is
  * pruned when its first byte is refused, and filled whole (no walk) when
- * every byte under it is ASCII and maps the current set to itself: inside
- * a JSON string almost every token is such a subtree, which is what keeps
- * a mask over a 50k vocabulary to about a millisecond. */
+ * every byte under it is ASCII and, depth by depth, every such byte leads
+ * to one same live set (all_under): inside a JSON string almost every
+ * token is such a subtree, which is what keeps a mask over a 50k
+ * vocabulary well under a millisecond once the transitions are memoised. */
 #include <stdlib.h>
 #include <string.h>
 #include "base/error.h"
@@ -21,7 +22,7 @@ struct wk_grammar_state {
     int32_t set;
     uint32_t ucp; /* partial character: bits so far, bytes to come, its length */
     uint8_t urem, ulen;
-    wk__gtrie trie;
+    const wk__gtrie *trie; /* the tokenizer's (wk__gtrie_of) */
     int64_t vocab;
 };
 
@@ -85,7 +86,7 @@ wk_grammar_state *wk_grammar_state_new(const wk_grammar *g, const wk_tokenizer *
         wk_grammar_state_free(s);
         return NULL;
     }
-    if (!wk__gtrie_build(&s->trie, t)) {
+    if (!(s->trie = wk__gtrie_of(t))) {
         wk_grammar_state_free(s);
         return NULL;
     }
@@ -95,25 +96,22 @@ wk_grammar_state *wk_grammar_state_new(const wk_grammar *g, const wk_tokenizer *
 void wk_grammar_state_free(wk_grammar_state *s) {
     if (!s) return;
     wk__gm_free(&s->m);
-    wk__gtrie_free(&s->trie);
     free(s);
 }
 
-/* Every ASCII byte under node maps set to itself (so every token below is
- * allowed); -1 on error. */
-static int loops_under(wk__gm *m, int32_t set, const wk__gt_node *nd) {
+/* Every token under node is allowed from set: all bytes under it are
+ * ASCII, and at each depth every one of them leads to one same live set
+ * (a self-loop inside a free string; a counter inside a bounded one), for
+ * as many bytes as the longest token below. 1 yes, 0 no, -1 error. */
+static int all_under(wk__gm *m, int32_t set, const wk__gt_node *nd) {
     if (nd->below_high) return 0;
-    const wk__gm_set *st = &m->sets[set];
-    for (int w = 0; w < 2; w++)
-        if (nd->below[w] & st->known[w] & ~st->loop[w]) return 0; /* a byte known to leave */
-    for (int w = 0; w < 2; w++) {
-        uint64_t todo = nd->below[w] & ~m->sets[set].known[w];
-        while (todo) {
-            unsigned b = (unsigned)(w * 64 + __builtin_ctzll(todo));
-            todo &= todo - 1;
-            int r = wk__gm_loops(m, set, b);
-            if (r <= 0) return r;
-        }
+    int32_t x = set;
+    for (uint32_t d = 0; d < nd->depth_below; d++) {
+        int32_t y;
+        int r = wk__gm_uniform(m, x, nd->below, &y);
+        if (r <= 0) return r;
+        if (y == x) return 1; /* a self-loop: every depth is the same */
+        x = y;
     }
     return 1;
 }
@@ -145,7 +143,7 @@ static void walk(walker *w, uint32_t q, ustate u) {
         fill(w, ch->lo, ch->mid);
         if (ch->mid == ch->hi) continue;
         if (v.rem == 0) {
-            int r = loops_under(w->m, v.set, ch);
+            int r = all_under(w->m, v.set, ch);
             if (r < 0) {
                 w->failed = true;
                 return;
@@ -175,7 +173,7 @@ int64_t wk_grammar_state_mask(wk_grammar_state *s, const int32_t *eos, int n_eos
                                          (long long)s->vocab), -1;
     memset(allowed, 0, (size_t)vocab);
     if (!maybe_rebase(s)) return -1;
-    walker w = {&s->m, &s->trie, allowed, 0, false};
+    walker w = {&s->m, s->trie, allowed, 0, false};
     ustate u = {s->set, s->ucp, s->urem, s->ulen};
     walk(&w, 0, u);
     if (w.failed) return -1;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "base/error.h"
 #include "text/grammar_trie.h"
+#include "text/tok_internal.h"
 
 typedef struct tok_ref {
     const char *s;
@@ -86,6 +87,7 @@ bool wk__gtrie_build(wk__gtrie *tr, const wk_tokenizer *t) {
             nd->below[0] |= ch->below[0];
             nd->below[1] |= ch->below[1];
             nd->below_high |= ch->below_high;
+            if (ch->depth_below + 1 > nd->depth_below) nd->depth_below = ch->depth_below + 1;
             if (ch->byte >= 128) nd->below_high = true;
             else nd->below[ch->byte >> 6] |= 1ull << (ch->byte & 63);
         }
@@ -107,4 +109,31 @@ void wk__gtrie_free(wk__gtrie *tr) {
     free(tr->nodes);
     free(tr->ids);
     memset(tr, 0, sizeof *tr);
+}
+
+const wk__gtrie *wk__gtrie_of(const wk_tokenizer *t) {
+    wk_tokenizer *mt = (wk_tokenizer *)t; /* only the atomic cache field is written */
+    wk__gtrie *tr = atomic_load(&mt->gtrie);
+    if (tr) return tr;
+    tr = malloc(sizeof *tr);
+    if (!tr) {
+        wk__err(WK_ERR_OOM, "wk_grammar_state_new", "out of memory");
+        return NULL;
+    }
+    if (!wk__gtrie_build(tr, t)) {
+        free(tr);
+        return NULL;
+    }
+    wk__gtrie *expected = NULL;
+    if (!atomic_compare_exchange_strong(&mt->gtrie, &expected, tr)) {
+        wk__gtrie_release(tr); /* another thread's trie won */
+        return expected;
+    }
+    return tr;
+}
+
+void wk__gtrie_release(wk__gtrie *tr) {
+    if (!tr) return;
+    wk__gtrie_free(tr);
+    free(tr);
 }

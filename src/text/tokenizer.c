@@ -4,6 +4,7 @@
 #include "wick/tokenizer.h"
 #include <string.h>
 #include "base/error.h"
+#include "text/grammar_trie.h"
 #include "text/tok_internal.h"
 #include "text/unicode.h"
 
@@ -20,6 +21,7 @@ void wk_tokenizer_free(wk_tokenizer *t) {
     free(t->added);
     free(t->added_order);
     free(t->score);
+    wk__gtrie_release(atomic_load(&t->gtrie));
     free(t);
 }
 
