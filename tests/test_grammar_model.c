@@ -202,6 +202,8 @@ static void schemas_generate(void **state) {
     FILE *out = fopen(outpath, "w");
     if (!out) fail_msg("cannot write %s", outpath);
     double t_start = now_ms();
+    /* WICK_GRAMMAR_CASES=n: only the first n (a sanitized run) */
+    int max_cases = getenv("WICK_GRAMMAR_CASES") ? atoi(getenv("WICK_GRAMMAR_CASES")) : 0;
     for (char *line = lines; *line; ncase++) {
         char *nl = strchr(line, '\n');
         if (nl) *nl = 0;
@@ -268,14 +270,17 @@ static void schemas_generate(void **state) {
         wk_sampler_free(smp);
         wk_kv_cache_free(cache);
         wk_grammar_free(g);
-        if (!nl) break;
+        if (!nl || (max_cases > 0 && ncase + 1 >= max_cases)) {
+            ncase++;
+            break;
+        }
         line = nl + 1;
     }
     fclose(out);
     printf("completed %d of %d within %d tokens; %.1f s in all\n", ncomplete, ncase, BUDGET,
            (now_ms() - t_start) / 1e3);
     report("generation masks", times, nt);
-    assert_int_equal(ncase, 50);
+    if (max_cases <= 0) assert_int_equal(ncase, 50);
     if (py) {
         char cmd[4096];
         snprintf(cmd, sizeof cmd, "'%s' '%s/grammar_validate.py' '%s'", py, WICK_TESTS_DIR, outpath);

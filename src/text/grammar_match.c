@@ -172,7 +172,7 @@ static bool set_rehash(wk__gm *m, uint64_t size) {
 
 /* The set of m->tmp (sorted here) and complete, interned. */
 static int32_t intern(wk__gm *m, bool complete) {
-    qsort(m->tmp, m->ntmp, sizeof *m->tmp, cmp_u32);
+    if (m->ntmp > 1) qsort(m->tmp, m->ntmp, sizeof *m->tmp, cmp_u32);
     uint32_t n = 0;
     for (uint32_t i = 0; i < m->ntmp; i++)
         if (!n || m->tmp[n - 1] != m->tmp[i]) m->tmp[n++] = m->tmp[i];
@@ -181,7 +181,7 @@ static int32_t intern(wk__gm *m, bool complete) {
     uint64_t h = set_hash(m->tmp, n, complete) & m->shmask;
     for (; m->sh[h]; h = (h + 1) & m->shmask) {
         const wk__gm_set *s = &m->sets[m->sh[h] - 1];
-        if (s->n == n && s->complete == complete && memcmp(m->pool + s->off, m->tmp, sizeof *m->tmp * n) == 0)
+        if (s->n == n && s->complete == complete && (!n || memcmp(m->pool + s->off, m->tmp, sizeof *m->tmp * n) == 0))
             return (int32_t)(m->sh[h] - 1);
     }
     if (!grow((void **)&m->pool, &m->cappool, m->npool + n, sizeof *m->pool) ||
