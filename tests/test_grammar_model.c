@@ -51,6 +51,26 @@ static const char DOC[] = "{\"name\": \"Ada Lovelace, née Byron\", \"age\": 36,
                           "\"tags\": [\"math\", \"poetry \\\"science\\\"\", \"😀\"], \"address\": {\"city\": "
                           "\"London\", \"zip\": \"W1\"}}";
 
+/* The mask after ids[0, k) equals matching the text + each token's bytes
+ * (the whole vocabulary, through wk_grammar_match: no trie, no memo). */
+static void brute_force(const wk_grammar *g, const wk_tokenizer *t, const int32_t *ids, int64_t k,
+                        const uint8_t *mask, int64_t V) {
+    char text[4096];
+    int64_t len = wk_tokenizer_decode(t, ids, k, false, text, sizeof text);
+    assert_true(len >= 0 && len < 2048);
+    int64_t allowed = 0;
+    for (int32_t id = 0; id < V; id++) {
+        if (wk_tokenizer_is_special(t, id)) continue;
+        int64_t n = wk_tokenizer_token_bytes(t, id, text + len, sizeof text - (size_t)len);
+        assert_true(n >= 0 && len + n < (int64_t)sizeof text);
+        bool want = n > 0 && wk_grammar_match(g, text, (size_t)(len + n)) > 0;
+        if (want != (mask[id] != 0))
+            fail_msg("after %lld tokens: id %d mask %d, brute force %d", (long long)k, id, mask[id], want);
+        allowed += want;
+    }
+    printf("brute force after %lld tokens: %lld ids allowed, as the mask says\n", (long long)k, (long long)allowed);
+}
+
 static void masks_along_a_document(void **state) {
     (void)state;
     need_model();
@@ -88,6 +108,7 @@ static void masks_along_a_document(void **state) {
                 break;
             }
             if (!mask[ids[i]]) fail_msg("token %lld (id %d) of the document not allowed", (long long)i, ids[i]);
+            if (rep == 0 && (i == 0 || i == 7 || i == 24 || i == 45)) brute_force(g, t, ids, i, mask, V);
             TU_STATUS_OK(wk_grammar_state_accept(st, ids[i]));
         }
         report(rep ? "document walk (fresh state)" : "document walk", times, nt);
