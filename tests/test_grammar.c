@@ -12,6 +12,7 @@
  *   documents, and unsupported keywords are named errors. */
 #include "testutil.h"
 #include "wick/grammar.h"
+#include "wick/gguf.h"
 #include "wick/tokenizer.h"
 
 #include <stdio.h>
@@ -280,12 +281,14 @@ static void walk_checks(const wk_grammar *g, const wk_tokenizer *t, int32_t eos,
                 bool want;
                 if (id == eos) {
                     want = wk_grammar_match(g, text, len) == 2;
+                } else if (wk_tokenizer_is_special(t, id)) {
+                    want = false; /* never allowed, whatever its text */
                 } else {
-                    char b[64];
+                    char b[256];
                     int64_t k = wk_tokenizer_token_bytes(t, id, b, sizeof b);
-                    assert_true(k > 0 && (size_t)k < sizeof b && len + (size_t)k < sizeof text);
+                    assert_true(k >= 0 && (size_t)k < sizeof b && len + (size_t)k < sizeof text);
                     memcpy(text + len, b, (size_t)k);
-                    want = wk_grammar_match(g, text, len + (size_t)k) > 0;
+                    want = k > 0 && wk_grammar_match(g, text, len + (size_t)k) > 0;
                 }
                 if (want != (mask[id] != 0))
                     fail_msg("walk %d step %d: token %d (%s) mask %d, brute force %d; text \"%.*s\"", w, step, id,
@@ -359,6 +362,35 @@ static void masks_small_vocab(void **state) {
     wk_grammar_state_free(st);
     wk_grammar_free(g);
     wk_tokenizer_free(t);
+}
+
+/* Real vocabularies (llama.cpp's vocab-only GGUFs, when setup.sh fetched
+ * them): SentencePiece (U+2581 spaces, <0xXX> byte tokens) and GPT-2. */
+static void masks_real_vocabs(void **state) {
+    (void)state;
+    const char *dir = getenv("WICK_LLAMA_VOCAB_DIR");
+    if (!dir) {
+        printf("skip: WICK_LLAMA_VOCAB_DIR is not set (scripts/setup.sh)\n");
+        skip();
+    }
+    const char *files[] = {"ggml-vocab-llama-spm.gguf", "ggml-vocab-gpt-2.gguf"};
+    const char *schema = "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"string\",\"maxLength\":6},"
+                         "\"v\":{\"type\":\"integer\",\"minimum\":-5,\"maximum\":300}},\"required\":[\"n\"]}";
+    wk_grammar *g = wk_grammar_from_json_schema(schema, strlen(schema));
+    assert_non_null(g);
+    for (int f = 0; f < 2; f++) {
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, files[f]);
+        wk_gguf *gg = wk_gguf_open(path);
+        if (!gg) fail_msg("%s: %s", path, wk_last_error());
+        wk_tokenizer *t = wk_tokenizer_from_gguf(gg);
+        wk_gguf_close(gg);
+        if (!t) fail_msg("%s: %s", path, wk_last_error());
+        int32_t eos = wk_tokenizer_eos(t);
+        walk_checks(g, t, eos, 1, 10, 77 + (uint64_t)f);
+        wk_tokenizer_free(t);
+    }
+    wk_grammar_free(g);
 }
 
 /* ---- JSON schema ---- */
@@ -495,6 +527,7 @@ int main(void) {
         cmocka_unit_test(gbnf_errors),
         cmocka_unit_test(gbnf_hostile),
         cmocka_unit_test(masks_small_vocab),
+        cmocka_unit_test(masks_real_vocabs),
         cmocka_unit_test(json_schemas),
         cmocka_unit_test(json_schema_errors),
     };
