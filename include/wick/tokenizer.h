@@ -96,6 +96,13 @@ int64_t wk_token_stream_flush(wk_token_stream *s, char *out, size_t cap);
 int64_t wk_tokenizer_vocab_size(const wk_tokenizer *t);
 /* Bytes of the longest token's decoded text (0 for NULL). */
 size_t wk_tokenizer_max_token_bytes(const wk_tokenizer *t);
+/* The raw bytes one id stands for, as they appear inside a decoded text
+ * (byte-level BPE through the GPT-2 byte table; SentencePiece <0xHH> as
+ * that byte and U+2581 as a space; a WordPiece "##" continuation without
+ * its prefix). Writes min(n, cap) bytes (no NUL) and returns n, the full
+ * count; -1 with WK_ERR_ARG for an id out of range. A piece may end inside
+ * a UTF-8 character: the bytes are not necessarily valid UTF-8. */
+int64_t wk_tokenizer_token_bytes(const wk_tokenizer *t, int32_t id, char *out, size_t cap);
 /* The id of a token given its text as stored in the vocabulary (e.g.
  * "<|im_end|>"), or -1. */
 int32_t wk_tokenizer_find(const wk_tokenizer *t, const char *token);

@@ -3,6 +3,7 @@
  * points (tokenizer.c). Built once by a loader, then read-only. */
 #ifndef WICK_TEXT_TOK_INTERNAL_H
 #define WICK_TEXT_TOK_INTERNAL_H
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -78,6 +79,10 @@ struct wk_tokenizer {
     wk__spm_prefix spm_prefix;
     bool spm_split_words;  /* Metaspace split: a U+2581 starts a new word */
     bool spm_split_newlines; /* gemma4: runs of '\n' and of other bytes are separate words */
+    /* The grammar matcher's byte trie of this vocabulary (grammar_trie.c),
+     * built on first use and shared by every grammar state over it; set
+     * once with a compare-and-swap, freed with the tokenizer. */
+    _Atomic(struct wk__gtrie *) gtrie;
     bool byte_fallback;    /* unknown characters as <0xXX> tokens (else unk) */
     bool fuse_unk;         /* consecutive unknown characters give one unk */
     bool strip_lead_space; /* decode drops one leading space (SentencePiece's prefix) */

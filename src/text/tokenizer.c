@@ -4,6 +4,7 @@
 #include "wick/tokenizer.h"
 #include <string.h>
 #include "base/error.h"
+#include "text/grammar_trie.h"
 #include "text/tok_internal.h"
 #include "text/unicode.h"
 
@@ -20,6 +21,7 @@ void wk_tokenizer_free(wk_tokenizer *t) {
     free(t->added);
     free(t->added_order);
     free(t->score);
+    wk__gtrie_release(atomic_load(&t->gtrie));
     free(t);
 }
 
@@ -298,3 +300,15 @@ bool wk_tokenizer_is_special(const wk_tokenizer *t, int32_t id) {
     return t && id >= 0 && id < t->n && t->tok[id].special;
 }
 size_t wk_tokenizer_max_token_bytes(const wk_tokenizer *t) { return t ? t->max_token_bytes : 0; }
+/* The entry's bytes are what decode emits for the id in the middle of a
+ * text (GPT-2 byte table undone, <0xHH> a byte, U+2581 a space), which is
+ * what a grammar must match; decode's first-piece space strip is not. */
+int64_t wk_tokenizer_token_bytes(const wk_tokenizer *t, int32_t id, char *out, size_t cap) {
+    if (!t || id < 0 || id >= t->n) {
+        wk__err(WK_ERR_ARG, "wk_tokenizer_token_bytes", "id %ld out of range", (long)id);
+        return -1;
+    }
+    const wk__tok_entry *e = &t->tok[id];
+    if (out && cap && e->nbytes) memcpy(out, e->bytes, e->nbytes < cap ? e->nbytes : cap);
+    return e->nbytes;
+}
