@@ -16,5 +16,6 @@ int wk__cli_embed(int argc, char **argv);
 int wk__cli_generate(int argc, char **argv);
 int wk__cli_chat(int argc, char **argv);
 int wk__cli_perplexity(int argc, char **argv);
+int wk__cli_serve(int argc, char **argv);
 
 #endif

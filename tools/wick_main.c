@@ -209,7 +209,8 @@ int main(int argc, char **argv) {
                "  generate -m MODEL -p PROMPT [...]   text from a decoder model (--help for options)\n"
                "  chat -m MODEL [...]    a conversation on stdin/stdout, history kept in the KV cache\n"
                "  embed -m DIR TEXT...   sentence embeddings from a BERT directory, one line per text\n"
-               "  perplexity -m MODEL -f TEXT [...]   perplexity as llama-perplexity measures it\n");
+               "  perplexity -m MODEL -f TEXT [...]   perplexity as llama-perplexity measures it\n"
+               "  serve -m MODEL [...]   an OpenAI-compatible HTTP server (--help for options)\n");
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "info") == 0) return cmd_info();
@@ -220,6 +221,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "chat") == 0) return wk__cli_chat(argc - 2, argv + 2);
     if (strcmp(argv[1], "embed") == 0) return wk__cli_embed(argc - 2, argv + 2);
     if (strcmp(argv[1], "perplexity") == 0) return wk__cli_perplexity(argc - 2, argv + 2);
+    if (strcmp(argv[1], "serve") == 0) return wk__cli_serve(argc - 2, argv + 2);
     fprintf(stderr, "wick: unknown command '%s' (try 'wick help')\n", argv[1]);
     return 2;
 }

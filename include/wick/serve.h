@@ -63,13 +63,16 @@ typedef struct wk_request_opts {
     int64_t max_tokens;           /* tokens to generate at most (<= 0: until EOS or the context is full) */
     const char *const *stop;      /* stop strings (copied at submit), n_stop of them */
     int n_stop;
-    bool stop_at_eos;             /* default true */
+    bool stop_at_eos;             /* default true: the config's and the tokenizer's eos end the text */
+    bool end_of_turn;             /* with stop_at_eos, the families' end-of-turn ids (<|im_end|>,
+                                   * <end_of_turn>, <|eot_id|>, <|end|>) end it too, as wk_gen_start does
+                                   * for a chat prompt (default true: a served prompt usually is one) */
     int top_logprobs;             /* 0..20: the most likely ids and their logprobs with each token */
     bool logprobs;                /* report the sampled token's logprob */
     const wk_grammar *grammar;    /* NULL: free text; else only ids the grammar allows are sampled (borrowed
                                    * until the request's last event) */
 } wk_request_opts;
-/* wk_sampler_opts_default, max_tokens 128, stop_at_eos, no stops, no logprobs, no grammar. */
+/* wk_sampler_opts_default, max_tokens 128, stop_at_eos, end_of_turn, no stops, no logprobs, no grammar. */
 void wk_request_opts_default(wk_request_opts *o);
 
 typedef enum wk_engine_event_kind {
@@ -121,7 +124,8 @@ typedef struct wk_engine_stats {
     int64_t steps;                      /* forward passes run */
     int64_t kv_blocks_total, kv_blocks_used, kv_blocks_cached; /* cached: held only for prefix reuse */
 } wk_engine_stats;
-void wk_engine_stats(wk_engine *e, wk_engine_stats *st);
+/* (Named get_stats: a function named wk_engine_stats would clash with the type's name in C.) */
+void wk_engine_get_stats(wk_engine *e, wk_engine_stats *st);
 
 /* Stop accepting requests (submit answers WK_ERR_BUSY); drain: let running and queued requests finish,
  * else cancel them. Returns at once; wk_engine_wait_idle waits for the end. */

@@ -35,6 +35,13 @@ wk_status wk__gen_render(const wk_lm *m, const wk_chat_template *tmpl, const wk_
 wk_gen *wk__gen_start_kept(const wk_lm *m, const char *text, const wk_generate_opts *o, const char *op,
                            wk__gen_kept *kept);
 
+/* The ids that end a text (stop_at_eos) into eos[0..cap): the config's
+ * eos, the tokenizer's, and with chat the families' end-of-turn tokens
+ * (<|im_end|>, <end_of_turn>, <|eot_id|>, <|end|>) the vocabulary has.
+ * Returns the count. wk_gen_start and the serving engine share it, so
+ * both end a text at the same ids. The model may have no tokenizer. */
+int wk__gen_eos_ids(const wk_lm *m, bool chat, int32_t *eos, int cap);
+
 /* The keeper goes away: g owns the cache now (freed with g) and reports to
  * no one. */
 void wk__gen_detach(wk_gen *g);

@@ -304,6 +304,21 @@ static wk_status reuse_cache(wk_gen *g, wk__gen_kept *k, int64_t need, int64_t c
     return WK_OK;
 }
 
+int wk__gen_eos_ids(const wk_lm *m, bool chat, int32_t *eos, int cap) {
+    const wk_lm_config *cfg = wk_lm_config_of(m);
+    const wk_tokenizer *tok = wk_lm_tokenizer(m);
+    int n = 0;
+    if (cfg && cfg->eos >= 0 && n < cap) eos[n++] = cfg->eos;
+    if (tok && wk_tokenizer_eos(tok) >= 0 && n < cap) eos[n++] = wk_tokenizer_eos(tok);
+    /* the end-of-turn tokens of the families' templates */
+    static const char *const turn_ends[] = {"<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|end|>"};
+    for (size_t i = 0; tok && chat && i < sizeof turn_ends / sizeof *turn_ends; i++) {
+        int32_t id = wk_tokenizer_find(tok, turn_ends[i]);
+        if (id >= 0 && n < cap) eos[n++] = id;
+    }
+    return n;
+}
+
 /* wk_gen_start with the caller's name for errors and its start time; text
  * rendered: the prompt is a chat template's output (kept: over its cache). */
 static wk_gen *gen_start(const wk_lm *m, const char *prompt, const wk_generate_opts *opts, const char *op,
@@ -345,16 +360,7 @@ static wk_gen *gen_start(const wk_lm *m, const char *prompt, const wk_generate_o
     g->limit_is_callers = o->max_new_tokens > 0 && o->max_new_tokens <= room;
     g->max_new = o->max_new_tokens > 0 && o->max_new_tokens < room ? o->max_new_tokens : room;
 
-    if (o->stop_at_eos) {
-        if (cfg->eos >= 0) g->eos[g->n_eos++] = cfg->eos;
-        if (wk_tokenizer_eos(tok) >= 0) g->eos[g->n_eos++] = wk_tokenizer_eos(tok);
-        /* the end-of-turn tokens of the families' templates */
-        static const char *const turn_ends[] = {"<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|end|>"};
-        for (size_t i = 0; chat && i < sizeof turn_ends / sizeof *turn_ends; i++) {
-            int32_t id = wk_tokenizer_find(tok, turn_ends[i]);
-            if (id >= 0 && g->n_eos < (int)(sizeof g->eos / sizeof g->eos[0])) g->eos[g->n_eos++] = id;
-        }
-    }
+    if (o->stop_at_eos) g->n_eos = wk__gen_eos_ids(m, chat, g->eos, (int)(sizeof g->eos / sizeof g->eos[0]));
     g->vocab = cfg->vocab;
     /* wk_token_stream_put's bound for any vocabulary (tokenizer.h) */
     g->piece_cap = 3 * (wk_tokenizer_max_token_bytes(tok) + 4) + 64;
