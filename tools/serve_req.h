@@ -28,6 +28,7 @@ typedef struct wk__hreq {
     char **inputs;       /* embeddings */
     int n_inputs;
     bool stream, include_usage, echo;
+    bool ignore_eos; /* llama-server's extension: generate past EOS (benchmarks: equal work on both) */
     char *stops[WK__SERVE_MAX_STOPS];
     int n_stops;
     int64_t max_tokens;  /* -1: not given */
