@@ -185,17 +185,19 @@ def run_load(url, concurrency, n_requests, max_tokens=64, mode="chat", duration=
         t.start()
     for t in threads:
         t.join()
-    return summarize(results, errors, concurrency, t_start)
+    return summarize(results, errors, concurrency, t_start, max_tokens)
 
 
-def summarize(results, errors, concurrency, t_start):
+def summarize(results, errors, concurrency, t_start, max_tokens=None):
     wall = (max(r["t_end"] for r in results) - t_start) if results else 0.0
     toks = sum(r["tokens"] for r in results)
     ttft = [r["ttft"] for r in results]
     itl = [x for r in results for x in r["itl"]]
     ms = lambda v: None if v is None else round(v * 1000.0, 2)  # noqa: E731
     return {"concurrency": concurrency, "requests": len(results), "errors": len(errors),
-            "first_errors": errors[:3], "tokens": toks, "wall_s": round(wall, 3),
+            "first_errors": errors[:3], "tokens": toks,
+            # requests that ended before max_tokens (EOS or a stop: ignore_eos not honoured)
+            "short": sum(1 for r in results if max_tokens and r["tokens"] < max_tokens), "wall_s": round(wall, 3),
             "tok_s": round(toks / wall, 2) if wall > 0 else 0.0,
             "ttft_p50_ms": ms(percentile(ttft, 50)), "ttft_p99_ms": ms(percentile(ttft, 99)),
             "itl_p50_ms": ms(percentile(itl, 50)), "itl_p99_ms": ms(percentile(itl, 99)),

@@ -153,6 +153,8 @@ def bench_server(a, name, argv, port, conc, log_dir):
                   (name, c, r["requests"], r["errors"], r["tokens"], r["wall_s"], r["tok_s"]), flush=True)
             for e in r["first_errors"]:
                 print("    error:", e, flush=True)
+            if r["short"]:
+                print("    note: %d requests ended before max_tokens (unequal work)" % r["short"], flush=True)
     return out
 
 
