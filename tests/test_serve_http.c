@@ -148,7 +148,7 @@ static void test_bad_requests(void **state) {
         {WK__HREQ_COMPLETION, "{\"model\":3,\"prompt\":\"x\"}", "model", "string"},
         {WK__HREQ_EMBEDDING, "{\"input\":[\"a\",2]}", "input", "got a number"},
         {WK__HREQ_EMBEDDING, "{\"input\":[]}", "input", "empty"},
-        {WK__HREQ_EMBEDDING, "{\"input\":\"a\",\"encoding_format\":\"base64\"}", "encoding_format", "float"},
+        {WK__HREQ_EMBEDDING, "{\"input\":\"a\",\"encoding_format\":\"hex\"}", "encoding_format", "hex"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         wk__hreq q;

@@ -112,8 +112,14 @@ static void write_whole(wk__srv *s, const wk__hreq *q, const char *id, int64_t c
                 wk__sbuf_puts(&b, "],\"refusal\":null}");
             } else wk__sbuf_puts(&b, "null");
         } else {
+            /* echo: the prompt, then the completion, as one text */
+            wk__sbuf t = {0};
+            if (q->echo) wk__sbuf_puts(&t, q->prompt);
+            wk__sbuf_put(&t, c[i].text.p ? c[i].text.p : "", c[i].text.n);
             wk__sbuf_puts(&b, "\"text\":");
-            wk__json_w_str(&b, c[i].text.p ? c[i].text.p : "", c[i].text.n);
+            wk__json_w_str(&b, t.p ? t.p : "", t.n);
+            if (t.oom) b.oom = true;
+            wk__sbuf_free(&t);
             wk__sbuf_puts(&b, ",\"logprobs\":");
             if (q->logprobs) wk__lp_cmpl_write(&b, &c[i].lpc);
             else wk__sbuf_puts(&b, "null");
@@ -265,7 +271,7 @@ void wk__srv_generate(wk__srv *s, struct MHD_Connection *conn, wk__hreq_kind kin
     int64_t created = (int64_t)time(NULL);
     if (q.stream) {
         wk__sse_opts so = {.kind = kind, .n = q.n, .logprobs = q.logprobs, .include_usage = q.include_usage,
-                           .id = id, .created = created};
+                           .id = id, .created = created, .echo = q.echo ? q.prompt : NULL};
         r->stream = wk__sse_response(s, conn, j, &so);
         if (r->stream) j = NULL; /* the response holds it now */
         else wk__reply_error(r, 500, "no memory for the stream", NULL);

@@ -122,6 +122,30 @@ void wk__srv_metrics(wk__srv *s, wk__reply *r) {
     r->ctype = "text/plain; version=0.0.4; charset=utf-8";
 }
 
+/* OpenAI's encoding_format "base64": the little-endian float32 bytes, base64 in a JSON string. */
+static void base64_f32(wk__sbuf *b, const float *v, int64_t n) {
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t nb = (size_t)n * 4;
+    unsigned char *by = malloc(nb ? nb : 1);
+    if (!by) {
+        b->oom = true;
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &v[i], 4);
+        for (int k = 0; k < 4; k++) by[i * 4 + k] = (unsigned char)(u >> (8 * k));
+    }
+    wk__sbuf_put(b, "\"", 1);
+    for (size_t i = 0; i < nb; i += 3) {
+        uint32_t w = (uint32_t)by[i] << 16 | (i + 1 < nb ? (uint32_t)by[i + 1] << 8 : 0) | (i + 2 < nb ? by[i + 2] : 0);
+        char o[4] = {A[w >> 18 & 63], A[w >> 12 & 63], i + 1 < nb ? A[w >> 6 & 63] : '=', i + 2 < nb ? A[w & 63] : '='};
+        wk__sbuf_put(b, o, 4);
+    }
+    wk__sbuf_put(b, "\"", 1);
+    free(by);
+}
+
 void wk__srv_embeddings(wk__srv *s, const char *body, size_t n, wk__reply *r) {
     wk__hreq q;
     char msg[512], param[64];
@@ -160,12 +184,19 @@ void wk__srv_embeddings(wk__srv *s, const char *body, size_t n, wk__reply *r) {
         wk__sbuf b = {0};
         wk__sbuf_puts(&b, "{\"object\":\"list\",\"data\":[");
         for (int i = 0; i < q.n_inputs; i++) {
-            wk__sbuf_printf(&b, "%s{\"object\":\"embedding\",\"index\":%d,\"embedding\":[", i ? "," : "", i);
-            for (int64_t k = 0; k < dim; k++) {
-                if (k) wk__sbuf_put(&b, ",", 1);
-                wk__json_w_f32(&b, v[(size_t)i * (size_t)dim + (size_t)k]);
+            wk__sbuf_printf(&b, "%s{\"object\":\"embedding\",\"index\":%d,\"embedding\":", i ? "," : "", i);
+            const float *row = v + (size_t)i * (size_t)dim;
+            if (q.base64) {
+                base64_f32(&b, row, dim);
+            } else {
+                wk__sbuf_put(&b, "[", 1);
+                for (int64_t k = 0; k < dim; k++) {
+                    if (k) wk__sbuf_put(&b, ",", 1);
+                    wk__json_w_f32(&b, row[k]);
+                }
+                wk__sbuf_put(&b, "]", 1);
             }
-            wk__sbuf_puts(&b, "]}");
+            wk__sbuf_puts(&b, "}");
         }
         wk__sbuf_puts(&b, "],\"model\":");
         wk__json_w_cstr(&b, s->bert_id);

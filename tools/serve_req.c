@@ -361,7 +361,9 @@ static bool field(rd *r, wk__hreq *q, const char *key) {
     if (q->kind == WK__HREQ_EMBEDDING && KEY("encoding_format")) {
         char *f = NULL;
         bool ok = read_str(r, "encoding_format", &f) &&
-                  (!strcmp(f, "float") || bad(r, "encoding_format", "wick answers encoding_format 'float' only"));
+                  (!strcmp(f, "float") || !strcmp(f, "base64") ||
+                   bad(r, "encoding_format", "'encoding_format' must be float or base64, got '%s'", f));
+        if (ok) q->base64 = !strcmp(f, "base64");
         free(f);
         return ok;
     }

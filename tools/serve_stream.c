@@ -18,6 +18,7 @@ typedef struct {
     wk__job *j;
     wk__sse_opts o;
     char id[48];
+    char *echo;    /* owned copy of o.echo */
     wk__sbuf out;  /* bytes not yet handed to MHD, from off */
     size_t off;
     bool began, finished;
@@ -118,6 +119,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
             x->began = true;
             if (x->o.kind == WK__HREQ_CHAT)
                 for (int c = 0; c < x->o.n; c++) chunk(x, c, "", 0, NULL, NULL, true);
+            else if (x->echo)
+                for (int c = 0; c < x->o.n; c++) chunk(x, c, x->echo, strlen(x->echo), NULL, NULL, false);
             continue;
         }
         wk__job_ev ev;
@@ -140,6 +143,7 @@ static void release(void *cls) {
     wk__job_cancel(x->j); /* a no-op when every choice ended */
     wk__job_release(x->j);
     wk__sbuf_free(&x->out);
+    free(x->echo);
     free(x);
 }
 
@@ -152,8 +156,14 @@ struct MHD_Response *wk__sse_response(wk__srv *s, struct MHD_Connection *conn, w
     x->o = *o;
     snprintf(x->id, sizeof x->id, "%s", o->id);
     x->o.id = x->id;
+    if (o->echo && !(x->echo = strdup(o->echo))) {
+        free(x);
+        return NULL;
+    }
+    x->o.echo = x->echo;
     struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, reader, x, release);
     if (!resp) {
+        free(x->echo);
         free(x);
         return NULL;
     }

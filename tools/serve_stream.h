@@ -12,6 +12,7 @@ typedef struct wk__sse_opts {
     bool logprobs, include_usage;
     const char *id;    /* copied */
     int64_t created;
+    const char *echo;  /* completions with echo: the prompt, sent first (copied) */
 } wk__sse_opts;
 
 /* NULL on no memory. The response owns the job's connection reference
