@@ -125,7 +125,7 @@ def wick_argv(a, model, port, slots):
 def llama_argv(a, model, port, slots):
     return [a.llama_server, "-m", model, "--host", "127.0.0.1", "--port", str(port),
             "-np", str(slots), "-c", str(slots * a.ctx), "--cont-batching", "-t", str(a.threads),
-            "-tb", str(a.threads), "-ctk", "f16", "-ctv", "f16", "--no-kv-unified", "--no-webui"]
+            "-tb", str(a.threads), "-ctk", "f16", "-ctv", "f16", "--no-kv-unified", "--no-webui"] + a.llama_args.split()
 
 
 def accepts_ignore_eos(port):
@@ -238,6 +238,7 @@ def main():
     ap.add_argument("--wick", default=os.path.join(ROOT, "build", "wick"))
     ap.add_argument("--llama-server", default=next((p for p in LLAMA_SERVER_CANDIDATES if p and os.path.exists(p)), ""))
     ap.add_argument("--servers", default="wick,llama-server")
+    ap.add_argument("--llama-args", default="", help="more llama-server options, e.g. '--poll 0' on a loaded machine")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rss", type=int, default=0, metavar="N")
     ap.add_argument("--log-dir", default=os.path.join(ROOT, "build", "bench-serve-logs"))
