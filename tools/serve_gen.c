@@ -230,6 +230,7 @@ void wk__srv_generate(wk__srv *s, struct MHD_Connection *conn, wk__hreq_kind kin
     o.sampling.top_k = q.top_k;
     o.sampling.min_p = q.min_p;
     o.sampling.repeat_penalty = q.repeat_penalty;
+    o.stop_at_eos = !q.ignore_eos;
     o.max_tokens = q.max_tokens > 0 ? q.max_tokens : s->max_tokens_limit > 0 ? s->max_tokens_limit : 0;
     o.stop = (const char *const *)q.stops;
     o.n_stop = q.n_stops;

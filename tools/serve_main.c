@@ -124,7 +124,7 @@ static int parse(int argc, char **argv, opts *o) {
         else if (!strcmp(f, "--ctx")) ok = num(v, 1, INT32_MAX, &o->eo.ctx);
         else if (!strcmp(f, "--kv-type")) {
             o->kv_type = v;
-            ok = wk_dtype_from_name(v, &o->eo.kv_dtype) == WK_OK &&
+            ok = wk_dtype_from_name(v, &o->eo.kv_dtype) &&
                  (o->eo.kv_dtype == WK_F32 || o->eo.kv_dtype == WK_F16 || o->eo.kv_dtype == WK_Q8_0);
             if (!ok) wk_clear_error();
         } else if (!strcmp(f, "--kv-blocks")) ok = num(v, 1, INT32_MAX, &o->eo.kv_blocks);

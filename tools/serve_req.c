@@ -371,6 +371,7 @@ static bool field(rd *r, wk__hreq *q, const char *key) {
     /* optional fields: null means "not given" */
     if (is_null(r)) return true;
     if (KEY("stream")) return read_bool(r, "stream", &q->stream);
+    if (KEY("ignore_eos")) return read_bool(r, "ignore_eos", &q->ignore_eos);
     if (KEY("stream_options")) return read_stream_options(r, q);
     if (KEY("stop")) return read_stop(r, q);
     if (KEY("max_tokens") || KEY("max_completion_tokens")) {

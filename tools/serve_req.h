@@ -29,6 +29,7 @@ typedef struct wk__hreq {
     int n_inputs;
     bool stream, include_usage, echo;
     bool base64;         /* embeddings: encoding_format "base64" (the openai client's default) */
+    bool ignore_eos; /* llama-server's extension: generate past EOS (benchmarks: equal work on both) */
     char *stops[WK__SERVE_MAX_STOPS];
     int n_stops;
     int64_t max_tokens;  /* -1: not given */
