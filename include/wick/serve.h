@@ -12,15 +12,16 @@
  * what else is in the batch (wk_lm_forward_batch's promise), so a greedy
  * request gives what wk_generate gives for the same ids.
  *
- * KV caches (src/serve/engine_kv.c): for now one contiguous cache per
- * slot, grown at admission to the request's prompt + max_tokens, so
- * admission never waits for room, n_cached is 0 and kv_dtype must be f32;
- * the stats count blocks of kv_block positions as the pool will. Once the pool lands they are paged
- * (wk_kv_pool, include/wick/lm.h): fixed-size blocks
- * from one pool, no per-sequence preallocation of the context; full blocks
- * of a prompt prefix another request computed are reused (prefix_cache);
- * blocks no sequence uses are kept for reuse and evicted least recently
- * used first when the pool runs short.
+ * KV caches are paged (wk_kv_pool, include/wick/lm.h; src/serve/engine_kv.c):
+ * fixed-size blocks from one pool, a block table per request, no
+ * per-sequence preallocation of the context. At admission a request
+ * attaches the full blocks of its prompt's prefix an earlier request
+ * computed (prefix_cache: a shared system prompt or chat history is stored
+ * once; n_cached counts them) and takes the blocks for prompt + max_tokens
+ * positions, so it can never run out of room mid-way; a request that does
+ * not fit waits in the queue (first in, first out). Blocks no request uses
+ * are kept for their prefix and evicted least recently used first when the
+ * pool runs short. Keys and values are stored in kv_dtype.
  *
  * Threads: wk_engine_new starts one engine thread that runs the steps
  * (manual = true starts none: the caller drives wk_engine_step). submit,
@@ -54,7 +55,7 @@ typedef struct wk_engine_opts {
     int64_t ctx;             /* positions one sequence may use, prompt + output (<= 0: the model's context) */
     int64_t max_step_tokens; /* rows one forward step runs, prefill chunks included (default 512) */
     int64_t max_queue;       /* requests waiting for a slot; wk_engine_submit answers WK_ERR_BUSY beyond (default 64) */
-    wk_dtype kv_dtype;       /* WK_F32 (0: default), WK_F16 or WK_Q8_0 */
+    wk_dtype kv_dtype;       /* WK_F32 (0: default), WK_F16, WK_BF16 or WK_Q8_0 (head_dim % 32 == 0) */
     int64_t kv_block;        /* positions per KV block (default 16) */
     int64_t kv_blocks;       /* blocks in the pool (<= 0: enough for slots full contexts) */
     bool prefix_cache;       /* reuse full blocks of a prompt prefix computed before (default true) */

@@ -422,13 +422,18 @@ void wk_kv_pool_free(wk_kv_pool *p) {
     free(p);
 }
 
-/* One layer's keys or values: zeros of the pool's dtype (q8_0: zeros
- * quantized, and their u8 alias in *bytes). Owned, not in a scope. */
+/* One layer's keys or values in the pool's dtype (q8_0: and their u8 alias
+ * in *bytes). Owned, not in a scope. Left unwritten (wk_empty): a pool is
+ * sized for every slot's whole context, and the pages of a large allocation
+ * are mapped only when a block is first written, so resident memory follows
+ * the blocks in use, not the pool's size (zeros would touch every page at
+ * start: 3 GB for SmolLM2 with 8 slots of 8192 positions). Positions no
+ * forward wrote are never read: attention narrows to each cache's length. */
 static wk_tensor *pool_tensor(const wk_kv_pool *p, wk_tensor **bytes) {
     const wk_lm_config *cfg = &p->m->cfg;
     int64_t shape[3] = {cfg->n_kv_heads, p->blocks * p->block, cfg->head_dim};
-    if (p->dtype != WK_Q8_0) return wk_keep(wk_zeros(shape, 3, p->dtype, p->m->dev));
-    wk_tensor *q = wk_keep(wk_quantize(wk_zeros(shape, 3, WK_F32, p->m->dev), WK_Q8_0));
+    if (p->dtype != WK_Q8_0) return wk_keep(wk_empty(shape, 3, p->dtype, p->m->dev));
+    wk_tensor *q = wk_keep(wk_empty(shape, 3, WK_Q8_0, p->m->dev));
     *bytes = q ? wk_keep(bytes_of(q, false)) : NULL;
     if (!*bytes) {
         wk_tensor_free(q);

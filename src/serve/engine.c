@@ -42,11 +42,11 @@ static wk_status check_opts(const wk_lm *m, const wk_engine_opts *o) {
                        "max_step_tokens (%lld) is below slots (%d): every decoding sequence runs one row per step",
                        (long long)o->max_step_tokens, o->slots);
     if (o->max_queue < 0) return wk__err(WK_ERR_ARG, OP_NEW, "max_queue is %lld", (long long)o->max_queue);
-    /* the contiguous per-slot caches store what the model was loaded
-     * with; the paged pool (helper "paged") takes f16 / q8_0 */
-    if (o->kv_dtype != WK_F32)
-        return wk__err(WK_ERR_ARG, OP_NEW, "kv_dtype %s: this KV layer stores f32 only (load the model with "
-                       "wk_lm_load_opts.kv_dtype for f16)", wk_dtype_name(o->kv_dtype));
+    /* the paged pool stores these (q8_0 needs head_dim % 32 == 0: the pool says so) */
+    if (o->kv_dtype != WK_F32 && o->kv_dtype != WK_F16 && o->kv_dtype != WK_BF16 && o->kv_dtype != WK_Q8_0)
+        return wk__err(WK_ERR_ARG, OP_NEW, "kv_dtype %s: the KV pool stores f32, f16, bf16 or q8_0",
+                       wk_dtype_name(o->kv_dtype));
+    if (o->kv_blocks < 0) return wk__err(WK_ERR_ARG, OP_NEW, "kv_blocks is %lld", (long long)o->kv_blocks);
     const int64_t max_ctx = wk_lm_config_of(m)->max_ctx;
     if (o->ctx > max_ctx)
         return wk__err(WK_ERR_ARG, OP_NEW, "ctx %lld exceeds the model's context of %lld", (long long)o->ctx,

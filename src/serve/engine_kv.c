@@ -1,90 +1,93 @@
-/* The KV caches of the engine's slots, behind one small interface so the
- * paged pool (wk_kv_cache_new_paged, prefix reuse, reserve at admission)
- * replaces this file alone.
+/* The KV caches of the engine's slots: paged caches from one pool
+ * (wk_kv_pool, include/wick/lm.h), one per running request.
  *
- * This version: one contiguous cache per slot, made at the slot's first
- * request and grown (wk_kv_cache_reserve, or a new cache where reserve
- * refuses: longrope) to what a request can use, prompt + max_tokens - 1
- * positions (the last sampled id is never run), truncated to 0 when the
- * slot is reused: memory follows the requests, not slots x ctx. No prefix
- * is shared (n_cached is always 0) and admission never waits for room.
- * Blocks are reported in units of kv_block positions so the stats already
- * read as the pool's will: total = slots x ctx, used = what running
- * requests may fill. */
+ * Admission makes the request a paged cache, attaches the full blocks of
+ * its prompt's prefix that an earlier request computed (prefix_cache; at
+ * least the last prompt id is always run, for its logits) and then takes
+ * every block the request can fill, prompt + max_new - 1 positions (the
+ * last sampled id is never run): a running request can never run out of
+ * room, and a request that does not fit now is told WK_ERR_BUSY and waits
+ * in the queue, first in first out. Release frees the cache: its blocks go
+ * back to the pool, the full ones kept for their prefix (evicted least
+ * recently used first when the pool runs short).
+ *
+ * The pool: kv_blocks blocks of kv_block positions (<= 0: enough for every
+ * slot's whole context, so admission waits only for slots), in kv_dtype. */
 #include "serve/engine_internal.h"
 #include "base/error.h"
 #include <stdlib.h>
 
 struct wk__engine_kv {
-    const wk_lm *m;
-    wk_kv_cache **c;
-    int64_t *need;   /* positions the slot's request may fill (0: free) */
+    wk_kv_pool *pool;
+    wk_kv_cache **c; /* per slot: the running request's cache, or NULL */
     int slots;
-    int64_t ctx, block;
-    bool *busy;
+    bool prefix;
 };
 
 wk__engine_kv *wk__engine_kv_new(const wk_lm *m, int slots, int64_t ctx, const wk_engine_opts *o) {
     wk__engine_kv *kv = calloc(1, sizeof *kv);
-    if (!kv || !(kv->c = calloc((size_t)slots, sizeof *kv->c)) || !(kv->busy = calloc((size_t)slots, 1)) ||
-        !(kv->need = calloc((size_t)slots, sizeof *kv->need))) {
-        if (kv) {
-            free(kv->c);
-            free(kv->busy);
-        }
+    if (!kv || !(kv->c = calloc((size_t)slots, sizeof *kv->c))) {
         free(kv);
         wk__err(WK_ERR_OOM, "wk_engine_new", "no memory for %d slots", slots);
         return NULL;
     }
     kv->slots = slots;
-    kv->ctx = ctx;
-    kv->block = o->kv_block > 0 ? o->kv_block : 16;
-    kv->m = m;
+    kv->prefix = o->prefix_cache;
+    int64_t block = o->kv_block > 0 ? o->kv_block : 16;
+    wk_kv_pool_opts po = {.block = block,
+                          .blocks = o->kv_blocks > 0 ? o->kv_blocks : (int64_t)slots * ((ctx + block - 1) / block),
+                          .dtype = o->kv_dtype,
+                          .prefix_cache = o->prefix_cache};
+    if (!(kv->pool = wk_kv_pool_new(m, &po))) {
+        free(kv->c);
+        free(kv);
+        return NULL;
+    }
     return kv;
 }
 
 void wk__engine_kv_free(wk__engine_kv *kv) {
     if (!kv) return;
     for (int i = 0; i < kv->slots; i++) wk_kv_cache_free(kv->c[i]);
+    wk_kv_pool_free(kv->pool);
     free(kv->c);
-    free(kv->busy);
-    free(kv->need);
     free(kv);
 }
 
 wk_status wk__engine_kv_acquire(wk__engine_kv *kv, int slot, wk__req *r) {
     int64_t need = r->n_prompt + r->max_new - 1;
     if (need < r->n_prompt) need = r->n_prompt;
-    wk_kv_cache **c = &kv->c[slot];
-    if (*c) {
-        wk_status s = wk_kv_cache_truncate(*c, 0);
-        if (s) return s;
-        if (wk_kv_cache_capacity(*c) < need && wk_kv_cache_reserve(*c, need) != WK_OK) {
-            wk_clear_error(); /* reserve refuses (longrope): a new cache */
-            wk_kv_cache_free(*c);
-            *c = NULL;
+    wk_kv_cache *c = wk_kv_cache_new_paged(kv->pool, need);
+    if (!c) return wk_last_status();
+    int64_t cached = 0;
+    if (kv->prefix && r->n_prompt > 1) {
+        cached = wk_kv_cache_reuse_prefix(c, r->ids, r->n_prompt);
+        if (cached < 0) {
+            wk_kv_cache_free(c);
+            return wk_last_status();
         }
     }
-    if (!*c && !(*c = wk_kv_cache_new(kv->m, need))) return wk_last_status();
-    kv->need[slot] = need;
-    kv->busy[slot] = true;
-    r->n_cached = 0;
+    wk_status s = wk_kv_cache_reserve(c, need);
+    if (s != WK_OK) { /* WK_ERR_BUSY: no room now; the prefix blocks go back */
+        wk_kv_cache_free(c);
+        return s;
+    }
+    kv->c[slot] = c;
+    r->n_cached = cached;
     return WK_OK;
 }
 
 void wk__engine_kv_release(wk__engine_kv *kv, int slot) {
-    if (kv->c[slot]) wk_kv_cache_truncate(kv->c[slot], 0);
-    kv->busy[slot] = false;
-    kv->need[slot] = 0;
+    wk_kv_cache_free(kv->c[slot]);
+    kv->c[slot] = NULL;
 }
 
 wk_kv_cache *wk__engine_kv_cache(wk__engine_kv *kv, int slot) { return kv->c[slot]; }
 
 void wk__engine_kv_usage(const wk__engine_kv *kv, int64_t *total, int64_t *used, int64_t *cached) {
-    int64_t per = (kv->ctx + kv->block - 1) / kv->block, u = 0;
-    for (int i = 0; i < kv->slots; i++)
-        if (kv->busy[i]) u += (kv->need[i] + kv->block - 1) / kv->block;
-    *total = per * kv->slots;
-    *used = u;
-    *cached = 0;
+    wk_kv_pool_stats st;
+    wk_kv_pool_get_stats(kv->pool, &st);
+    *total = st.blocks;
+    *used = st.used;
+    *cached = st.cached;
 }
