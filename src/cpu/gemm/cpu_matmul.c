@@ -213,7 +213,15 @@ wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, con
     for (int64_t bi = 0; bi < nb; bi++) {
         int64_t ao = batch_offset(la, bi), bo = batch_offset(lb, bi);
         bool ok;
-        if (dt == WK_F32) {
+        if (dt == WK_F32 && m == 1 && !blas) {
+            /* one row: the transposed product y^T (n x 1) = B^T a^T, the
+             * GEMM with B as its A operand (its rows packed, no 8-row tile
+             * of which 7 are padding). Each element is the same chain of
+             * fmas over the same k slices as a row of an m > 1 product
+             * (fma(a, b, c) == fma(b, a, c)): the same bits */
+            ok = gemm_f32(&kk, n, 1, k, (const float *)b + bo, bcs, brs, (const float *)a + ao, acs, 1,
+                          (float *)dst + bi * n);
+        } else if (dt == WK_F32) {
             ok = gemm_f32(&kk, m, n, k, (const float *)a + ao, ars, acs, (const float *)b + bo, brs, bcs,
                           (float *)dst + bi * m * n);
         } else if (dt == WK_F64) {
