@@ -186,15 +186,23 @@ static void attn_rows(int threads) {
     }
 }
 
+/* a (4-D) N(0, 1) tensor in dtype dt */
+static wk_tensor *randn_as(const int64_t *shape, wk_dtype dt) {
+    wk_tensor *f = TU_OK(wk_randn(shape, 4, 0, 1, WK_F32, wk_cpu()));
+    wk_tensor *t = TU_OK(wk_to_dtype(f, dt));
+    wk_tensor_free(f);
+    return t;
+}
+
 static void test_attention_rows(void **state) {
     (void)state;
     g_fail = 0;
     static const wk_dtype dts[] = {WK_F32, WK_F16, WK_BF16};
     for (int i = 0; i < 3; i++) {
         g_adt = dts[i];
-        g_q = TU_OK(wk_to_dtype(wk_randn((int64_t[]){1, AH, AL, AD}, 4, 0, 1, WK_F32, wk_cpu()), g_adt));
-        g_k = TU_OK(wk_to_dtype(wk_randn((int64_t[]){1, AHKV, AL, AD}, 4, 0, 1, WK_F32, wk_cpu()), g_adt));
-        g_v = TU_OK(wk_to_dtype(wk_randn((int64_t[]){1, AHKV, AL, AD}, 4, 0, 1, WK_F32, wk_cpu()), g_adt));
+        g_q = randn_as((int64_t[]){1, AH, AL, AD}, g_adt);
+        g_k = randn_as((int64_t[]){1, AHKV, AL, AD}, g_adt);
+        g_v = randn_as((int64_t[]){1, AHKV, AL, AD}, g_adt);
         each_config(attn_rows);
         wk_tensor_free(g_q);
         wk_tensor_free(g_k);

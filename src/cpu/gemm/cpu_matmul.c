@@ -18,6 +18,12 @@
 #include "cpu/vmath/vmath.h"
 #include <stdlib.h>
 
+/* 1 (the default): an f32 product with m == 1 runs the GEMM (transposed),
+ * not the GEMV, so a row gets the same bits alone as inside M rows (batch
+ * invariance, issue 24), at a decode cost on f32 weights (the GEMV is
+ * about 2.7x faster there); 0: the GEMV. */
+#define WK_MATMUL_ROW_INVARIANT 1
+
 /* Element offset of batch b for a layout whose last two dims are the matrix. */
 static int64_t batch_offset(const wk_layout *l, int64_t b) {
     return l->offset + wk__unravel(l->shape, l->stride, l->rank - 2, b);
@@ -174,7 +180,7 @@ wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, con
         }
         return WK_OK;
     }
-    if (n == 1 && (dt == WK_F32 || dt == WK_F64) && !blas) {
+    if ((n == 1 || (m == 1 && !WK_MATMUL_ROW_INVARIANT)) && (dt == WK_F32 || dt == WK_F64) && !blas) {
         /* matrix-vector: read the matrix once, no packing. For n == 1 the
          * product is the transpose view: y = b^T A^T. m == 1 (n > 1) takes
          * the GEMM below, whose rows are summed in an order that depends
@@ -213,7 +219,15 @@ wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, con
     for (int64_t bi = 0; bi < nb; bi++) {
         int64_t ao = batch_offset(la, bi), bo = batch_offset(lb, bi);
         bool ok;
-        if (dt == WK_F32) {
+        if (dt == WK_F32 && m == 1 && !blas && WK_MATMUL_ROW_INVARIANT) {
+            /* one row: the transposed product y^T (n x 1) = B^T a^T, the
+             * GEMM with B as its A operand (its rows packed, no 8-row tile
+             * of which 7 are padding). Each element is the same chain of
+             * fmas over the same k slices as a row of an m > 1 product
+             * (fma(a, b, c) == fma(b, a, c)): the same bits */
+            ok = gemm_f32(&kk, n, 1, k, (const float *)b + bo, bcs, brs, (const float *)a + ao, acs, 1,
+                          (float *)dst + bi * n);
+        } else if (dt == WK_F32) {
             ok = gemm_f32(&kk, m, n, k, (const float *)a + ao, ars, acs, (const float *)b + bo, brs, bcs,
                           (float *)dst + bi * m * n);
         } else if (dt == WK_F64) {

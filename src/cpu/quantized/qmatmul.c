@@ -225,6 +225,19 @@ static wk_status half_prefill(const hmm_ctx *h) {
         int64_t w = h->n - n0 < nc ? h->n - n0 : nc;
         widen_ctx wc = {h->w + n0 * h->wrs, h->wrs, h->k, h->f16, Wf};
         wk__parallel_for(w, 8, w * h->k >= (1 << 15) ? 0 : INT64_MAX, widen_rows, &wc);
+        if (h->m < QM_PREFILL) {
+            /* few rows: C^T (w, m) = Wf . X^T, the weights as the GEMM's A
+             * operand (no 8-row tile of mostly padding). Every element is
+             * the same chain of fmas over the same k slices either way
+             * round, so the bits do not depend on M (issue 24) */
+            if (!kk.f32(w, h->m, h->k, Wf, h->k, 1, h->X, 1, h->k, C)) {
+                st = WK_ERR_OOM;
+                break;
+            }
+            for (int64_t j = 0; j < w; j++)
+                for (int64_t i = 0; i < h->m; i++) h->out[i * h->n + n0 + j] = C[j * h->m + i];
+            continue;
+        }
         /* C (m, w) = X (m, k) . Wf^T: B = Wf^T read with strides (1, k) */
         if (!kk.f32(h->m, w, h->k, h->X, h->k, 1, Wf, 1, h->k, C)) {
             st = WK_ERR_OOM;
