@@ -45,7 +45,7 @@ typedef struct {
     size_t n_text;
     int done, errors, after_end; /* DONE/ERROR events; events after the last one */
     wk_stop_reason stop, last_tok_stop;
-    int64_t n_prompt, n_generated, request;
+    int64_t n_prompt, n_generated, n_cached, request;
     wk_status status;
     /* cancel ourselves after this many tokens (0: never), through this engine */
     int cancel_after;
@@ -72,6 +72,7 @@ static void on_event(void *ctx, const wk_engine_event *ev) {
         o->stop = ev->stop;
         o->n_prompt = ev->n_prompt;
         o->n_generated = ev->n_generated;
+        o->n_cached = ev->n_cached;
     } else {
         o->errors++;
         o->status = ev->status;
@@ -223,10 +224,10 @@ static bool forward_chunk_invariant(void) {
  * chunk-invariant. Then one that meets EOS (the chat prompt, end_of_turn
  * on, as wk_gen with chat). */
 static void concurrent(int64_t step_tokens) {
-    const bool strict = step_tokens >= 512 || forward_chunk_invariant();
-    if (!strict)
-        printf("note: wk_lm_forward is not chunk-invariant yet: chunked prefill (max_step_tokens %lld) is only "
-               "checked to run, not to match wk_gen\n", (long long)step_tokens);
+    /* the forward is chunk-invariant (test_batch_invariance): chunked
+     * prefill must give wk_gen's ids exactly */
+    const bool strict = true;
+    assert_true(forward_chunk_invariant());
     wk_engine *e = manual_engine(g_model, 8, step_tokens, 16);
     static out_t got[8], want[8];
     memset(got, 0, sizeof got);
@@ -639,6 +640,71 @@ static void test_grammar(void **state) {
 
 /* The engine thread: 6 requests from this thread, wait_idle, the ids of
  * manual mode; then free while requests still run. */
+/* Prefix reuse through the pool: a second request that shares a long
+ * prompt prefix with a finished one attaches its full blocks (n_cached > 0,
+ * a multiple of the block size) and still gives wk_gen's ids exactly; the
+ * stats count them. Then the KV dtypes the pool stores: f16 and q8_0 run
+ * (q8_0 rounds keys and values, so only the f32 and the f16-free runs are
+ * compared with wk_gen). */
+static void test_prefix_reuse_and_kv_types(void **state) {
+    (void)state;
+    need_model();
+    static const char *SYS = "You are a careful assistant. You answer in short sentences, you never invent facts, "
+                             "and you say so when you do not know. The user is a student of geography. ";
+    char p1[512], p2[512];
+    snprintf(p1, sizeof p1, "%sQuestion: what is the capital of France?", SYS);
+    snprintf(p2, sizeof p2, "%sQuestion: what is the capital of Italy?", SYS);
+    wk_engine *e = manual_engine(g_model, 2, 64, 8);
+    out_t got1 = {0}, got2 = {0}, want2;
+    int32_t ids[256];
+    wk_request_opts ro;
+    greedy_req_opts(&ro, 12);
+    int n1 = tokenize(p1, ids, 256);
+    assert_true(wk_engine_submit(e, ids, n1, &ro, on_event, &got1) >= 0);
+    run_all(e);
+    assert_int_equal(got1.n_cached, 0);
+    int n2 = tokenize(p2, ids, 256);
+    assert_true(wk_engine_submit(e, ids, n2, &ro, on_event, &got2) >= 0);
+    run_all(e);
+    wk_generate_opts go;
+    greedy_gen_opts(&go, 12);
+    gen_ref(p2, &go, &want2);
+    assert_same(&want2, &got2);
+    printf("prefix reuse: %lld of %d prompt ids from the cache\n", (long long)got2.n_cached, n2);
+    assert_true(got2.n_cached >= 16 && got2.n_cached % 16 == 0 && got2.n_cached < n2);
+    wk_engine_stats st;
+    wk_engine_get_stats(e, &st);
+    assert_int_equal(st.cached_prompt_tokens, got2.n_cached);
+    assert_true(st.kv_blocks_cached > 0 && st.kv_blocks_used == 0);
+    wk_engine_free(e);
+    /* the other KV dtypes: they run, end as asked, and reuse prefixes too */
+    const wk_dtype kts[2] = {WK_F16, WK_Q8_0};
+    for (int k = 0; k < 2; k++) {
+        wk_engine_opts eo;
+        wk_engine_opts_default(&eo);
+        eo.slots = 2;
+        eo.max_step_tokens = 64;
+        eo.ctx = 256;
+        eo.manual = true;
+        eo.kv_dtype = kts[k];
+        wk_engine *ek = wk_engine_new(g_model, &eo);
+        assert_non_null(ek);
+        out_t a = {0}, b = {0};
+        n1 = tokenize(p1, ids, 256);
+        assert_true(wk_engine_submit(ek, ids, n1, &ro, on_event, &a) >= 0);
+        run_all(ek);
+        n2 = tokenize(p2, ids, 256);
+        assert_true(wk_engine_submit(ek, ids, n2, &ro, on_event, &b) >= 0);
+        run_all(ek);
+        assert_int_equal(a.done + b.done, 2);
+        assert_true(a.n >= 1 && a.n <= 12 && b.n >= 1 && b.n <= 12); /* 12, or an EOS first */
+        assert_int_equal(a.errors + b.errors, 0);
+        assert_true(b.n_cached > 0);
+        printf("kv %s: %d + %d tokens, \"%s\" / \"%s\"\n", wk_dtype_name(kts[k]), a.n, b.n, a.text, b.text);
+        wk_engine_free(ek);
+    }
+}
+
 static void test_threaded(void **state) {
     (void)state;
     need_model();
@@ -762,6 +828,7 @@ int main(void) {
         cmocka_unit_test(test_shutdown_drain),
         cmocka_unit_test(test_forward_error),
         cmocka_unit_test(test_grammar),
+        cmocka_unit_test(test_prefix_reuse_and_kv_types),
         cmocka_unit_test(test_threaded),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -176,7 +176,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         else wk__sbuf_put(&cs->body, upload, *upload_size);
         *upload_size = 0;
         if (cs->too_big) {
-            /* a body without Content-Length (chunked) that grew past the limit: answer now, read no more */
+            /* a body without Content-Length (chunked) that grew past the
+             * limit: answer now, read no more. The 413 is sent, but the
+             * close with the client's bytes still unread resets the
+             * connection, and a client still sending may lose the answer
+             * (TCP's rule, not the server's); what matters is that the
+             * server stops reading at the limit */
             char msg[160];
             snprintf(msg, sizeof msg, "the request body is larger than this server's limit of %lld bytes",
                      (long long)s->max_body);
