@@ -170,8 +170,9 @@ void wk_gen_free(wk_gen *g);
  * prefills only the rest: turn k costs its new tokens, not the history.
  * Because every reply is computed from the rendered conversation, the kept
  * cache is only a shortcut: a reply is the reply a fresh session would give
- * for the same messages and options (up to float rounding of batched vs
- * split prefills), whatever the template does to earlier turns.
+ * for the same messages and options, bit for bit (the forward pass is
+ * chunk-invariant, wk_lm_forward_batch), whatever the template does to
+ * earlier turns.
  *
  *   wk_chat_session *s = wk_chat_session_new(m, &o);  // o->system: a first system message
  *   wk_chat_session_add(s, "user", "Hi!");
