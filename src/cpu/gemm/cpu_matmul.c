@@ -12,6 +12,7 @@
 #include "cpu/memory/cpu_alloc.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise/cpu_convert.h"
+#include "cpu/gemm/dotmm.h"
 #include "cpu/gemm/gemm.h"
 #include "cpu/gemm/gemv_half.h"
 #include "cpu/runtime/threadpool.h"
@@ -23,6 +24,10 @@
  * invariance, issue 24), at a decode cost on f32 weights (the GEMV is
  * about 2.7x faster there); 0: the GEMV. */
 #define WK_MATMUL_ROW_INVARIANT 1
+/* 1 (the default): f32 products of the linear-layer shape (B a transposed
+ * view, unit stride along k in both operands) take the dot-form product
+ * for every M: batch invariant at GEMV speed for decode. 0: the GEMM. */
+#define WK_MATMUL_DOT_FORM 1
 
 /* Element offset of batch b for a layout whose last two dims are the matrix. */
 static int64_t batch_offset(const wk_layout *l, int64_t b) {
@@ -166,6 +171,16 @@ wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, con
     int64_t ars = la->stride[r - 2], acs = la->stride[r - 1], brs = lb->stride[r - 2], bcs = lb->stride[r - 1];
     int64_t nb = 1;
     for (int i = 0; i < r - 2; i++) nb *= la->shape[i];
+    if (dt == WK_F32 && !blas && WK_MATMUL_DOT_FORM && brs == 1 && acs == 1 && n > 1) {
+        /* the linear-layer shape, x . W^T with W's rows (B's columns) and
+         * x's rows contiguous along k: the dot-form product (dotmm.h) for
+         * every M, tiny ones included. A row's bits do not depend on M
+         * (batch invariance, issue 24) and decode reads W once, unpacked */
+        for (int64_t bi = 0; bi < nb; bi++)
+            wk__dotmm(m, n, k, (const float *)a + batch_offset(la, bi), ars, (const float *)b + batch_offset(lb, bi),
+                      bcs, WK_DOTMM_F32, (float *)dst + bi * m * n, n);
+        return WK_OK;
+    }
     if (m * n * k <= 512 && (dt == WK_F32 || dt == WK_F64)) {
         /* tiny products: packing costs more than the arithmetic */
         for (int64_t bi = 0; bi < nb; bi++) {

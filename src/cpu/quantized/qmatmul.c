@@ -26,6 +26,7 @@
  * and the bf16 GEMM reads the weights as they are (twice the speed). */
 #include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/gemm/dotmm.h"
 #include "cpu/gemm/gemm.h"
 #include "cpu/quantized/qdot.h"
 #include "cpu/quantized/qmatmul_half.h"
@@ -40,6 +41,10 @@
 #define QM_PREFILL 16
 /* f16 / bf16 weights: one path for every M (see wk__cpu_qmatmul) */
 #define WK_QMM_HALF_INVARIANT 1
+/* 1 (the default): that one path is the dot-form product (dotmm.h): w
+ * widened in registers, read once, so decode keeps its GEMV speed; 0: the
+ * widened panels through the f32 GEMM. */
+#define WK_QMM_HALF_DOT_FORM 1
 
 static atomic_int g_mode; /* wk_qmm_mode, wk__qmm_force */
 
@@ -307,7 +312,9 @@ wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk
          * order that depends only on k). The row dot (hdot) of a small M
          * and the bf16 GEMM (x rounded to bf16) would give a row other bits
          * than the same row inside a prefill. */
-        if (WK_QMM_HALF_INVARIANT && k > 0) {
+        if (WK_QMM_HALF_DOT_FORM && WK_QMM_HALF_INVARIANT && k > 0) {
+            wk__dotmm(m, n, k, X, k, h.w, h.wrs, wdt == WK_F16 ? WK_DOTMM_F16 : WK_DOTMM_BF16, out, n);
+        } else if (WK_QMM_HALF_INVARIANT && k > 0) {
             st = half_prefill(&h);
             if (st != WK_OK) {
                 wk__err(st, op, "cannot allocate the widened weight panel (%lld x %lld floats)",
