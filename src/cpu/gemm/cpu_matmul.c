@@ -177,7 +177,7 @@ wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, con
          * every M, tiny ones included. A row's bits do not depend on M
          * (batch invariance, issue 24) and decode reads W once, unpacked */
         for (int64_t bi = 0; bi < nb; bi++)
-            wk__dotmm(m, n, k, (const float *)a + batch_offset(la, bi), ars, (const float *)b + batch_offset(lb, bi),
+            (void)wk__dotmm(/* f32: no scratch, cannot fail */ m, n, k, (const float *)a + batch_offset(la, bi), ars, (const float *)b + batch_offset(lb, bi),
                       bcs, WK_DOTMM_F32, (float *)dst + bi * m * n, n);
         return WK_OK;
     }

@@ -30,7 +30,15 @@ void wk__dotmm_block_avx2(int64_t k, const float *x, int64_t xs, int64_t m, cons
 void wk__dotmm_block_avx512(int64_t k, const float *x, int64_t xs, int64_t m, const void *w, int64_t wrs,
                             int64_t n, wk_dotmm_wtype wt, float *out, int64_t ldo);
 
-/* The whole product at this CPU's ISA level (wk_cpu_isa), threads over N. */
-void wk__dotmm(int64_t m, int64_t n, int64_t k, const float *x, int64_t xs, const void *w, int64_t wrs,
+/* The block kernel of this CPU's ISA level (wk_cpu_isa). */
+wk_dotmm_block_fn wk__dotmm_pick(void);
+/* w rows [b, e) against all m rows of x on the calling thread, in blocks
+ * (f16 / bf16 blocks widened to a scratch copy when m is large: the same
+ * bits). out points at column 0. false = out of memory. */
+bool wk__dotmm_range(wk_dotmm_block_fn fn, int64_t m, int64_t k, const float *x, int64_t xs, const void *w,
+                     int64_t wrs, wk_dotmm_wtype wt, int64_t b, int64_t e, float *out, int64_t ldo);
+/* The whole product at this CPU's ISA level, threads over N. false = out
+ * of memory (f16 / bf16 scratch). */
+bool wk__dotmm(int64_t m, int64_t n, int64_t k, const float *x, int64_t xs, const void *w, int64_t wrs,
                wk_dotmm_wtype wt, float *out, int64_t ldo);
 #endif

@@ -313,7 +313,10 @@ wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk
          * and the bf16 GEMM (x rounded to bf16) would give a row other bits
          * than the same row inside a prefill. */
         if (WK_QMM_HALF_DOT_FORM && WK_QMM_HALF_INVARIANT && k > 0) {
-            wk__dotmm(m, n, k, X, k, h.w, h.wrs, wdt == WK_F16 ? WK_DOTMM_F16 : WK_DOTMM_BF16, out, n);
+            if (!wk__dotmm(m, n, k, X, k, h.w, h.wrs, wdt == WK_F16 ? WK_DOTMM_F16 : WK_DOTMM_BF16, out, n)) {
+                st = wk__err(WK_ERR_OOM, op, "cannot allocate a widened weight block (%lld floats)", (long long)k);
+                goto done;
+            }
         } else if (WK_QMM_HALF_INVARIANT && k > 0) {
             st = half_prefill(&h);
             if (st != WK_OK) {
