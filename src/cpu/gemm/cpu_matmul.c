@@ -5,9 +5,11 @@
  * system BLAS in a -DWICK_BLAS build), f16 / bf16 to the same loop nest with
  * their own packers (widened to f32 strip by strip; bf16 on vdpbf16ps where
  * the CPU has AVX512-BF16), f8 through f32 copies, each result rounded once.
- * f32 / f64 with n == 1 take the GEMV path (m == 1 stays on the GEMM: a row's
- * bits must not depend on M, issue 24); f16 / bf16 with m == 1 or n == 1 a
- * widening GEMV. */
+ * f32 products of the linear-layer shape (x . W^T: B's columns and A's rows
+ * contiguous along k) take the dot-form product (dotmm.h) at every M: a
+ * row's bits do not depend on M (issue 24) and decode reads W once. Other
+ * f32 / f64 products with n == 1 take the GEMV path (m == 1 stays on the
+ * GEMM); f16 / bf16 with m == 1 or n == 1 a widening GEMV. */
 #include "tensor/tensor.h"
 #include "cpu/memory/cpu_alloc.h"
 #include "cpu/cpu_backend.h"
@@ -27,7 +29,9 @@
 /* 1 (the default): f32 products of the linear-layer shape (B a transposed
  * view, unit stride along k in both operands) take the dot-form product
  * for every M: batch invariant at GEMV speed for decode. 0: the GEMM. */
+#ifndef WK_MATMUL_DOT_FORM
 #define WK_MATMUL_DOT_FORM 1
+#endif
 
 /* Element offset of batch b for a layout whose last two dims are the matrix. */
 static int64_t batch_offset(const wk_layout *l, int64_t b) {

@@ -15,9 +15,12 @@
  * and q4_K / q5_K / q6_K its super-block twin, qmatmul_panel_k_avx512vnni.c.
  * Nothing is cached between calls: packed panels live for one call.
  *
- * f16/bf16 w: while WK_QMM_HALF_INVARIANT (the default) every M takes the
- * prefill path below (widened panels, f32 GEMM), so a row of x gets the
- * same bits whatever M (batch invariance, issue 24). Otherwise:
+ * f16/bf16 w: every M takes the dot-form product (cpu/gemm/dotmm.h: one
+ * fixed-order chain per output, w widened in registers), so a row of x
+ * gets the same bits whatever M (batch invariance, issue 24) and decode
+ * reads the weights once. WK_QMM_HALF_DOT_FORM 0 (qdot.h): every M takes
+ * the widened panels + f32 GEMM instead (invariant, slow decode).
+ * WK_QMM_HALF_INVARIANT 0 as well:
  * decode dots each weight row with the f32 rows of x, widening
  * in registers (on AVX-512, M = 1 takes four weight rows per pass over x,
  * qmatmul_half_avx512.c; x stays f32, so the result keeps f32 accuracy);
@@ -41,10 +44,6 @@
 #define QM_PREFILL 16
 /* f16 / bf16 weights: one path for every M (see wk__cpu_qmatmul) */
 #define WK_QMM_HALF_INVARIANT 1
-/* 1 (the default): that one path is the dot-form product (dotmm.h): w
- * widened in registers, read once, so decode keeps its GEMV speed; 0: the
- * widened panels through the f32 GEMM. */
-#define WK_QMM_HALF_DOT_FORM 1
 
 static atomic_int g_mode; /* wk_qmm_mode, wk__qmm_force */
 

@@ -12,8 +12,8 @@
  * Same values as qmatmul (cpu/quantized/qmatmul.c) bit for bit: the same
  * kernel choice (wk__qmm_choose), the same partner quantization of x and
  * the same loop over weight rows (wk__qmm_rows, qmatmul's own; f16 / bf16:
- * hmm_slice's per-row dot); a dot does not depend on which thread or slice
- * runs it. Prefill (M >= 16) takes
+ * the dot-form product's wk__dotmm_range, at every M); a dot does not
+ * depend on which thread or slice runs it. Block weights' prefill (M >= 16) takes
  * qmatmul's panel GEMMs per weight instead and copies each result into its
  * columns: there the per-call cost is small against the GEMM. */
 #include "cpu/quantized/qmatmul_multi.h"
@@ -103,7 +103,7 @@ wk_status wk__cpu_qmatmul_multi(wk_device *dev, const void *x, const wk_layout *
     if (m == 0 || ntot == 0) return WK_OK;
     /* block weights at prefill: qmatmul's panel GEMMs per weight. f16 /
      * bf16: qmatmul's dot-form product for every M, here in one region */
-    if (nw == 1 || (m >= MM_PREFILL && wk_dtype_is_quantized(wdt)))
+    if (nw == 1 || (m >= MM_PREFILL && wk_dtype_is_quantized(wdt)) || (!wk_dtype_is_quantized(wdt) && !WK_QMM_HALF_DOT_FORM))
         return by_weight(dev, x, lx, xdt, nw, w, lw, wdt, dst, m, ntot);
 
     const wk_dtype_info *wi = wk_dtype_info_of(wdt);
