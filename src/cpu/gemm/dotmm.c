@@ -15,6 +15,10 @@
  * reads the copy; widening per tile costs the FMA port a convert per 4 FMAs */
 #define DOTMM_WIDEN_M 8
 
+void *wk__dotmm_alloc(size_t bytes) {
+    return aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+
 wk_dotmm_block_fn wk__dotmm_pick(void) {
     const char *isa = wk_cpu_isa();
     return strcmp(isa, "avx512") == 0 ? wk__dotmm_block_avx512
@@ -27,7 +31,7 @@ bool wk__dotmm_range(wk_dotmm_block_fn fn, int64_t m, int64_t k, const float *x,
     size_t wes = wt == WK_DOTMM_F32 ? 4 : 2;
     float *wf = NULL;
     if (wt != WK_DOTMM_F32 && m >= DOTMM_WIDEN_M && k > 0) {
-        wf = malloc(sizeof(float) * (size_t)(DOTMM_NB * k));
+        wf = wk__dotmm_alloc(sizeof(float) * (size_t)(DOTMM_NB * k));
         if (!wf) return false;
     }
     for (int64_t j = b; j < e; j += DOTMM_NB) {

@@ -15,6 +15,7 @@
 #ifndef WICK_CPU_DOTMM_H
 #define WICK_CPU_DOTMM_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum { WK_DOTMM_F32 = 0, WK_DOTMM_F16 = 1, WK_DOTMM_BF16 = 2 } wk_dotmm_wtype;
@@ -30,6 +31,9 @@ void wk__dotmm_block_avx2(int64_t k, const float *x, int64_t xs, int64_t m, cons
 void wk__dotmm_block_avx512(int64_t k, const float *x, int64_t xs, int64_t m, const void *w, int64_t wrs,
                             int64_t n, wk_dotmm_wtype wt, float *out, int64_t ldo);
 
+/* 64-byte aligned scratch (free() releases it): x rows and widened w
+ * whose vector loads split no cache lines. */
+void *wk__dotmm_alloc(size_t bytes);
 /* The block kernel of this CPU's ISA level (wk_cpu_isa). */
 wk_dotmm_block_fn wk__dotmm_pick(void);
 /* w rows [b, e) against all m rows of x on the calling thread, in blocks

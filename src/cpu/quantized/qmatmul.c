@@ -266,7 +266,9 @@ wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk
     bool quant = wk_dtype_is_quantized(wdt);
     const wk_qmm_kernels kern = wk__qmm_choose(wdt); /* every kernel choice below */
     float *out = xdt == WK_F32 ? dst : malloc(sizeof(float) * (size_t)(m * n));
-    float *X = malloc(sizeof(float) * (size_t)(m * (k ? k : 1)));
+    /* 64-byte aligned: the dot-form kernels' zmm loads of x then split no
+     * cache lines (30% of an f16 prefill when they did) */
+    float *X = wk__dotmm_alloc(sizeof(float) * (size_t)(m * (k ? k : 1)));
     uint8_t *A = NULL;
     wk_status st = WK_OK;
     if (!out || !X) {
