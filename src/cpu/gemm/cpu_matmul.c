@@ -5,13 +5,16 @@
  * system BLAS in a -DWICK_BLAS build), f16 / bf16 to the same loop nest with
  * their own packers (widened to f32 strip by strip; bf16 on vdpbf16ps where
  * the CPU has AVX512-BF16), f8 through f32 copies, each result rounded once.
- * f32 / f64 with n == 1 take the GEMV path (m == 1 stays on the GEMM: a row's
- * bits must not depend on M, issue 24); f16 / bf16 with m == 1 or n == 1 a
- * widening GEMV. */
+ * f32 products of the linear-layer shape (x . W^T: B's columns and A's rows
+ * contiguous along k) take the dot-form product (dotmm.h) at every M: a
+ * row's bits do not depend on M (issue 24) and decode reads W once. Other
+ * f32 / f64 products with n == 1 take the GEMV path (m == 1 stays on the
+ * GEMM); f16 / bf16 with m == 1 or n == 1 a widening GEMV. */
 #include "tensor/tensor.h"
 #include "cpu/memory/cpu_alloc.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise/cpu_convert.h"
+#include "cpu/gemm/dotmm.h"
 #include "cpu/gemm/gemm.h"
 #include "cpu/gemm/gemv_half.h"
 #include "cpu/runtime/threadpool.h"
@@ -23,6 +26,12 @@
  * invariance, issue 24), at a decode cost on f32 weights (the GEMV is
  * about 2.7x faster there); 0: the GEMV. */
 #define WK_MATMUL_ROW_INVARIANT 1
+/* 1 (the default): f32 products of the linear-layer shape (B a transposed
+ * view, unit stride along k in both operands) take the dot-form product
+ * for every M: batch invariant at GEMV speed for decode. 0: the GEMM. */
+#ifndef WK_MATMUL_DOT_FORM
+#define WK_MATMUL_DOT_FORM 1
+#endif
 
 /* Element offset of batch b for a layout whose last two dims are the matrix. */
 static int64_t batch_offset(const wk_layout *l, int64_t b) {
@@ -166,6 +175,16 @@ wk_status wk__cpu_matmul(wk_device *dev, const void *a, const wk_layout *la, con
     int64_t ars = la->stride[r - 2], acs = la->stride[r - 1], brs = lb->stride[r - 2], bcs = lb->stride[r - 1];
     int64_t nb = 1;
     for (int i = 0; i < r - 2; i++) nb *= la->shape[i];
+    if (dt == WK_F32 && !blas && WK_MATMUL_DOT_FORM && brs == 1 && acs == 1 && n > 1) {
+        /* the linear-layer shape, x . W^T with W's rows (B's columns) and
+         * x's rows contiguous along k: the dot-form product (dotmm.h) for
+         * every M, tiny ones included. A row's bits do not depend on M
+         * (batch invariance, issue 24) and decode reads W once, unpacked */
+        for (int64_t bi = 0; bi < nb; bi++)
+            (void)wk__dotmm(/* f32: no scratch, cannot fail */ m, n, k, (const float *)a + batch_offset(la, bi), ars, (const float *)b + batch_offset(lb, bi),
+                      bcs, WK_DOTMM_F32, (float *)dst + bi * m * n, n);
+        return WK_OK;
+    }
     if (m * n * k <= 512 && (dt == WK_F32 || dt == WK_F64)) {
         /* tiny products: packing costs more than the arithmetic */
         for (int64_t bi = 0; bi < nb; bi++) {

@@ -53,6 +53,12 @@ typedef void (*wk_qdot4_fn)(int64_t nb, const void *w, size_t wrs, const void *a
 
 /* f16 / bf16 weight row (k elements) with up to WK_QDOT_MR f32 rows of x
  * (xs elements apart): out[i * ldo] = sum_p x_i[p] * w[p]. */
+/* 1 (the default): wk_qmatmul / qmatmul_multi with f16 / bf16 weights run
+ * the dot-form product (cpu/gemm/dotmm.h) for every M: batch invariant at
+ * row-dot decode speed. 0: qmatmul.c's widened panels + f32 GEMM. */
+#ifndef WK_QMM_HALF_DOT_FORM
+#define WK_QMM_HALF_DOT_FORM 1
+#endif
 typedef void (*wk_hdot_fn)(int64_t k, const uint16_t *w, bool f16, const float *x, int64_t xs, int mr, float *out,
                            int64_t ldo);
 

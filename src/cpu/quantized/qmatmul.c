@@ -15,9 +15,12 @@
  * and q4_K / q5_K / q6_K its super-block twin, qmatmul_panel_k_avx512vnni.c.
  * Nothing is cached between calls: packed panels live for one call.
  *
- * f16/bf16 w: while WK_QMM_HALF_INVARIANT (the default) every M takes the
- * prefill path below (widened panels, f32 GEMM), so a row of x gets the
- * same bits whatever M (batch invariance, issue 24). Otherwise:
+ * f16/bf16 w: every M takes the dot-form product (cpu/gemm/dotmm.h: one
+ * fixed-order chain per output, w widened in registers), so a row of x
+ * gets the same bits whatever M (batch invariance, issue 24) and decode
+ * reads the weights once. WK_QMM_HALF_DOT_FORM 0 (qdot.h): every M takes
+ * the widened panels + f32 GEMM instead (invariant, slow decode).
+ * WK_QMM_HALF_INVARIANT 0 as well:
  * decode dots each weight row with the f32 rows of x, widening
  * in registers (on AVX-512, M = 1 takes four weight rows per pass over x,
  * qmatmul_half_avx512.c; x stays f32, so the result keeps f32 accuracy);
@@ -26,6 +29,7 @@
  * and the bf16 GEMM reads the weights as they are (twice the speed). */
 #include "tensor/tensor.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/gemm/dotmm.h"
 #include "cpu/gemm/gemm.h"
 #include "cpu/quantized/qdot.h"
 #include "cpu/quantized/qmatmul_half.h"
@@ -262,7 +266,9 @@ wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk
     bool quant = wk_dtype_is_quantized(wdt);
     const wk_qmm_kernels kern = wk__qmm_choose(wdt); /* every kernel choice below */
     float *out = xdt == WK_F32 ? dst : malloc(sizeof(float) * (size_t)(m * n));
-    float *X = malloc(sizeof(float) * (size_t)(m * (k ? k : 1)));
+    /* 64-byte aligned: the dot-form kernels' zmm loads of x then split no
+     * cache lines (30% of an f16 prefill when they did) */
+    float *X = wk__dotmm_alloc(sizeof(float) * (size_t)(m * (k ? k : 1)));
     uint8_t *A = NULL;
     wk_status st = WK_OK;
     if (!out || !X) {
@@ -307,7 +313,12 @@ wk_status wk__cpu_qmatmul(wk_device *dev, const void *x, const wk_layout *lx, wk
          * order that depends only on k). The row dot (hdot) of a small M
          * and the bf16 GEMM (x rounded to bf16) would give a row other bits
          * than the same row inside a prefill. */
-        if (WK_QMM_HALF_INVARIANT && k > 0) {
+        if (WK_QMM_HALF_DOT_FORM && WK_QMM_HALF_INVARIANT && k > 0) {
+            if (!wk__dotmm(m, n, k, X, k, h.w, h.wrs, wdt == WK_F16 ? WK_DOTMM_F16 : WK_DOTMM_BF16, out, n)) {
+                st = wk__err(WK_ERR_OOM, op, "cannot allocate a widened weight block (%lld floats)", (long long)k);
+                goto done;
+            }
+        } else if (WK_QMM_HALF_INVARIANT && k > 0) {
             st = half_prefill(&h);
             if (st != WK_OK) {
                 wk__err(st, op, "cannot allocate the widened weight panel (%lld x %lld floats)",

@@ -12,15 +12,17 @@
  * Same values as qmatmul (cpu/quantized/qmatmul.c) bit for bit: the same
  * kernel choice (wk__qmm_choose), the same partner quantization of x and
  * the same loop over weight rows (wk__qmm_rows, qmatmul's own; f16 / bf16:
- * hmm_slice's per-row dot); a dot does not depend on which thread or slice
- * runs it. Prefill (M >= 16) takes
+ * the dot-form product's wk__dotmm_range, at every M); a dot does not
+ * depend on which thread or slice runs it. Block weights' prefill (M >= 16) takes
  * qmatmul's panel GEMMs per weight instead and copies each result into its
  * columns: there the per-call cost is small against the GEMM. */
 #include "cpu/quantized/qmatmul_multi.h"
 #include "tensor/tensor.h"
+#include "cpu/gemm/dotmm.h"
 #include "cpu/quantized/qdot.h"
 #include "cpu/runtime/threadpool.h"
 #include "cpu/vmath/vmath.h"
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,29 +40,28 @@ typedef struct {
     size_t as;
     const float *X; /* f32 rows of x (half weights) */
     float *out;     /* (m, ntot) */
+    wk_dotmm_block_fn dfn; /* f16 / bf16 weights: qmatmul's dot-form kernel */
+    wk_dotmm_wtype dwt;
+    atomic_bool oom;
 } multi_ctx;
 
 /* Global columns [b, e) of weight i (local rows lb .. le-1): block weights
  * through qmatmul's own loop (wk__qmm_rows), f16 / bf16 through the same
  * per-row dot as qmatmul.c's hmm_slice. */
-static void run_rows(const multi_ctx *c, int i, int64_t lb, int64_t le) {
+static void run_rows(multi_ctx *c, int i, int64_t lb, int64_t le) {
     float *o0 = c->out + c->off[i];
     if (c->kern.qdot) {
         wk__qmm_rows(&c->kern, c->nb, c->w[i], c->wrs[i], c->A, c->as, c->m, lb, le, o0, c->ntot);
         return;
     }
-    for (int64_t m0 = 0; m0 < c->m; m0 += WK_QDOT_MR) {
-        int mr = (int)(c->m - m0 < WK_QDOT_MR ? c->m - m0 : WK_QDOT_MR);
-        const float *x = c->X + m0 * c->k;
-        for (int64_t j = lb; j < le; j++)
-            c->kern.hdot(c->k, (const uint16_t *)(c->w[i] + (size_t)j * c->wrs[i]), c->f16, x, c->k, mr,
-                         o0 + m0 * c->ntot + j, c->ntot);
-    }
+    if (!wk__dotmm_range(c->dfn, c->m, c->k, c->X, c->k, c->w[i], (int64_t)(c->wrs[i] / sizeof(uint16_t)), c->dwt,
+                         lb, le, o0, c->ntot))
+        atomic_store(&c->oom, true);
 }
 
 static void multi_slice(void *vc, int64_t b, int64_t e, int tid) {
     (void)tid;
-    const multi_ctx *c = vc;
+    multi_ctx *c = vc;
     for (int i = 0; i < c->nw; i++) {
         int64_t lo = b > c->off[i] ? b : c->off[i], hi = e < c->off[i + 1] ? e : c->off[i + 1];
         if (lo < hi) run_rows(c, i, lo - c->off[i], hi - c->off[i]);
@@ -100,14 +101,16 @@ wk_status wk__cpu_qmatmul_multi(wk_device *dev, const void *x, const wk_layout *
     for (int i = 0; i < r - 1; i++) m *= lx->shape[i];
     for (int i = 0; i < nw; i++) ntot += lw[i].shape[0];
     if (m == 0 || ntot == 0) return WK_OK;
-    /* f16 / bf16: qmatmul's one path for every M (batch invariance) */
-    if (m >= MM_PREFILL || nw == 1 || !wk_dtype_is_quantized(wdt))
+    /* block weights at prefill: qmatmul's panel GEMMs per weight. f16 /
+     * bf16: qmatmul's dot-form product for every M, here in one region */
+    if (nw == 1 || (m >= MM_PREFILL && wk_dtype_is_quantized(wdt)) || (!wk_dtype_is_quantized(wdt) && !WK_QMM_HALF_DOT_FORM))
         return by_weight(dev, x, lx, xdt, nw, w, lw, wdt, dst, m, ntot);
 
     const wk_dtype_info *wi = wk_dtype_info_of(wdt);
     bool quant = wk_dtype_is_quantized(wdt);
     const wk_qmm_kernels kern = wk__qmm_choose(wdt);
-    multi_ctx c = {.nw = nw, .m = m, .k = k, .ntot = ntot, .kern = kern, .f16 = wdt == WK_F16};
+    multi_ctx c = {.nw = nw, .m = m, .k = k, .ntot = ntot, .kern = kern, .f16 = wdt == WK_F16,
+                   .dfn = quant ? NULL : wk__dotmm_pick(), .dwt = wdt == WK_F16 ? WK_DOTMM_F16 : WK_DOTMM_BF16};
     for (int i = 0; i < nw; i++) {
         c.off[i + 1] = c.off[i] + lw[i].shape[0];
         if (quant) {
@@ -119,14 +122,17 @@ wk_status wk__cpu_qmatmul_multi(wk_device *dev, const void *x, const wk_layout *
         }
     }
     float *out = xdt == WK_F32 ? dst : malloc(sizeof(float) * (size_t)(m * ntot));
-    float *X = malloc(sizeof(float) * (size_t)(m * (k ? k : 1)));
+    /* 64-byte aligned: the dot-form kernels' zmm loads of x then split no
+     * cache lines (30% of an f16 prefill when they did) */
+    float *X = wk__dotmm_alloc(sizeof(float) * (size_t)(m * (k ? k : 1)));
     uint8_t *A = NULL;
     wk_status st = WK_OK;
     if (!out || !X) {
         st = wk__err(WK_ERR_OOM, op, "cannot allocate %lld x %lld floats of scratch", (long long)m, (long long)k);
         goto done;
     }
-    /* M < 16 rows of at most a few thousand: no region for these */
+    /* M < 16 rows of at most a few thousand: no region for these (f16 /
+     * bf16 prefills gather serially too: a small part of their product) */
     for (int64_t row = 0; row < m; row++) wk__qmm_gather_row(x, lx, xdt, k, row, X + row * k);
     if (quant) {
         wk_qact_kind kind = wk__qact_kind(wdt);
@@ -149,6 +155,10 @@ wk_status wk__cpu_qmatmul_multi(wk_device *dev, const void *x, const wk_layout *
     c.out = out;
     /* the threshold and slice size of qmatmul's decode region, over all rows */
     wk__parallel_for(ntot, 16, ntot * k * m >= (1 << 17) ? 0 : INT64_MAX, multi_slice, &c);
+    if (atomic_load(&c.oom)) {
+        st = wk__err(WK_ERR_OOM, op, "cannot allocate a widened weight block (%lld floats)", (long long)k);
+        goto done;
+    }
     if (xdt == WK_F16) wk__vcvt_f32_to_f16(dst, out, m * ntot);
     else if (xdt == WK_BF16) wk__vcvt_f32_to_bf16(dst, out, m * ntot);
 done:
