@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "byte_bpe_testutil.h"
 
 static wk_grammar *gbnf(const char *s) {
     wk_grammar *g = wk_grammar_from_gbnf(s, strlen(s), NULL);
@@ -212,19 +213,6 @@ static void gbnf_hostile(void **state) {
 
 /* ---- masks over a hand-made vocabulary ---- */
 
-/* GPT-2's byte-level char of byte b, JSON-escaped. */
-static size_t put_byte_char(char *s, unsigned b) {
-    unsigned cp = b;
-    if (!((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE))) {
-        unsigned k = 0;
-        for (unsigned x = 0; x < b; x++)
-            if (!((x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE))) k++;
-        cp = 256 + k;
-    }
-    if (cp == '"' || cp == '\\') return (size_t)sprintf(s, "\\%c", (char)cp);
-    if (cp < 0x80) return (size_t)sprintf(s, "%c", (char)cp);
-    return (size_t)sprintf(s, "%c%c", (char)(0xC0 | (cp >> 6)), (char)(0x80 | (cp & 0x3F)));
-}
 
 /* Multi-byte tokens of the small vocabulary (raw bytes). */
 static const char *const PIECES[] = {

@@ -28,6 +28,7 @@
 #include <unistd.h>
 #include "text/tok_internal.h"
 #include "wick/wick.h"
+#include "byte_bpe_testutil.h"
 
 static const char *const LONG_WORDS[3] = {
     "Supercalifragilisticexpialidociousnessfulnesslessnessishnessly",
@@ -112,19 +113,6 @@ static void test_bpe_long_words_llama_vocabs(void **state) {
     }
 }
 
-/* GPT-2's byte-level char of byte b, JSON-escaped, appended to s. */
-static size_t put_byte_char(char *s, unsigned b) {
-    unsigned cp = b;
-    if (!((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE))) {
-        unsigned k = 0;
-        for (unsigned x = 0; x < b; x++)
-            if (!((x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE))) k++;
-        cp = 256 + k;
-    }
-    if (cp == '"' || cp == '\\') return (size_t)sprintf(s, "\\%c", (char)cp);
-    if (cp < 0x80) return (size_t)sprintf(s, "%c", (char)cp);
-    return (size_t)sprintf(s, "%c%c", (char)(0xC0 | (cp >> 6)), (char)(0x80 | (cp & 0x3F)));
-}
 
 /* Bytes 0..255, then 256 "ab", 257 "abab", 258 "aba", 259 "ba"; merges in
  * rank order "a b", "ab ab", "ab a", "b a". On "abab...ab" (64 bytes) the
