@@ -56,6 +56,7 @@ FLOORS = [
     ('nn', {'nn'}),              # fused-op composites and the layer kit
     ('files', {'io'}),           # safetensors, GGUF, npy, JSON
     ('text', {'text'}),          # tokenizers
+    ('dist', {'dist'}),          # communicators and collectives (MPI, NCCL), their tracked forms
     ('top', {'train', 'model'}), # training; model architectures and generation
     ('serve', {'serve'}),        # the serving engine (scheduler, paged batches) and its HTTP front
 ]
@@ -72,6 +73,7 @@ PUBLIC_FLOORS = {
     'layers.h': 'nn',
     'gguf.h': 'files', 'safetensors.h': 'files', 'imatrix.h': 'files',
     'tokenizer.h': 'text', 'chat.h': 'text', 'grammar.h': 'text',
+    'dist.h': 'dist',
     'train.h': 'top', 'lm.h': 'top', 'generate.h': 'top', 'bert.h': 'top',
     'serve.h': 'serve',
     'all.h': 'serve',

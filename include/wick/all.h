@@ -13,6 +13,7 @@
 #include "wick/imatrix.h"
 #include "wick/safetensors.h"
 #include "wick/tokenizer.h"
+#include "wick/dist.h"
 #include "wick/chat.h"
 #include "wick/train.h"
 #include "wick/lm.h"

@@ -54,6 +54,9 @@ bool       wk_is_leaf(const wk_tensor *t);
 wk_tensor *wk_detach(const wk_tensor *t);
 /* Keep this non-leaf's gradient in the stores backward passes fill. */
 wk_status  wk_retain_grad(wk_tensor *t);
+/* The identity backward's on_grad_ready reports for t: stable for t's
+ * lifetime; NULL when t is not tracked. */
+const void *wk_grad_key(const wk_tensor *t);
 /* The name of the op that recorded t ("wk_mul", ...), "leaf", or NULL. */
 const char *wk_grad_fn_name(const wk_tensor *t);
 
@@ -91,6 +94,17 @@ typedef struct wk_backward_opts {
     /* keep the gradient of every tracked tensor reached, not only of leaves
      * and wk_retain_grad tensors */
     bool all_grads;
+    /* Called on this thread as soon as a tensor's gradient for this pass is
+     * complete and stored in gs (each leaf, each wk_retain_grad tensor, and
+     * every tensor with all_grads), while the pass goes on with the rest of
+     * the graph: data-parallel training starts reducing gradients here
+     * (wk_ddp). key is wk_grad_key of that tensor; wk_grad(gs, t) then holds
+     * the gradient so far (this pass's plus what gs held before). The order
+     * of the calls depends only on the graph's structure, so ranks running
+     * the same graph see the same order. A status other than WK_OK stops
+     * the pass with it. NULL: no calls. */
+    wk_status (*on_grad_ready)(void *ctx, wk_grad_store *gs, const void *key);
+    void *on_grad_ready_ctx;
 } wk_backward_opts;
 
 /* Run backward from root into gs (gradients add to what gs already holds).

@@ -31,6 +31,7 @@
  * end: either header may be included first. */
 typedef struct wk_lm wk_lm;
 typedef struct wk_kv_cache wk_kv_cache;
+typedef struct wk_comm wk_comm; /* wick/dist.h */
 #include "wick/wick.h"
 #include "wick/tokenizer.h"
 
@@ -99,7 +100,37 @@ typedef struct wk_lm_load_opts {
     /* called with 0..1 while tensors are read (may be NULL) */
     void (*progress)(void *ctx, double fraction);
     void *progress_ctx;
+    /* Model parallelism over the ranks of comm (wick/dist.h); NULL, or a
+     * communicator of size 1: this process holds the whole model. Every rank
+     * loads the same path with the same options, then runs the same
+     * forwards (same ids, same caches' histories) in step; each gets the
+     * full logits, bit-identical on every rank, so samplers seeded alike
+     * pick the same tokens. See WK_LM_TENSOR_PARALLEL / _PIPELINE_PARALLEL. */
+    wk_comm *comm;
+    int parallel;       /* WK_LM_TENSOR_PARALLEL (0, the default) or WK_LM_PIPELINE_PARALLEL */
+    /* pipeline parallel: prompt positions per micro-batch of a prefill
+     * (rank r runs micro-batch i while rank r+1 runs i-1); <= 0: 32 */
+    int64_t pp_microbatch;
 } wk_lm_load_opts;
+
+/* Tensor parallel (Megatron-style): rank r holds its share of every layer's
+ * attention heads (q, k, v rows of its KV-head groups: column-parallel)
+ * and of the FFN's columns (gate, up rows), and the matching columns of o
+ * and down (row-parallel, one all_reduce after each), plus its share of the
+ * vocabulary's rows of the token table (lookups all_reduced) and of the
+ * lm head (logits all_gathered). Shards are contiguous ranges split as
+ * evenly as the granularity allows: KV heads (each with its query group)
+ * across ranks, FFN columns and vocabulary rows at quantized-block
+ * boundaries (256 or 32 elements); a model must have n_kv_heads >= ranks
+ * (and as many FFN blocks and vocabulary rows), else WK_ERR_ARG naming what
+ * does not split. Each rank reads only its own shard's bytes from the file.
+ * Pipeline parallel: rank r holds a contiguous range of layers (rank 0 also
+ * the token table, the last rank the final norm and lm head), activations
+ * pass down the ranks, the last rank's logits are broadcast; any model with
+ * n_layers >= ranks. KV caches (wk_kv_cache_new) then hold this rank's heads
+ * (TP) or layers (PP) only; the paged pool and the serving engine are
+ * single-process (WK_ERR_ARG on a parallel model). */
+enum { WK_LM_TENSOR_PARALLEL = 0, WK_LM_PIPELINE_PARALLEL = 1 };
 
 /* path: a .gguf file or an HF directory; opts NULL: defaults. */
 wk_lm *wk_lm_load(const char *path, const wk_lm_load_opts *opts);

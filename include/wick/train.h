@@ -11,6 +11,7 @@
 #define WICK_TRAIN_H
 #include "wick/autograd.h"
 #include "wick/layers.h"
+#include "wick/dist.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -129,6 +130,43 @@ wk_status wk_checkpoint_save(const char *path, const char *const *names, wk_tens
  * state (opt must have been made over the same params in the same order). */
 wk_status wk_checkpoint_load(const char *path, const char *const *names, wk_tensor *const *params, int n,
                              wk_optimizer *opt);
+
+/* ------------------------------------------- data-parallel training
+ * torch's DistributedDataParallel for wick: each rank runs the same model
+ * on its own shard of every global batch; gradients are averaged over the
+ * ranks in buckets while backward is still running (wk_backward_opts'
+ * on_grad_ready hook starts each bucket's asynchronous all_reduce as soon
+ * as its last gradient is ready), so after wk_ddp_backward every rank holds
+ * the same averaged gradients, and the same optimizer step keeps the
+ * parameters identical. With equal shards the result is the one-process
+ * run over the global batch (to rounding: the sum's order differs).
+ *
+ *   wk_ddp *d = wk_ddp_new(comm, params, n, NULL);   // broadcasts rank 0's values
+ *   loop: loss = model(my shard); wk_ddp_backward(d, loss, gs, NULL);
+ *         wk_optimizer_step(opt, gs); wk_grad_store_zero(gs);
+ */
+typedef struct wk_ddp wk_ddp;
+typedef struct wk_ddp_opts {
+    double bucket_mb;   /* bytes of gradients per all_reduce bucket, in MiB; <= 0: 25 (torch's default) */
+    bool sum;           /* sum the gradients instead of averaging them (default false: average) */
+} wk_ddp_opts;
+/* Over n parameters (tracked float leaves, contiguous, the same shapes and
+ * order on every rank); overwrites them with rank 0's values (collective:
+ * every rank calls it). Buckets take the parameters in reverse order (the
+ * order backward usually finishes them). */
+wk_ddp   *wk_ddp_new(wk_comm *c, wk_tensor *const *params, int n, const wk_ddp_opts *o);
+void      wk_ddp_free(wk_ddp *d);
+/* wk_backward(loss, gs, opts) with the bucketed gradient all_reduce; when it
+ * returns, gs holds the reduced gradient of every parameter (a parameter no
+ * rank's graph reached keeps none; one that some ranks reached gets zeros
+ * from the others). opts' own on_grad_ready, if any, is still called. */
+wk_status wk_ddp_backward(wk_ddp *d, const wk_tensor *loss, wk_grad_store *gs, const wk_backward_opts *opts);
+/* Checkpoints from rank 0: save writes the file on rank 0 only (then all
+ * ranks meet at a barrier); load reads it on rank 0 and broadcasts the
+ * values (and the optimizer's state when opt is not NULL) to every rank. */
+wk_status wk_ddp_checkpoint_save(wk_ddp *d, const char *path, const char *const *names, const wk_optimizer *opt);
+wk_status wk_ddp_checkpoint_load(wk_ddp *d, const char *path, const char *const *names, wk_optimizer *opt);
+wk_comm  *wk_ddp_comm(const wk_ddp *d);
 
 #ifdef __cplusplus
 }

@@ -48,7 +48,8 @@ typedef enum wk_status {
     WK_ERR_FORMAT,         /* file content is malformed or hostile           */
     WK_ERR_DIV_ZERO,       /* integer division by zero                       */
     WK_ERR_INTERNAL,       /* an internal invariant failed (a wick bug)      */
-    WK_ERR_BUSY            /* a bounded resource is full (a server's queue, a KV pool): retry later */
+    WK_ERR_BUSY,           /* a bounded resource is full (a server's queue, a KV pool): retry later */
+    WK_ERR_COMM            /* a peer process failed, vanished or timed out (wick/dist.h) */
 } wk_status;
 
 /* The error state is per thread and explicit (errno-like):

@@ -4,7 +4,7 @@
 #include "py_base.h"
 
 static PyObject *g_base;
-static PyObject *g_by_status[WK_ERR_BUSY + 1];
+static PyObject *g_by_status[WK_ERR_COMM + 1];
 
 static const struct {
     wk_status st;
@@ -23,6 +23,7 @@ static const struct {
     {WK_ERR_DIV_ZERO, "DivZeroError", &PyExc_ZeroDivisionError},
     {WK_ERR_INTERNAL, "InternalError", &PyExc_RuntimeError},
     {WK_ERR_BUSY, "BusyError", &PyExc_RuntimeError},
+    {WK_ERR_COMM, "CommError", &PyExc_RuntimeError},
 };
 
 int wkpy_errors_init(PyObject *m) {
@@ -45,7 +46,7 @@ PyObject *wkpy_raise(void) {
     if (PyErr_Occurred()) return NULL; /* a Python error came first (a conversion) */
     wk_status st = wk_last_status();
     const char *msg = wk_last_error();
-    PyObject *cls = (st > WK_OK && st <= WK_ERR_BUSY && g_by_status[st]) ? g_by_status[st] : g_base;
+    PyObject *cls = (st > WK_OK && st <= WK_ERR_COMM && g_by_status[st]) ? g_by_status[st] : g_base;
     PyErr_SetString(cls, msg && *msg ? msg : "wick: unknown error");
     wk_clear_error();
     return NULL;
@@ -57,5 +58,5 @@ int wkpy_raise_int(void) {
 }
 
 PyObject *wkpy_error_class(wk_status st) {
-    return (st > WK_OK && st <= WK_ERR_BUSY && g_by_status[st]) ? g_by_status[st] : g_base;
+    return (st > WK_OK && st <= WK_ERR_COMM && g_by_status[st]) ? g_by_status[st] : g_base;
 }

@@ -21,6 +21,12 @@ wk_status wk__err(wk_status s, const char *op, const char *fmt, ...) {
     return s;
 }
 
+wk_status wk__err_restore(wk_status s, const char *msg) {
+    tl_status = s;
+    snprintf(tl_msg, sizeof tl_msg, "%s", msg ? msg : "");
+    return s;
+}
+
 void wk__err_null_input(const char *op) {
     if (tl_status == WK_OK) wk__err(WK_ERR_ARG, op, "NULL tensor argument");
 }
@@ -49,6 +55,7 @@ const char *wk_status_name(wk_status s) {
     case WK_ERR_DIV_ZERO: return "division by zero";
     case WK_ERR_INTERNAL: return "internal error";
     case WK_ERR_BUSY: return "busy";
+    case WK_ERR_COMM: return "comm";
     }
     return "unknown status";
 }

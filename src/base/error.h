@@ -17,6 +17,9 @@ wk_status wk__err(wk_status s, const char *op, const char *fmt, ...) WK_PRINTF(3
  * the last wk_clear_error: successes do not clear); used when a NULL input
  * arrives, so the error that produced the NULL, the FIRST cause, is kept. */
 void wk__err_null_input(const char *op);
+/* Set the state to a status and a whole message recorded elsewhere (an
+ * error carried from another thread, e.g. a communicator's progress thread). */
+wk_status wk__err_restore(wk_status s, const char *msg);
 /* True if a call on this thread failed and wk_clear_error was not called since. */
 bool wk__err_pending(void);
 

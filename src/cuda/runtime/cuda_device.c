@@ -468,7 +468,7 @@ wk_status wk__cuda_flag_status(const char *wait_op, const char *dev_name, int32_
                        (long long)rec->id, (int)rec->dim, (long long)rec->size, (unsigned long long)rec->pos, dev_name,
                        wait_op);
     if (v == 0) return WK_OK;
-    wk_status st = (v > 0 && v <= (int32_t)WK_ERR_BUSY) ? (wk_status)v : WK_ERR_INTERNAL;
+    wk_status st = (v > 0 && v <= (int32_t)WK_ERR_COMM) ? (wk_status)v : WK_ERR_INTERNAL;
     return wk__err(st, wait_op,
                    "an op queued earlier on %s failed on the device: %s (kernels report errors when the stream "
                    "is next waited for)",
