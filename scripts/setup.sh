@@ -6,7 +6,7 @@
 set -euo pipefail
 pkgs=(cmake make curl gcc clang pkg-config zlib1g-dev libcmocka-dev libclang-rt-14-dev
       python3 python3-dev python3-venv python3-pytest python3-numpy python3-torch python3-sklearn
-      libopenblas-dev libblis-dev ccache libmicrohttpd-dev)
+      libopenblas-dev libblis-dev ccache libmicrohttpd-dev libopenmpi-dev openmpi-bin iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
