@@ -71,7 +71,8 @@ static void report_mem(wk_comm *w, const char *when) {
     float *v = malloc(sizeof(float) * 2 * (size_t)n);
     if (all && v && wk_to_host_f32(all, v, 2 * (size_t)n) == WK_OK && wk_comm_rank(w) == 0)
         for (int r = 0; r < n; r++)
-            printf("  rank %d %-10s VmRSS %7.1f MiB  VmHWM %7.1f MiB\n", r, when, (double)v[2 * r], (double)v[2 * r + 1]);
+            printf("  rank %d %-10s VmRSS %7.1f MiB  VmHWM %7.1f MiB\n", r, when, (double)v[2 * r],
+                   (double)v[2 * r + 1]);
     free(v);
     wk_tensor_free(all);
     wk_tensor_free(t);

@@ -14,15 +14,17 @@ static const char *OP = "wk_lm_load";
 wk_status wk__lm_pp_setup(wk_lm *m, const wk_lm_load_opts *o, const char *path) {
     if (!o->comm) return WK_OK;
     if (o->parallel != WK_LM_TENSOR_PARALLEL && o->parallel != WK_LM_PIPELINE_PARALLEL)
-        return wk__err(WK_ERR_ARG, OP, "parallel = %d is neither WK_LM_TENSOR_PARALLEL (0) nor WK_LM_PIPELINE_PARALLEL (1)",
+        return wk__err(WK_ERR_ARG, OP,
+                       "parallel = %d is neither WK_LM_TENSOR_PARALLEL (0) nor WK_LM_PIPELINE_PARALLEL (1)",
                        o->parallel);
     int size = wk_comm_size(o->comm), rank = wk_comm_rank(o->comm);
     if (o->parallel != WK_LM_PIPELINE_PARALLEL || size == 1) return WK_OK;
     if (!wk_comm_ok(o->comm)) return wk__err(WK_ERR_COMM, OP, "the communicator is broken by an earlier error");
     int64_t L = m->cfg.n_layers;
     if (L < size)
-        return wk__err(WK_ERR_ARG, OP, "%s: %lld layers cannot be split over %d pipeline ranks (each needs at least one)",
-                       path, (long long)L, size);
+        return wk__err(WK_ERR_ARG, OP,
+                       "%s: %lld layers cannot be split over %d pipeline ranks (each needs at least one)", path,
+                       (long long)L, size);
     wk__lm_pp *pp = calloc(1, sizeof *pp);
     if (!pp) return wk__err(WK_ERR_OOM, OP, "cannot allocate the pipeline state");
     int64_t base = L / size, extra = L % size;
