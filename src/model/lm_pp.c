@@ -10,7 +10,9 @@
  * its pieces in order, each over the cache its earlier pieces filled
  * (causal attention over the cache makes the chunked pass the same
  * arithmetic). Sends are asynchronous (the communicator's progress thread),
- * so rank r computes micro-batch i+1 while rank r+1 runs i. */
+ * so rank r computes micro-batch i+1 while rank r+1 runs i. The
+ * messages make a PP model's forwards a sequence every rank issues in the
+ * same order: one forward at a time per model (not per cache). */
 #include "model/lm_internal.h"
 #include "wick/dist.h"
 #include "base/error.h"
