@@ -132,9 +132,10 @@ typedef struct wk_lm_load_opts {
  * are checked alike on every rank before any message (a refused forward is
  * refused everywhere); a failure on one rank mid-pass reaches the others
  * as WK_ERR_COMM after the communicator's timeout (the communicator is then
- * broken). KV caches (wk_kv_cache_new) then hold this rank's heads
- * (TP) or layers (PP) only; the paged pool and the serving engine are
- * single-process (WK_ERR_ARG on a parallel model). */
+ * broken); its forwards run one at a time (their messages are one
+ * sequence), not one per cache. KV caches (wk_kv_cache_new) then hold
+ * this rank's heads (TP) or layers (PP) only; the paged pool and the
+ * serving engine are single-process (WK_ERR_ARG on a parallel model). */
 enum { WK_LM_TENSOR_PARALLEL = 0, WK_LM_PIPELINE_PARALLEL = 1 };
 
 /* path: a .gguf file or an HF directory; opts NULL: defaults. */
