@@ -40,18 +40,23 @@ static inline void digits_model_free(digits_model *m) {
     wk_linear_free(&m->fc);
 }
 
-/* torch.nn's default init from the device generator seeded with seed. */
-static inline wk_status digits_model_init(digits_model *m, uint64_t seed, wk_device *dev) {
+/* torch.nn's default init from the device generator seeded with seed, in
+ * dtype dt (tests/test_mpi_ddp.c trains in f64). */
+static inline wk_status digits_model_init_dt(digits_model *m, uint64_t seed, wk_dtype dt, wk_device *dev) {
     wk_conv_params p = {.padding = 1};
     wk_status st = wk_device_set_seed(dev, seed);
-    if (st == WK_OK) st = wk_conv2d_layer_init(&m->conv1, 1, 16, 3, 3, &p, true, WK_F32, dev);
-    if (st == WK_OK) st = wk_conv2d_layer_init(&m->conv2, 16, 32, 3, 3, &p, true, WK_F32, dev);
-    if (st == WK_OK) st = wk_linear_init(&m->fc, 32 * 2 * 2, 10, true, WK_F32, dev);
+    if (st == WK_OK) st = wk_conv2d_layer_init(&m->conv1, 1, 16, 3, 3, &p, true, dt, dev);
+    if (st == WK_OK) st = wk_conv2d_layer_init(&m->conv2, 16, 32, 3, 3, &p, true, dt, dev);
+    if (st == WK_OK) st = wk_linear_init(&m->fc, 32 * 2 * 2, 10, true, dt, dev);
     if (st != WK_OK) return st;
     int n = wk_conv2d_layer_params(&m->conv1, m->params, DIGITS_NPARAMS);
     n += wk_conv2d_layer_params(&m->conv2, m->params + n, DIGITS_NPARAMS - n);
     n += wk_linear_params(&m->fc, m->params + n, DIGITS_NPARAMS - n);
     return n == DIGITS_NPARAMS ? WK_OK : WK_ERR_ARG;
+}
+
+static inline wk_status digits_model_init(digits_model *m, uint64_t seed, wk_device *dev) {
+    return digits_model_init_dt(m, seed, WK_F32, dev);
 }
 
 /* result, after dropping the caller's reference to used: the forward frees
