@@ -174,9 +174,10 @@ static inline void char_batch(const unsigned char *text, int64_t len, int64_t B,
 }
 
 /* One step: forward, mean cross-entropy over the B * T positions, backward
- * into gs (zeroed first), optimizer step; *loss gets the loss. */
-static inline wk_status char_train_step(const char_model *m, wk_optimizer *opt, wk_grad_store *gs, const int64_t *x,
-                                 const int64_t *y, int64_t B, double *loss) {
+ * into gs (zeroed first; with ddp not NULL, wk_ddp_backward: averaged over
+ * the ranks), optimizer step; *loss gets the loss of these B rows. */
+static inline wk_status char_train_step_ddp(const char_model *m, wk_optimizer *opt, wk_grad_store *gs, wk_ddp *ddp,
+                                           const int64_t *x, const int64_t *y, int64_t B, double *loss) {
     int64_t T = m->cfg.ctx, s[2] = {B, T}, n = B * T;
     wk_device *dev = wk_tensor_device(m->head.weight);
     wk_scope_begin();
@@ -188,11 +189,16 @@ static inline wk_status char_train_step(const char_model *m, wk_optimizer *opt, 
     wk_tensor_free(lf);
     wk_tensor_free(logits);
     wk_grad_store_zero(gs);
-    wk_status st = l ? wk_backward(l, gs, NULL) : WK_ERR_ARG;
+    wk_status st = !l ? WK_ERR_ARG : ddp ? wk_ddp_backward(ddp, l, gs, NULL) : wk_backward(l, gs, NULL);
     if (st == WK_OK) st = wk_item(l, loss);
     if (st == WK_OK && opt) st = wk_optimizer_step(opt, gs);
     wk_scope_end();
     return st;
+}
+
+static inline wk_status char_train_step(const char_model *m, wk_optimizer *opt, wk_grad_store *gs, const int64_t *x,
+                                 const int64_t *y, int64_t B, double *loss) {
+    return char_train_step_ddp(m, opt, gs, NULL, x, y, B, loss);
 }
 
 /* The text, checked to be 7-bit (CHAR_VOCAB); NULL on error. */
