@@ -119,8 +119,8 @@ static void test_ddp_digits(void **state) {
     assert_int_equal(st.buckets, (int64_t)STEPS * wk__ddp_bucket_count(d));
     assert_int_equal(st.started_in_pass, st.buckets);
     if (R == 0)
-        printf("digits: %d ranks, %d buckets, loss %.6f (ref %.6f), accuracy %.4f, max |ddp - ref| %.3g\n", N,
-               wk__ddp_bucket_count(d), lddp, lref, addp, worst_diff);
+        printf("digits: %d ranks, %d buckets (%lld of %lld all_reduces done before backward ended), loss %.6f (ref %.6f), accuracy %.4f, max |ddp - ref| %.3g\n", N,
+               wk__ddp_bucket_count(d), (long long)st.done_in_pass, (long long)st.buckets, lddp, lref, addp, worst_diff);
 
     /* checkpoint: save on rank 0, scramble everywhere, load -> the saved values and state */
     char path[256];
@@ -235,9 +235,9 @@ static void test_ddp_char(void **state) {
     assert_true(wk__ddp_bucket_count(d) > 1);
     assert_int_equal(st.started_in_pass, st.buckets);
     if (R == 0)
-        printf("char: %d ranks, %d params, %d buckets, loss %.4f -> %.4f (ddp shard %.4f), final %.9f vs %.9f, "
+        printf("char: %d ranks, %d params, %d buckets (%lld of %lld all_reduces done before backward ended), loss %.4f -> %.4f (ddp shard %.4f), final %.9f vs %.9f, "
                "max |ddp - ref| %.3g\n",
-               N, m.nparams, wk__ddp_bucket_count(d), first, lref, lddp, fr, fd, worst);
+               N, m.nparams, wk__ddp_bucket_count(d), (long long)st.done_in_pass, (long long)st.buckets, first, lref, lddp, fr, fd, worst);
     wk_grad_store_free(gr);
     wk_grad_store_free(gs);
     wk_optimizer_free(oref);

@@ -332,6 +332,8 @@ wk_status wk_ddp_backward(wk_ddp *d, const wk_tensor *loss, wk_grad_store *gs, c
     bo.on_grad_ready = on_ready;
     bo.on_grad_ready_ctx = d;
     wk_status st = wk_backward(loss, gs, &bo);
+    for (int j = 0; j < d->nb; j++)
+        if (d->b[j].work && wk_dist_test(d->b[j].work)) d->stats.done_in_pass++;
     /* the rest in the fixed order, even after a failed pass: the other
      * ranks are in these collectives too */
     wk_status fl = WK_OK;

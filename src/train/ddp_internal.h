@@ -9,6 +9,7 @@
 typedef struct wk__ddp_stats {
     int64_t buckets;          /* all_reduces started, over every wk_ddp_backward so far */
     int64_t started_in_pass;  /* ... of which from the backward hook, before the pass ended */
+    int64_t done_in_pass;     /* ... of which had already completed when the pass ended (overlap seen) */
 } wk__ddp_stats;
 
 void wk__ddp_get_stats(const wk_ddp *d, wk__ddp_stats *s);
