@@ -1,11 +1,13 @@
 /* The differentiable collectives (wick/dist.h): a column-parallel then
  * row-parallel MLP split over the ranks gives the unsplit MLP's loss and
  * gradients (f64, 1e-12), and each tracked collective's gradient against
- * its closed form, uneven all_gather sizes included. Runs as the singleton
+ * its closed form and against central differences taken across the
+ * ranks, uneven all_gather sizes included. Runs as the singleton
  * and under mpirun with 2 and 3 ranks. */
 #include "testutil.h"
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include "wick/dist.h"
 
 static wk_comm *W;
@@ -153,6 +155,76 @@ static void test_region_grads(void **state) {
     wk_scope_end();
 }
 
+/* Central differences across the ranks: every rank runs the forward with
+ * one element of rank k's input moved by +-h, and the loss (the same on
+ * every rank: it is made global by the collective) gives the numeric
+ * derivative. The loss is replicated, so every rank's backward adds its
+ * copy's gradient: all_reduce and all_gather give N times the numeric one,
+ * reduce_from_region (identity backward) exactly it. */
+typedef wk_tensor *(*glob_fn)(const wk_tensor *x, const wk_tensor *w);
+
+static wk_tensor *f_all_reduce(const wk_tensor *x, const wk_tensor *w) {
+    return wk_sum_all(wk_mul(w, wk_sin(wk_dist_all_reduce_tracked(W, wk_mul(x, x)))));
+}
+static wk_tensor *f_all_gather(const wk_tensor *x, const wk_tensor *w) {
+    return wk_sum_all(wk_mul(w, wk_tanh(wk_dist_all_gather_tracked(W, wk_exp(x), 0))));
+}
+static wk_tensor *f_reduce_from(const wk_tensor *x, const wk_tensor *w) {
+    (void)w;
+    wk_tensor *r = wk_dist_reduce_from_region(W, wk_sin(x));
+    return wk_sum_all(wk_mul(r, r));
+}
+
+static void numeric_check(glob_fn f, int64_t rows, int64_t wrows, double factor) {
+    int R = wk_comm_rank(W), N = wk_comm_size(W);
+    wk_scope_begin();
+    int64_t s[2] = {rows, 2}, sw[2] = {wrows, 2};
+    double xv[64];
+    wk_tensor *x0 = TU_OK(tu_values(s, 2, WK_F64, 0.6, 0.05 * R));
+    TU_STATUS_OK(wk_to_host(x0, xv, sizeof(double) * (size_t)(rows * 2)));
+    wk_tensor *w = TU_OK(tu_values(sw, 2, WK_F64, 0.9, 0.1));
+    wk_tensor *x = leaf(x0);
+    wk_grad_store *gs = wk_grad_store_new();
+    TU_STATUS_OK(wk_backward(TU_OK(f(x, w)), gs, NULL));
+    double g[64];
+    TU_STATUS_OK(wk_to_host(wk_grad(gs, x), g, sizeof(double) * (size_t)(rows * 2)));
+    const double h = 1e-6;
+    for (int k = 0; k < N; k++) {
+        /* rank k's element count: every rank runs the same loop length */
+        int64_t nk = rows * 2, one = 1;
+        wk_tensor *nt = TU_OK(wk_broadcast(W, TU_OK(wk_full(&one, 1, (double)nk, WK_F64, wk_cpu())), k));
+        double nkd;
+        TU_STATUS_OK(wk_item(nt, &nkd));
+        for (int64_t e = 0; e < (int64_t)nkd; e++) {
+            double l[2];
+            for (int sgn = 0; sgn < 2; sgn++) {
+                double xp[64];
+                memcpy(xp, xv, sizeof(double) * (size_t)(rows * 2));
+                if (R == k) xp[e] += sgn ? -h : h;
+                wk_tensor *xt = TU_OK(wk_from_host(xp, sizeof(double) * (size_t)(rows * 2), s, 2, WK_F64, wk_cpu()));
+                TU_STATUS_OK(wk_item(TU_OK(f(xt, w)), &l[sgn]));
+            }
+            if (R == k) {
+                double num = (l[0] - l[1]) / (2 * h);
+                if (!(fabs(g[e] - factor * num) <= 1e-6 * (1 + fabs(g[e]))))
+                    fail_msg("rank %d element %lld: analytic %.10g, %g x numeric %.10g", R, (long long)e, g[e], factor,
+                             num);
+            }
+        }
+    }
+    wk_grad_store_free(gs);
+    wk_scope_end();
+}
+
+static void test_numeric(void **state) {
+    (void)state;
+    int R = wk_comm_rank(W), N = wk_comm_size(W);
+    numeric_check(f_all_reduce, 3, 3, N);
+    /* uneven rows: rank r holds r + 1 */
+    numeric_check(f_all_gather, R + 1, (int64_t)N * (N + 1) / 2, N);
+    numeric_check(f_reduce_from, 2, 2, 1.0);
+}
+
 int main(int argc, char **argv) {
     W = wk_comm_init_mpi(&argc, &argv, NULL);
     if (!W) {
@@ -164,6 +236,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_all_reduce_grad),
         cmocka_unit_test(test_all_gather_grad),
         cmocka_unit_test(test_region_grads),
+        cmocka_unit_test(test_numeric),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     wk_comm_free(W);

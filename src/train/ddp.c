@@ -246,6 +246,8 @@ wk_ddp *wk_ddp_new(wk_comm *c, wk_tensor *const *params, int n, const wk_ddp_opt
 static wk_status start_bucket(wk_ddp *d, int j, bool in_pass) {
     ddp_bucket *b = &d->b[j];
     wk_status st = WK_OK;
+    /* unrecorded even in a create_graph pass: the buffer is ours, not the graph's */
+    wk_no_grad_begin();
     wk_scope_begin();
     for (int k = 0; k < b->count && st == WK_OK; k++) {
         int i = d->order[b->first + k];
@@ -259,6 +261,7 @@ static wk_status start_bucket(wk_ddp *d, int j, bool in_pass) {
         if (st == WK_OK) st = wk_fill_(flag, g ? 1.0 : 0.0);
     }
     wk_scope_end();
+    wk_no_grad_end();
     if (st != WK_OK) return st;
     b->work = wk_all_reduce_async(d->c, b->flat, d->sum ? WK_DIST_SUM : WK_DIST_AVG);
     if (!b->work) return wk_last_status();
@@ -299,6 +302,7 @@ static wk_status finish_bucket(wk_ddp *d, int j) {
     b->work = NULL;
     if (!r) return wk_last_status();
     wk_status st = WK_OK;
+    wk_no_grad_begin();
     wk_scope_begin();
     double flags[b->count];
     wk_tensor *ft = wk_to_dtype(wk_narrow(r, 0, b->numel, b->count), WK_F64);
@@ -311,6 +315,7 @@ static wk_status finish_bucket(wk_ddp *d, int j) {
         st = g ? wk_grad_set(d->gs, p, g) : wk_last_status();
     }
     wk_scope_end();
+    wk_no_grad_end();
     wk_tensor_free(r);
     return st;
 }
