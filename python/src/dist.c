@@ -5,14 +5,15 @@
  *    collectives return new tensors (the Python layer copies them into the
  *    caller's tensors);
  *  - _Work: one pending asynchronous collective (wait / is_completed);
- *  - _DDPReducer: the gradient all-reduce of DistributedDataParallel, in
- *    buckets, run by the Tensor.backward its arm() arms (autograd.c's
- *    wkpy_next_backward hook).
+ *  - _DDPReducer: DistributedDataParallel's gradient all-reduce (a wk_ddp),
+ *    run by the Tensor.backward its arm() arms (autograd.c's
+ *    wkpy_next_backward hook) as wk_ddp_backward.
  * Every call that can wait for a peer releases the GIL: the peers may be
  * threads of this process (they are not in tests, but a Python thread
  * blocked in a collective must never stop the others). */
 #include "wkpy.h"
 #include "wick/dist.h"
+#include "wick/train.h"
 #include "base/error.h" /* wk__err: the reducer's own failures become wick errors */
 #include <string.h>
 
@@ -313,42 +314,32 @@ static PyTypeObject work_type = {
 };
 
 /* ------------------------------------------------------------ _DDPReducer
- * The parameters' gradients, averaged (or summed) over the ranks after the
- * armed backward pass: buckets of at most bucket_mb MiB of one dtype, the
- * parameters taken in reverse order (backward finishes the last layers
- * first), each bucket one flat all_reduce started as soon as it is packed,
- * so packing and reducing overlap on the communicator's progress thread.
- * A bucket also carries one flag per parameter (1 where this rank has a
- * gradient): a parameter no rank reached keeps no gradient, one that some
- * ranks reached gets zeros from the others (train.h's wk_ddp contract). */
-
-typedef struct {
-    int first, count; /* into order[] */
-    wk_dtype dt;
-} bucket;
+ * DistributedDataParallel's gradient reduction: one wk_ddp (train.h) over
+ * the module's parameters. arm() makes the next Tensor.backward run as
+ * wk_ddp_backward into the process-wide store, so each bucket's all_reduce
+ * starts while that backward still runs (the on_grad_ready hook). */
 
 typedef struct {
     PyObject_HEAD
-    PyObject *comm;   /* the _Comm */
-    PyObject *params; /* tuple of the Tensors */
-    wk_tensor **p;    /* borrowed from params' items */
-    int n, nbuckets;
-    int *order;       /* parameter indices, bucket by bucket */
-    bucket *b;
-    bool sum;
+    PyObject *comm;   /* the _Comm: alive as long as the wk_ddp that uses it */
+    PyObject *params; /* tuple of the Tensors (wk_ddp holds references of its own) */
+    wk_ddp *d;
 } reducer_obj;
 
 static PyTypeObject reducer_type;
 
 static void reducer_dealloc(reducer_obj *self) {
-    PyMem_Free(self->p);
-    PyMem_Free(self->order);
-    PyMem_Free(self->b);
+    if (self->d) {
+        wk_ddp *d = self->d;
+        Py_BEGIN_ALLOW_THREADS wk_ddp_free(d);
+        Py_END_ALLOW_THREADS
+    }
     Py_XDECREF(self->params);
     Py_XDECREF(self->comm);
     PyObject_Free(self);
 }
 
+/* Collective: overwrites the parameters with rank 0's values. */
 static PyObject *reducer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *names[] = {"comm", "params", "bucket_cap_mb", "sum", NULL};
     PyObject *comm, *params;
@@ -356,141 +347,47 @@ static PyObject *reducer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     int sum = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O|dp:_DDPReducer", names, &comm_type, &comm, &params, &mb, &sum))
         return NULL;
-    if (!(mb > 0)) mb = 25.0;
+    wk_comm *c = comm_of((comm_obj *)comm);
+    if (!c) return NULL;
     PyObject *ps = PySequence_Tuple(params);
     if (!ps) return NULL;
-    reducer_obj *self = (reducer_obj *)type->tp_alloc(type, 0);
+    Py_ssize_t n = PyTuple_GET_SIZE(ps);
+    wk_tensor **ts = PyMem_Calloc((size_t)n + 1, sizeof *ts);
+    reducer_obj *self = ts ? (reducer_obj *)type->tp_alloc(type, 0) : NULL;
     if (!self) {
+        PyMem_Free(ts);
         Py_DECREF(ps);
-        return NULL;
+        return ts ? NULL : PyErr_NoMemory();
     }
     self->comm = Py_NewRef(comm);
     self->params = ps;
-    self->sum = sum;
-    Py_ssize_t n = PyTuple_GET_SIZE(ps);
-    if (n > INT32_MAX / 2) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!(ts[i] = wkpy_tensor_arg(PyTuple_GET_ITEM(ps, i), "DistributedDataParallel", "parameter"))) goto fail;
+    if (n > INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "DistributedDataParallel: too many parameters");
         goto fail;
     }
-    self->n = (int)n;
-    self->p = PyMem_Calloc((size_t)n + 1, sizeof *self->p);
-    self->order = PyMem_Calloc((size_t)n + 1, sizeof *self->order);
-    self->b = PyMem_Calloc((size_t)n + 1, sizeof *self->b);
-    if (!self->p || !self->order || !self->b) {
-        PyErr_NoMemory();
+    wk_ddp_opts o = {.bucket_mb = mb, .sum = sum};
+    wk_ddp *d;
+    Py_BEGIN_ALLOW_THREADS d = wk_ddp_new(c, ts, (int)n, &o);
+    Py_END_ALLOW_THREADS
+    if (!(self->d = d)) {
+        wkpy_raise();
         goto fail;
     }
-    for (int i = 0; i < self->n; i++) {
-        wk_tensor *t = wkpy_tensor_arg(PyTuple_GET_ITEM(ps, i), "DistributedDataParallel", "parameter");
-        if (!t) goto fail;
-        wk_dtype dt = wk_tensor_dtype(t);
-        if (!wk_is_leaf(t) || !(dt == WK_F32 || dt == WK_F64 || dt == WK_F16 || dt == WK_BF16)) {
-            PyErr_Format(PyExc_ValueError,
-                         "DistributedDataParallel: parameter %d must be a float leaf that requires grad", i);
-            goto fail;
-        }
-        self->p[i] = t;
-    }
-    /* buckets: reverse order, a new one at a dtype change or past the cap */
-    double cap = mb * 1024.0 * 1024.0, bytes = 0;
-    int nb = 0;
-    for (int k = 0; k < self->n; k++) {
-        int i = self->n - 1 - k;
-        wk_dtype dt = wk_tensor_dtype(self->p[i]);
-        double sz = (double)wk_numel(self->p[i]) * (double)wk_dtype_size(dt);
-        if (nb == 0 || self->b[nb - 1].dt != dt || (bytes > 0 && bytes + sz > cap)) {
-            self->b[nb++] = (bucket){.first = k, .count = 0, .dt = dt};
-            bytes = 0;
-        }
-        self->order[k] = i;
-        self->b[nb - 1].count++;
-        bytes += sz;
-    }
-    self->nbuckets = nb;
+    PyMem_Free(ts);
     return (PyObject *)self;
 fail:
+    PyMem_Free(ts);
     Py_DECREF(self);
     return NULL;
 }
 
-/* One bucket's gradients (zeros where this rank has none) then its flags,
- * flat, in the bucket's dtype. */
-static wk_tensor *pack(reducer_obj *r, const bucket *b, wk_grad_store *gs) {
-    int m = b->count;
-    wk_tensor **parts = calloc((size_t)2 * (size_t)m, sizeof *parts), *flat = NULL;
-    if (!parts) return NULL;
-    int i;
-    for (i = 0; i < m; i++) {
-        wk_tensor *p = r->p[r->order[b->first + i]];
-        const wk_tensor *g = wk_grad(gs, p);
-        int64_t n = wk_numel(p), one = 1;
-        parts[i] = g ? wk_flatten_all(g) : wk_zeros(&n, 1, b->dt, wk_tensor_device(p));
-        parts[m + i] = (g ? wk_ones : wk_zeros)(&one, 1, b->dt, wk_tensor_device(p));
-        if (!parts[i] || !parts[m + i]) break;
-    }
-    if (i == m) flat = wk_cat(parts, 2 * m, 0);
-    for (i = 0; i < 2 * m; i++) wk_tensor_free(parts[i]);
-    free(parts);
-    return flat;
-}
-
-/* The reduced flat bucket back into the store. */
-static wk_status unpack(reducer_obj *r, const bucket *b, const wk_tensor *flat, wk_grad_store *gs) {
-    int64_t off = 0, tail = 0;
-    for (int i = 0; i < b->count; i++) tail += wk_numel(r->p[r->order[b->first + i]]);
-    for (int i = 0; i < b->count; i++) {
-        wk_tensor *p = r->p[r->order[b->first + i]];
-        int64_t n = wk_numel(p);
-        double flag = 0;
-        wk_tensor *f = wk_narrow(flat, 0, tail + i, 1);
-        wk_status st = f ? wk_item(f, &flag) : wk_last_status();
-        wk_tensor_free(f);
-        if (st != WK_OK) return st;
-        if (flag != 0) { /* some rank had a gradient */
-            wk_tensor *v = wk_narrow(flat, 0, off, n);
-            wk_tensor *g = v ? wk_reshape(v, wk_shape(p), wk_rank(p)) : NULL;
-            st = g ? wk_grad_set(gs, p, g) : wk_last_status();
-            wk_tensor_free(g);
-            wk_tensor_free(v);
-            if (st != WK_OK) return st;
-        }
-        off += n;
-    }
-    return WK_OK;
-}
-
-/* Reduce every bucket of gs: all are started before the first is waited for. */
-static wk_status reduce_all(reducer_obj *r, wk_grad_store *gs) {
-    wk_comm *c = ((comm_obj *)r->comm)->c;
-    if (!c) return wk__err(WK_ERR_ARG, "DistributedDataParallel", "its process group was destroyed");
-    wk_dist_work **w = calloc((size_t)r->nbuckets + 1, sizeof *w);
-    if (!w) return wk__err(WK_ERR_OOM, "DistributedDataParallel", "out of memory");
-    wk_status st = WK_OK;
-    wk_dist_op op = r->sum ? WK_DIST_SUM : WK_DIST_AVG;
-    int started = 0;
-    for (; started < r->nbuckets; started++) {
-        wk_tensor *flat = pack(r, &r->b[started], gs);
-        w[started] = flat ? wk_all_reduce_async(c, flat, op) : NULL;
-        wk_tensor_free(flat); /* the work holds its own reference */
-        if (!w[started]) {
-            st = wk_last_status();
-            break;
-        }
-    }
-    /* wait for every started one, even after a failure (nothing may stay pending) */
-    for (int k = 0; k < started; k++) {
-        wk_tensor *res = wk_dist_wait(w[k]);
-        if (!res && st == WK_OK) st = wk_last_status();
-        if (res && st == WK_OK) st = unpack(r, &r->b[k], res, gs);
-        wk_tensor_free(res);
-    }
-    free(w);
-    return st == WK_OK ? WK_OK : st;
-}
-
 static wk_status reducer_run(void *ctx, const wk_tensor *root, wk_grad_store *gs, const wk_backward_opts *o) {
-    wk_status st = wk_backward(root, gs, o);
-    return st != WK_OK ? st : reduce_all((reducer_obj *)ctx, gs);
+    reducer_obj *r = ctx;
+    if (!((comm_obj *)r->comm)->c) /* destroy_process_group came first */
+        return wk__err(WK_ERR_ARG, "DistributedDataParallel", "its process group was destroyed");
+    return wk_ddp_backward(r->d, root, gs, o);
 }
 
 static void reducer_release(void *ctx) { Py_DECREF((PyObject *)ctx); }
@@ -513,37 +410,9 @@ static PyObject *r_disarm(reducer_obj *self, PyObject *u) {
     Py_RETURN_NONE;
 }
 
-static PyObject *r_reduce(reducer_obj *self, PyObject *u) {
-    (void)u;
-    wk_status st;
-    Py_BEGIN_ALLOW_THREADS wkpy_grads_lock_nogil();
-    st = reduce_all(self, wkpy_grads);
-    wkpy_grads_unlock();
-    Py_END_ALLOW_THREADS
-    return wkpy_status(st);
-}
-
-static PyObject *r_buckets(reducer_obj *self, PyObject *u) {
-    (void)u;
-    PyObject *l = PyList_New(self->nbuckets);
-    for (int k = 0; l && k < self->nbuckets; k++) {
-        PyObject *b = PyList_New(self->b[k].count);
-        if (!b) {
-            Py_CLEAR(l);
-            break;
-        }
-        for (int i = 0; i < self->b[k].count; i++)
-            PyList_SET_ITEM(b, i, PyLong_FromLong(self->order[self->b[k].first + i]));
-        PyList_SET_ITEM(l, k, b);
-    }
-    return l;
-}
-
 static PyMethodDef reducer_methods[] = {
     {"arm", NO(r_arm), "arm()\nThe next Tensor.backward also reduces the gradients (one pass)."},
     {"disarm", NO(r_disarm), "disarm()\nUndo arm() if that backward has not run."},
-    {"reduce", NO(r_reduce), "reduce()\nReduce the parameters' current gradients now."},
-    {"buckets", NO(r_buckets), "buckets()\nThe parameter indices of each bucket, in reduction order."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -552,7 +421,7 @@ static PyTypeObject reducer_type = {
     .tp_basicsize = sizeof(reducer_obj),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "_DDPReducer(comm, params, bucket_cap_mb=25.0, sum=False)\nDistributedDataParallel's bucketed "
-              "gradient all-reduce.",
+              "gradient all-reduce (a wk_ddp; collective: rank 0's parameter values everywhere).",
     .tp_dealloc = (destructor)reducer_dealloc,
     .tp_methods = reducer_methods,
     .tp_new = reducer_new,

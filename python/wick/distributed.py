@@ -393,14 +393,16 @@ class DistributedDataParallel(Module):
     """DistributedDataParallel(module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
     process_group=None, bucket_cap_mb=25, find_unused_parameters=False, ...)
 
-    Data-parallel training (torch's DDP): every rank runs the same module on
-    its own shard of each batch. Construction overwrites the parameters and
-    buffers with rank 0's (collective). Calling it runs module (self.module)
-    and arms the next Tensor.backward: after that backward, every
-    parameter's .grad is the average over the ranks (summed by wick's ring,
-    bit-identical on every rank), reduced in buckets of bucket_cap_mb MiB
-    (reverse parameter order, all started before the first is waited for),
-    so one optimizer step keeps the ranks identical. A parameter no rank's
+    Data-parallel training (torch's DDP) over wick's wk_ddp (train.h): every
+    rank runs the same module on its own shard of each batch. Construction
+    overwrites the parameters and (broadcast_buffers) the buffers with rank
+    0's (collective; buffers only then, not at every forward as torch).
+    Calling it runs module (self.module) and arms the next Tensor.backward,
+    which then runs as wk_ddp_backward: each bucket of bucket_cap_mb MiB
+    (reverse parameter order) is all-reduced as soon as backward has its
+    gradients, while the pass goes on, and after it every parameter's .grad
+    is the average over the ranks (bit-identical on every rank), so one
+    optimizer step keeps the ranks identical. A parameter no rank's
     graph reached keeps no gradient; one some ranks reached gets zeros from
     the others (find_unused_parameters is accepted and not needed). Within
     no_sync() forwards do not arm: gradients accumulate locally and the next
@@ -420,14 +422,16 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "broadcast_buffers", broadcast_buffers)
         object.__setattr__(self, "require_backward_grad_sync", True)
         params = [p for p in module.parameters() if p.requires_grad]
-        # rank 0's values everywhere, written in place under no_grad
-        with _autograd.no_grad():
-            for t in params + [b for b in module.buffers() if b is not None]:
-                r = g._comm.broadcast(t, 0)
-                if g.rank() != 0:
-                    t.copy_(r)
+        # wk_ddp_new puts rank 0's parameter values everywhere; the buffers here
         object.__setattr__(self, "_reducer",
                            _wick._DDPReducer(g._comm, params, float(bucket_cap_mb or 25), False) if params else None)
+        if broadcast_buffers:
+            with _autograd.no_grad():
+                for b in module.buffers():
+                    if b is not None:
+                        r = g._comm.broadcast(b, 0)
+                        if g.rank() != 0:
+                            b.copy_(r)
 
     def forward(self, *inputs, **kwargs):
         if self._reducer is not None and self.require_backward_grad_sync and _autograd.is_grad_enabled():
