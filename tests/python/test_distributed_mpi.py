@@ -205,3 +205,38 @@ def test_ddp_matches_the_one_rank_run():
         for q in range(1, n):
             assert np.array_equal(np.asarray(outs[0].tolist()), np.asarray(outs[q].tolist())), name
     print(f"rank {r}: DDP vs one-rank max |diff| after {steps} steps: {worst:.3g}")
+
+
+def test_ddp_no_sync_accumulates():
+    """Two micro-batches per step, the first under no_sync: the reduced
+    gradient is the average of the accumulated sums (the one-rank run over
+    both micro-batches of every rank, summed)."""
+    r, n = ranks()
+    rng = np.random.default_rng(5)
+    per = 4
+    xs = rng.standard_normal((3, 2, per * n, 3))
+    ys = np.cos(xs.sum(-1, keepdims=True))
+    ref, mine = Net(), Net()
+    set_weights(ref, 11)
+    set_weights(mine, 11)
+    ddp = dist.DistributedDataParallel(mine)
+    o_ref = wick.optim.SGD(ref.parameters(), lr=0.1)
+    o_ddp = wick.optim.SGD(ddp.parameters(), lr=0.1)
+    sl = slice(r * per, (r + 1) * per)
+    for s in range(3):
+        o_ref.zero_grad()
+        for m in range(2):
+            F.mse_loss(ref(wick.tensor(xs[s, m])), wick.tensor(ys[s, m])).backward()
+        o_ref.step()
+        o_ddp.zero_grad()
+        with ddp.no_sync():
+            F.mse_loss(ddp(wick.tensor(xs[s, 0, sl])), wick.tensor(ys[s, 0, sl])).backward()
+        g = mine.fc3.bias.grad  # local only so far: differs between the ranks' shards
+        outs = [wick.zeros(1, dtype=wick.f64) for _ in range(n)]
+        dist.all_gather(outs, g)
+        assert outs[0].tolist() != outs[1].tolist()
+        F.mse_loss(ddp(wick.tensor(xs[s, 1, sl])), wick.tensor(ys[s, 1, sl])).backward()
+        o_ddp.step()
+    for (name, a), b in zip(ref.named_parameters(), mine.parameters()):
+        d = np.max(np.abs(np.asarray(a.tolist()) - np.asarray(b.tolist())))
+        assert d < 1e-9, (name, d)
