@@ -125,8 +125,11 @@ static void test_ddp_digits(void **state) {
     /* checkpoint: save on rank 0, scramble everywhere, load -> the saved values and state */
     char path[256];
     int64_t pid = getpid(), one = 1;
-    wk_tensor *pt = TU_OK(wk_broadcast(W, TU_OK(wk_from_host(&pid, sizeof pid, &one, 1, WK_I64, dev)), 0));
+    wk_tensor *pid_t = TU_OK(wk_from_host(&pid, sizeof pid, &one, 1, WK_I64, dev));
+    wk_tensor *pt = TU_OK(wk_broadcast(W, pid_t, 0));
     TU_STATUS_OK(wk_to_host(pt, &pid, sizeof pid));
+    wk_tensor_free(pid_t);
+    wk_tensor_free(pt);
     snprintf(path, sizeof path, "/tmp/wick_test_ddp_%lld.safetensors", (long long)pid);
     TU_STATUS_OK(wk_ddp_checkpoint_save(d, path, digits_param_names(), opt));
     wk_optimizer *fresh = wk_optimizer_new(&cfg, m.params, DIGITS_NPARAMS);

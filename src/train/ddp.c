@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "autograd/node.h"
 #include "base/error.h"
 #include "tensor/tensor.h"
 #include "train/ddp_internal.h"
@@ -225,7 +226,15 @@ wk_ddp *wk_ddp_new(wk_comm *c, wk_tensor *const *params, int n, const wk_ddp_opt
         wk_ddp_free(d);
         return NULL;
     }
-    for (int i = 0; i < n; i++) d->p[i] = wk_tensor_retain(params[i]);
+    /* own headers (wk__alias), not retains: a retained scope-owned parameter
+     * freed here would be taken out of its caller's scope (see node.h) */
+    for (int i = 0; i < n; i++) {
+        if (!(d->p[i] = wk__alias(params[i]))) {
+            wk_ddp_free(d);
+            return NULL;
+        }
+        wk_keep(d->p[i]);
+    }
     /* layout is local and the same on every rank (the shapes agree), so a
      * failure there is an allocation failure; the broadcast is collective */
     wk_status st = layout(d, o ? o->bucket_mb : 0);
