@@ -963,9 +963,16 @@ static void test_nccl(void **state) {
 
 int main(int argc, char **argv) {
     W = wk_comm_init_mpi(&argc, &argv, NULL);
+    if (!W && wk_last_status() == WK_ERR_NOT_COMPILED) {
+        /* a build without MPI (the GPU machine's): everything on a world of
+         * one, the self communicator, so the NCCL section still runs */
+        printf("no MPI in this build (%s): the tests run on wk_comm_self\n", wk_last_error());
+        wk_clear_error();
+        W = wk_comm_self(NULL);
+    }
     if (!W) {
         fprintf(stderr, "wk_comm_init_mpi: %s\n", wk_last_error());
-        return wk_last_status() == WK_ERR_NOT_COMPILED ? 0 : 1;
+        return 1;
     }
     R = wk_comm_rank(W);
     N = wk_comm_size(W);
