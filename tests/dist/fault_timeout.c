@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
         return 77;
     }
     int bad = 0;
-    int64_t shape[1] = {1000};
+    int64_t shape[1] = {1 << 20}; /* 4 MiB: the ring path, rendezvous-sized sends left pending */
     wk_tensor *x = wk_ones(shape, 1, WK_F32, wk_cpu());
     if (wk_comm_rank(w) == 1) {
         sleep(2); /* skips the all_reduce, past rank 0's 1 s timeout */
