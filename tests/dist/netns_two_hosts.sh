@@ -39,6 +39,10 @@ if ! ip netns add "$nsa" 2>"$dir/err"; then
     echo "SKIP: cannot create a network namespace (ip netns add: $(cat "$dir/err"); needs root / CAP_NET_ADMIN)"
     exit 77
 fi
+if ! unshare --uts true 2>"$dir/err"; then
+    echo "SKIP: cannot make a UTS namespace (unshare --uts: $(cat "$dir/err"); needs CAP_SYS_ADMIN)"
+    exit 77
+fi
 set -e
 ip netns add "$nsb"
 ip link add "$va" type veth peer name "$vb"
