@@ -765,6 +765,14 @@ static void test_errors(void **state) {
     wk_dist_work *w = wk_all_reduce_async(W, xi, WK_DIST_AVG);
     assert_non_null(w);
     TU_FAILS(wk_dist_wait(w), WK_ERR_DTYPE);
+    /* NCCL wants a CUDA device and an MPI / self boot communicator */
+    wk_comm *bad = wk_comm_init_nccl(W, wk_cpu(), NULL);
+    assert_null(bad);
+    assert_int_equal(wk_last_status(), wk_dist_has_nccl() ? WK_ERR_DEVICE : WK_ERR_NOT_COMPILED);
+    wk_clear_error();
+    assert_null(wk_comm_init_nccl(NULL, wk_cpu(), NULL));
+    assert_int_equal(wk_last_status(), wk_dist_has_nccl() ? WK_ERR_ARG : WK_ERR_NOT_COMPILED);
+    wk_clear_error();
     assert_string_equal(wk_dist_op_name(WK_DIST_PROD), "prod");
     assert_string_equal(wk_dist_op_name((wk_dist_op)77), "invalid");
     assert_int_equal(wk_comm_rank(NULL), -1);
