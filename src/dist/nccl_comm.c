@@ -55,6 +55,7 @@ typedef struct nccl_side {
     ncclComm_t comm;
     wk_comm *boot; /* our own split of the caller's boot communicator */
     cudaStream_t stream;
+    cudaEvent_t done; /* recorded after each call: its completion, not the whole stream's */
     int ordinal;
     bool aborted;
 } nccl_side;
@@ -87,6 +88,7 @@ static wk_status nccl_wait(wk_comm *c, const char *op, ncclResult_t r) {
     }
     double deadline = now_s() + c->timeout_s;
     long ns = 1000;
+    bool recorded = false;
     for (;;) {
         ncclResult_t ae = ncclSuccess;
         ncclResult_t q = ncclCommGetAsyncError(s->comm, &ae);
@@ -97,7 +99,11 @@ static wk_status nccl_wait(wk_comm *c, const char *op, ncclResult_t r) {
             return wk__comm_fail(c, op, -1, "NCCL failed: %s (%s)", ncclGetErrorString(ae), why ? why : "");
         }
         if (ae == ncclSuccess) {
-            cudaError_t e = cudaStreamQuery(s->stream);
+            /* enqueued (a non-blocking call may still be enqueuing while
+             * ncclInProgress): mark the stream here and wait for the mark */
+            cudaError_t e = recorded ? cudaSuccess : cudaEventRecord(s->done, s->stream);
+            recorded = true;
+            if (e == cudaSuccess) e = cudaEventQuery(s->done);
             if (e == cudaSuccess) return WK_OK;
             if (e != cudaErrorNotReady) {
                 abort_side(s);
@@ -525,6 +531,7 @@ void wk__nccl_free(wk_comm *c) {
         if (ae == ncclSuccess) ncclCommDestroy(s->comm);
         else abort_side(s);
     }
+    if (s->done) cudaEventDestroy(s->done);
     wk_comm_free(s->boot);
     free(s);
     c->nccl = NULL;
@@ -581,8 +588,9 @@ wk_comm *wk_comm_init_nccl(wk_comm *boot, wk_device *dev, const wk_comm_opts *op
     s->ordinal = dev->ordinal;
     s->stream = (cudaStream_t)wk__device_stream(dev);
     cudaError_t ce = cudaSetDevice(s->ordinal);
+    if (ce == cudaSuccess) ce = cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming);
     if (ce != cudaSuccess) {
-        wk__err(WK_ERR_DEVICE, op, "cudaSetDevice(%d): %s", s->ordinal, cudaGetErrorString(ce));
+        wk__err(WK_ERR_DEVICE, op, "cuda device %d: %s", s->ordinal, cudaGetErrorString(ce));
         wk__nccl_free(c);
         wk__comm_delete(c);
         return NULL;
