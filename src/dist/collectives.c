@@ -501,7 +501,10 @@ static wk_tensor *run_barrier(wk__dist_job *j) {
 static wk__dist_job *make(const char *op, wk_comm *c, const wk_tensor *x, bool need_x,
                           wk_tensor *(*run)(wk__dist_job *), int a, int b) {
     if (!wk__comm_check(op, c)) return NULL;
-    if (need_x && !wk__check_in(op, x)) return NULL;
+    /* block dtypes pass here: the reductions refuse them (check_reducible),
+     * broadcast / all_gather / send move whole blocks */
+    if (need_x && !wk__check_in_blocks(op, x)) return NULL;
+    if (need_x && wk_dtype_is_quantized(x->dtype) && !wk__check_block_layout(op, x->dtype, &x->layout)) return NULL;
     return wk__dist_job_new(c, op, x, run, a, b);
 }
 

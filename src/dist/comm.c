@@ -67,6 +67,9 @@ static void comm_release(wk_comm *c) {
     free(c);
 }
 
+wk_comm *wk__comm_new(const char *op, wk_comm_backend b, const wk_comm_opts *o) { return comm_alloc(op, b, o); }
+void wk__comm_delete(wk_comm *c) { comm_release(c); }
+
 wk_comm *wk_comm_self(const wk_comm_opts *opts) { return comm_alloc("wk_comm_self", WK_COMM_SELF, opts); }
 
 wk_comm *wk_comm_init_mpi(int *argc, char ***argv, const wk_comm_opts *opts) {

@@ -50,6 +50,11 @@ struct wk__dist_job {
     atomic_bool done;
 };
 
+/* ---- a bare communicator of backend b (rank 0 of 1, opts' timeout), and
+ * its release without any backend teardown (comm.c) ---- */
+wk_comm *wk__comm_new(const char *op, wk_comm_backend b, const wk_comm_opts *o);
+void      wk__comm_delete(wk_comm *c);
+
 /* ---- errors that name the collective, this rank and the peer ---- */
 wk_status wk__comm_fail(wk_comm *c, const char *op, int peer, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
