@@ -582,6 +582,32 @@ static void test_async_p2p(void **state) {
     wk_tensor_free(r2);
 }
 
+/* Every rank posts its send before its receive, with a payload large enough
+ * for MPI's rendezvous protocol (the send cannot finish before the peer's
+ * receive is posted): a posted async send leaves the queue, so the
+ * receive behind it runs and both complete. */
+static void test_async_exchange(void **state) {
+    (void)state;
+    if (N == 1) return;
+    int right = (R + 1) % N, left = (R + N - 1) % N;
+    int64_t s[2] = {512, 512};
+    wk_tensor *x = make_input(L_CONTIG, s, 2, WK_F32, R, 1);
+    for (int it = 0; it < 3; it++) {
+        wk_dist_work *ws = wk_send_async(W, x, right, 5);
+        wk_dist_work *wr = wk_recv_async(W, left, 5);
+        wk_tensor *got = wk_dist_wait(wr);
+        assert_null(wk_dist_wait(ws));
+        double *ref = malloc(sizeof *ref * 512 * 512), *v = malloc(sizeof *v * 512 * 512);
+        logical(L_CONTIG, s, 2, WK_F32, left, 1, ref);
+        TU_STATUS_OK(wk_to_host_f64(TU_OK(got), v, 512 * 512));
+        assert_memory_equal(v, ref, sizeof *v * 512 * 512);
+        free(ref);
+        free(v);
+        wk_tensor_free(got);
+    }
+    wk_tensor_free(x);
+}
+
 /* ------------------------------------------------------------- sub-groups */
 
 static void test_split(void **state) {
@@ -1025,6 +1051,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_teardown(test_send_recv_ring, same_results),
         cmocka_unit_test_teardown(test_async, same_results),
         cmocka_unit_test_teardown(test_async_p2p, same_results),
+        cmocka_unit_test_teardown(test_async_exchange, same_results),
         cmocka_unit_test_teardown(test_split, same_results),
         cmocka_unit_test_teardown(test_block_dtypes, same_results),
         cmocka_unit_test_teardown(test_errors, same_results),
