@@ -11,9 +11,9 @@
  * (rank r takes rows r*B/N ..): each rank's data are fixed random values
  * from a seed of its own.
  *
- * Rows (median over S steps, default 20, after 2 warm-up steps; every row
- * ends with the optimizer step; ranks start each step together, after a
- * barrier outside the timed region):
+ * Rows (median over S steps, default 20, after 2 warm-up steps, the rows
+ * taking turns step by step; every row ends with the optimizer step; ranks
+ * start each step together, after a barrier outside the timed region):
  *   local       forward + backward + step on this rank's shard, no
  *               communication: the compute a rank does
  *   ddp         the same with wk_ddp_backward (bucketed gradient all_reduce
@@ -131,23 +131,34 @@ static wk_status step(int row) {
     return st;
 }
 
-/* Median step time of row (slowest rank), or -1 when the row cannot run. */
-static double time_row(int row) {
+/* Median step time of each row (slowest rank; -1 where the row cannot
+ * run). The rows take turns step by step, so a change in the machine's load
+ * hits them alike. */
+static void time_rows(double *med) {
+    bool run[ROW_N];
+    double *t[ROW_N];
+    for (int r = 0; r < ROW_N; r++) {
+        run[r] = true;
 #ifndef WICK_BENCH_HAVE_DDP
-    if (row == ROW_DDP) return -1;
+        run[r] = r != ROW_DDP;
 #endif
-    double *t = malloc(sizeof *t * (size_t)g.steps);
-    if (!t) die("out of memory");
-    for (int s = -2; s < g.steps; s++) {
-        if (g.size > 1 && wk_barrier(g.c) != WK_OK) die("barrier");
-        double t0 = now();
-        if (step(row) != WK_OK) die(row_names[row]);
-        if (s >= 0) t[s] = now() - t0;
+        t[r] = malloc(sizeof *t[r] * (size_t)g.steps);
+        if (!t[r]) die("out of memory");
     }
-    qsort(t, (size_t)g.steps, sizeof *t, cmp_d);
-    double med = g.steps % 2 ? t[g.steps / 2] : 0.5 * (t[g.steps / 2 - 1] + t[g.steps / 2]);
-    free(t);
-    return max_over_ranks(med);
+    for (int s = -2; s < g.steps; s++)
+        for (int r = 0; r < ROW_N; r++) {
+            if (!run[r]) continue;
+            if (g.size > 1 && wk_barrier(g.c) != WK_OK) die("barrier");
+            double t0 = now();
+            if (step(r) != WK_OK) die(row_names[r]);
+            if (s >= 0) t[r][s] = now() - t0;
+        }
+    for (int r = 0; r < ROW_N; r++) {
+        qsort(t[r], (size_t)g.steps, sizeof *t[r], cmp_d);
+        double m = g.steps % 2 ? t[r][g.steps / 2] : 0.5 * (t[r][g.steps / 2 - 1] + t[r][g.steps / 2]);
+        med[r] = run[r] ? max_over_ranks(m) : -1;
+        free(t[r]);
+    }
 }
 
 static int usage(void) {
@@ -215,7 +226,7 @@ int main(int argc, char **argv) {
         printf("%-7s %10s %10s %12s\n", "row", "step ms", "comm ms", "samples/s");
     }
     double t[ROW_N];
-    for (int r = 0; r < ROW_N; r++) t[r] = time_row(r);
+    time_rows(t);
     if (g.rank == 0)
         for (int r = 0; r < ROW_N; r++) {
             if (t[r] < 0) printf("%-7s %10s %10s %12s  (wk_ddp is not in this build)\n", row_names[r], "n/a", "n/a", "n/a");
