@@ -13,8 +13,10 @@
 # Threads are set with WICK_NUM_THREADS (wick's CPU thread count; the API
 # is wk_set_num_threads); ranks are not bound to cores (--bind-to none), so
 # the kernel places them as it places the 1-rank run's two threads.
-# BUILD=dir picks the build (default build/); --quick: small sizes, for a
-# smoke test of the script itself.
+# BUILD=dir picks the build (default build/); PRIO="nice -n -10" runs every
+# benchmark under that prefix (on a machine shared with niced builds, so the
+# ranks are not descheduled mid-transfer); --quick: small sizes, for a smoke
+# test of the script itself.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=${BUILD:-build}/bench
@@ -32,21 +34,23 @@ for b in bench_dist_allreduce bench_dist_lm bench_dist_ddp; do
 done
 # Open MPI refuses root unless told; 2 cores: --oversubscribe for any count
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpi2() { mpirun --oversubscribe --bind-to none -np 2 -x WICK_NUM_THREADS=1 "$@"; }
+read -r -a prio <<<"${PRIO:-}"
+mpi2() { "${prio[@]}" mpirun --oversubscribe --bind-to none -np 2 -x WICK_NUM_THREADS=1 "$@"; }
+one() { WICK_NUM_THREADS=2 "${prio[@]}" "$@"; }
 
 echo "== machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== 1. collectives, 2 ranks"
 mpi2 "$B/bench_dist_allreduce" "${quick[@]}"
 
 echo "== 2. model: 1 rank x 2 threads"
-WICK_NUM_THREADS=2 "$B/bench_dist_lm" "${quick[@]}" "${model[@]}"
+one "$B/bench_dist_lm" "${quick[@]}" "${model[@]}"
 echo "== 2. model: 2 ranks x 1 thread, tensor parallel"
 mpi2 "$B/bench_dist_lm" --tp "${quick[@]}" "${model[@]}"
 echo "== 2. model: 2 ranks x 1 thread, pipeline parallel"
 mpi2 "$B/bench_dist_lm" --pp "${quick[@]}" "${model[@]}"
 
 echo "== 3. DDP: 1 rank x 2 threads"
-WICK_NUM_THREADS=2 "$B/bench_dist_ddp" "${quick[@]}"
+one "$B/bench_dist_ddp" "${quick[@]}"
 echo "== 3. DDP: 2 ranks x 1 thread"
 mpi2 "$B/bench_dist_ddp" "${quick[@]}"
 echo "== load after: $(cut -d' ' -f1-3 /proc/loadavg)"
