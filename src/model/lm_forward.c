@@ -8,7 +8,10 @@
  * one.
  * Activations are f32 (as llama.cpp keeps them); weights go through the
  * kit's wk_linear: wk_qmatmul (blocks, f16, bf16) or a matmul (f32, a
- * transposed view). */
+ * transposed view).
+ * Tensor parallel (src/model/lm_tp.c): each rank runs its heads and FFN
+ * columns; the marked TP hooks sum o's and down's partial products, the
+ * embedding rows, and gather the logits over the ranks. */
 #include "model/lm_internal.h"
 #include "wick/lm.h"
 #include "base/error.h"

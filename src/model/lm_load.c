@@ -2,7 +2,9 @@
  * (tensors stay zero-copy views of the map, quantized ones stay blocks) or
  * from an HF directory (config.json + safetensors), under the names its
  * family gives (src/model/lm_arch.h). Every tensor's shape is checked
- * against the config before anything runs. */
+ * against the config before anything runs. Tensor parallel: the marked TP
+ * hooks cut each weight to this rank's share (src/model/lm_tp_load.c)
+ * before it is placed. */
 #include "model/lm_internal.h"
 #include "wick/gguf.h"
 #include "wick/safetensors.h"
@@ -622,7 +624,7 @@ wk_lm *wk_lm_load(const char *path, const wk_lm_load_opts *opts) {
         goto fail;
     }
     /* TP: this rank's shares (whole without a communicator of size > 1) */
-    if ((st = wk__lm_tp_init(&m->tp, o.parallel == WK_LM_TENSOR_PARALLEL ? o.comm : NULL, &m->cfg, path)) != WK_OK)
+    if ((st = wk__lm_tp_init(&m->tp, o.parallel == WK_LM_TENSOR_PARALLEL ? o.comm : NULL, &m->cfg, m->dev, path)) != WK_OK)
         goto fail;
     s.tp = &m->tp;
     if ((st = load_weights(&s, m, &o)) != WK_OK) goto fail;

@@ -12,13 +12,18 @@ void wk__lm_tp_share(int64_t units, int size, int rank, int64_t *lo, int64_t *n)
     *lo = rank * base + (rank < rem ? rank : rem);
 }
 
-wk_status wk__lm_tp_init(wk__lm_tp *tp, wk_comm *comm, const wk_lm_config *cfg, const char *path) {
+wk_status wk__lm_tp_init(wk__lm_tp *tp, wk_comm *comm, const wk_lm_config *cfg, wk_device *dev, const char *path) {
     const char *op = "wk_lm_load";
     *tp = (wk__lm_tp){.rank = 0, .size = 1, .kv_lo = 0, .hkv = cfg->n_kv_heads, .hq = cfg->n_heads,
                       .vocab_lo = 0, .vocab_n = cfg->vocab};
     int size = comm ? wk_comm_size(comm) : 1;
     if (size <= 1) return WK_OK;
     if (!wk_comm_ok(comm)) return wk__err(WK_ERR_ARG, op, "tensor parallel: the communicator is broken");
+    /* MPI moves host memory: a model on another device needs NCCL */
+    if (wk_comm_backend_of(comm) != WK_COMM_NCCL && !wk_same_device(dev, wk_cpu()))
+        return wk__err(WK_ERR_ARG, op,
+                       "tensor parallel over an MPI communicator runs on the CPU, not %s (use an NCCL one)",
+                       wk_device_name(dev));
     if (cfg->n_kv_heads < size)
         return wk__err(WK_ERR_ARG, op,
                        "%s: tensor parallel over %d ranks needs n_kv_heads >= %d, the model has %lld KV heads",

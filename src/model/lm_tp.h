@@ -29,7 +29,7 @@ void wk__lm_tp_share(int64_t units, int size, int rank, int64_t *lo, int64_t *n)
 
 /* Fill tp for comm (NULL or size 1: the whole model) from the config; heads
  * and vocabulary must split (WK_ERR_ARG naming what does not). */
-wk_status wk__lm_tp_init(wk__lm_tp *tp, wk_comm *comm, const wk_lm_config *cfg, const char *path);
+wk_status wk__lm_tp_init(wk__lm_tp *tp, wk_comm *comm, const wk_lm_config *cfg, wk_device *dev, const char *path);
 
 /* A cut of a weight to this rank's share: up to 3 row ranges (dim 0,
  * concatenated in order: Phi-3's fused q|k|v or gate|up) or one column

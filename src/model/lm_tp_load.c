@@ -111,7 +111,7 @@ wk_tensor *wk__lm_tp_cut(const wk__lm_tp_file *f, const char *name, wk_tensor *t
     const char *path;
     uint64_t off;
     wk_tensor *out;
-    if (wk_tensor_device(t) == wk_cpu() && file_of(f, name, &path, &off)) {
+    if (wk_same_device(wk_tensor_device(t), wk_cpu()) && file_of(f, name, &path, &off)) {
         out = read_cols(path, off, name, dt, N, K, lo, n);
     } else {
         /* not backed by a file: a copy of the columns */
