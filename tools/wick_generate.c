@@ -40,6 +40,8 @@ static const char USAGE[] =
     "                          over a long context, as llama.cpp's default cache does)\n"
     "  --threads N             CPU threads\n"
     "  --device cpu|cuda[:N]   where the model runs (default cpu)\n"
+    "  --tp N                  tensor parallel over N processes: 'mpirun -np N wick generate --tp N ...'\n"
+    "                          (each holds 1/N of the weights; rank 0 prints)\n"
     "\n"
     "Generation stops at -n tokens, at the end-of-sequence token, before a --stop string, or when\n"
     "the prompt and the new tokens fill the context (the model's, or --ctx); stderr then ends with\n"
@@ -50,10 +52,12 @@ static const char USAGE[] =
 
 typedef struct {
     bool wrote, failed;
+    bool quiet; /* --tp: ranks other than 0 print nothing */
 } out_state;
 
 static int on_text(void *ctx, const char *bytes, size_t n) {
     out_state *o = ctx;
+    if (o->quiet) return 0;
     if (fwrite(bytes, 1, n, stdout) != n || fflush(stdout) != 0) {
         o->failed = true;
         return 1;
@@ -71,7 +75,7 @@ int wk__cli_generate(int argc, char **argv) {
     wk_lm *m = wk__cli_lm_load(&a, &dev, &load_ms);
     if (!m) return 1;
 
-    out_state os = {0};
+    out_state os = {.quiet = a.rank != 0};
     a.g.on_text = on_text;
     a.g.ctx = &os;
     wk_generate_stats st;
@@ -80,13 +84,15 @@ int wk__cli_generate(int argc, char **argv) {
         rc = wk__cli_fail("generate");
     } else if (os.failed) {
         rc = wk__cli_lm_fail(&a, "writing the text failed: %s", strerror(errno));
-    } else {
+    } else if (a.rank == 0) {
         if (os.wrote && isatty(STDOUT_FILENO)) fputc('\n', stdout);
         fflush(stdout);
         const wk_lm_config *c = wk_lm_config_of(m);
         int64_t nd = st.n_generated > 0 ? st.n_generated - 1 : 0;
-        fprintf(stderr, "wick generate: load %.1f ms (%lld layers, %s, %d threads)\n", load_ms, (long long)c->n_layers,
+        fprintf(stderr, "wick generate: load %.1f ms (%lld layers, %s, %d threads", load_ms, (long long)c->n_layers,
                 wk_device_name(dev), wk_num_threads());
+        if (a.tp > 1) fprintf(stderr, " per rank, tensor parallel over %lld ranks", (long long)a.tp);
+        fputs(")\n", stderr);
         fprintf(stderr, "wick generate: prompt %lld tokens, prefill %.1f ms (%.1f tok/s), first token after %.1f ms\n",
                 (long long)st.n_prompt, st.prefill_ms, st.prefill_ms > 0 ? st.n_prompt * 1e3 / st.prefill_ms : 0.0,
                 st.first_token_ms);
@@ -95,5 +101,6 @@ int wk__cli_generate(int argc, char **argv) {
                 st.decode_ms > 0 ? nd * 1e3 / st.decode_ms : 0.0, wk__cli_stop_name(st.stop_reason));
     }
     wk_lm_free(m);
+    wk__cli_lm_done(&a);
     return rc;
 }

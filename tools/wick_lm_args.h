@@ -16,6 +16,12 @@ typedef struct wk__cli_lm_args {
     bool chat_cmd;     /* wick chat: no -p / --chat (every turn is a chat turn) */
     const char *model, *prompt, *device, *dtype, *kv_type;
     int64_t n, threads, ctx;
+    /* --tp N: tensor parallel over the N processes of an MPI job (0: not
+     * asked); comm is the job's world while the model lives, rank its rank
+     * (only rank 0 prints the text and the timings) */
+    int64_t tp;
+    wk_comm *comm;
+    int rank;
     wk_generate_opts g;
     const char *stops[WK__CLI_MAX_STOPS];
 } wk__cli_lm_args;
@@ -33,7 +39,9 @@ int wk__cli_lm_parse(int argc, char **argv, wk__cli_lm_args *a);
 
 /* Threads, device and the model (a loading bar on a terminal's stderr);
  * NULL after printing the error. *load_ms: the load's time. */
-wk_lm *wk__cli_lm_load(const wk__cli_lm_args *a, wk_device **dev, double *load_ms);
+wk_lm *wk__cli_lm_load(wk__cli_lm_args *a, wk_device **dev, double *load_ms);
+/* After the model is freed: the --tp communicator (MPI_Finalize). */
+void wk__cli_lm_done(wk__cli_lm_args *a);
 
 const char *wk__cli_stop_name(wk_stop_reason r);
 double wk__cli_now_ms(void);
