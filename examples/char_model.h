@@ -64,24 +64,26 @@ static inline void char_add(char_model *m, wk_tensor *t, const char *prefix, con
     m->params[m->nparams++] = t;
 }
 
-static inline wk_status char_model_init(char_model *m, const char_config *cfg, uint64_t seed, wk_device *dev) {
+/* In dtype dt (tests/test_mpi_ddp.c trains in f64). */
+static inline wk_status char_model_init_dt(char_model *m, const char_config *cfg, uint64_t seed, wk_dtype dt,
+                                           wk_device *dev) {
     *m = (char_model){.cfg = *cfg};
     int64_t d = cfg->dim;
     if (cfg->layers < 1 || cfg->layers > CHAR_MAX_LAYERS || d % cfg->heads) return WK_ERR_ARG;
     wk_status st = wk_device_set_seed(dev, seed);
-    if (st == WK_OK) st = wk_embedding_layer_init(&m->tok, CHAR_VOCAB, d, WK_F32, dev);
-    if (st == WK_OK) st = wk_embedding_layer_init(&m->pos, cfg->ctx, d, WK_F32, dev);
+    if (st == WK_OK) st = wk_embedding_layer_init(&m->tok, CHAR_VOCAB, d, dt, dev);
+    if (st == WK_OK) st = wk_embedding_layer_init(&m->pos, cfg->ctx, d, dt, dev);
     for (int i = 0; i < cfg->layers && st == WK_OK; i++) {
         char_block *b = &m->blocks[i];
-        st = wk_norm_layer_init(&b->ln1, d, false, 1e-5, WK_F32, dev);
-        if (st == WK_OK) st = wk_linear_init(&b->qkv, d, 3 * d, true, WK_F32, dev);
-        if (st == WK_OK) st = wk_linear_init(&b->proj, d, d, true, WK_F32, dev);
-        if (st == WK_OK) st = wk_norm_layer_init(&b->ln2, d, false, 1e-5, WK_F32, dev);
-        if (st == WK_OK) st = wk_linear_init(&b->fc1, d, 4 * d, true, WK_F32, dev);
-        if (st == WK_OK) st = wk_linear_init(&b->fc2, 4 * d, d, true, WK_F32, dev);
+        st = wk_norm_layer_init(&b->ln1, d, false, 1e-5, dt, dev);
+        if (st == WK_OK) st = wk_linear_init(&b->qkv, d, 3 * d, true, dt, dev);
+        if (st == WK_OK) st = wk_linear_init(&b->proj, d, d, true, dt, dev);
+        if (st == WK_OK) st = wk_norm_layer_init(&b->ln2, d, false, 1e-5, dt, dev);
+        if (st == WK_OK) st = wk_linear_init(&b->fc1, d, 4 * d, true, dt, dev);
+        if (st == WK_OK) st = wk_linear_init(&b->fc2, 4 * d, d, true, dt, dev);
     }
-    if (st == WK_OK) st = wk_norm_layer_init(&m->ln_f, d, false, 1e-5, WK_F32, dev);
-    if (st == WK_OK) st = wk_linear_init(&m->head, d, CHAR_VOCAB, false, WK_F32, dev);
+    if (st == WK_OK) st = wk_norm_layer_init(&m->ln_f, d, false, 1e-5, dt, dev);
+    if (st == WK_OK) st = wk_linear_init(&m->head, d, CHAR_VOCAB, false, dt, dev);
     if (st != WK_OK) return st;
     char_add(m, m->tok.weight, "tok.weight", "");
     char_add(m, m->pos.weight, "pos.weight", "");
@@ -99,6 +101,10 @@ static inline wk_status char_model_init(char_model *m, const char_config *cfg, u
     char_add(m, m->ln_f.weight, "ln_f.weight", ""); char_add(m, m->ln_f.bias, "ln_f.bias", "");
     char_add(m, m->head.weight, "head.weight", "");
     return WK_OK;
+}
+
+static inline wk_status char_model_init(char_model *m, const char_config *cfg, uint64_t seed, wk_device *dev) {
+    return char_model_init_dt(m, cfg, seed, WK_F32, dev);
 }
 
 /* result, after dropping the caller's reference to used: the forward passes
@@ -168,9 +174,10 @@ static inline void char_batch(const unsigned char *text, int64_t len, int64_t B,
 }
 
 /* One step: forward, mean cross-entropy over the B * T positions, backward
- * into gs (zeroed first), optimizer step; *loss gets the loss. */
-static inline wk_status char_train_step(const char_model *m, wk_optimizer *opt, wk_grad_store *gs, const int64_t *x,
-                                 const int64_t *y, int64_t B, double *loss) {
+ * into gs (zeroed first; with ddp not NULL, wk_ddp_backward: averaged over
+ * the ranks), optimizer step; *loss gets the loss of these B rows. */
+static inline wk_status char_train_step_ddp(const char_model *m, wk_optimizer *opt, wk_grad_store *gs, wk_ddp *ddp,
+                                           const int64_t *x, const int64_t *y, int64_t B, double *loss) {
     int64_t T = m->cfg.ctx, s[2] = {B, T}, n = B * T;
     wk_device *dev = wk_tensor_device(m->head.weight);
     wk_scope_begin();
@@ -182,11 +189,16 @@ static inline wk_status char_train_step(const char_model *m, wk_optimizer *opt, 
     wk_tensor_free(lf);
     wk_tensor_free(logits);
     wk_grad_store_zero(gs);
-    wk_status st = l ? wk_backward(l, gs, NULL) : WK_ERR_ARG;
+    wk_status st = !l ? WK_ERR_ARG : ddp ? wk_ddp_backward(ddp, l, gs, NULL) : wk_backward(l, gs, NULL);
     if (st == WK_OK) st = wk_item(l, loss);
     if (st == WK_OK && opt) st = wk_optimizer_step(opt, gs);
     wk_scope_end();
     return st;
+}
+
+static inline wk_status char_train_step(const char_model *m, wk_optimizer *opt, wk_grad_store *gs, const int64_t *x,
+                                 const int64_t *y, int64_t B, double *loss) {
+    return char_train_step_ddp(m, opt, gs, NULL, x, y, B, loss);
 }
 
 /* The text, checked to be 7-bit (CHAR_VOCAB); NULL on error. */

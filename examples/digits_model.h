@@ -40,18 +40,23 @@ static inline void digits_model_free(digits_model *m) {
     wk_linear_free(&m->fc);
 }
 
-/* torch.nn's default init from the device generator seeded with seed. */
-static inline wk_status digits_model_init(digits_model *m, uint64_t seed, wk_device *dev) {
+/* torch.nn's default init from the device generator seeded with seed, in
+ * dtype dt (tests/test_mpi_ddp.c trains in f64). */
+static inline wk_status digits_model_init_dt(digits_model *m, uint64_t seed, wk_dtype dt, wk_device *dev) {
     wk_conv_params p = {.padding = 1};
     wk_status st = wk_device_set_seed(dev, seed);
-    if (st == WK_OK) st = wk_conv2d_layer_init(&m->conv1, 1, 16, 3, 3, &p, true, WK_F32, dev);
-    if (st == WK_OK) st = wk_conv2d_layer_init(&m->conv2, 16, 32, 3, 3, &p, true, WK_F32, dev);
-    if (st == WK_OK) st = wk_linear_init(&m->fc, 32 * 2 * 2, 10, true, WK_F32, dev);
+    if (st == WK_OK) st = wk_conv2d_layer_init(&m->conv1, 1, 16, 3, 3, &p, true, dt, dev);
+    if (st == WK_OK) st = wk_conv2d_layer_init(&m->conv2, 16, 32, 3, 3, &p, true, dt, dev);
+    if (st == WK_OK) st = wk_linear_init(&m->fc, 32 * 2 * 2, 10, true, dt, dev);
     if (st != WK_OK) return st;
     int n = wk_conv2d_layer_params(&m->conv1, m->params, DIGITS_NPARAMS);
     n += wk_conv2d_layer_params(&m->conv2, m->params + n, DIGITS_NPARAMS - n);
     n += wk_linear_params(&m->fc, m->params + n, DIGITS_NPARAMS - n);
     return n == DIGITS_NPARAMS ? WK_OK : WK_ERR_ARG;
+}
+
+static inline wk_status digits_model_init(digits_model *m, uint64_t seed, wk_device *dev) {
+    return digits_model_init_dt(m, seed, WK_F32, dev);
 }
 
 /* result, after dropping the caller's reference to used: the forward frees
@@ -75,10 +80,12 @@ static inline wk_tensor *digits_model_forward(const digits_model *m, const wk_te
 }
 
 /* One training step on rows ids (i64 (B)) of xs / ys: forward, mean
- * cross-entropy, backward into gs (zeroed first), optimizer step. *loss
- * gets the loss before the step. */
-static inline wk_status digits_train_step(const digits_model *m, wk_optimizer *opt, wk_grad_store *gs,
-                                   const wk_tensor *xs, const wk_tensor *ys, const wk_tensor *ids, double *loss) {
+ * cross-entropy, backward into gs (zeroed first; with ddp not NULL,
+ * wk_ddp_backward: the gradients averaged over the ranks), optimizer step.
+ * *loss gets the loss (this rank's rows) before the step. */
+static inline wk_status digits_train_step_ddp(const digits_model *m, wk_optimizer *opt, wk_grad_store *gs,
+                                              wk_ddp *ddp, const wk_tensor *xs, const wk_tensor *ys,
+                                              const wk_tensor *ids, double *loss) {
     wk_scope_begin();
     wk_tensor *xb = wk_index_select(xs, ids, 0);
     wk_tensor *yb = wk_index_select(ys, ids, 0);
@@ -86,11 +93,17 @@ static inline wk_status digits_train_step(const digits_model *m, wk_optimizer *o
     wk_tensor *l = wk_cross_entropy(logits, yb, NULL);
     wk_tensor_free(logits);
     wk_grad_store_zero(gs);
-    wk_status st = l ? wk_backward(l, gs, NULL) : WK_ERR_ARG;
+    wk_status st = !l ? WK_ERR_ARG : ddp ? wk_ddp_backward(ddp, l, gs, NULL) : wk_backward(l, gs, NULL);
     if (st == WK_OK) st = wk_item(l, loss);
     if (st == WK_OK) st = wk_optimizer_step(opt, gs);
     wk_scope_end();
     return st;
+}
+
+/* The same without data parallelism. */
+static inline wk_status digits_train_step(const digits_model *m, wk_optimizer *opt, wk_grad_store *gs,
+                                   const wk_tensor *xs, const wk_tensor *ys, const wk_tensor *ids, double *loss) {
+    return digits_train_step_ddp(m, opt, gs, NULL, xs, ys, ids, loss);
 }
 
 /* Accuracy of the model on (xs, ys) in [0, 1], or a negative value on error. */

@@ -15,7 +15,7 @@
 #      each declared dtype and layout, cuda:0 against the CPU), the emulation tests
 #      rebuilt with -DGPU_MODE (the same checks with the real kernels on the
 #      GPU against the CPU backend), the CUDA host-emulation tests (ctest -R emu), the other CUDA tests and the backend contract
-#      (ctest -R 'cuda|backend_contract'), the oracle suite with its inputs on
+#      (ctest -R 'cuda|backend_contract|^test_mpi_collectives$': NCCL), the oracle suite with its inputs on
 #      the GPU (WICK_ORACLE_DEVICE=cuda ctest -R oracle);
 #   4. runs bench/bench_gpu (full size) beside PyTorch on the same GPU;
 #   5. prints ONE table: build, each test group, each benchmark row with
@@ -432,7 +432,10 @@ if [ "$build" = ok ] && [ "$tests_on" = ON ]; then
   done
   stage_done "GPU_MODE" "$(elapsed "$tg")"
   ctest_group "CUDA host-emulation tests (ctest -R emu)" emu "$t_emu" -R 'emu'
-  ctest_group "ctest -R 'cuda|backend_contract' (the rest)" rest "$t_rest" -R 'cuda|backend_contract' \
+  # (test_mpi_collectives as a singleton: its NCCL section, every collective
+  # on a size-1 NCCL communicator, runs here when the build found NCCL)
+  ctest_group "ctest -R 'cuda|backend_contract|mpi_collectives' (the rest)" rest "$t_rest" \
+    -R 'cuda|backend_contract|^test_mpi_collectives$' \
     -E '^test_cuda(_ops)?$|^test_backend_ops$|emu|oracle'
   # the oracle suite on the CPU (test_oracle*) and on the GPU (oracle_cuda*:
   # the same programs with WICK_ORACLE_DEVICE=cuda:0, set by tests/CMakeLists.txt)

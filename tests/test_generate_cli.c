@@ -365,10 +365,54 @@ static void test_bad_models(void **state) {
     free(longp);
 }
 
+/* --tp N: without mpirun (--tp 1 runs, --tp 2 says how to launch it);
+ * under mpirun -np 2 (when mpirun is on PATH) the same greedy text as one
+ * process, printed once (rank 0), its timings naming the ranks. */
+static void test_tp(void **state) {
+    (void)state;
+    need_both();
+    const char *prompt = "The capital of France is";
+    result one, r;
+    RUN(&one, "-m", g_gguf, "-p", prompt, "-n", "6", "--temp", "0");
+    assert_int_equal(one.rc, 0);
+    RUN(&r, "-m", g_gguf, "-p", prompt, "-n", "6", "--temp", "0", "--tp", "1");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, one.out);
+    RUN(&r, "-m", g_gguf, "-p", prompt, "--tp", "2");
+    expect_error(&r, "--tp 2 without mpirun", "mpirun -np 2");
+    RUN(&r, "-m", g_gguf, "-p", prompt, "--tp", "0");
+    expect_error(&r, "--tp 0", "--tp");
+    if (system("command -v mpirun > /dev/null 2>&1") != 0) {
+        printf("no mpirun on PATH: the 2-process run is skipped\n");
+        return;
+    }
+    char cmd[4096], out[4096], err[8192];
+    snprintf(cmd, sizeof cmd,
+             "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 %s generate "
+             "--tp 2 -m %s -p '%s' -n 6 --temp 0 > %s/tp_out 2> %s/tp_err",
+             g_cli, g_gguf, prompt, g_dir, g_dir);
+    int rc = system(cmd);
+    snprintf(cmd, sizeof cmd, "%s/tp_out", g_dir);
+    slurp(cmd, out, sizeof out);
+    snprintf(cmd, sizeof cmd, "%s/tp_err", g_dir);
+    slurp(cmd, err, sizeof err);
+    printf("mpirun -np 2 --tp 2: \"%s\"\n%s", out, err);
+    assert_int_equal(rc, 0);
+    /* Open MPI gives the ranks a pty for stdout: wick ends the text with a
+     * newline there, as on a terminal */
+    size_t n = strlen(out);
+    if (n && out[n - 1] == '\n' && strlen(one.out) < n) out[n - 1] = 0;
+    assert_string_equal(out, one.out);
+    const char *t = strstr(err, "tensor parallel over 2 ranks");
+    assert_non_null(t);
+    assert_null(strstr(t + 1, "tensor parallel over 2 ranks")); /* rank 0 only */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),       cmocka_unit_test(test_bad_flags), cmocka_unit_test(test_greedy),
         cmocka_unit_test(test_same_as_peers), cmocka_unit_test(test_seeds_and_chat), cmocka_unit_test(test_bad_models),
+        cmocka_unit_test(test_tp),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

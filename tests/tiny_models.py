@@ -2,6 +2,8 @@
 """Tiny random-weight HF checkpoints, one per architecture wick's model floor must run.
 
     tiny_models.py ARCH OUTDIR      ARCH in: llama llama3 mistral qwen2 qwen3 gemma2 gemma3 phi3 smollm3
+    tiny_models.py ARCH OUTDIR --kv-heads N   the same family with N KV heads (each with its
+                                    query group; the weights drawn for those shapes): tensor-parallel tests
     tiny_models.py --list           print the ARCH names
 
 Runs at test time with Debian's /usr/bin/python3 + numpy (no torch, no transformers). Writes:
@@ -522,9 +524,19 @@ def spm_model_bytes():
     return m + _field(2, 2, trainer) + _field(3, 2, norm)
 
 
-def write(arch, outdir):
+def with_kv_heads(arch, kv):
+    """arch's config with kv KV heads, each with the family's query group (tensor-parallel tests)."""
+    c = dict(CONFIGS[arch])
+    c["num_attention_heads"] = kv * (c["num_attention_heads"] // c["num_key_value_heads"])
+    c["num_key_value_heads"] = kv
+    return c
+
+
+def write(arch, outdir, kv_heads=None):
     if arch not in CONFIGS:
         sys.exit(f"tiny_models.py: unknown ARCH {arch!r} (one of {' '.join(ARCHS)})")
+    if kv_heads is not None:
+        CONFIGS[arch] = with_kv_heads(arch, kv_heads)  # this process only: tensor_specs reads it
     os.makedirs(outdir, exist_ok=True)
     with open(os.path.join(outdir, "config.json"), "w") as f:
         f.write(json.dumps(CONFIGS[arch], indent=2, sort_keys=True) + "\n")
@@ -539,5 +551,7 @@ if __name__ == "__main__":
         print(" ".join(ARCHS))
     elif len(sys.argv) == 3:
         write(sys.argv[1], sys.argv[2])
+    elif len(sys.argv) == 5 and sys.argv[3] == "--kv-heads" and sys.argv[4].isdigit() and int(sys.argv[4]) > 0:
+        write(sys.argv[1], sys.argv[2], int(sys.argv[4]))
     else:
         sys.exit(__doc__)

@@ -130,6 +130,7 @@ int wk__cli_chat(int argc, char **argv) {
     if (!s) {
         rc = wk__cli_fail("chat");
         wk_lm_free(m);
+        wk__cli_lm_done(&a);
         return rc;
     }
     const bool tty = isatty(STDIN_FILENO);
@@ -176,5 +177,6 @@ int wk__cli_chat(int argc, char **argv) {
     free(line);
     wk_chat_session_free(s);
     wk_lm_free(m);
+    wk__cli_lm_done(&a); /* --tp 1 under MPI */
     return rc;
 }

@@ -40,6 +40,8 @@ static const char USAGE[] =
     "                          over a long context, as llama.cpp's default cache does)\n"
     "  --threads N             CPU threads\n"
     "  --device cpu|cuda[:N]   where the model runs (default cpu)\n"
+    "  --tp N                  tensor parallel over N processes: 'mpirun -np N wick generate --tp N ...'\n"
+    "                          (each holds 1/N of the weights; rank 0 prints)\n"
     "  --pp N                  pipeline parallel over the N ranks of `mpirun -np N wick generate --pp N ...`\n"
     "                          (each rank holds 1/N of the layers; rank 0 prints)\n"
     "\n"
@@ -52,7 +54,7 @@ static const char USAGE[] =
 
 typedef struct {
     bool wrote, failed;
-    bool quiet; /* --pp: ranks other than 0 print nothing */
+    bool quiet; /* --tp / --pp: ranks other than 0 print nothing */
 } out_state;
 
 static int on_text(void *ctx, const char *bytes, size_t n) {
@@ -94,7 +96,8 @@ int wk__cli_generate(int argc, char **argv) {
         int64_t nd = st.n_generated > 0 ? st.n_generated - 1 : 0;
         fprintf(stderr, "wick generate: load %.1f ms (%lld layers, %s, %d threads", load_ms, (long long)c->n_layers,
                 wk_device_name(dev), wk_num_threads());
-        if (a.comm) fprintf(stderr, " per rank, %lld pipeline ranks", (long long)a.pp);
+        if (a.tp > 1) fprintf(stderr, " per rank, tensor parallel over %lld ranks", (long long)a.tp);
+        if (a.pp > 1) fprintf(stderr, " per rank, %lld pipeline ranks", (long long)a.pp);
         fputs(")\n", stderr);
         fprintf(stderr, "wick generate: prompt %lld tokens, prefill %.1f ms (%.1f tok/s), first token after %.1f ms\n",
                 (long long)st.n_prompt, st.prefill_ms, st.prefill_ms > 0 ? st.n_prompt * 1e3 / st.prefill_ms : 0.0,

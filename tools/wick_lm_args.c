@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "tools/wick_cli.h"
 #include "tools/wick_lm_args.h"
+#include "wick/dist.h"
 
 int wk__cli_lm_fail(const wk__cli_lm_args *a, const char *fmt, ...) {
     va_list ap;
@@ -118,8 +119,8 @@ int wk__cli_lm_parse(int argc, char **argv, wk__cli_lm_args *a) {
             continue;
         }
         if (f[0] != '-') return wk__cli_lm_fail(a, "unexpected argument '%s' (try 'wick %s --help')", f, a->cmd);
-        /* model parallel (--tp / --pp) runs `wick generate` under mpirun only */
-        bool par = !strcmp(f, "--tp") || !strcmp(f, "--pp");
+        /* pipeline parallel (--pp) runs `wick generate` under mpirun only */
+        bool par = !strcmp(f, "--pp");
         if (!takes_value(f) || (a->chat_cmd && (par || !strcmp(f, "-p") || !strcmp(f, "--prompt")))) return wk__cli_lm_fail(a, "unknown option '%s' (try 'wick %s --help')", f, a->cmd);
         if (!(v = value(argc, argv, &i))) return wk__cli_lm_fail(a, "%s needs a value (try 'wick %s --help')", f, a->cmd);
         bool ok = true;
@@ -151,10 +152,16 @@ int wk__cli_lm_parse(int argc, char **argv, wk__cli_lm_args *a) {
         } else if (!strcmp(f, "--kv-type")) {
             a->kv_type = v;
             ok = !strcmp(v, "f32") || !strcmp(v, "f16") || !strcmp(v, "bf16");
-        } else if (!strcmp(f, "--tp")) ok = parse_i64(v, &a->tp) && a->tp >= 1 && a->tp <= 1024;
-        else if (!strcmp(f, "--pp")) ok = parse_i64(v, &a->pp) && a->pp >= 1 && a->pp <= 1024;
+        }
+        else if (!strcmp(f, "--tp")) ok = parse_i64(v, &a->tp) && a->tp >= 1 && a->tp <= 4096;
+        else if (!strcmp(f, "--pp")) ok = parse_i64(v, &a->pp) && a->pp >= 1 && a->pp <= 4096;
         if (!ok) return wk__cli_lm_fail(a, "bad value '%s' for %s (try 'wick %s --help')", v, f, a->cmd);
     }
+    /* every rank would need the same turns, and only rank 0 has the terminal */
+    if (a->chat_cmd && a->tp > 1)
+        return wk__cli_lm_fail(a, "--tp %lld: wick chat runs in one process (its turns come from one terminal); "
+                                  "use 'mpirun -np %lld wick generate --tp %lld ...'",
+                               (long long)a->tp, (long long)a->tp, (long long)a->tp);
     if (!a->model) return wk__cli_lm_fail(a, "-m MODEL is required (a .gguf file or an HF directory)");
     if (!a->prompt && !a->chat_cmd) return wk__cli_lm_fail(a, "-p PROMPT is required");
     if (a->tp && a->pp) return wk__cli_lm_fail(a, "--tp and --pp cannot be used together (one kind of model parallelism)");
@@ -176,6 +183,52 @@ static wk_device *open_device(const char *name) {
 }
 
 
+/* --tp N: the MPI job's world, which must be N processes. false after
+ * printing why not. */
+static bool tp_world(wk__cli_lm_args *a) {
+    a->comm = wk_comm_init_mpi(NULL, NULL, NULL);
+    if (!a->comm) {
+        if (a->tp == 1) { /* nothing to split: one process without MPI is fine */
+            wk_clear_error();
+            return true;
+        }
+        wk__cli_lm_fail(a, "--tp %lld: %s", (long long)a->tp, wk_last_error());
+        return false;
+    }
+    int size = wk_comm_size(a->comm);
+    a->rank = wk_comm_rank(a->comm);
+    if (size == a->tp) return true;
+    if (size == 1)
+        wk__cli_lm_fail(a, "--tp %lld needs %lld processes: launch it as 'mpirun -np %lld wick %s --tp %lld ...'",
+                        (long long)a->tp, (long long)a->tp, (long long)a->tp, a->cmd, (long long)a->tp);
+    else if (a->rank == 0)
+        wk__cli_lm_fail(a, "--tp %lld, but mpirun started %d processes (use mpirun -np %lld)", (long long)a->tp, size,
+                        (long long)a->tp);
+    wk__cli_lm_done(a);
+    return false;
+}
+
+void wk__cli_lm_done(wk__cli_lm_args *a) {
+    wk_comm_free(a->comm);
+    a->comm = NULL;
+}
+
+/* TP: every rank learns whether all loaded, so that none waits in a
+ * collective for a rank that failed. */
+static bool tp_all_ok(wk__cli_lm_args *a, bool ok) {
+    if (!a->comm || wk_comm_size(a->comm) == 1) return ok;
+    int32_t v = ok ? 1 : 0;
+    int64_t one = 1;
+    wk_tensor *t = wk_from_host(&v, sizeof v, &one, 1, WK_I32, wk_cpu());
+    wk_tensor *r = t ? wk_all_reduce(a->comm, t, WK_DIST_MIN) : NULL;
+    int32_t all = 0;
+    if (!r || wk_to_host(r, &all, sizeof all) != WK_OK) all = 0;
+    wk_tensor_free(t);
+    wk_tensor_free(r);
+    if (ok && !all) wk__cli_lm_fail(a, "another rank could not load the model");
+    return all != 0;
+}
+
 wk_lm *wk__cli_lm_load(wk__cli_lm_args *a, wk_device **devp, double *load_ms) {
     wk_clear_error();
     if (a->threads && wk_set_num_threads((int)a->threads) != WK_OK) {
@@ -194,14 +247,10 @@ wk_lm *wk__cli_lm_load(wk__cli_lm_args *a, wk_device **devp, double *load_ms) {
         wk__cli_lm_fail(a, "cannot open model '%s': %s", a->model, strerror(errno));
         return NULL;
     }
-    wk_lm_load_opts lo = {.device = dev, .dtype = WK_F32};
+    if (a->tp && !tp_world(a)) return NULL;
+    wk_lm_load_opts lo = {.device = dev, .dtype = WK_F32, .comm = a->comm, .parallel = WK_LM_TENSOR_PARALLEL};
     if (a->dtype) wk_dtype_from_name(a->dtype, &lo.dtype);
     if (a->kv_type) wk_dtype_from_name(a->kv_type, &lo.kv_dtype);
-    /* tensor parallel is another helper's part: refused until it is merged */
-    if (a->tp > 1) {
-        wk__cli_lm_fail(a, "--tp: tensor parallel is not part of this build");
-        return NULL;
-    }
     if (a->pp && wk__cli_pp_attach(a, &lo) != 0) return NULL; /* pipeline parallel */
     bar b = {-1, a->cmd};
     if (isatty(STDERR_FILENO) && a->rank == 0) {
@@ -213,6 +262,11 @@ wk_lm *wk__cli_lm_load(wk__cli_lm_args *a, wk_device **devp, double *load_ms) {
     *load_ms = wk__cli_now_ms() - t0;
     bar_erase(&b);
     if (!m) wk__cli_fail(a->cmd);
+    if (!tp_all_ok(a, m != NULL)) {
+        wk_lm_free(m);
+        wk__cli_lm_done(a);
+        return NULL;
+    }
     *devp = dev;
     return m;
 }

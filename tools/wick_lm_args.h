@@ -16,12 +16,15 @@ typedef struct wk__cli_lm_args {
     bool chat_cmd;     /* wick chat: no -p / --chat (every turn is a chat turn) */
     const char *model, *prompt, *device, *dtype, *kv_type;
     int64_t n, threads, ctx;
+    /* --tp N: tensor parallel over the N processes of an MPI job (0: not
+     * asked); comm is the job's world while the model lives, rank its rank
+     * (only rank 0 prints the text and the timings); --pp N: pipeline
+     * parallel likewise (tools/wick_lm_pp.c) */
+    int64_t tp, pp;
+    wk_comm *comm;
+    int rank;
     wk_generate_opts g;
     const char *stops[WK__CLI_MAX_STOPS];
-    /* ---- model parallel over MPI ranks (generate only) ---- */
-    int64_t tp, pp;           /* --tp N / --pp N (0: not given) */
-    wk_comm *comm;            /* the world when one of them asked for ranks; else NULL */
-    int rank;                 /* this process's rank (0 without MPI): only rank 0 prints */
 } wk__cli_lm_args;
 
 /* "wick CMD: ..." and a newline on stderr; returns 1 (the exit status). */
@@ -38,14 +41,12 @@ int wk__cli_lm_parse(int argc, char **argv, wk__cli_lm_args *a);
 /* Threads, device and the model (a loading bar on a terminal's stderr);
  * NULL after printing the error. *load_ms: the load's time. */
 wk_lm *wk__cli_lm_load(wk__cli_lm_args *a, wk_device **dev, double *load_ms);
-
-/* ---- BEGIN pipeline parallel (tools/wick_lm_pp.c) ---- */
+/* After the model is freed: the --tp communicator (MPI_Finalize). */
+void wk__cli_lm_done(wk__cli_lm_args *a);
+/* ---- pipeline parallel (tools/wick_lm_pp.c) ---- */
 /* --pp N: the MPI world (its size must be N) into a->comm and the load
  * options; 0 to go on, 1 after printing the error. */
 int wk__cli_pp_attach(wk__cli_lm_args *a, wk_lm_load_opts *lo);
-/* Frees a->comm (MPI_Finalize when wick initialised MPI). */
-void wk__cli_lm_done(wk__cli_lm_args *a);
-/* ---- END pipeline parallel ---- */
 
 const char *wk__cli_stop_name(wk_stop_reason r);
 double wk__cli_now_ms(void);

@@ -25,8 +25,3 @@ int wk__cli_pp_attach(wk__cli_lm_args *a, wk_lm_load_opts *lo) {
     lo->parallel = WK_LM_PIPELINE_PARALLEL;
     return 0;
 }
-
-void wk__cli_lm_done(wk__cli_lm_args *a) {
-    wk_comm_free(a->comm);
-    a->comm = NULL;
-}

@@ -86,8 +86,14 @@ wk_comm *wk_comm_from_mpi(const void *mpi_comm, const wk_comm_opts *opts);
 wk_comm *wk_comm_self(const wk_comm_opts *opts);
 /* NCCL communicator over CUDA device dev (one device per rank), its unique
  * id broadcast over the MPI (or self) communicator boot, whose ranks it
- * takes. Collectives then take tensors on dev. NULL, WK_ERR_NOT_COMPILED
- * without NCCL. */
+ * takes. Collectives then take tensors on dev and run on dev's stream;
+ * NCCL's own reduction order applies (results agree across ranks but need
+ * not match the MPI ring's bits for inexact float sums), i16 is reduced as
+ * i32 and f8e4m3 as f32 (NCCL has no i16, and f8 only on sm90+), and NCCL
+ * send / recv have no tags: between one pair, receive in the order sent.
+ * A timeout aborts the NCCL communicator (ncclCommAbort) and names the
+ * collective and this rank, not the peer (NCCL does not tell). NULL,
+ * WK_ERR_NOT_COMPILED without NCCL. */
 wk_comm *wk_comm_init_nccl(wk_comm *boot, wk_device *dev, const wk_comm_opts *opts);
 /* Sub-groups (MPI_Comm_split): ranks with the same color form one
  * communicator, ordered by key (then by their rank here). Collective over

@@ -105,7 +105,8 @@ typedef struct wk_lm_load_opts {
      * loads the same path with the same options, then runs the same
      * forwards (same ids, same caches' histories) in step; each gets the
      * full logits, bit-identical on every rank, so samplers seeded alike
-     * pick the same tokens. See WK_LM_TENSOR_PARALLEL / _PIPELINE_PARALLEL. */
+     * pick the same tokens. See WK_LM_TENSOR_PARALLEL / _PIPELINE_PARALLEL.
+     * The model borrows comm: free the communicator after the model. */
     wk_comm *comm;
     int parallel;       /* WK_LM_TENSOR_PARALLEL (0, the default) or WK_LM_PIPELINE_PARALLEL */
     /* pipeline parallel: prompt positions per micro-batch of a prefill

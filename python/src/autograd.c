@@ -25,6 +25,7 @@
 #include <string.h>
 
 wk_grad_store *wkpy_grads;
+wkpy_backward_hook wkpy_next_backward;
 static PyThread_type_lock g_lock;
 static _Atomic unsigned long g_owner; /* thread ident of the lock's holder, 0 when free */
 
@@ -96,11 +97,14 @@ static PyObject *m_backward(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (a[0] && a[0] != Py_None && !(go = wkpy_operand(a[0], wkpy_t(self), &owned))) return NULL;
     o.grad_output = go;
     wk_status st;
+    wkpy_backward_hook h = wkpy_next_backward; /* one shot: taken under the GIL */
+    wkpy_next_backward = (wkpy_backward_hook){0};
     Py_BEGIN_ALLOW_THREADS wkpy_grads_lock_nogil();
-    st = wk_backward(wkpy_t(self), wkpy_grads, &o);
+    st = h.run ? h.run(h.ctx, wkpy_t(self), wkpy_grads, &o) : wk_backward(wkpy_t(self), wkpy_grads, &o);
     maybe_prune_locked();
     wkpy_grads_unlock();
     Py_END_ALLOW_THREADS
+    if (h.release) h.release(h.ctx);
     if (owned) wk_tensor_free(go);
     return wkpy_status(st);
 }

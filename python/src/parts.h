@@ -36,5 +36,6 @@ void wkpy_tensor_protocols(PyTypeObject *tp);
     X(dlpack)         \
     X(runtime)        \
     X(sampler)        \
+    X(dist)           \
     /* end of the list */
 #endif

@@ -148,5 +148,17 @@ void wkpy_grads_lock(void);
 void wkpy_grads_lock_nogil(void);
 void wkpy_grads_unlock(void);
 /* (autograd.c also sets py_base.h's wkpy_on_leaf_dealloc.) */
+/* A one-shot replacement for the next Tensor.backward's pass, armed by
+ * dist.c (DistributedDataParallel's forward: the backward of its output
+ * also all-reduces the gradients). run replaces wk_backward (the GIL
+ * released, the store's lock held); release is then called with the GIL
+ * held (dropping what arming took). Tensor.backward takes and clears it
+ * (GIL held), so it runs for exactly one pass. */
+typedef struct wkpy_backward_hook {
+    wk_status (*run)(void *ctx, const wk_tensor *root, wk_grad_store *gs, const wk_backward_opts *o);
+    void (*release)(void *ctx);
+    void *ctx;
+} wkpy_backward_hook;
+extern wkpy_backward_hook wkpy_next_backward;
 
 #endif

@@ -12,3 +12,5 @@ from . import functional, nn  # noqa: E402,F401
 # ---- py_autograd: wick.autograd, wick.optim (no_grad & co., clip_grad_norm_,
 # save_checkpoint / load_checkpoint come with the star import above) ----
 from . import autograd, optim  # noqa: E402,F401
+# ---- py_dist: wick.distributed (torch.distributed's collectives and DDP) ----
+from . import distributed  # noqa: E402,F401

@@ -1359,6 +1359,9 @@ class ArgError(Error, builtins.ValueError):
 class BusyError(Error, builtins.RuntimeError):
     ...
 
+class CommError(Error, builtins.RuntimeError):
+    ...
+
 class DTypeError(Error, builtins.TypeError):
     ...
 

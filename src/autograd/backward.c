@@ -360,6 +360,11 @@ static wk_status run_pass(const char *op, const wk_tensor *root, wk_grad_store *
             bool store = only_cap ? is_captured(n, cap, ncap)
                                   : (!n->backward || n->retain || d.all_grads || is_captured(n, cap, ncap));
             if (store) st = gs_add(gs, n, g);
+            /* n's gradient is final here: every node that feeds it has run
+             * (its deps reached zero before it was pushed). The hook sees
+             * it stored, before n's own rule runs, so a reduction it starts
+             * overlaps the rest of the pass. */
+            if (store && st == WK_OK && d.on_grad_ready) st = d.on_grad_ready(d.on_grad_ready_ctx, gs, n);
             if (st == WK_OK && n->backward) {
                 if (n->released) {
                     st = wk__err(WK_ERR_ARG, n->name,

@@ -310,6 +310,11 @@ wk_status wk_requires_grad(wk_tensor *t, bool on) {
 bool wk_is_tracked(const wk_tensor *t) { return t && t->node; }
 bool wk_is_leaf(const wk_tensor *t) { return t && t->node && !t->node->backward; }
 
+/* The node is what the store keys a gradient by and what the pass reports
+ * to on_grad_ready: the same pointer for every alias of t, alive as long as
+ * t (or its graph) is. */
+const void *wk_grad_key(const wk_tensor *t) { return t ? (const void *)t->node : NULL; }
+
 const char *wk_grad_fn_name(const wk_tensor *t) {
     if (!t || !t->node) return NULL;
     return t->node->backward ? t->node->name : "leaf";

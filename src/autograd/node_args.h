@@ -4,8 +4,8 @@
  * them, the rules read them. See node.h's top comment for the pattern.
  *
  * The autograd floor names only its own families. The floors above it (nn,
- * train) number theirs in the ranges reserved here (WK__OP_NN_FIRST..,
- * WK__OP_TRAIN_FIRST..) and keep their argument structs in their own
+ * dist, train) number theirs in the ranges reserved here (WK__OP_NN_FIRST..,
+ * WK__OP_DIST_FIRST.., WK__OP_TRAIN_FIRST..) and keep their argument structs in their own
  * headers (src/nn/nn_internal.h, src/train/train_internal.h), stored in
  * the union's raw block `upper` and read through that floor's typed
  * accessor (wk__nn_args_of, wk__train_args_of). */
@@ -82,6 +82,7 @@ typedef enum wk__op_id {
     /* the floors above autograd number their families from here on (their
      * enums: src/nn/nn_internal.h, src/train/train_internal.h) */
     WK__OP_NN_FIRST = 64,
+    WK__OP_DIST_FIRST = 88,   /* src/dist/dist_tracked.c */
     WK__OP_TRAIN_FIRST = 96,
     WK__OP_LIMIT = 128        /* every id is below this */
 } wk__op_id;

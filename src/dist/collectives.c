@@ -461,6 +461,16 @@ static wk_tensor *run_send(wk__dist_job *j) {
     wk_tensor *h = wk_device_kind_of(wk_tensor_device(j->x)) == WK_DEVICE_CPU ? wk_contiguous(j->x) : host_copy(j->x);
     if (!h) return NULL;
     shape_rec hdr = rec_of(h);
+    if (j->is_async) {
+        /* post and leave the queue: the progress thread completes it, so a
+         * later receive in this queue can match the peer's send meanwhile */
+        _Static_assert(sizeof j->hdr >= sizeof hdr, "job header room");
+        memcpy(j->hdr, &hdr, sizeof hdr);
+        j->keep = h;
+        wk__p2p_post_send(j->c, j->op, j->hdr, sizeof hdr, WK__TAG_P2P_HDR + j->b, wk__dist_host_ptr(h),
+                          wk__dist_nbytes(h), j->a, j->b, &j->post);
+        return NULL;
+    }
     wk_status st = wk__p2p_exchange(j->c, j->op, &hdr, sizeof hdr, j->a, NULL, 0, -1, WK__TAG_P2P_HDR + j->b);
     if (st == WK_OK)
         st = wk__p2p_exchange(j->c, j->op, wk__dist_host_ptr(h), wk__dist_nbytes(h), j->a, NULL, 0, -1, j->b);
@@ -501,7 +511,10 @@ static wk_tensor *run_barrier(wk__dist_job *j) {
 static wk__dist_job *make(const char *op, wk_comm *c, const wk_tensor *x, bool need_x,
                           wk_tensor *(*run)(wk__dist_job *), int a, int b) {
     if (!wk__comm_check(op, c)) return NULL;
-    if (need_x && !wk__check_in(op, x)) return NULL;
+    /* block dtypes pass here: the reductions refuse them (check_reducible),
+     * broadcast / all_gather / send move whole blocks */
+    if (need_x && !wk__check_in_blocks(op, x)) return NULL;
+    if (need_x && wk_dtype_is_quantized(x->dtype) && !wk__check_block_layout(op, x->dtype, &x->layout)) return NULL;
     return wk__dist_job_new(c, op, x, run, a, b);
 }
 

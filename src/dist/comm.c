@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "dist/dist_internal.h"
 #include "autograd/node.h"
 #include "base/env.h"
@@ -66,6 +67,9 @@ static void comm_release(wk_comm *c) {
     pthread_cond_destroy(&c->cv);
     free(c);
 }
+
+wk_comm *wk__comm_new(const char *op, wk_comm_backend b, const wk_comm_opts *o) { return comm_alloc(op, b, o); }
+void wk__comm_delete(wk_comm *c) { comm_release(c); }
 
 wk_comm *wk_comm_self(const wk_comm_opts *opts) { return comm_alloc("wk_comm_self", WK_COMM_SELF, opts); }
 
@@ -223,6 +227,7 @@ wk__dist_job *wk__dist_job_new(wk_comm *c, const char *op, const wk_tensor *x, w
 
 static void job_free(wk__dist_job *j) {
     if (!j) return;
+    wk_tensor_free(j->keep);
     wk_tensor_free(j->x);
     wk_tensor_free(j->result);
     free(j);
@@ -262,23 +267,72 @@ static wk_tensor *job_finish(wk__dist_job *j, wk_status *st) {
     return out;
 }
 
+/* Poll the posted sends once (this thread holds busy); returns whether any remain. */
+static bool poll_posted(wk_comm *c) {
+    wk__dist_job **pp = &c->posted;
+    while (*pp) {
+        wk__dist_job *j = *pp;
+        int r = wk__p2p_poll(c, j->op, j->post);
+        if (r == 0) {
+            pp = &j->next;
+            continue;
+        }
+        j->post = NULL;
+        if (r < 0) {
+            j->status = wk_last_status();
+            snprintf(j->msg, sizeof j->msg, "%s", wk_last_error());
+            wk_clear_error();
+        }
+        *pp = j->next;
+        pthread_mutex_lock(&c->lock);
+        atomic_store(&j->done, true);
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->lock);
+    }
+    return c->posted != NULL;
+}
+
 static void *progress_main(void *arg) {
     wk_comm *c = arg;
     pthread_mutex_lock(&c->lock);
     for (;;) {
-        while (!c->stopping && (!c->head || c->busy)) pthread_cond_wait(&c->cv, &c->lock);
-        if (!c->head && c->stopping) break;
-        if (!c->head || c->busy) continue;
-        wk__dist_job *j = c->head;
-        c->head = j->next;
-        if (!c->head) c->tail = NULL;
-        c->busy = true;
-        pthread_mutex_unlock(&c->lock);
-        job_exec(j);
-        pthread_mutex_lock(&c->lock);
-        c->busy = false;
-        atomic_store(&j->done, true);
-        pthread_cond_broadcast(&c->cv);
+        if (c->head && !c->busy) {
+            wk__dist_job *j = c->head;
+            c->head = j->next;
+            if (!c->head) c->tail = NULL;
+            c->busy = true;
+            pthread_mutex_unlock(&c->lock);
+            job_exec(j);
+            pthread_mutex_lock(&c->lock);
+            c->busy = false;
+            if (j->post && j->status == WK_OK) {
+                j->next = c->posted; /* completes later: poll_posted */
+                c->posted = j;
+            } else {
+                atomic_store(&j->done, true);
+            }
+            pthread_cond_broadcast(&c->cv);
+            continue;
+        }
+        if (c->posted && !c->busy) {
+            c->busy = true;
+            pthread_mutex_unlock(&c->lock);
+            bool more = poll_posted(c);
+            pthread_mutex_lock(&c->lock);
+            c->busy = false;
+            pthread_cond_broadcast(&c->cv);
+            if (more && !c->head) {
+                /* nothing queued: look again in 20 us (or when a job arrives) */
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += 20000;
+                if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+                pthread_cond_timedwait(&c->cv, &c->lock, &ts);
+            }
+            continue;
+        }
+        if (c->stopping && !c->head && !c->posted) break;
+        pthread_cond_wait(&c->cv, &c->lock);
     }
     pthread_mutex_unlock(&c->lock);
     return NULL;
@@ -322,6 +376,7 @@ wk_dist_work *wk__dist_run_async(wk__dist_job *j) {
         return NULL;
     }
     w->job = j;
+    j->is_async = true;
     pthread_mutex_lock(&c->lock);
     if (!c->has_thread) {
         if (pthread_create(&c->thread, NULL, progress_main, c) != 0) {

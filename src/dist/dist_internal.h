@@ -32,6 +32,11 @@ struct wk_comm {
     pthread_cond_t cv;
     bool busy;          /* a job is running (inline on a caller, or on the thread) */
     wk__dist_job *head, *tail;
+    /* async sends that are posted but not yet complete: they leave the
+     * queue at once (so a send never waits behind the peer's own send:
+     * symmetric isend / irecv exchanges cannot deadlock); the progress
+     * thread polls them between jobs */
+    wk__dist_job *posted;
     pthread_t thread;
     bool has_thread, stopping;
 };
@@ -48,7 +53,16 @@ struct wk__dist_job {
     wk_status status;
     char msg[512];
     atomic_bool done;
+    bool is_async;      /* runs on the progress thread (a send may then be posted and finish later) */
+    void *post;         /* a posted send's requests (mpi_p2p.c), completed by wk__p2p_poll */
+    wk_tensor *keep;    /* the host bytes a posted send reads until it completes */
+    int64_t hdr[2 + WK_MAX_RANK]; /* a posted send's shape header */
 };
+
+/* ---- a bare communicator of backend b (rank 0 of 1, opts' timeout), and
+ * its release without any backend teardown (comm.c) ---- */
+wk_comm *wk__comm_new(const char *op, wk_comm_backend b, const wk_comm_opts *o);
+void      wk__comm_delete(wk_comm *c);
 
 /* ---- errors that name the collective, this rank and the peer ---- */
 wk_status wk__comm_fail(wk_comm *c, const char *op, int peer, const char *fmt, ...)
@@ -64,6 +78,12 @@ wk_status wk__p2p_exchange(wk_comm *c, const char *op, const void *sbuf, size_t 
 /* A receive of at most cap bytes whose size the sender chose (*got). */
 wk_status wk__p2p_recv_any(wk_comm *c, const char *op, void *rbuf, size_t cap, size_t *got, int from, int tag);
 wk_status wk__mpi_barrier(wk_comm *c, const char *op);
+/* Post the sends of a header and a payload to peer without waiting; *post
+ * is their handle. wk__p2p_poll: 1 complete (post freed), 0 pending, -1 an
+ * error or the timeout (recorded, naming the peer; post freed). */
+wk_status wk__p2p_post_send(wk_comm *c, const char *op, const void *hdr, size_t hn, int htag, const void *buf,
+                            size_t n, int peer, int tag, void **post);
+int       wk__p2p_poll(wk_comm *c, const char *op, void *post);
 wk_status wk__mpi_init_world(const char *op, int *argc, char ***argv, wk_comm *c);
 wk_status wk__mpi_from(const char *op, const void *mpi_comm, wk_comm *c);
 wk_status wk__mpi_split(const char *op, wk_comm *parent, int color, int key, wk_comm *c, bool *member);

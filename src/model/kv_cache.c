@@ -55,7 +55,7 @@ wk_kv_cache *wk_kv_cache_new(const wk_lm *m, int64_t max_tokens) {
     kc->m = m;
     if (own_rope(m, max_tokens, kc->rope) != WK_OK ||
         /* the layers this process runs (pipeline parallel: this rank's) */
-        wk__kv_store_init(&kc->kv, wk__lm_l1(m) - wk__lm_l0(m), c->n_kv_heads, max_tokens, c->head_dim, m->kv_dtype,
+        wk__kv_store_init(&kc->kv, wk__lm_l1(m) - wk__lm_l0(m), m->tp.hkv, max_tokens, c->head_dim, m->kv_dtype,
                           m->dev) != WK_OK) {
         wk_kv_cache_free(kc);
         return NULL;
@@ -82,7 +82,7 @@ wk_status wk_kv_cache_reserve(wk_kv_cache *c, int64_t max_tokens) {
     wk__lm_rope rope[WK__LM_ROPE_SETS] = {0};
     wk_status st = own_rope(m, max_tokens, rope);
     if (st == WK_OK)
-        st = wk__kv_store_init(&kv, wk__lm_l1(m) - wk__lm_l0(m), cfg->n_kv_heads, max_tokens, cfg->head_dim,
+        st = wk__kv_store_init(&kv, wk__lm_l1(m) - wk__lm_l0(m), m->tp.hkv, max_tokens, cfg->head_dim,
                                m->kv_dtype, m->dev);
     if (st != WK_OK) {
         rope_free(rope);

@@ -453,6 +453,11 @@ wk_kv_pool *wk_kv_pool_new(const wk_lm *m, const wk_kv_pool_opts *o) {
                 m->pp->rank, m->pp->size);
         return NULL;
     }
+    if (m->tp.comm) { /* TP: the pool (and the serving engine on it) is single-process */
+        wk__err(WK_ERR_ARG, op, "the paged KV pool is single-process; this model is tensor parallel over %d ranks",
+                m->tp.size);
+        return NULL;
+    }
     const wk_lm_config *cfg = &m->cfg;
     int64_t B = o->block > 0 ? o->block : 16;
     wk_dtype dt = o->dtype == WK_U8 ? m->kv_dtype : o->dtype;

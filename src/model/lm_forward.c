@@ -8,7 +8,10 @@
  * one.
  * Activations are f32 (as llama.cpp keeps them); weights go through the
  * kit's wk_linear: wk_qmatmul (blocks, f16, bf16) or a matmul (f32, a
- * transposed view). */
+ * transposed view).
+ * Tensor parallel (src/model/lm_tp.c): each rank runs its heads and FFN
+ * columns; the marked TP hooks sum o's and down's partial products, the
+ * embedding rows, and gather the logits over the ranks. */
 #include "model/lm_internal.h"
 #include "wick/lm.h"
 #include "base/error.h"
@@ -40,8 +43,8 @@ static wk_tensor *seq_attention(const wk_lm *m, const wk__lm_layer *L, const wk_
     const wk_lm_config *cfg = &m->cfg;
     bool sliding = (L->flags & WK_LM_SLIDING) != 0;
     int rs = wk__lm_rope_set(m, li);
-    wk__attn_heads ah = {.q_heads = cfg->n_heads,
-                         .kv_heads = cfg->n_kv_heads,
+    wk__attn_heads ah = {.q_heads = m->tp.hq, /* this rank's heads (all without TP) */
+                         .kv_heads = m->tp.hkv,
                          .head_dim = cfg->head_dim,
                          .interleaved = cfg->rope_interleaved,
                          /* a window as long as the sequence so far changes nothing */
@@ -65,7 +68,7 @@ static wk_tensor *seq_attention(const wk_lm *m, const wk__lm_layer *L, const wk_
 static wk_tensor *attention_block(const wk_lm *m, const wk__lm_layer *L, const wk_lm_seq *seqs,
                                   const seq_rows *rows, int64_t n_seqs, int64_t li, const wk_tensor *x) {
     const wk_lm_config *cfg = &m->cfg;
-    int64_t H = cfg->n_heads, Hkv = cfg->n_kv_heads, D = cfg->head_dim;
+    int64_t H = m->tp.hq, Hkv = m->tp.hkv, D = cfg->head_dim; /* TP: this rank's heads */
     wk_tensor *h = wk_norm_layer_forward(&L->attn_norm, x);
     if (!h) return NULL;
     wk_tensor *q, *k, *v;
@@ -104,14 +107,15 @@ static wk_tensor *attention_block(const wk_lm *m, const wk__lm_layer *L, const w
         a = wk_cat(parts, (int)n_seqs, 0);
     }
     if (!a) return NULL;
-    a = wk_linear_forward(&L->o, a);
+    a = wk__lm_tp_reduce(m, wk_linear_forward(&L->o, a)); /* TP: the heads' partial sums */
     if (cfg->post_norms) a = wk_norm_layer_forward(&L->post_attn_norm, a);
     return wk_add(x, a);
 }
 
 /* x + [post_norm](down(act)) */
-static wk_tensor *ffn_out(const wk_lm_config *cfg, const wk__lm_layer *L, const wk_tensor *x, wk_tensor *act) {
-    wk_tensor *d = wk_linear_forward(&L->down, act);
+static wk_tensor *ffn_out(const wk_lm *m, const wk__lm_layer *L, const wk_tensor *x, wk_tensor *act) {
+    const wk_lm_config *cfg = &m->cfg;
+    wk_tensor *d = wk__lm_tp_reduce(m, wk_linear_forward(&L->down, act)); /* TP: the columns' partial sums */
     if (cfg->post_norms) d = wk_norm_layer_forward(&L->post_ffn_norm, d);
     return wk_add(x, d);
 }
@@ -127,15 +131,16 @@ static wk_tensor *ffn_block(const wk_lm *m, const wk__lm_layer *L, const wk_tens
      * (or the weight is fused), else separately */
     if (L->gate_up.weight || wk__linear_multi_is_one(gu2, 2, h)) {
         wk_tensor *gu = L->gate_up.weight ? wk_linear_forward(&L->gate_up, h) : wk__linear_multi_forward(gu2, 2, h);
-        if (!cfg->gelu_mlp) return ffn_out(cfg, L, x, wk_swiglu(gu));
-        g = wk_narrow(gu, 1, 0, cfg->ffn_dim);
-        u = wk_narrow(gu, 1, cfg->ffn_dim, cfg->ffn_dim);
+        if (!cfg->gelu_mlp) return ffn_out(m, L, x, wk_swiglu(gu));
+        int64_t F = gu ? wk_dim(gu, 1) / 2 : 0; /* ffn_dim, or this rank's columns (TP) */
+        g = wk_narrow(gu, 1, 0, F);
+        u = wk_narrow(gu, 1, F, F);
     } else {
         g = wk_linear_forward(&L->gate, h);
         u = wk_linear_forward(&L->up, h);
     }
     act = wk_mul(cfg->gelu_mlp ? wk_unary(g, WK_GELU) : wk_silu(g), u);
-    return ffn_out(cfg, L, x, act);
+    return ffn_out(m, L, x, act);
 }
 
 /* The token rows of every sequence, in order, as f32 (R, dim): the kit's
@@ -150,10 +155,16 @@ static wk_tensor *embed(const wk_lm *m, const wk_lm_seq *seqs, int64_t n_seqs, i
     for (int64_t i = 0, o = 0; i < n_seqs; o += seqs[i].n, i++)
         memcpy(all + o, seqs[i].ids, sizeof(int32_t) * (size_t)seqs[i].n);
     int64_t shape[1] = {R};
-    wk_tensor *idt = wk_from_host(all, sizeof(int32_t) * (size_t)R, shape, 1, WK_I32, m->dev);
-    free(all);
-    wk_tensor *e = idt ? wk_embedding_layer_forward(&m->tok_embd, idt) : NULL;
-    if (e && wk_tensor_dtype(e) != WK_F32) e = wk_to_dtype(e, WK_F32);
+    wk_tensor *e;
+    if (m->tp.comm) { /* TP: this rank's rows, the others' zero, summed */
+        e = wk__lm_tp_embed(m, all, R);
+        free(all);
+    } else {
+        wk_tensor *idt = wk_from_host(all, sizeof(int32_t) * (size_t)R, shape, 1, WK_I32, m->dev);
+        free(all);
+        e = idt ? wk_embedding_layer_forward(&m->tok_embd, idt) : NULL;
+        if (e && wk_tensor_dtype(e) != WK_F32) e = wk_to_dtype(e, WK_F32);
+    }
     /* Gemma: times sqrt(dim), rounded to f32 first as transformers does */
     if (e && m->cfg.embed_scale != 1.0) e = wk_affine(e, (double)(float)m->cfg.embed_scale, 0);
     return e;
@@ -209,6 +220,7 @@ static wk_tensor *logits_of(const wk_lm *m, const wk_lm_seq *seqs, const seq_row
 wk_tensor *wk__lm_head(const wk_lm *m, const wk_tensor *x) {
     const wk_lm_config *cfg = &m->cfg;
     wk_tensor *logits = wk_linear_forward(&m->output, wk_norm_layer_forward(&m->out_norm, x));
+    logits = wk__lm_tp_gather_vocab(m, logits); /* TP: every rank's vocabulary columns */
     /* Gemma 2: cap * tanh(logits / cap) */
     if (logits && cfg->final_softcap > 0)
         logits =

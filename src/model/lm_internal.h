@@ -10,6 +10,7 @@
 #include "nn/layers.h"
 
 #include "model/lm_arch.h"
+#include "model/lm_tp.h"
 
 /* The linear layers are the kit's wk_linear (wick/layers.h), weights kept
  * as the file stores them: a block or f16/bf16 weight (N, K) goes through
@@ -77,6 +78,9 @@ struct wk_lm {
     double *rope_inv_long;
     wk_tokenizer *tok;     /* NULL when the file has none (no tokenizer.ggml.* / tokenizer.json) */
     char *chat_template;   /* NULL when absent */
+    /* tensor parallel: this rank's shares (comm NULL: the whole model;
+     * src/model/lm_tp.c). tp.hq / tp.hkv are the heads this process runs. */
+    wk__lm_tp tp;
     wk__lm_pp *pp;         /* pipeline parallel: this rank's part; NULL: the whole model */
 };
 

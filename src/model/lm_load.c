@@ -2,7 +2,9 @@
  * (tensors stay zero-copy views of the map, quantized ones stay blocks) or
  * from an HF directory (config.json + safetensors), under the names its
  * family gives (src/model/lm_arch.h). Every tensor's shape is checked
- * against the config before anything runs. */
+ * against the config before anything runs. Tensor parallel: the marked TP
+ * hooks cut each weight to this rank's share (src/model/lm_tp_load.c)
+ * before it is placed. */
 #include "model/lm_internal.h"
 #include "wick/gguf.h"
 #include "wick/safetensors.h"
@@ -25,6 +27,7 @@ typedef struct source {
     wk_safetensors *st;
     const char *path;
     const wk__lm_arch *arch;
+    const wk__lm_tp *tp; /* TP: this rank's shares (lm_tp.c) */
 } source;
 
 /* The name of layer l's slot w (suffix "weight" or "bias"); false when the
@@ -88,10 +91,16 @@ static wk_tensor *place(wk_tensor *t, wk_dtype dt, wk_device *dev) {
 
 static bool is_float_weight(wk_dtype dt) { return dt == WK_F32 || dt == WK_F16 || dt == WK_BF16 || dt == WK_F64; }
 
+/* TP: t cut to this rank's share (src/model/lm_tp_load.c); consumes t. */
+static wk_tensor *tp_cut(const source *s, const char *name, wk_tensor *t, const wk__lm_cut *cut) {
+    wk__lm_tp_file f = {.g = s->g, .st = s->st, .path = s->path};
+    return wk__lm_tp_cut(&f, name, t, cut);
+}
+
 /* A matrix weight (N, K): checked, converted if it is float, kept as blocks
  * if it is quantized. Consumes t. */
 static wk_status make_linear(const source *s, const char *name, wk_tensor *t, int64_t n, int64_t k, wk_dtype want,
-                             wk_device *dev, wk_linear *out) {
+                             wk_device *dev, const wk__lm_cut *cut, wk_linear *out) {
     memset(out, 0, sizeof *out);
     if (!t) return wk_last_status();
     int64_t shape[2] = {n, k};
@@ -107,6 +116,7 @@ static wk_status make_linear(const source *s, const char *name, wk_tensor *t, in
         return wk__err(WK_ERR_DTYPE, OP, "%s: tensor %s has dtype %s (a weight must be float or block-quantized)",
                        s->path, name, wk_dtype_name(dt));
     }
+    if (cut && cut->n_ranges && !(t = tp_cut(s, name, t, cut))) return wk_last_status(); /* TP */
     out->weight = place(t, dt, dev);
     return out->weight ? WK_OK : wk_last_status();
 }
@@ -140,7 +150,7 @@ static wk_status make_norm(const source *s, const char *name, int64_t dim, doubl
 /* The bias of a projection when the file has one (f32, (n)); required
  * ones missing are an error naming them. */
 static wk_status make_bias(const source *s, const char *name, int64_t n, bool required, wk_device *dev,
-                           wk_linear *l) {
+                           const wk__lm_cut *cut, wk_linear *l) {
     if (!has_tensor(s, name)) {
         if (!required) return WK_OK;
         return wk__err(WK_ERR_FORMAT, OP, "%s: tensor %s is missing (the family has q, k, v biases)", s->path, name);
@@ -157,6 +167,7 @@ static wk_status make_bias(const source *s, const char *name, int64_t n, bool re
         wk_tensor_free(t);
         return st;
     }
+    if (cut && cut->n_ranges && !(t = tp_cut(s, name, t, cut))) return wk_last_status(); /* TP */
     l->bias = place(t, WK_F32, dev);
     return l->bias ? WK_OK : wk_last_status();
 }
@@ -202,14 +213,29 @@ static wk_status layer_norm_of(const source *s, const wk_lm_config *c, int64_t l
 /* A projection of slot w in layer l: (n, k) weight and its bias if the
  * file has one (required: attn_bias families' q, k, v). */
 static wk_status layer_linear(const source *s, const wk_lm_config *c, int64_t l, wk__lm_slot w, int64_t n, int64_t k,
-                              bool bias_required, wk_dtype want, wk_device *dev, wk_linear *out) {
+                              bool bias_required, wk_dtype want, wk_device *dev, const wk__lm_cut *cut,
+                              wk_linear *out) {
     char name[160];
     if (!layer_name(s, l, w, "weight", name, sizeof name))
         return wk__err(WK_ERR_FORMAT, OP, "%s: %s has no name for slot %d", s->path, c->arch, (int)w);
-    wk_status st = make_linear(s, name, get_tensor(s, name), n, k, want, dev, out);
+    wk_status st = make_linear(s, name, get_tensor(s, name), n, k, want, dev, cut, out);
     if (st != WK_OK) return st;
     layer_name(s, l, w, "bias", name, sizeof name);
-    return make_bias(s, name, n, bias_required, dev, out);
+    return make_bias(s, name, n, bias_required, dev, cut, out);
+}
+
+/* TP: the elements per block of layer l's down weight (the FFN splits at
+ * its blocks); 1 for float weights. */
+static wk_status down_block(const source *s, const wk_lm_config *c, int64_t l, int64_t *out) {
+    char name[160];
+    *out = 1;
+    if (!layer_name(s, l, WK__S_DOWN, "weight", name, sizeof name)) return WK_OK;
+    wk_tensor *t = get_tensor(s, name);
+    if (!t) return wk_last_status();
+    *out = wk_dtype_info_of(wk_tensor_dtype(t))->block_elems;
+    wk_tensor_free(t);
+    (void)c;
+    return WK_OK;
 }
 
 static wk_status load_layer(const source *s, const wk_lm_config *c, int64_t l, wk_dtype want, wk_device *dev,
@@ -217,6 +243,12 @@ static wk_status load_layer(const source *s, const wk_lm_config *c, int64_t l, w
     int64_t qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim, D = c->dim, F = c->ffn_dim;
     wk_status st;
     L->flags = c->layer_flags[l];
+    /* TP: this rank's rows / columns of each projection (none: whole) */
+    wk__lm_layer_cuts cu = {0};
+    int64_t db = 1;
+    if (s->tp->comm && ((st = down_block(s, c, l, &db)) != WK_OK ||
+                        (st = wk__lm_tp_layer_cuts(s->tp, c, l, db, s->path, &cu)) != WK_OK))
+        return st;
     if ((st = layer_norm_of(s, c, l, WK__S_ATTN_NORM, D, dev, &L->attn_norm)) != WK_OK ||
         (st = layer_norm_of(s, c, l, WK__S_FFN_NORM, D, dev, &L->ffn_norm)) != WK_OK)
         return st;
@@ -228,22 +260,23 @@ static wk_status load_layer(const source *s, const wk_lm_config *c, int64_t l, w
                        (st = layer_norm_of(s, c, l, WK__S_K_NORM, c->head_dim, dev, &L->k_norm)) != WK_OK))
         return st;
     if (c->fused_qkv) {
-        if ((st = layer_linear(s, c, l, WK__S_QKV, qd + 2 * kvd, D, c->attn_bias, want, dev, &L->qkv)) != WK_OK ||
-            (st = layer_linear(s, c, l, WK__S_GATE_UP, 2 * F, D, false, want, dev, &L->gate_up)) != WK_OK)
+        if ((st = layer_linear(s, c, l, WK__S_QKV, qd + 2 * kvd, D, c->attn_bias, want, dev, &cu.qkv, &L->qkv)) != WK_OK ||
+            (st = layer_linear(s, c, l, WK__S_GATE_UP, 2 * F, D, false, want, dev, &cu.gate_up, &L->gate_up)) != WK_OK)
             return st;
     } else {
-        if ((st = layer_linear(s, c, l, WK__S_Q, qd, D, c->attn_bias, want, dev, &L->q)) != WK_OK ||
-            (st = layer_linear(s, c, l, WK__S_K, kvd, D, c->attn_bias, want, dev, &L->k)) != WK_OK ||
-            (st = layer_linear(s, c, l, WK__S_V, kvd, D, c->attn_bias, want, dev, &L->v)) != WK_OK ||
-            (st = layer_linear(s, c, l, WK__S_GATE, F, D, false, want, dev, &L->gate)) != WK_OK ||
-            (st = layer_linear(s, c, l, WK__S_UP, F, D, false, want, dev, &L->up)) != WK_OK)
+        if ((st = layer_linear(s, c, l, WK__S_Q, qd, D, c->attn_bias, want, dev, &cu.q, &L->q)) != WK_OK ||
+            (st = layer_linear(s, c, l, WK__S_K, kvd, D, c->attn_bias, want, dev, &cu.k, &L->k)) != WK_OK ||
+            (st = layer_linear(s, c, l, WK__S_V, kvd, D, c->attn_bias, want, dev, &cu.v, &L->v)) != WK_OK ||
+            (st = layer_linear(s, c, l, WK__S_GATE, F, D, false, want, dev, &cu.gate, &L->gate)) != WK_OK ||
+            (st = layer_linear(s, c, l, WK__S_UP, F, D, false, want, dev, &cu.up, &L->up)) != WK_OK)
             return st;
     }
-    if ((st = layer_linear(s, c, l, WK__S_O, D, qd, false, want, dev, &L->o)) != WK_OK ||
-        (st = layer_linear(s, c, l, WK__S_DOWN, D, F, false, want, dev, &L->down)) != WK_OK)
+    if ((st = layer_linear(s, c, l, WK__S_O, D, qd, false, want, dev, &cu.o, &L->o)) != WK_OK ||
+        (st = layer_linear(s, c, l, WK__S_DOWN, D, F, false, want, dev, &cu.down, &L->down)) != WK_OK)
         return st;
-    /* fusing at load (below) concatenates weights only: not with biases */
-    if (c->fused_qkv || !fusion_wanted() || L->q.bias || L->k.bias || L->v.bias) return WK_OK;
+    /* fusing at load (below) concatenates weights only: not with biases
+     * (nor with TP shards: the q|k|v split points move) */
+    if (c->fused_qkv || !fusion_wanted() || L->q.bias || L->k.bias || L->v.bias || s->tp->comm) return WK_OK;
     wk_linear qkv[3] = {L->q, L->k, L->v};
     if (fuse(qkv, 3, &L->qkv, &st)) {
         wk_linear_free(&L->q);
@@ -281,6 +314,8 @@ static wk_status load_token_table(const source *s, wk_lm *m, wk_dtype want) {
         wk_tensor_free(e);
         return wk__err(WK_ERR_DTYPE, OP, "%s: tensor %s has dtype %s", s->path, en, wk_dtype_name(edt));
     }
+    wk__lm_cut vc = wk__lm_tp_vocab_cut(s->tp); /* TP: this rank's vocabulary rows */
+    if (vc.n_ranges && !(e = tp_cut(s, en, e, &vc))) return wk_last_status();
     m->tok_embd.weight = place(e, is_float_weight(edt) ? keep_dtype(edt, want) : edt, m->dev);
     return m->tok_embd.weight ? WK_OK : wk_last_status();
 }
@@ -294,13 +329,14 @@ static wk_status load_weights(const source *s, wk_lm *m, const wk_lm_load_opts *
     bool head = wk__lm_has_head(m);
     if ((wk__lm_has_embd(m) || (head && c->tied_embeddings)) && (st = load_token_table(s, m, want)) != WK_OK)
         return st;
+    wk__lm_cut vc = wk__lm_tp_vocab_cut(s->tp); /* TP: this rank's vocabulary rows */
     if (head) {
         if ((st = make_norm(s, out_norm_name(s), c->dim, c->rms_eps, m->dev, &m->out_norm)) != WK_OK) return st;
         if (c->tied_embeddings) {
             /* the lm head is the token table itself: one more reference */
             m->output.weight = wk_tensor_retain(m->tok_embd.weight);
         } else if ((st = make_linear(s, output_name(s), get_tensor(s, output_name(s)), c->vocab, c->dim, want,
-                                     m->dev, &m->output)) != WK_OK) {
+                                     m->dev, &vc, &m->output)) != WK_OK) {
             return st;
         }
     }
@@ -595,6 +631,15 @@ wk_lm *wk_lm_load(const char *path, const wk_lm_load_opts *opts) {
                      (long long)m->cfg.vocab);
         goto fail;
     }
+    if (o.parallel != WK_LM_TENSOR_PARALLEL && o.parallel != WK_LM_PIPELINE_PARALLEL) {
+        st = wk__err(WK_ERR_ARG, OP, "parallel = %d is neither WK_LM_TENSOR_PARALLEL nor WK_LM_PIPELINE_PARALLEL",
+                     o.parallel);
+        goto fail;
+    }
+    /* TP: this rank's shares (whole without a communicator of size > 1) */
+    if ((st = wk__lm_tp_init(&m->tp, o.parallel == WK_LM_TENSOR_PARALLEL ? o.comm : NULL, &m->cfg, m->dev, path)) != WK_OK)
+        goto fail;
+    s.tp = &m->tp;
     if ((st = wk__lm_pp_setup(m, &o, path)) != WK_OK) goto fail; /* pipeline parallel */
     st = load_weights(&s, m, &o);
     if (st == WK_OK) st = make_rope(&s, m, &raw);

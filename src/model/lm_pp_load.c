@@ -12,11 +12,8 @@
 static const char *OP = "wk_lm_load";
 
 wk_status wk__lm_pp_setup(wk_lm *m, const wk_lm_load_opts *o, const char *path) {
+    /* (wk_lm_load refused a `parallel` that is neither kind) */
     if (!o->comm) return WK_OK;
-    if (o->parallel != WK_LM_TENSOR_PARALLEL && o->parallel != WK_LM_PIPELINE_PARALLEL)
-        return wk__err(WK_ERR_ARG, OP,
-                       "parallel = %d is neither WK_LM_TENSOR_PARALLEL (0) nor WK_LM_PIPELINE_PARALLEL (1)",
-                       o->parallel);
     int size = wk_comm_size(o->comm), rank = wk_comm_rank(o->comm);
     if (o->parallel != WK_LM_PIPELINE_PARALLEL || size == 1) return WK_OK;
     if (!wk_comm_ok(o->comm)) return wk__err(WK_ERR_COMM, OP, "the communicator is broken by an earlier error");

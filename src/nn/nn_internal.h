@@ -20,7 +20,7 @@
 #define WK__OP_ROPE      ((wk__op_id)(WK__OP_NN_FIRST + 2)) /* rope, rope_thd: rope */
 #define WK__OP_SWIGLU    ((wk__op_id)(WK__OP_NN_FIRST + 3)) /* no args */
 #define WK__OP_ATTENTION ((wk__op_id)(WK__OP_NN_FIRST + 4)) /* attention */
-_Static_assert((int)WK__OP_NN_FIRST + 5 <= (int)WK__OP_TRAIN_FIRST, "nn op ids run into the train floor's range");
+_Static_assert((int)WK__OP_NN_FIRST + 5 <= (int)WK__OP_DIST_FIRST, "nn op ids run into the dist floor's range");
 
 typedef struct { int dim; bool logp; } wk__args_softmax;               /* dim normalised */
 typedef struct { bool rms, has_w; double eps; } wk__args_nn_norm;      /* has_w: saved 1 is the weight */

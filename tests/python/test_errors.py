@@ -23,6 +23,7 @@ CLASSES = {
     "DivZeroError": ZeroDivisionError,
     "InternalError": RuntimeError,
     "BusyError": RuntimeError,
+    "CommError": RuntimeError,
 }
 
 HUGE = 1 << 62
