@@ -42,6 +42,8 @@ static const char USAGE[] =
     "  --device cpu|cuda[:N]   where the model runs (default cpu)\n"
     "  --tp N                  tensor parallel over N processes: 'mpirun -np N wick generate --tp N ...'\n"
     "                          (each holds 1/N of the weights; rank 0 prints)\n"
+    "  --pp N                  pipeline parallel over the N ranks of `mpirun -np N wick generate --pp N ...`\n"
+    "                          (each rank holds 1/N of the layers; rank 0 prints)\n"
     "\n"
     "Generation stops at -n tokens, at the end-of-sequence token, before a --stop string, or when\n"
     "the prompt and the new tokens fill the context (the model's, or --ctx); stderr then ends with\n"
@@ -52,7 +54,7 @@ static const char USAGE[] =
 
 typedef struct {
     bool wrote, failed;
-    bool quiet; /* --tp: ranks other than 0 print nothing */
+    bool quiet; /* --tp / --pp: ranks other than 0 print nothing */
 } out_state;
 
 static int on_text(void *ctx, const char *bytes, size_t n) {
@@ -73,7 +75,10 @@ int wk__cli_generate(int argc, char **argv) {
     wk_device *dev;
     double load_ms;
     wk_lm *m = wk__cli_lm_load(&a, &dev, &load_ms);
-    if (!m) return 1;
+    if (!m) {
+        wk__cli_lm_done(&a);
+        return 1;
+    }
 
     out_state os = {.quiet = a.rank != 0};
     a.g.on_text = on_text;
@@ -92,6 +97,7 @@ int wk__cli_generate(int argc, char **argv) {
         fprintf(stderr, "wick generate: load %.1f ms (%lld layers, %s, %d threads", load_ms, (long long)c->n_layers,
                 wk_device_name(dev), wk_num_threads());
         if (a.tp > 1) fprintf(stderr, " per rank, tensor parallel over %lld ranks", (long long)a.tp);
+        if (a.pp > 1) fprintf(stderr, " per rank, %lld pipeline ranks", (long long)a.pp);
         fputs(")\n", stderr);
         fprintf(stderr, "wick generate: prompt %lld tokens, prefill %.1f ms (%.1f tok/s), first token after %.1f ms\n",
                 (long long)st.n_prompt, st.prefill_ms, st.prefill_ms > 0 ? st.n_prompt * 1e3 / st.prefill_ms : 0.0,

@@ -90,7 +90,7 @@ static bool takes_value(const char *f) {
                                   "--n-predict", "--temp", "--top-k",  "--top-p",          "--min-p",
                                   "--repeat-penalty", "--repeat-last-n", "--seed", "--system", "--stop",
                                   "--ctx",    "--threads", "--device", "--dtype",
-                                  "--kv-type", "--tp"};
+                                  "--kv-type", "--tp",      "--pp"};
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
         if (!strcmp(f, flags[i])) return true;
     return false;
@@ -119,7 +119,9 @@ int wk__cli_lm_parse(int argc, char **argv, wk__cli_lm_args *a) {
             continue;
         }
         if (f[0] != '-') return wk__cli_lm_fail(a, "unexpected argument '%s' (try 'wick %s --help')", f, a->cmd);
-        if (!takes_value(f) || (a->chat_cmd && (!strcmp(f, "-p") || !strcmp(f, "--prompt")))) return wk__cli_lm_fail(a, "unknown option '%s' (try 'wick %s --help')", f, a->cmd);
+        /* pipeline parallel (--pp) runs `wick generate` under mpirun only */
+        bool par = !strcmp(f, "--pp");
+        if (!takes_value(f) || (a->chat_cmd && (par || !strcmp(f, "-p") || !strcmp(f, "--prompt")))) return wk__cli_lm_fail(a, "unknown option '%s' (try 'wick %s --help')", f, a->cmd);
         if (!(v = value(argc, argv, &i))) return wk__cli_lm_fail(a, "%s needs a value (try 'wick %s --help')", f, a->cmd);
         bool ok = true;
         if (!strcmp(f, "-m") || !strcmp(f, "--model")) a->model = v;
@@ -152,6 +154,7 @@ int wk__cli_lm_parse(int argc, char **argv, wk__cli_lm_args *a) {
             ok = !strcmp(v, "f32") || !strcmp(v, "f16") || !strcmp(v, "bf16");
         }
         else if (!strcmp(f, "--tp")) ok = parse_i64(v, &a->tp) && a->tp >= 1 && a->tp <= 4096;
+        else if (!strcmp(f, "--pp")) ok = parse_i64(v, &a->pp) && a->pp >= 1 && a->pp <= 4096;
         if (!ok) return wk__cli_lm_fail(a, "bad value '%s' for %s (try 'wick %s --help')", v, f, a->cmd);
     }
     /* every rank would need the same turns, and only rank 0 has the terminal */
@@ -161,6 +164,7 @@ int wk__cli_lm_parse(int argc, char **argv, wk__cli_lm_args *a) {
                                (long long)a->tp, (long long)a->tp, (long long)a->tp);
     if (!a->model) return wk__cli_lm_fail(a, "-m MODEL is required (a .gguf file or an HF directory)");
     if (!a->prompt && !a->chat_cmd) return wk__cli_lm_fail(a, "-p PROMPT is required");
+    if (a->tp && a->pp) return wk__cli_lm_fail(a, "--tp and --pp cannot be used together (one kind of model parallelism)");
     a->g.max_new_tokens = a->n == -1 ? 0 : a->n;
     a->g.max_ctx = a->ctx;
     return 0;
@@ -247,6 +251,7 @@ wk_lm *wk__cli_lm_load(wk__cli_lm_args *a, wk_device **devp, double *load_ms) {
     wk_lm_load_opts lo = {.device = dev, .dtype = WK_F32, .comm = a->comm, .parallel = WK_LM_TENSOR_PARALLEL};
     if (a->dtype) wk_dtype_from_name(a->dtype, &lo.dtype);
     if (a->kv_type) wk_dtype_from_name(a->kv_type, &lo.kv_dtype);
+    if (a->pp && wk__cli_pp_attach(a, &lo) != 0) return NULL; /* pipeline parallel */
     bar b = {-1, a->cmd};
     if (isatty(STDERR_FILENO) && a->rank == 0) {
         lo.progress = bar_draw;

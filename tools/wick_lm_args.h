@@ -18,8 +18,9 @@ typedef struct wk__cli_lm_args {
     int64_t n, threads, ctx;
     /* --tp N: tensor parallel over the N processes of an MPI job (0: not
      * asked); comm is the job's world while the model lives, rank its rank
-     * (only rank 0 prints the text and the timings) */
-    int64_t tp;
+     * (only rank 0 prints the text and the timings); --pp N: pipeline
+     * parallel likewise (tools/wick_lm_pp.c) */
+    int64_t tp, pp;
     wk_comm *comm;
     int rank;
     wk_generate_opts g;
@@ -42,6 +43,10 @@ int wk__cli_lm_parse(int argc, char **argv, wk__cli_lm_args *a);
 wk_lm *wk__cli_lm_load(wk__cli_lm_args *a, wk_device **dev, double *load_ms);
 /* After the model is freed: the --tp communicator (MPI_Finalize). */
 void wk__cli_lm_done(wk__cli_lm_args *a);
+/* ---- pipeline parallel (tools/wick_lm_pp.c) ---- */
+/* --pp N: the MPI world (its size must be N) into a->comm and the load
+ * options; 0 to go on, 1 after printing the error. */
+int wk__cli_pp_attach(wk__cli_lm_args *a, wk_lm_load_opts *lo);
 
 const char *wk__cli_stop_name(wk_stop_reason r);
 double wk__cli_now_ms(void);

@@ -128,9 +128,15 @@ typedef struct wk_lm_load_opts {
  * Pipeline parallel: rank r holds a contiguous range of layers (rank 0 also
  * the token table, the last rank the final norm and lm head), activations
  * pass down the ranks, the last rank's logits are broadcast; any model with
- * n_layers >= ranks. KV caches (wk_kv_cache_new) then hold this rank's heads
- * (TP) or layers (PP) only; the paged pool and the serving engine are
- * single-process (WK_ERR_ARG on a parallel model). */
+ * n_layers >= ranks; a prefill runs in micro-batches of pp_microbatch rows
+ * (the same arithmetic as one pass: bit-identical in the tests). Arguments
+ * are checked alike on every rank before any message (a refused forward is
+ * refused everywhere); a failure on one rank mid-pass reaches the others
+ * as WK_ERR_COMM after the communicator's timeout (the communicator is then
+ * broken); its forwards run one at a time (their messages are one
+ * sequence), not one per cache. KV caches (wk_kv_cache_new) then hold
+ * this rank's heads (TP) or layers (PP) only; the paged pool and the
+ * serving engine are single-process (WK_ERR_ARG on a parallel model). */
 enum { WK_LM_TENSOR_PARALLEL = 0, WK_LM_PIPELINE_PARALLEL = 1 };
 
 /* path: a .gguf file or an HF directory; opts NULL: defaults. */

@@ -54,7 +54,9 @@ wk_kv_cache *wk_kv_cache_new(const wk_lm *m, int64_t max_tokens) {
     }
     kc->m = m;
     if (own_rope(m, max_tokens, kc->rope) != WK_OK ||
-        wk__kv_store_init(&kc->kv, c->n_layers, m->tp.hkv, max_tokens, c->head_dim, m->kv_dtype, m->dev) != WK_OK) {
+        /* the layers this process runs (pipeline parallel: this rank's) */
+        wk__kv_store_init(&kc->kv, wk__lm_l1(m) - wk__lm_l0(m), m->tp.hkv, max_tokens, c->head_dim, m->kv_dtype,
+                          m->dev) != WK_OK) {
         wk_kv_cache_free(kc);
         return NULL;
     }
@@ -80,13 +82,15 @@ wk_status wk_kv_cache_reserve(wk_kv_cache *c, int64_t max_tokens) {
     wk__lm_rope rope[WK__LM_ROPE_SETS] = {0};
     wk_status st = own_rope(m, max_tokens, rope);
     if (st == WK_OK)
-        st = wk__kv_store_init(&kv, cfg->n_layers, m->tp.hkv, max_tokens, cfg->head_dim, m->kv_dtype, m->dev);
+        st = wk__kv_store_init(&kv, wk__lm_l1(m) - wk__lm_l0(m), m->tp.hkv, max_tokens, cfg->head_dim,
+                               m->kv_dtype, m->dev);
     if (st != WK_OK) {
         rope_free(rope);
         return st;
     }
-    /* the filled positions of every layer, (1, Hkv, len, D) each */
-    for (int64_t l = 0; st == WK_OK && c->len > 0 && l < cfg->n_layers; l++) {
+    /* the filled positions of every layer it holds (pipeline parallel:
+     * this rank's), (1, Hkv, len, D) each */
+    for (int64_t l = 0; st == WK_OK && c->len > 0 && l < kv.layers; l++) {
         wk_tensor *k = wk_narrow(c->kv.k[l], 2, 0, c->len), *v = wk_narrow(c->kv.v[l], 2, 0, c->len);
         if (!k || !v) st = wk_last_status();
         if (st == WK_OK) st = wk_slice_set(kv.k[l], k, 2, 0);

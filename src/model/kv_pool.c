@@ -448,6 +448,11 @@ wk_kv_pool *wk_kv_pool_new(const wk_lm *m, const wk_kv_pool_opts *o) {
         wk__err(WK_ERR_ARG, op, "model and options must not be NULL");
         return NULL;
     }
+    if (m->pp) { /* pipeline parallel: the pool (and serve) are single-process */
+        wk__err(WK_ERR_ARG, op, "the model is pipeline-parallel (rank %d of %d): the paged pool is single-process",
+                m->pp->rank, m->pp->size);
+        return NULL;
+    }
     if (m->tp.comm) { /* TP: the pool (and the serving engine on it) is single-process */
         wk__err(WK_ERR_ARG, op, "the paged KV pool is single-process; this model is tensor parallel over %d ranks",
                 m->tp.size);

@@ -54,7 +54,9 @@ static wk_tensor *seq_attention(const wk_lm *m, const wk__lm_layer *L, const wk_
                          .rope_skip = (L->flags & WK_LM_NO_ROPE) != 0,
                          .rope_dims = cfg->rope_dims};
     wk_kv_cache *c = s->cache;
-    if (!c->pool) return wk__rope_cached_attention(&ah, q, k, v, r->cos[rs], r->sin[rs], &c->kv, li, r->pos);
+    /* the cache holds this process's layers only (pipeline parallel: from l0) */
+    if (!c->pool)
+        return wk__rope_cached_attention(&ah, q, k, v, r->cos[rs], r->sin[rs], &c->kv, li - wk__lm_l0(m), r->pos);
     wk_tensor *qr, *kr, *vv;
     if (wk__rope_qkv(&ah, q, k, v, r->cos[rs], r->sin[rs], wk__kv_attn_dtype(c), &qr, &kr, &vv) != WK_OK)
         return NULL;
@@ -196,7 +198,6 @@ static wk_status check_seqs(const char *op, bool numbered, const wk_lm *m, const
  * the final norm and the lm head as one product. */
 static wk_tensor *logits_of(const wk_lm *m, const wk_lm_seq *seqs, const seq_rows *rows, int64_t n_seqs,
                             wk_tensor *x) {
-    const wk_lm_config *cfg = &m->cfg;
     wk_tensor *sel;
     if (n_seqs == 1) {
         sel = seqs[0].all_logits ? x : wk_narrow(x, 0, rows[0].n - 1, 1);
@@ -213,7 +214,12 @@ static wk_tensor *logits_of(const wk_lm *m, const wk_lm_seq *seqs, const seq_row
             sel = wk_cat(parts, (int)n_seqs, 0);
         }
     }
-    wk_tensor *logits = wk_linear_forward(&m->output, wk_norm_layer_forward(&m->out_norm, sel));
+    return wk__lm_head(m, sel);
+}
+
+wk_tensor *wk__lm_head(const wk_lm *m, const wk_tensor *x) {
+    const wk_lm_config *cfg = &m->cfg;
+    wk_tensor *logits = wk_linear_forward(&m->output, wk_norm_layer_forward(&m->out_norm, x));
     logits = wk__lm_tp_gather_vocab(m, logits); /* TP: every rank's vocabulary columns */
     /* Gemma 2: cap * tanh(logits / cap) */
     if (logits && cfg->final_softcap > 0)
@@ -222,9 +228,11 @@ static wk_tensor *logits_of(const wk_lm *m, const wk_lm_seq *seqs, const seq_row
     return logits;
 }
 
-/* The pass itself, the arguments checked. */
-static wk_tensor *forward(const wk_lm *m, const wk_lm_seq *seqs, int64_t n_seqs, seq_rows *rows, int64_t R) {
-    const wk_lm_config *cfg = &m->cfg;
+/* The pass itself, the arguments checked. x_in: the rows entering this
+ * process's first layer (pipeline parallel, ranks after the first; a
+ * reference the caller keeps), else NULL: the token rows. */
+static wk_tensor *forward(const wk_lm *m, const wk_lm_seq *seqs, int64_t n_seqs, seq_rows *rows, int64_t R,
+                          wk_tensor *x_in) {
     for (int64_t i = 0; i < n_seqs; i++) {
         /* the positions' rows of each RoPE set: the cache's own tables when
          * it has them (longer than the model's, or longrope's long factors) */
@@ -237,8 +245,8 @@ static wk_tensor *forward(const wk_lm *m, const wk_lm_seq *seqs, int64_t n_seqs,
             if (!rows[i].cos[k] || !rows[i].sin[k]) return NULL;
         }
     }
-    wk_tensor *x = wk_keep(embed(m, seqs, n_seqs, R));
-    for (int64_t l = 0; x && l < cfg->n_layers; l++) {
+    wk_tensor *x = x_in ? wk_tensor_retain(x_in) : wk_keep(embed(m, seqs, n_seqs, R));
+    for (int64_t l = wk__lm_l0(m); x && l < wk__lm_l1(m); l++) {
         /* one scope per layer: its temporaries are freed before the next */
         const wk__lm_layer *L = &m->layers[l];
         wk_tensor *y = NULL;
@@ -250,21 +258,22 @@ static wk_tensor *forward(const wk_lm *m, const wk_lm_seq *seqs, int64_t n_seqs,
         wk_tensor_free(x);
         x = y;
     }
+    if (m->pp) return x; /* pipeline parallel: the activations go on (lm_pp.c) */
     wk_tensor *out = x ? wk_keep(logits_of(m, seqs, rows, n_seqs, x)) : NULL;
     wk_tensor_free(x);
     return out;
 }
 
-static wk_tensor *forward_seqs(const char *op, bool numbered, const wk_lm *m, const wk_lm_seq *seqs, int64_t n_seqs) {
-    if (!m || !seqs) {
-        wk__err(WK_ERR_ARG, op, "model, cache and ids must not be NULL");
-        return NULL;
-    }
-    if (n_seqs < 1 || n_seqs > WK__LM_BATCH_MAX) {
-        wk__err(WK_ERR_ARG, op, "needs 1 to %d sequences, got %lld", WK__LM_BATCH_MAX, (long long)n_seqs);
-        return NULL;
-    }
-    if (check_seqs(op, numbered, m, seqs, n_seqs) != WK_OK) return NULL;
+wk_status wk__lm_forward_check(const char *op, bool numbered, const wk_lm *m, const wk_lm_seq *seqs, int64_t n_seqs) {
+    if (!m || !seqs) return wk__err(WK_ERR_ARG, op, "model, cache and ids must not be NULL");
+    if (n_seqs < 1 || n_seqs > WK__LM_BATCH_MAX)
+        return wk__err(WK_ERR_ARG, op, "needs 1 to %d sequences, got %lld", WK__LM_BATCH_MAX, (long long)n_seqs);
+    return check_seqs(op, numbered, m, seqs, n_seqs);
+}
+
+static wk_tensor *forward_seqs(const char *op, bool numbered, const wk_lm *m, const wk_lm_seq *seqs, int64_t n_seqs,
+                               wk_tensor *x_in) {
+    if (wk__lm_forward_check(op, numbered, m, seqs, n_seqs) != WK_OK) return NULL;
     seq_rows *rows = calloc((size_t)n_seqs, sizeof *rows);
     if (!rows) {
         wk__err(WK_ERR_OOM, op, "cannot allocate %lld sequences", (long long)n_seqs);
@@ -285,7 +294,7 @@ static wk_tensor *forward_seqs(const char *op, bool numbered, const wk_lm *m, co
     wk_tensor *out = NULL;
     /* a scope that could not open would leave every temporary to nobody:
      * fail instead (the OOM is recorded) */
-    if (wk__scope_open()) out = forward(m, seqs, n_seqs, rows, R);
+    if (wk__scope_open()) out = forward(m, seqs, n_seqs, rows, R, x_in);
     wk_scope_end();
     if (out) {
         for (int64_t i = 0; i < n_seqs; i++) seqs[i].cache->len = rows[i].pos + rows[i].n;
@@ -297,8 +306,14 @@ static wk_tensor *forward_seqs(const char *op, bool numbered, const wk_lm *m, co
     return out;
 }
 
+wk_tensor *wk__lm_forward_stage(const char *op, const wk_lm *m, const wk_lm_seq *seqs, int64_t n_seqs,
+                                wk_tensor *x_in) {
+    return forward_seqs(op, true, m, seqs, n_seqs, x_in);
+}
+
 wk_tensor *wk_lm_forward_batch(const wk_lm *m, const wk_lm_seq *seqs, int64_t n_seqs) {
-    return forward_seqs("wk_lm_forward_batch", true, m, seqs, n_seqs);
+    if (m && m->pp) return wk__lm_pp_forward("wk_lm_forward_batch", true, m, seqs, n_seqs); /* pipeline parallel */
+    return forward_seqs("wk_lm_forward_batch", true, m, seqs, n_seqs, NULL);
 }
 
 wk_tensor *wk_lm_forward(const wk_lm *m, wk_kv_cache *c, const int32_t *ids, int64_t n, bool all_logits) {
@@ -307,5 +322,6 @@ wk_tensor *wk_lm_forward(const wk_lm *m, wk_kv_cache *c, const int32_t *ids, int
         wk__err(WK_ERR_ARG, "wk_lm_forward", "model, cache and ids must not be NULL");
         return NULL;
     }
-    return forward_seqs("wk_lm_forward", false, m, &s, 1);
+    if (m && m->pp) return wk__lm_pp_forward("wk_lm_forward", false, m, &s, 1); /* pipeline parallel */
+    return forward_seqs("wk_lm_forward", false, m, &s, 1, NULL);
 }

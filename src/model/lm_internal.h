@@ -45,6 +45,18 @@ typedef struct wk__lm_rope {
 /* Which rope set a layer uses: 1 for Gemma 3's local layers, else 0. */
 #define WK__LM_ROPE_SETS 2
 
+/* ---- BEGIN pipeline parallel (src/model/lm_pp*.c) ---- */
+/* This rank's part of a pipeline-parallel model: layers l0 .. l1-1 (the
+ * others' slots in wk_lm.layers stay zeroed), the token table on rank 0,
+ * the final norm and lm head on the last rank. */
+typedef struct wk__lm_pp {
+    wk_comm *comm;      /* borrowed from the load options */
+    int rank, size;
+    int64_t l0, l1;
+    int64_t microbatch; /* prefill positions per micro-batch (> 0) */
+} wk__lm_pp;
+/* ---- END pipeline parallel ---- */
+
 struct wk_lm {
     wk_lm_config cfg;
     const wk__lm_arch *arch;
@@ -69,6 +81,7 @@ struct wk_lm {
     /* tensor parallel: this rank's shares (comm NULL: the whole model;
      * src/model/lm_tp.c). tp.hq / tp.hkv are the heads this process runs. */
     wk__lm_tp tp;
+    wk__lm_pp *pp;         /* pipeline parallel: this rank's part; NULL: the whole model */
 };
 
 struct wk_kv_cache {
@@ -118,6 +131,33 @@ wk_dtype wk__kv_attn_dtype(const wk_kv_cache *c);
 wk_status wk__kv_paged_reserve(wk_kv_cache *c, int64_t max_tokens);
 wk_status wk__kv_paged_truncate(wk_kv_cache *c, int64_t n);
 void wk__kv_paged_free(wk_kv_cache *c);
+
+/* ---- BEGIN pipeline parallel (src/model/lm_pp*.c) ---- */
+/* The layers this process runs and holds caches for: [l0, l1). */
+static inline int64_t wk__lm_l0(const wk_lm *m) { return m->pp ? m->pp->l0 : 0; }
+static inline int64_t wk__lm_l1(const wk_lm *m) { return m->pp ? m->pp->l1 : m->cfg.n_layers; }
+/* Which parts this process holds. */
+static inline bool wk__lm_has_embd(const wk_lm *m) { return !m->pp || m->pp->rank == 0; }
+static inline bool wk__lm_has_head(const wk_lm *m) { return !m->pp || m->pp->rank == m->pp->size - 1; }
+/* wk_lm_load's part (lm_pp_load.c): m->pp from the options when they ask
+ * for pipeline parallelism over more than one rank (m->pp stays NULL
+ * otherwise); WK_ERR_ARG when the model has fewer layers than ranks. */
+wk_status wk__lm_pp_setup(wk_lm *m, const wk_lm_load_opts *o, const char *path);
+/* After this rank's load (st): every rank's outcome; WK_ERR_ARG naming a
+ * rank that failed when this one did not, st when it did. Collective. */
+wk_status wk__lm_pp_agree(const wk_lm *m, wk_status st);
+/* wk_lm_forward_batch on a pipeline-parallel model (lm_pp.c). */
+wk_tensor *wk__lm_pp_forward(const char *op, bool numbered, const wk_lm *m, const wk_lm_seq *seqs, int64_t n_seqs);
+/* lm_forward.c's pieces it runs: the argument checks of a forward (NULLs,
+ * counts, caches, ids); one pass of seqs through this process's layers,
+ * from x_in (R, dim) f32 or (x_in NULL) the token rows, returning the
+ * activations (R, dim) after the last local layer (the caches advance as
+ * in any forward); and the final norm + lm head (+ soft-cap) of rows x. */
+wk_status wk__lm_forward_check(const char *op, bool numbered, const wk_lm *m, const wk_lm_seq *seqs, int64_t n_seqs);
+wk_tensor *wk__lm_forward_stage(const char *op, const wk_lm *m, const wk_lm_seq *seqs, int64_t n_seqs,
+                                wk_tensor *x_in);
+wk_tensor *wk__lm_head(const wk_lm *m, const wk_tensor *x);
+/* ---- END pipeline parallel ---- */
 
 /* The rope set layer l uses. */
 static inline int wk__lm_rope_set(const wk_lm *m, int64_t l) {

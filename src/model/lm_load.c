@@ -299,9 +299,8 @@ static const char *embd_name(const source *s) { return s->g ? "token_embd.weight
 static const char *out_norm_name(const source *s) { return s->g ? "output_norm.weight" : "model.norm.weight"; }
 static const char *output_name(const source *s) { return s->g ? "output.weight" : "lm_head.weight"; }
 
-static wk_status load_weights(const source *s, wk_lm *m, const wk_lm_load_opts *o) {
+static wk_status load_token_table(const source *s, wk_lm *m, wk_dtype want) {
     const wk_lm_config *c = &m->cfg;
-    wk_dtype want = o->dtype;
     const char *en = embd_name(s);
     wk_tensor *e = get_tensor(s, en);
     if (!e) return wk_last_status();
@@ -318,21 +317,35 @@ static wk_status load_weights(const source *s, wk_lm *m, const wk_lm_load_opts *
     wk__lm_cut vc = wk__lm_tp_vocab_cut(s->tp); /* TP: this rank's vocabulary rows */
     if (vc.n_ranges && !(e = tp_cut(s, en, e, &vc))) return wk_last_status();
     m->tok_embd.weight = place(e, is_float_weight(edt) ? keep_dtype(edt, want) : edt, m->dev);
-    if (!m->tok_embd.weight) return wk_last_status();
+    return m->tok_embd.weight ? WK_OK : wk_last_status();
+}
+
+static wk_status load_weights(const source *s, wk_lm *m, const wk_lm_load_opts *o) {
+    const wk_lm_config *c = &m->cfg;
+    wk_dtype want = o->dtype;
     wk_status st;
-    if ((st = make_norm(s, out_norm_name(s), c->dim, c->rms_eps, m->dev, &m->out_norm)) != WK_OK) return st;
-    if (c->tied_embeddings) {
-        /* the lm head is the token table itself: one more reference */
-        m->output.weight = wk_tensor_retain(m->tok_embd.weight);
-    } else if ((st = make_linear(s, output_name(s), get_tensor(s, output_name(s)), c->vocab, c->dim, want, m->dev,
-                                 &vc, &m->output)) != WK_OK) {
+    /* pipeline parallel: only this rank's parts are read (the token table on
+     * the first rank and, as a tied head, the last; the head on the last) */
+    bool head = wk__lm_has_head(m);
+    if ((wk__lm_has_embd(m) || (head && c->tied_embeddings)) && (st = load_token_table(s, m, want)) != WK_OK)
         return st;
+    wk__lm_cut vc = wk__lm_tp_vocab_cut(s->tp); /* TP: this rank's vocabulary rows */
+    if (head) {
+        if ((st = make_norm(s, out_norm_name(s), c->dim, c->rms_eps, m->dev, &m->out_norm)) != WK_OK) return st;
+        if (c->tied_embeddings) {
+            /* the lm head is the token table itself: one more reference */
+            m->output.weight = wk_tensor_retain(m->tok_embd.weight);
+        } else if ((st = make_linear(s, output_name(s), get_tensor(s, output_name(s)), c->vocab, c->dim, want,
+                                     m->dev, &vc, &m->output)) != WK_OK) {
+            return st;
+        }
     }
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->layers) return wk__err(WK_ERR_OOM, OP, "cannot allocate %lld layers", (long long)c->n_layers);
-    for (int64_t l = 0; l < c->n_layers; l++) {
+    int64_t l0 = wk__lm_l0(m), l1 = wk__lm_l1(m); /* pipeline parallel: this rank's layers */
+    for (int64_t l = l0; l < l1; l++) {
         if ((st = load_layer(s, c, l, want, m->dev, &m->layers[l])) != WK_OK) return st;
-        if (o->progress) o->progress(o->progress_ctx, (double)(l + 1) / (double)c->n_layers);
+        if (o->progress) o->progress(o->progress_ctx, (double)(l + 1 - l0) / (double)(l1 - l0));
     }
     return WK_OK;
 }
@@ -627,8 +640,11 @@ wk_lm *wk_lm_load(const char *path, const wk_lm_load_opts *opts) {
     if ((st = wk__lm_tp_init(&m->tp, o.parallel == WK_LM_TENSOR_PARALLEL ? o.comm : NULL, &m->cfg, m->dev, path)) != WK_OK)
         goto fail;
     s.tp = &m->tp;
-    if ((st = load_weights(&s, m, &o)) != WK_OK) goto fail;
-    if ((st = make_rope(&s, m, &raw)) != WK_OK) goto fail;
+    if ((st = wk__lm_pp_setup(m, &o, path)) != WK_OK) goto fail; /* pipeline parallel */
+    st = load_weights(&s, m, &o);
+    if (st == WK_OK) st = make_rope(&s, m, &raw);
+    if (m->pp) st = wk__lm_pp_agree(m, st); /* pipeline parallel: every rank loaded its part, or all fail */
+    if (st != WK_OK) goto fail;
     wk__lm_raw_free(&raw);
     wk_gguf_close(s.g);
     wk_safetensors_close(s.st);
@@ -665,6 +681,7 @@ void wk_lm_free(wk_lm *m) {
     free(m->layer_flags);
     wk_tokenizer_free(m->tok);
     free(m->chat_template);
+    free(m->pp);
     free(m);
 }
 
