@@ -151,6 +151,10 @@ wk_dist_work *wk_recv_async(wk_comm *c, int peer, int tag);
 /* Block until done. Returns the result (a new reference; NULL for send, and
  * NULL + the collective's error on failure) and frees w. */
 wk_tensor *wk_dist_wait(wk_dist_work *w);
+/* The same, returning the job's own status (WK_OK, or the error it also
+ * records here) and its result in *out (may be NULL: then a result is
+ * freed): tells a send's success from a failure without clearing errors. */
+wk_status  wk_dist_wait_status(wk_dist_work *w, wk_tensor **out);
 /* Done yet (never blocks)? */
 bool       wk_dist_test(const wk_dist_work *w);
 

@@ -404,6 +404,16 @@ wk_tensor *wk_dist_wait(wk_dist_work *w) {
     return wait_status(w, NULL);
 }
 
+wk_status wk_dist_wait_status(wk_dist_work *w, wk_tensor **out) {
+    if (out) *out = NULL;
+    if (!w) return wk__err(WK_ERR_ARG, "wk_dist_wait_status", "NULL work handle");
+    wk_status st = WK_OK;
+    wk_tensor *r = wait_status(w, &st);
+    if (out) *out = r;
+    else wk_tensor_free(r);
+    return st;
+}
+
 static wk_tensor *wait_status(wk_dist_work *w, wk_status *st) {
     wk__dist_job *j = w->job;
     wk_comm *c = j->c;

@@ -96,10 +96,7 @@ static wk_status wait_send(pp_run *p) {
     if (!p->send) return WK_OK;
     wk_dist_work *w = p->send;
     p->send = NULL;
-    /* a send's wait returns NULL either way: its error is the recorded one */
-    wk_clear_error();
-    wk_tensor_free(wk_dist_wait(w));
-    return wk_last_status();
+    return wk_dist_wait_status(w, NULL);
 }
 
 /* Every micro-batch through this rank's layers; the last rank's head rows
