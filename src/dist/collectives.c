@@ -73,8 +73,8 @@ static wk_status ring_reduce_scatter(wk_comm *c, const char *op, wk_dtype dt, wk
     int r = c->rank, n = c->size, right = mod(r + 1, n), left = mod(r - 1, n);
     int64_t maxc = 0;
     for (int i = 0; i < n; i++) maxc = cnts[i] > maxc ? cnts[i] : maxc;
-    char *tmp = malloc(maxc ? (size_t)maxc * es : 1);
-    if (!tmp) return wk__err(WK_ERR_OOM, op, "cannot allocate %lld bytes of receive buffer", (long long)maxc * (long long)es);
+    char *tmp = wk__comm_scratch(c, op, maxc ? (size_t)maxc * es : 1);
+    if (!tmp) return wk_last_status();
     wk_status st = WK_OK;
     for (int s = 0; s < n - 1 && st == WK_OK; s++) {
         int si = mod(r - s - 1, n), ri = mod(r - s - 2, n);
@@ -82,7 +82,6 @@ static wk_status ring_reduce_scatter(wk_comm *c, const char *op, wk_dtype dt, wk
                               (size_t)cnts[ri] * es, left, WK__TAG_COLL);
         if (st == WK_OK) wk__dist_reduce(dt, rop, buf + (size_t)offs[ri] * es, tmp, cnts[ri]);
     }
-    free(tmp);
     return st;
 }
 
@@ -117,10 +116,9 @@ static wk_tensor *run_all_reduce(wk__dist_job *j) {
     wk_status st = WK_OK;
     if ((size_t)n * es <= SMALL_BYTES || n < N) {
         size_t b = (size_t)n * es;
-        char *all = malloc(b * (size_t)N + 1);
+        char *all = wk__comm_scratch(c, op, b * (size_t)N + 1);
         size_t *offs = malloc(sizeof *offs * (size_t)N * 2);
         if (!all || !offs) {
-            free(all);
             free(offs);
             wk_tensor_free(out);
             wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes", b * (size_t)N);
@@ -135,7 +133,6 @@ static wk_tensor *run_all_reduce(wk__dist_job *j) {
             for (int i = 1; i < N; i++) wk__dist_reduce(dt, rop, buf, all + offs[i], n);
             if (rop == WK_DIST_AVG) wk__dist_divide(dt, buf, n, N);
         }
-        free(all);
         free(offs);
     } else {
         int64_t *offs = malloc(sizeof *offs * (size_t)N * 2);

@@ -62,7 +62,21 @@ static wk_comm *comm_alloc(const char *op, wk_comm_backend b, const wk_comm_opts
     return c;
 }
 
+void *wk__comm_scratch(wk_comm *c, const char *op, size_t n) {
+    if (n <= c->scratch_cap) return c->scratch;
+    size_t cap = n < 65536 ? 65536 : n + n / 4;
+    void *p = realloc(c->scratch, cap);
+    if (!p) {
+        wk__err(WK_ERR_OOM, op, "cannot allocate %zu bytes of receive buffer", cap);
+        return NULL;
+    }
+    c->scratch = p;
+    c->scratch_cap = cap;
+    return p;
+}
+
 static void comm_release(wk_comm *c) {
+    free(c->scratch);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->cv);
     free(c);

@@ -37,6 +37,11 @@ struct wk_comm {
      * symmetric isend / irecv exchanges cannot deadlock); the progress
      * thread polls them between jobs */
     wk__dist_job *posted;
+    /* receive scratch reused by every job (jobs run one at a time): a fresh
+     * malloc of a large buffer per call is an mmap and a page fault per
+     * page, which cost as much as the transfer itself at 256 KiB */
+    void *scratch;
+    size_t scratch_cap;
     pthread_t thread;
     bool has_thread, stopping;
 };
@@ -112,6 +117,10 @@ wk__dist_job *wk__dist_job_new(wk_comm *c, const char *op, const wk_tensor *x,
 /* ---- NCCL (nccl_comm.c) ---- */
 wk_tensor *wk__nccl_run(wk__dist_job *j); /* the NCCL side of a job; WK_ERR_NOT_COMPILED without it */
 void       wk__nccl_free(wk_comm *c);
+
+/* The communicator's scratch, at least n bytes (NULL + WK_ERR_OOM). Valid
+ * until the next call; only the job running now may use it. */
+void *wk__comm_scratch(wk_comm *c, const char *op, size_t n);
 
 /* Bytes of a contiguous CPU tensor's first element. */
 void  *wk__dist_host_ptr(const wk_tensor *t);
