@@ -610,6 +610,41 @@ static void test_async_exchange(void **state) {
     wk_tensor_free(x);
 }
 
+/* Receives posted before the sends (torch allows it), two from one peer on
+ * one tag (they take the messages in issue order: a large one, then a
+ * small one), and a collective issued between them: posted receives leave
+ * the queue, so nothing waits for anything that comes after it. */
+static void test_async_recv_first(void **state) {
+    (void)state;
+    if (N == 1) return;
+    int right = (R + 1) % N, left = (R + N - 1) % N;
+    int64_t big[2] = {512, 512}, small[1] = {7};
+    wk_tensor *xb = make_input(L_CONTIG, big, 2, WK_F32, R, 2), *xs = make_input(L_CONTIG, small, 1, WK_I32, R, 3);
+    wk_dist_work *r1 = wk_recv_async(W, left, 9), *r2 = wk_recv_async(W, left, 9);
+    wk_tensor *sum = wk_all_reduce(W, xs, WK_DIST_SUM);
+    assert_non_null(sum);
+    wk_dist_work *s1 = wk_send_async(W, xb, right, 9), *s2 = wk_send_async(W, xs, right, 9);
+    wk_tensor *g1 = wk_dist_wait(r1), *g2 = wk_dist_wait(r2);
+    TU_STATUS_OK(wk_dist_wait_status(s1, NULL));
+    TU_STATUS_OK(wk_dist_wait_status(s2, NULL));
+    assert_int_equal(wk_numel(TU_OK(g1)), 512 * 512);
+    assert_int_equal(wk_numel(TU_OK(g2)), 7);
+    double *ref = malloc(sizeof *ref * 512 * 512), *v = malloc(sizeof *v * 512 * 512);
+    logical(L_CONTIG, big, 2, WK_F32, left, 2, ref);
+    TU_STATUS_OK(wk_to_host_f64(g1, v, 512 * 512));
+    assert_memory_equal(v, ref, sizeof *v * 512 * 512);
+    logical(L_CONTIG, small, 1, WK_I32, left, 3, ref);
+    TU_STATUS_OK(wk_to_host_f64(g2, v, 7));
+    assert_memory_equal(v, ref, sizeof *v * 7);
+    free(ref);
+    free(v);
+    wk_tensor_free(g1);
+    wk_tensor_free(g2);
+    wk_tensor_free(sum);
+    wk_tensor_free(xb);
+    wk_tensor_free(xs);
+}
+
 /* ------------------------------------------------------------- sub-groups */
 
 static void test_split(void **state) {
@@ -1054,6 +1089,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_teardown(test_async, same_results),
         cmocka_unit_test_teardown(test_async_p2p, same_results),
         cmocka_unit_test_teardown(test_async_exchange, same_results),
+        cmocka_unit_test_teardown(test_async_recv_first, same_results),
         cmocka_unit_test_teardown(test_split, same_results),
         cmocka_unit_test_teardown(test_block_dtypes, same_results),
         cmocka_unit_test_teardown(test_errors, same_results),

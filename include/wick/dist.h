@@ -140,7 +140,10 @@ wk_status  wk_barrier(wk_comm *c);
 /* A pending collective: started at once on the communicator's progress
  * thread (in issue order, after the communicator's earlier work); the
  * inputs are referenced (not copied) until it completes: do not write into
- * them meanwhile. */
+ * them meanwhile. Sends and receives (wk_recv too) are posted and then
+ * leave the order: a pending receive never holds up the calls after it,
+ * so exchanges work whichever side posts first; receives from one peer on
+ * one tag take its messages in the order they were issued. */
 typedef struct wk_dist_work wk_dist_work;
 wk_dist_work *wk_all_reduce_async(wk_comm *c, const wk_tensor *x, wk_dist_op op);
 wk_dist_work *wk_all_gather_async(wk_comm *c, const wk_tensor *x, int dim);

@@ -475,9 +475,45 @@ static wk_tensor *run_send(wk__dist_job *j) {
     return NULL; /* status is the job's error state */
 }
 
+/* A posted receive's steps: the header in -> allocate and post the payload;
+ * the payload in -> the result. */
+static int recv_advance(wk__dist_job *j, size_t got) {
+    if (j->phase == 1) {
+        shape_rec hdr;
+        memcpy(&hdr, j->hdr, sizeof hdr);
+        if (got != sizeof hdr || !rec_valid(&hdr)) {
+            wk__comm_fail(j->c, j->op, j->a, "received a malformed shape header from");
+            return -1;
+        }
+        wk_tensor *out = wk_empty(hdr.shape, (int)hdr.rank, (wk_dtype)hdr.dtype, wk_cpu());
+        if (!out) {
+            atomic_store(&j->c->broken, true); /* the payload still comes: out of step */
+            return -1;
+        }
+        j->result = out;
+        j->phase = 2;
+        return wk__p2p_post_recv(j->c, j->op, wk__dist_host_ptr(out), rec_bytes(&hdr), j->a, j->b, &j->post) == WK_OK
+                   ? 0
+                   : -1;
+    }
+    if (got != wk__dist_nbytes(j->result)) {
+        wk__comm_fail(j->c, j->op, j->a, "expected %zu bytes but got %zu from", wk__dist_nbytes(j->result), got);
+        return -1;
+    }
+    return 1;
+}
+
 static wk_tensor *run_recv(wk__dist_job *j) {
     if (!check_peer(j, j->a, j->b)) return NULL;
     if (j->c->backend == WK_COMM_NCCL) return wk__nccl_run(j);
+    if (j->is_async) {
+        /* post the header's receive and leave the queue (recv_advance) */
+        _Static_assert(sizeof j->hdr >= sizeof(shape_rec), "job header room");
+        j->advance = recv_advance;
+        j->phase = 1;
+        wk__p2p_post_recv(j->c, j->op, j->hdr, sizeof(shape_rec), j->a, WK__TAG_P2P_HDR + j->b, &j->post);
+        return NULL;
+    }
     shape_rec hdr;
     size_t got = 0;
     wk_status st = wk__p2p_recv_any(j->c, j->op, &hdr, sizeof hdr, &got, j->a, WK__TAG_P2P_HDR + j->b);
@@ -534,7 +570,10 @@ wk_status wk_send(wk_comm *c, const wk_tensor *x, int peer, int tag) {
     return st;
 }
 wk_tensor *wk_recv(wk_comm *c, int peer, int tag) {
-    return wk__dist_run_sync(make("wk_recv", c, NULL, false, run_recv, peer, tag));
+    /* always the posted path, so receives from one peer on one tag take
+     * their messages in issue order whether waited for at once or not */
+    wk_dist_work *w = wk__dist_run_async(make("wk_recv", c, NULL, false, run_recv, peer, tag));
+    return w ? wk_dist_wait(w) : NULL;
 }
 wk_status wk_barrier(wk_comm *c) {
     wk_status st = WK_OK;

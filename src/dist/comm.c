@@ -281,21 +281,43 @@ static wk_tensor *job_finish(wk__dist_job *j, wk_status *st) {
     return out;
 }
 
-/* Poll the posted sends once (this thread holds busy); returns whether any remain. */
+/* Two posted receives from one peer on one tag must take their messages
+ * in posting order: a later one waits while an earlier one has not yet
+ * posted its payload receive (phase 1: its header not in). */
+static bool blocked_by_earlier(const wk_comm *c, const wk__dist_job *j) {
+    if (!j->advance) return false;
+    for (const wk__dist_job *e = c->posted; e && e != j; e = e->next)
+        if (e->advance && e->phase == 1 && e->a == j->a && e->b == j->b) return true;
+    return false;
+}
+
+/* Poll the posted jobs once, oldest first (this thread holds busy);
+ * returns whether any remain. */
 static bool poll_posted(wk_comm *c) {
     wk__dist_job **pp = &c->posted;
     while (*pp) {
         wk__dist_job *j = *pp;
-        int r = wk__p2p_poll(c, j->op, j->post);
+        if (blocked_by_earlier(c, j)) {
+            pp = &j->next;
+            continue;
+        }
+        size_t got = 0;
+        int r = wk__p2p_poll(c, j->op, j->post, &got);
+        if (r != 0) j->post = NULL;
+        if (r > 0 && j->advance) {
+            r = j->advance(j, got);
+            if (r == 0) continue; /* posted its next step: poll it again */
+        }
         if (r == 0) {
             pp = &j->next;
             continue;
         }
-        j->post = NULL;
         if (r < 0) {
             j->status = wk_last_status();
             snprintf(j->msg, sizeof j->msg, "%s", wk_last_error());
             wk_clear_error();
+            wk_tensor_free(j->result);
+            j->result = NULL;
         }
         *pp = j->next;
         pthread_mutex_lock(&c->lock);
@@ -320,8 +342,11 @@ static void *progress_main(void *arg) {
             pthread_mutex_lock(&c->lock);
             c->busy = false;
             if (j->post && j->status == WK_OK) {
-                j->next = c->posted; /* completes later: poll_posted */
-                c->posted = j;
+                /* completes later (poll_posted): appended, oldest first */
+                wk__dist_job **end = &c->posted;
+                while (*end) end = &(*end)->next;
+                j->next = NULL;
+                *end = j;
             } else {
                 atomic_store(&j->done, true);
             }

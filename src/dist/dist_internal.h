@@ -32,10 +32,11 @@ struct wk_comm {
     pthread_cond_t cv;
     bool busy;          /* a job is running (inline on a caller, or on the thread) */
     wk__dist_job *head, *tail;
-    /* async sends that are posted but not yet complete: they leave the
-     * queue at once (so a send never waits behind the peer's own send:
-     * symmetric isend / irecv exchanges cannot deadlock); the progress
-     * thread polls them between jobs */
+    /* async sends and receives that are posted but not yet complete: they
+     * leave the queue at once (so a send never waits behind the peer's own
+     * send, nor a receive behind another: isend / irecv exchanges in any
+     * order cannot deadlock); the progress thread polls them between jobs,
+     * oldest first */
     wk__dist_job *posted;
     /* receive scratch reused by every job (jobs run one at a time): a fresh
      * malloc of a large buffer per call is an mmap and a page fault per
@@ -59,7 +60,12 @@ struct wk__dist_job {
     char msg[512];
     atomic_bool done;
     bool is_async;      /* runs on the progress thread (a send may then be posted and finish later) */
-    void *post;         /* a posted send's requests (mpi_p2p.c), completed by wk__p2p_poll */
+    void *post;         /* a posted send's or receive's requests (mpi_p2p.c), polled by wk__p2p_poll */
+    /* a posted receive's next step once post completes (got: bytes
+     * received): 1 done (result set), 0 posted again (post set), -1 an
+     * error (recorded here); NULL: done when post completes (a send) */
+    int (*advance)(wk__dist_job *j, size_t got);
+    int phase;
     wk_tensor *keep;    /* the host bytes a posted send reads until it completes */
     int64_t hdr[2 + WK_MAX_RANK]; /* a posted send's shape header */
 };
@@ -88,7 +94,10 @@ wk_status wk__mpi_barrier(wk_comm *c, const char *op);
  * error or the timeout (recorded, naming the peer; post freed). */
 wk_status wk__p2p_post_send(wk_comm *c, const char *op, const void *hdr, size_t hn, int htag, const void *buf,
                             size_t n, int peer, int tag, void **post);
-int       wk__p2p_poll(wk_comm *c, const char *op, void *post);
+/* Post one receive of at most cap bytes from peer without waiting. */
+wk_status wk__p2p_post_recv(wk_comm *c, const char *op, void *buf, size_t cap, int peer, int tag, void **post);
+/* got (may be NULL): the bytes the (first) request received. */
+int       wk__p2p_poll(wk_comm *c, const char *op, void *post, size_t *got);
 wk_status wk__mpi_init_world(const char *op, int *argc, char ***argv, wk_comm *c);
 wk_status wk__mpi_from(const char *op, const void *mpi_comm, wk_comm *c);
 wk_status wk__mpi_split(const char *op, wk_comm *parent, int color, int key, wk_comm *c, bool *member);

@@ -291,7 +291,26 @@ wk_status wk__p2p_post_send(wk_comm *c, const char *op, const void *hdr, size_t 
     return WK_OK;
 }
 
-int wk__p2p_poll(wk_comm *c, const char *op, void *post) {
+wk_status wk__p2p_post_recv(wk_comm *c, const char *op, void *buf, size_t cap, int peer, int tag, void **post) {
+    static char spare;
+    if (cap > (size_t)INT32_MAX) return wk__err(WK_ERR_ARG, op, "message over 2 GiB (split it)");
+    posted_send *p = malloc(sizeof *p);
+    if (!p) return wk__err(WK_ERR_OOM, op, "cannot allocate a receive handle");
+    p->r[0] = p->r[1] = MPI_REQUEST_NULL;
+    p->peer = peer;
+    p->deadline = now_s() + c->timeout_s;
+    int rc = MPI_Irecv(cap ? buf : &spare, (int)cap, MPI_BYTE, peer, tag, *(MPI_Comm *)c->mpi, &p->r[0]);
+    if (rc != MPI_SUCCESS) {
+        free(p);
+        char m[300];
+        mpi_msg(rc, m, sizeof m);
+        return wk__comm_fail(c, op, peer, "cannot post a receive (%s) from", m);
+    }
+    *post = p;
+    return WK_OK;
+}
+
+int wk__p2p_poll(wk_comm *c, const char *op, void *post, size_t *got) {
     posted_send *p = post;
     int flag = 0;
     MPI_Status st[2];
@@ -299,16 +318,21 @@ int wk__p2p_poll(wk_comm *c, const char *op, void *post) {
     if (rc != MPI_SUCCESS) {
         char m[300];
         mpi_msg(rc, m, sizeof m);
-        wk__comm_fail(c, op, p->peer, "MPI failed (%s) while sending to", m);
+        wk__comm_fail(c, op, p->peer, "MPI failed (%s) with", m);
         free(p);
         return -1;
     }
     if (flag) {
+        if (got) {
+            int n = 0;
+            MPI_Get_count(&st[0], MPI_BYTE, &n);
+            *got = (size_t)(n < 0 ? 0 : n);
+        }
         free(p);
         return 1;
     }
     if (now_s() > p->deadline) {
-        wk__comm_fail(c, op, p->peer, "timed out after %.1f s sending to", c->timeout_s);
+        wk__comm_fail(c, op, p->peer, "timed out after %.1f s waiting for", c->timeout_s);
         free(p);
         return -1;
     }
@@ -350,8 +374,12 @@ wk_status wk__p2p_post_send(wk_comm *c, const char *op, const void *hdr, size_t 
     (void)c, (void)hdr, (void)hn, (void)htag, (void)buf, (void)n, (void)peer, (void)tag, (void)post;
     return none(op);
 }
-int wk__p2p_poll(wk_comm *c, const char *op, void *post) {
-    (void)c, (void)post;
+wk_status wk__p2p_post_recv(wk_comm *c, const char *op, void *buf, size_t cap, int peer, int tag, void **post) {
+    (void)c, (void)buf, (void)cap, (void)peer, (void)tag, (void)post;
+    return none(op);
+}
+int wk__p2p_poll(wk_comm *c, const char *op, void *post, size_t *got) {
+    (void)c, (void)post, (void)got;
     none(op);
     return -1;
 }
