@@ -636,6 +636,15 @@ static void test_async_recv_first(void **state) {
     logical(L_CONTIG, small, 1, WK_I32, left, 3, ref);
     TU_STATUS_OK(wk_to_host_f64(g2, v, 7));
     assert_memory_equal(v, ref, sizeof *v * 7);
+    /* a posted receive, then a BLOCKING send of a rendezvous-sized message
+     * on both sides: the send's wait advances the posted receive */
+    wk_dist_work *r3 = wk_recv_async(W, left, 10);
+    TU_STATUS_OK(wk_send(W, xb, right, 10));
+    wk_tensor *g3 = wk_dist_wait(r3);
+    logical(L_CONTIG, big, 2, WK_F32, left, 2, ref);
+    TU_STATUS_OK(wk_to_host_f64(TU_OK(g3), v, 512 * 512));
+    assert_memory_equal(v, ref, sizeof *v * 512 * 512);
+    wk_tensor_free(g3);
     free(ref);
     free(v);
     wk_tensor_free(g1);

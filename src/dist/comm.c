@@ -328,6 +328,10 @@ static bool poll_posted(wk_comm *c) {
     return c->posted != NULL;
 }
 
+void wk__comm_progress(wk_comm *c) {
+    if (c->posted) poll_posted(c);
+}
+
 static void *progress_main(void *arg) {
     wk_comm *c = arg;
     pthread_mutex_lock(&c->lock);

@@ -111,6 +111,11 @@ void wk__dist_reduce(wk_dtype dt, wk_dist_op op, void *acc, const void *src, int
 void wk__dist_divide(wk_dtype dt, void *acc, int64_t n, int k);
 
 /* ---- jobs (comm.c) ---- */
+/* Advance the posted sends and receives once; only the holder of busy
+ * (the running job) calls it: a blocking job's waits call it, so a posted
+ * receive's payload is posted while this rank blocks in a send to the very
+ * peer that waits for it (irecv, then a blocking send, on both sides). */
+void wk__comm_progress(wk_comm *c);
 /* Run j in issue order: inline on this thread when nothing is queued,
  * else after the queue; returns the job's result, re-raising its error on
  * this thread. Frees j. */

@@ -165,6 +165,7 @@ static wk_status wait_all(wk_comm *c, const char *op, MPI_Request *r, const int 
             }
         }
         if (!left) break;
+        if ((spins & 15) == 15 && c->posted) wk__comm_progress(c);
         if (pure) {
             if ((++spins & 15) == 0 && now_s() - t0 >= PURE_SPIN_S) pure = false, spins = 0;
             continue;
@@ -181,6 +182,7 @@ static wk_status wait_all(wk_comm *c, const char *op, MPI_Request *r, const int 
             continue;
         }
         if (now_s() > deadline) goto timeout;
+        if (c->posted) wk__comm_progress(c);
         struct timespec ts = {0, sleep_ns};
         nanosleep(&ts, NULL);
         if (sleep_ns < 1000000) sleep_ns *= 2;
