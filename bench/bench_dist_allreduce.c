@@ -46,6 +46,13 @@
 #include "wick/wick.h"
 #ifdef WICK_HAVE_MPI
 #include <mpi.h>
+
+/* End every rank (MPI_Abort); it returns only without MPI, where this
+ * process is the whole job. */
+static void abort_job(wk_comm *c, int code) {
+    wk_comm_abort(c, code);
+    exit(code);
+}
 #endif
 
 enum { OP_ALLREDUCE, OP_ALLGATHER, OP_BCAST, OP_N };
@@ -80,7 +87,7 @@ static double max_over_ranks(double v) {
     double out = -1;
     if (!m || wk_item(m, &out) != WK_OK) {
         fprintf(stderr, "bench_dist_allreduce: rank %d: %s\n", g.rank, wk_last_error());
-        wk_comm_abort(g.c, 1);
+        abort_job(g.c, 1);
     }
     wk_tensor_free(m);
     wk_tensor_free(t);
@@ -214,7 +221,7 @@ static int bench_op(int op) {
         if (!ok) {
             fprintf(stderr, "bench_dist_allreduce: rank %d: wick %s failed at %zu bytes: %s\n", g.rank, op_names[op],
                     rbytes, wk_last_error());
-            wk_comm_abort(g.c, 1);
+            abort_job(g.c, 1);
         }
         if (g.mpi) {
             ok = run_mpi(op, &b) && check(op, op == OP_BCAST ? b.send : b.recv, b.n, b.n_send, "MPI", rbytes) &&
@@ -229,7 +236,7 @@ static int bench_op(int op) {
                 double t0 = now();
                 if (!run_wick(op, &b, NULL)) {
                     fprintf(stderr, "bench_dist_allreduce: rank %d: %s\n", g.rank, wk_last_error());
-                    wk_comm_abort(g.c, 1);
+                    abort_job(g.c, 1);
                 }
                 tw[r * k + i] = now() - t0;
             }

@@ -67,7 +67,7 @@ static double now(void) {
 
 static void die(const char *what) {
     fprintf(stderr, "bench_dist_ddp: rank %d: %s: %s\n", g.rank, what, wk_last_error());
-    if (g.size > 1) wk_comm_abort(g.c, 1);
+    if (g.size > 1) wk_comm_abort(g.c, 1); /* returns for a size-1 world */
     exit(1);
 }
 

@@ -24,6 +24,13 @@
 #include "wick/lm.h"
 #include "wick/dist.h"
 
+/* End every rank (MPI_Abort); it returns only without MPI, where this
+ * process is the whole job. */
+static void abort_job(wk_comm *c, int code) {
+    wk_comm_abort(c, code);
+    exit(code);
+}
+
 #ifndef WICK_SOURCE_DIR
 #define WICK_SOURCE_DIR "."
 #endif
@@ -142,7 +149,7 @@ int main(int argc, char **argv) {
     double load_ms = now_ms() - t0;
     if (!m) {
         fprintf(stderr, "bench_pp: rank %d: %s\n", rank, wk_last_error());
-        wk_comm_abort(w, 1);
+        abort_job(w, 1);
     }
     const wk_lm_config *c = wk_lm_config_of(m);
     if (rank == 0)
@@ -154,19 +161,19 @@ int main(int argc, char **argv) {
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)np);
     float *lg = malloc(sizeof(float) * (size_t)c->vocab);
     double *pre = malloc(sizeof(double) * (size_t)reps), *dec = malloc(sizeof(double) * (size_t)reps);
-    if (!ids || !lg || !pre || !dec) wk_comm_abort(w, 1);
+    if (!ids || !lg || !pre || !dec) abort_job(w, 1);
     for (int64_t i = 0; i < np; i++) ids[i] = (int32_t)((i * 131 + 7) % c->vocab);
     int counted = 0;
     for (int64_t r = 0; r < reps; r++) {
         wk_kv_cache *kc = wk_kv_cache_new(m, np + nd);
-        if (!kc) wk_comm_abort(w, 1);
+        if (!kc) abort_job(w, 1);
         wk_barrier(w);
         double a = now_ms();
         wk_tensor *l = wk_lm_forward(m, kc, ids, np, false);
         double b = now_ms();
         if (!l || wk_to_host_f32(l, lg, (size_t)c->vocab) != WK_OK) {
             fprintf(stderr, "bench_pp: rank %d: %s\n", rank, wk_last_error());
-            wk_comm_abort(w, 1);
+            abort_job(w, 1);
         }
         wk_tensor_free(l);
         wk_barrier(w);
@@ -176,7 +183,7 @@ int main(int argc, char **argv) {
             l = wk_lm_forward(m, kc, &id, 1, false);
             if (!l || wk_to_host_f32(l, lg, (size_t)c->vocab) != WK_OK) {
                 fprintf(stderr, "bench_pp: rank %d: %s\n", rank, wk_last_error());
-                wk_comm_abort(w, 1);
+                abort_job(w, 1);
             }
             wk_tensor_free(l);
         }

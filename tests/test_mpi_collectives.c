@@ -903,6 +903,11 @@ static void test_self(void **state) {
     assert_int_equal(wk_comm_backend_of(c), WK_COMM_SELF);
     assert_true(wk_comm_timeout(c) == 5.0);
     assert_true(wk_comm_ok(c));
+    /* a self communicator has no job to end: abort is an error, not an exit */
+    wk_clear_error();
+    assert_int_equal(wk_comm_abort(c, 1), WK_ERR_ARG);
+    assert_int_equal(wk_comm_abort(NULL, 1), WK_ERR_ARG);
+    wk_clear_error();
     int64_t s[2] = {3, 4};
     for (int d = 0; d < NDT; d++) {
         wk_tensor *x = make_input(L_TRANSPOSED, s, 2, DTS[d], 0, d);

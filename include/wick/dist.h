@@ -26,7 +26,7 @@
  * within the communicator's timeout (opts.timeout_s; default 60 s or the
  * environment's WICK_DIST_TIMEOUT, in seconds). After a WK_ERR_COMM the
  * communicator is broken: every later call on it fails at once (the
- * program should report and exit; wk_comm_abort ends every rank). A peer
+ * program should report and exit; wk_comm_abort ends every MPI rank). A peer
  * process that dies makes Open MPI's launcher end the job as well.
  *
  * Threads: a communicator may be used from any thread, one call at a time
@@ -103,9 +103,11 @@ wk_comm *wk_comm_split(wk_comm *c, int color, int key);
 /* Frees; waits for this communicator's pending asynchronous work first.
  * NULL: nothing. */
 void wk_comm_free(wk_comm *c);
-/* Ends every process of the job (MPI_Abort) with this exit code; for
- * fatal errors, never returns. With a self communicator: exit(code). */
-void wk_comm_abort(wk_comm *c, int code);
+/* Ends every process of an MPI communicator's job (MPI_Abort, exit code
+ * code): for a program that cannot go on, never a reaction of wick's own.
+ * Returns only when there is no job to end (a self or NCCL communicator,
+ * NULL: WK_ERR_ARG), so the caller then exits as it would anyway. */
+wk_status wk_comm_abort(wk_comm *c, int code);
 
 int             wk_comm_rank(const wk_comm *c);  /* -1 for NULL */
 int             wk_comm_size(const wk_comm *c);  /* -1 for NULL */

@@ -319,26 +319,21 @@ static wk_tensor *run_reduce_scatter(wk__dist_job *j) {
         wk__err(WK_ERR_OOM, op, "cannot allocate chunk tables");
         return NULL;
     }
-    int64_t *cnts = offs + N;
+    int64_t *cnts = offs + N, my_lo = 0, my_rows = 0;
     for (int i = 0; i < N; i++) {
         int64_t lo = (int64_t)i * csz, hi = lo + csz;
         if (lo > n0) lo = n0;
         if (hi > n0) hi = n0;
         offs[i] = lo * rest;
         cnts[i] = (hi - lo) * rest;
+        if (i == c->rank) my_lo = lo, my_rows = hi - lo;
     }
     char *buf = wk__dist_host_ptr(xm);
     wk_status st = N > 1 ? ring_reduce_scatter(c, op, dt, rop, buf, es, offs, cnts) : WK_OK;
     if (st == WK_OK && rop == WK_DIST_AVG) wk__dist_divide(dt, buf + (size_t)offs[c->rank] * es, cnts[c->rank], N);
     wk_tensor *out = NULL;
     if (st == WK_OK) {
-        int64_t lo = rest ? offs[c->rank] / rest : 0, len = rest ? cnts[c->rank] / rest : 0;
-        if (!rest) {
-            lo = (int64_t)c->rank * csz;
-            if (lo > n0) lo = n0;
-            len = lo + csz > n0 ? n0 - lo : csz;
-        }
-        wk_tensor *part = wk_narrow(xm, 0, lo, len);
+        wk_tensor *part = wk_narrow(xm, 0, my_lo, my_rows);
         wk_tensor *back = part ? move_from_front(part, d) : NULL;
         out = back ? wk_copy(back) : NULL;
         wk_tensor_free(part);

@@ -166,10 +166,15 @@ void wk_comm_free(wk_comm *c) {
     comm_release(c);
 }
 
-void wk_comm_abort(wk_comm *c, int code) {
-    if (c && c->backend == WK_COMM_MPI) wk__mpi_abort(c, code);
+wk_status wk_comm_abort(wk_comm *c, int code) {
+    const char *op = "wk_comm_abort";
+    if (!c) return wk__err(WK_ERR_ARG, op, "NULL communicator");
+    if (c->backend != WK_COMM_MPI)
+        return wk__err(WK_ERR_ARG, op, "a %s communicator has no job to end: report the error and exit",
+                       c->backend == WK_COMM_SELF ? "self" : "NCCL");
     fflush(NULL);
-    exit(code);
+    wk__mpi_abort(c, code); /* MPI_Abort: what the caller asked for, ending every rank */
+    return wk__err(WK_ERR_COMM, op, "MPI_Abort returned");
 }
 
 int wk_comm_rank(const wk_comm *c) { return c ? c->rank : -1; }
