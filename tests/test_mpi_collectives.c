@@ -448,6 +448,31 @@ static void test_broadcast(void **state) {
 
 /* A ring: rank r sends to r+1 and receives from r-1 (even ranks send first,
  * odd ones receive first, so a rendezvous-sized message cannot deadlock). */
+/* A tensor received from rank `from` must be its make_input(layout: the
+ * logical values; received tensors are contiguous), bytes, dtype and
+ * shape. Frees got. */
+static void expect_from(wk_tensor *got, const int64_t *s, int nd, wk_dtype dt, int from, int salt, int layout) {
+    if (!got) {
+        printf("rank %d: recv failed: %s\n", R, wk_last_error());
+        fail();
+    }
+    int64_t n = numel_of(s, nd);
+    double *ref = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    logical(layout, s, nd, dt, from, salt, ref);
+    assert_int_equal(wk_tensor_dtype(got), dt);
+    tu_assert_shape(got, s, nd);
+    wk_tensor *e = tu_make(ref, s, nd, dt);
+    size_t na, nb;
+    void *a = bytes_of(got, &na), *b = bytes_of(e, &nb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na);
+    free(a);
+    free(b);
+    free(ref);
+    wk_tensor_free(e);
+    wk_tensor_free(got);
+}
+
 static void ring_once(int layout, const int64_t *s, int nd, wk_dtype dt, int tag, int salt) {
     int right = (R + 1) % N, left = (R + N - 1) % N;
     wk_tensor *x = make_input(layout, s, nd, dt, R, salt), *y = NULL;
@@ -458,26 +483,8 @@ static void ring_once(int layout, const int64_t *s, int nd, wk_dtype dt, int tag
         y = wk_recv(W, left, tag);
         TU_STATUS_OK(wk_send(W, x, right, tag));
     }
-    int64_t n = numel_of(s, nd);
-    double *ref = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    logical(layout, s, nd, dt, left, salt, ref);
-    if (!y) {
-        printf("rank %d: recv failed: %s\n", R, wk_last_error());
-        fail();
-    }
-    assert_int_equal(wk_tensor_dtype(y), dt);
-    tu_assert_shape(y, s, nd);
-    wk_tensor *e = tu_make(ref, s, nd, dt);
-    size_t na, nb;
-    void *a = bytes_of(y, &na), *b = bytes_of(e, &nb);
-    assert_int_equal(na, nb);
-    assert_memory_equal(a, b, na);
-    free(a);
-    free(b);
-    free(ref);
-    wk_tensor_free(e);
+    expect_from(y, s, nd, dt, left, salt, layout);
     wk_tensor_free(x);
-    wk_tensor_free(y);
 }
 
 static void test_send_recv_ring(void **state) {
@@ -566,20 +573,14 @@ static void test_async_p2p(void **state) {
     int right = (R + 1) % N, left = (R + N - 1) % N;
     int64_t s[1] = {17};
     wk_tensor *x = make_input(L_CONTIG, s, 1, WK_I64, R, 0);
-    /* even ranks: send then recv; odd: recv then send (issue order is run order) */
+    /* even ranks: send then recv; odd: recv then send */
     wk_dist_work *w1 = R % 2 == 0 ? wk_send_async(W, x, right, 3) : wk_recv_async(W, left, 3);
     wk_dist_work *w2 = R % 2 == 0 ? wk_recv_async(W, left, 3) : wk_send_async(W, x, right, 3);
     wk_tensor *r1 = wk_dist_wait(w1), *r2 = wk_dist_wait(w2);
     wk_tensor *got = R % 2 == 0 ? r2 : r1;
     assert_null(R % 2 == 0 ? r1 : r2);
-    double ref[17];
-    logical(L_CONTIG, s, 1, WK_I64, left, 0, ref);
-    double v[17];
-    TU_STATUS_OK(wk_to_host_f64(TU_OK(got), v, 17));
-    assert_memory_equal(v, ref, sizeof v);
+    expect_from(got, s, 1, WK_I64, left, 0, L_CONTIG);
     wk_tensor_free(x);
-    wk_tensor_free(r1);
-    wk_tensor_free(r2);
 }
 
 /* Every rank posts its send before its receive, with a payload large enough
@@ -599,13 +600,7 @@ static void test_async_exchange(void **state) {
         wk_tensor *none = (wk_tensor *)1;
         TU_STATUS_OK(wk_dist_wait_status(ws, &none));
         assert_null(none);
-        double *ref = malloc(sizeof *ref * 512 * 512), *v = malloc(sizeof *v * 512 * 512);
-        logical(L_CONTIG, s, 2, WK_F32, left, 1, ref);
-        TU_STATUS_OK(wk_to_host_f64(TU_OK(got), v, 512 * 512));
-        assert_memory_equal(v, ref, sizeof *v * 512 * 512);
-        free(ref);
-        free(v);
-        wk_tensor_free(got);
+        expect_from(got, s, 2, WK_F32, left, 1, L_CONTIG);
     }
     wk_tensor_free(x);
 }
@@ -627,28 +622,13 @@ static void test_async_recv_first(void **state) {
     wk_tensor *g1 = wk_dist_wait(r1), *g2 = wk_dist_wait(r2);
     TU_STATUS_OK(wk_dist_wait_status(s1, NULL));
     TU_STATUS_OK(wk_dist_wait_status(s2, NULL));
-    assert_int_equal(wk_numel(TU_OK(g1)), 512 * 512);
-    assert_int_equal(wk_numel(TU_OK(g2)), 7);
-    double *ref = malloc(sizeof *ref * 512 * 512), *v = malloc(sizeof *v * 512 * 512);
-    logical(L_CONTIG, big, 2, WK_F32, left, 2, ref);
-    TU_STATUS_OK(wk_to_host_f64(g1, v, 512 * 512));
-    assert_memory_equal(v, ref, sizeof *v * 512 * 512);
-    logical(L_CONTIG, small, 1, WK_I32, left, 3, ref);
-    TU_STATUS_OK(wk_to_host_f64(g2, v, 7));
-    assert_memory_equal(v, ref, sizeof *v * 7);
+    expect_from(g1, big, 2, WK_F32, left, 2, L_CONTIG);
+    expect_from(g2, small, 1, WK_I32, left, 3, L_CONTIG);
     /* a posted receive, then a BLOCKING send of a rendezvous-sized message
      * on both sides: the send's wait advances the posted receive */
     wk_dist_work *r3 = wk_recv_async(W, left, 10);
     TU_STATUS_OK(wk_send(W, xb, right, 10));
-    wk_tensor *g3 = wk_dist_wait(r3);
-    logical(L_CONTIG, big, 2, WK_F32, left, 2, ref);
-    TU_STATUS_OK(wk_to_host_f64(TU_OK(g3), v, 512 * 512));
-    assert_memory_equal(v, ref, sizeof *v * 512 * 512);
-    wk_tensor_free(g3);
-    free(ref);
-    free(v);
-    wk_tensor_free(g1);
-    wk_tensor_free(g2);
+    expect_from(wk_dist_wait(r3), big, 2, WK_F32, left, 2, L_CONTIG);
     wk_tensor_free(sum);
     wk_tensor_free(xb);
     wk_tensor_free(xs);
